@@ -1,0 +1,221 @@
+/* pool.c - a fixed pool of libpq connections.
+ *
+ * Invariants: a connection is used by one thread between cat_conn_get and
+ * cat_conn_put; `in_use` counts the busy ones.  A connection found broken is
+ * closed and reopened on a later get, no more often than its backoff allows
+ * (100 ms doubling to 5 s), so an outage costs one failed connect per
+ * connection per backoff period rather than one per request.  Messages never
+ * carry the conninfo string (it may hold a password). */
+#include "db_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+
+#define POOL_WAIT_S 5
+#define BACKOFF_MIN_NS 100000000LL
+#define BACKOFF_MAX_NS 5000000000LL
+
+static int conn_open(struct cat_db *db, struct cat_conn *c, struct fl_err *err)
+{
+	int64_t now = fl_mono_ns();
+
+	if (now < c->retry_at_ns)
+		return fl_err_set(err, FL_ERR_UNAVAILABLE, "database unavailable (reconnecting)");
+	c->pg = PQconnectdb(db->conninfo);
+	if (PQstatus(c->pg) != CONNECTION_OK) {
+		char msg[160];
+
+		/* libpq's message names host and port but never the password. */
+		snprintf(msg, sizeof(msg), "%s", PQerrorMessage(c->pg));
+		msg[strcspn(msg, "\n")] = '\0';
+		PQfinish(c->pg);
+		c->pg = NULL;
+		c->backoff_ns = c->backoff_ns ? c->backoff_ns * 2 : BACKOFF_MIN_NS;
+		if (c->backoff_ns > BACKOFF_MAX_NS)
+			c->backoff_ns = BACKOFF_MAX_NS;
+		c->retry_at_ns = now + c->backoff_ns;
+		return fl_err_set(err, FL_ERR_UNAVAILABLE, "database unavailable: %s", msg);
+	}
+	c->backoff_ns = 0;
+	c->retry_at_ns = 0;
+	/* Requests are short; a stuck statement must not hold a row lock forever. */
+	PQclear(PQexec(c->pg, "SET statement_timeout = '30s'; SET lock_timeout = '10s'"));
+	return 0;
+}
+
+int cat_db_open(const char *conninfo, int size, struct cat_db **out, struct fl_err *err)
+{
+	struct cat_db *db = calloc(1, sizeof(*db));
+	struct cat_conn *c;
+
+	if (db == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	db->conninfo = strdup(conninfo);
+	db->conns = calloc((size_t)size, sizeof(*db->conns));
+	if (db->conninfo == NULL || db->conns == NULL) {
+		cat_db_close(db);
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	}
+	db->size = size;
+	pthread_mutex_init(&db->mu, NULL);
+	pthread_cond_init(&db->cv, NULL);
+	if (cat_conn_get(db, &c, err) != 0) {
+		cat_db_close(db);
+		return -1;
+	}
+	cat_conn_put(db, c);
+	*out = db;
+	return 0;
+}
+
+void cat_db_close(struct cat_db *db)
+{
+	if (db == NULL)
+		return;
+	for (int i = 0; i < db->size; i++)
+		if (db->conns[i].pg != NULL)
+			PQfinish(db->conns[i].pg);
+	if (db->conns != NULL) {
+		pthread_mutex_destroy(&db->mu);
+		pthread_cond_destroy(&db->cv);
+	}
+	free(db->conns);
+	free(db->conninfo);
+	free(db);
+}
+
+void cat_db_stats(struct cat_db *db, int *in_use, int *idle, int *waiting)
+{
+	pthread_mutex_lock(&db->mu);
+	*in_use = db->in_use;
+	*idle = db->size - db->in_use;
+	*waiting = db->waiting;
+	pthread_mutex_unlock(&db->mu);
+}
+
+int cat_conn_get(struct cat_db *db, struct cat_conn **out, struct fl_err *err)
+{
+	struct cat_conn *c = NULL;
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += POOL_WAIT_S;
+	pthread_mutex_lock(&db->mu);
+	for (;;) {
+		/* Prefer a connected idle connection over an unconnected one. */
+		for (int i = 0; i < db->size; i++) {
+			struct cat_conn *k = &db->conns[i];
+
+			if (!k->busy && (c == NULL || (c->pg == NULL && k->pg != NULL)))
+				c = k;
+		}
+		if (c != NULL)
+			break;
+		db->waiting++;
+		int rc = pthread_cond_timedwait(&db->cv, &db->mu, &until);
+		db->waiting--;
+		if (rc == ETIMEDOUT) {
+			pthread_mutex_unlock(&db->mu);
+			return fl_err_set(err, FL_ERR_UNAVAILABLE,
+			                  "all %d database connections are busy; retry later",
+			                  db->size);
+		}
+	}
+	c->busy = true;
+	db->in_use++;
+	pthread_mutex_unlock(&db->mu);
+
+	if (c->pg != NULL && PQstatus(c->pg) != CONNECTION_OK) {
+		PQfinish(c->pg);
+		c->pg = NULL;
+	}
+	if (c->pg == NULL && conn_open(db, c, err) != 0) {
+		cat_conn_put(db, c);
+		return -1;
+	}
+	*out = c;
+	return 0;
+}
+
+void cat_conn_put(struct cat_db *db, struct cat_conn *c)
+{
+	if (c->pg != NULL &&
+	    (PQstatus(c->pg) != CONNECTION_OK || PQtransactionStatus(c->pg) != PQTRANS_IDLE)) {
+		PQfinish(c->pg);
+		c->pg = NULL;
+	}
+	pthread_mutex_lock(&db->mu);
+	c->busy = false;
+	db->in_use--;
+	pthread_cond_signal(&db->cv);
+	pthread_mutex_unlock(&db->mu);
+}
+
+PGresult *cat_exec(struct cat_conn *c, const char *sql, int n, const char *const *params,
+                   struct fl_err *err)
+{
+	PGresult *r = PQexecParams(c->pg, sql, n, NULL, params, NULL, NULL, 0);
+	ExecStatusType st = PQresultStatus(r);
+	const char *state;
+
+	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
+		return r;
+	state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+	if (PQstatus(c->pg) != CONNECTION_OK || state == NULL || strncmp(state, "08", 2) == 0 ||
+	    strncmp(state, "57P", 3) == 0) {
+		fl_err_set(err, FL_ERR_UNAVAILABLE, "database connection lost");
+	} else if (strcmp(state, "23505") == 0) {
+		fl_err_set(err, FL_ERR_ALREADY_EXISTS, "already exists");
+	} else if (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0 ||
+	           strcmp(state, "55P03") == 0 || strcmp(state, "57014") == 0) {
+		fl_err_set(err, FL_ERR_UNAVAILABLE, "database busy (%s); retry", state);
+	} else {
+		char msg[160];
+
+		snprintf(msg, sizeof(msg), "%s", PQresultErrorMessage(r));
+		msg[strcspn(msg, "\n")] = '\0';
+		fl_err_set(err, FL_ERR_INTERNAL, "database error %s: %s", state, msg);
+	}
+	PQclear(r);
+	return NULL;
+}
+
+int cat_exec_cmd(struct cat_conn *c, const char *sql, struct fl_err *err)
+{
+	PGresult *r = cat_exec(c, sql, 0, NULL, err);
+
+	if (r == NULL)
+		return -1;
+	PQclear(r);
+	return 0;
+}
+
+int cat_db_ready(struct cat_db *db, struct fl_err *err)
+{
+	struct cat_conn *c;
+	PGresult *r;
+	int v, rc = -1;
+
+	if (cat_conn_get(db, &c, err) != 0)
+		return -1;
+	r = cat_exec(c, "SELECT coalesce(max(version), 0) FROM schema_migrations", 0, NULL, err);
+	if (r == NULL)
+		goto out;
+	v = (int)cat_i64(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	if (v != cat_schema_version()) {
+		fl_err_set(err, FL_ERR_UNAVAILABLE,
+		           "database schema is at version %d, this binary needs %d", v,
+		           cat_schema_version());
+		goto out;
+	}
+	rc = 0;
+out:
+	cat_conn_put(db, c);
+	return rc;
+}

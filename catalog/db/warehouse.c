@@ -1,0 +1,251 @@
+/* warehouse.c - warehouses: a name, a storage profile and a root location.
+ *
+ * The warehouse name is the REST `prefix`.  A storage profile is
+ * {type: "file", location: "file:///abs/dir"} or {type: "s3", location:
+ * "s3://bucket/prefix", endpoint?, region?, path-style-access?}; locations are
+ * stored without a trailing '/'. */
+#include <stdio.h>
+#include <string.h>
+
+#include "db_int.h"
+#include "json.h"
+#include "uuid.h"
+
+#define WH_COLS \
+	"id, name, storage_profile::text, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+
+static int check_profile(const json_t *profile, json_t **norm, struct fl_err *err)
+{
+	const char *type = NULL, *loc = NULL;
+	size_t n;
+	json_t *p;
+
+	if (fl_json_get_str(profile, "type", true, "storage-profile", &type, err) != 0 ||
+	    fl_json_get_str(profile, "location", true, "storage-profile", &loc, err) != 0)
+		return -1;
+	n = strlen(loc);
+	while (n > 0 && loc[n - 1] == '/')
+		n--;
+	if (strcmp(type, "file") == 0) {
+		if (strncmp(loc, "file:///", 8) != 0 || n <= 8 || strstr(loc, "/../") != NULL)
+			return fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "storage-profile: a file warehouse needs an absolute location like file:///var/lib/floe/wh");
+	} else if (strcmp(type, "s3") == 0) {
+		if (strncmp(loc, "s3://", 5) != 0 || n <= 5)
+			return fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "storage-profile: an s3 warehouse needs a location like s3://bucket/prefix");
+	} else {
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "storage-profile: type '%s' is not supported (file, s3)", type);
+	}
+	if (n >= sizeof(((struct cat_warehouse *)0)->location))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "storage-profile: location is too long");
+	p = json_deep_copy(profile);
+	if (p == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	json_object_set_new(p, "location", json_stringn(loc, n));
+	*norm = p;
+	return 0;
+}
+
+static json_t *row_json(PGresult *r, int i)
+{
+	json_t *profile = json_loads(PQgetvalue(r, i, 2), 0, NULL);
+
+	return json_pack("{s:s, s:s, s:o, s:s}", "id", PQgetvalue(r, i, 0), "name",
+	                 PQgetvalue(r, i, 1), "storage-profile", profile ? profile : json_object(),
+	                 "created-at", PQgetvalue(r, i, 3));
+}
+
+static int insert(struct cat_db *db, const char *name, const json_t *profile, bool if_absent,
+                  json_t **out, struct fl_err *err)
+{
+	char id[FL_UUID_STR];
+	char *prof = NULL;
+	struct cat_conn *c;
+	PGresult *r;
+	int rc = -1;
+
+	fl_uuid_v4(id);
+	prof = fl_json_dump(profile, NULL);
+	if (prof == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	if (cat_conn_get(db, &c, err) != 0) {
+		free(prof);
+		return -1;
+	}
+	const char *params[3] = {id, name, prof};
+	r = cat_exec(
+	        c,
+	        if_absent
+	                ? "INSERT INTO warehouse (id, name, storage_profile) VALUES ($1, $2, $3::jsonb)"
+	                  " ON CONFLICT (name) DO NOTHING RETURNING " WH_COLS
+	                : "INSERT INTO warehouse (id, name, storage_profile) VALUES ($1, $2, $3::jsonb)"
+	                  " RETURNING " WH_COLS,
+	        3, params, err);
+	if (r == NULL) {
+		if (err->kind == FL_ERR_ALREADY_EXISTS)
+			fl_err_set(err, FL_ERR_ALREADY_EXISTS, "warehouse '%s' already exists",
+			           name);
+		goto out;
+	}
+	if (out != NULL)
+		*out = PQntuples(r) == 1 ? row_json(r, 0) : json_null();
+	PQclear(r);
+	rc = 0;
+out:
+	cat_conn_put(db, c);
+	free(prof);
+	return rc;
+}
+
+int cat_warehouse_create(struct cat_db *db, const json_t *req, json_t **out, struct fl_err *err)
+{
+	const char *name = NULL;
+	json_t *profile = NULL, *norm = NULL;
+	int rc;
+
+	if (fl_json_get_str(req, "name", true, "CreateWarehouseRequest", &name, err) != 0 ||
+	    fl_json_get_obj(req, "storage-profile", true, "CreateWarehouseRequest", &profile,
+	                    err) != 0)
+		return -1;
+	if (name[0] == '\0' || strlen(name) > 255 || strpbrk(name, "/\x1f") != NULL)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "warehouse name must be 1-255 bytes without '/' or 0x1F");
+	if (check_profile(profile, &norm, err) != 0)
+		return -1;
+	rc = insert(db, name, norm, false, out, err);
+	json_decref(norm);
+	return rc;
+}
+
+int cat_warehouse_ensure(struct cat_db *db, const char *name, const char *location,
+                         struct fl_err *err)
+{
+	json_t *prof =
+	        json_pack("{s:s, s:s}", "type", strncmp(location, "s3://", 5) == 0 ? "s3" : "file",
+	                  "location", location);
+	json_t *norm = NULL;
+	int rc;
+
+	if (prof == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	rc = check_profile(prof, &norm, err);
+	json_decref(prof);
+	if (rc != 0)
+		return fl_err_prefix(err, "default warehouse '%s'", name);
+	rc = insert(db, name, norm, true, NULL, err);
+	json_decref(norm);
+	return rc;
+}
+
+static int query_one(struct cat_db *db, const char *name, PGresult **res, struct fl_err *err)
+{
+	const char *params[1] = {name};
+	struct cat_conn *c;
+	PGresult *r;
+
+	if (cat_conn_get(db, &c, err) != 0)
+		return -1;
+	r = cat_exec(c, "SELECT " WH_COLS " FROM warehouse WHERE name = $1", 1, params, err);
+	cat_conn_put(db, c);
+	if (r == NULL)
+		return -1;
+	if (PQntuples(r) == 0) {
+		PQclear(r);
+		return fl_err_set(err, FL_ERR_NO_SUCH_WAREHOUSE,
+		                  "warehouse '%.200s' does not exist", name);
+	}
+	*res = r;
+	return 0;
+}
+
+int cat_warehouse_get(struct cat_db *db, const char *name, struct cat_warehouse *out,
+                      struct fl_err *err)
+{
+	PGresult *r;
+	json_t *prof;
+	const char *loc = "", *type = "";
+
+	if (query_one(db, name, &r, err) != 0)
+		return -1;
+	prof = json_loads(PQgetvalue(r, 0, 2), 0, NULL);
+	if (prof != NULL) {
+		json_t *l = json_object_get(prof, "location"), *t = json_object_get(prof, "type");
+
+		loc = json_is_string(l) ? json_string_value(l) : "";
+		type = json_is_string(t) ? json_string_value(t) : "";
+	}
+	snprintf(out->id, sizeof(out->id), "%s", PQgetvalue(r, 0, 0));
+	snprintf(out->name, sizeof(out->name), "%s", PQgetvalue(r, 0, 1));
+	snprintf(out->location, sizeof(out->location), "%s", loc);
+	snprintf(out->storage_type, sizeof(out->storage_type), "%s", type);
+	json_decref(prof);
+	PQclear(r);
+	return 0;
+}
+
+int cat_warehouse_get_json(struct cat_db *db, const char *name, json_t **out, struct fl_err *err)
+{
+	PGresult *r;
+
+	if (query_one(db, name, &r, err) != 0)
+		return -1;
+	*out = row_json(r, 0);
+	PQclear(r);
+	return 0;
+}
+
+int cat_warehouse_list(struct cat_db *db, json_t **out, struct fl_err *err)
+{
+	struct cat_conn *c;
+	PGresult *r;
+	json_t *arr;
+
+	if (cat_conn_get(db, &c, err) != 0)
+		return -1;
+	r = cat_exec(c, "SELECT " WH_COLS " FROM warehouse ORDER BY name", 0, NULL, err);
+	cat_conn_put(db, c);
+	if (r == NULL)
+		return -1;
+	arr = json_array();
+	for (int i = 0; i < PQntuples(r); i++)
+		json_array_append_new(arr, row_json(r, i));
+	PQclear(r);
+	*out = json_pack("{s:o}", "warehouses", arr);
+	return 0;
+}
+
+int cat_warehouse_delete(struct cat_db *db, const char *name, struct fl_err *err)
+{
+	const char *params[1] = {name};
+	struct cat_conn *c;
+	PGresult *r;
+	int rc = -1;
+
+	if (cat_conn_get(db, &c, err) != 0)
+		return -1;
+	r = cat_exec(
+	        c,
+	        "WITH w AS (SELECT id, EXISTS (SELECT 1 FROM namespace n WHERE n.warehouse_id = warehouse.id) AS busy"
+	        "   FROM warehouse WHERE name = $1 FOR UPDATE),"
+	        " d AS (DELETE FROM warehouse WHERE id IN (SELECT id FROM w WHERE NOT busy) RETURNING id)"
+	        " SELECT (SELECT count(*) FROM w), (SELECT count(*) FROM d)",
+	        1, params, err);
+	if (r == NULL)
+		goto out;
+	if (cat_i64(PQgetvalue(r, 0, 0)) == 0)
+		fl_err_set(err, FL_ERR_NO_SUCH_WAREHOUSE, "warehouse '%.200s' does not exist",
+		           name);
+	else if (cat_i64(PQgetvalue(r, 0, 1)) == 0)
+		fl_err_set(err, FL_ERR_CONFLICT,
+		           "warehouse '%.200s' is not empty: drop its namespaces first", name);
+	else
+		rc = 0;
+	PQclear(r);
+out:
+	cat_conn_put(db, c);
+	return rc;
+}

@@ -1,0 +1,59 @@
+/* err.h - the one error type every layer returns.
+ *
+ * A fallible function returns 0 on success and -1 on failure, takes a
+ * struct fl_err * as its last argument and fills it on failure.  The kinds
+ * mirror the Iceberg REST error types; server/reply.c maps each kind to an
+ * HTTP status and a type name, and nothing else chooses statuses. */
+#ifndef FL_ERR_H
+#define FL_ERR_H
+
+#include <stddef.h>
+
+#define FL_MUST_CHECK __attribute__((warn_unused_result))
+#define FL_PRINTF(f, a) __attribute__((format(printf, f, a)))
+
+enum fl_err_kind {
+	FL_ERR_NONE = 0,
+	FL_ERR_BAD_REQUEST, /* malformed or invalid input */
+	FL_ERR_NOT_AUTHORIZED, /* no or bad credentials */
+	FL_ERR_FORBIDDEN, /* authenticated, not allowed */
+	FL_ERR_NOT_FOUND, /* unknown route or resource */
+	FL_ERR_NO_SUCH_WAREHOUSE,
+	FL_ERR_NO_SUCH_NAMESPACE,
+	FL_ERR_NO_SUCH_TABLE,
+	FL_ERR_NO_SUCH_VIEW,
+	FL_ERR_METHOD_NOT_ALLOWED,
+	FL_ERR_UNSUPPORTED, /* valid request the server does not support */
+	FL_ERR_ALREADY_EXISTS,
+	FL_ERR_NAMESPACE_NOT_EMPTY,
+	FL_ERR_COMMIT_FAILED, /* definitely not applied; retry on fresh state */
+	FL_ERR_CONFLICT, /* other state conflicts (e.g. key in flight) */
+	FL_ERR_TOO_LARGE, /* a configured limit was exceeded */
+	FL_ERR_UNPROCESSABLE, /* well-formed but contradictory */
+	FL_ERR_COMMIT_STATE_UNKNOWN, /* maybe applied: the client must not assume either */
+	FL_ERR_UNAVAILABLE, /* dependency down; retry later */
+	FL_ERR_IO, /* storage failure */
+	FL_ERR_INTERNAL, /* a bug or an unexpected failure */
+	FL_ERR_NOMEM,
+	FL_ERR_KIND_COUNT
+};
+
+struct fl_err {
+	enum fl_err_kind kind;
+	char msg[256];
+};
+
+/* Records kind and a printf-style message in err (which may be NULL) and
+ * returns -1, so that callers can write `return fl_err_set(err, ...);`. */
+int fl_err_set(struct fl_err *err, enum fl_err_kind kind, const char *fmt, ...) FL_PRINTF(3, 4);
+
+/* Prefixes err's message with "prefix: ", keeping the kind; returns -1. */
+int fl_err_prefix(struct fl_err *err, const char *fmt, ...) FL_PRINTF(2, 3);
+
+/* Resets err to FL_ERR_NONE with an empty message. */
+void fl_err_clear(struct fl_err *err);
+
+/* The stable short name of a kind, for logs ("commit-failed"). */
+const char *fl_err_kind_name(enum fl_err_kind kind);
+
+#endif

@@ -1,0 +1,217 @@
+/* json.c - strict parsing over jansson.
+ *
+ * jansson's own depth bound is a compile-time 2048; the configured bound is
+ * checked first by a bracket scan that skips string contents, so a hostile
+ * body never reaches the recursive parser at a depth we did not allow. */
+#include "json.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int fl_json_depth(const char *s, size_t len)
+{
+	int depth = 0, max = 0;
+	bool in_str = false;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = false;
+			continue;
+		}
+		if (c == '"') {
+			in_str = true;
+		} else if (c == '{' || c == '[') {
+			if (++depth > max)
+				max = depth;
+		} else if (c == '}' || c == ']') {
+			depth--;
+		}
+	}
+	return max;
+}
+
+int fl_json_parse(const char *s, size_t len, int max_depth, json_t **out, struct fl_err *err)
+{
+	json_error_t je;
+	json_t *v;
+	int depth;
+
+	if (len == 0)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "request body is empty; expected JSON");
+	depth = fl_json_depth(s, len);
+	if (depth > max_depth)
+		return fl_err_set(err, FL_ERR_TOO_LARGE,
+		                  "JSON nesting depth %d exceeds the limit of %d (max-json-depth)",
+		                  depth, max_depth);
+	v = json_loadb(s, len, JSON_REJECT_DUPLICATES, &je);
+	if (v == NULL)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "malformed JSON at line %d column %d: %s", je.line, je.column,
+		                  je.text);
+	*out = v;
+	return 0;
+}
+
+static const char *type_name(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "object";
+	case JSON_ARRAY: return "array";
+	case JSON_STRING: return "string";
+	case JSON_INTEGER: return "integer";
+	case JSON_REAL: return "number";
+	case JSON_TRUE:
+	case JSON_FALSE: return "boolean";
+	case JSON_NULL: return "null";
+	}
+	return "?";
+}
+
+/* Fetches key; 1 = found with the wanted type, 0 = absent (or null) and
+ * optional, -1 = error set. */
+static int member(const json_t *obj, const char *key, bool required, const char *what,
+                  json_type want, const char *want_name, json_t **v, struct fl_err *err)
+{
+	if (!json_is_object(obj))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s must be a JSON object", what);
+	*v = json_object_get(obj, key);
+	if (*v == NULL || json_is_null(*v)) {
+		if (required)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "%s: missing required field '%s'", what, key);
+		return 0;
+	}
+	if (json_typeof(*v) != want && !(want == JSON_TRUE && json_is_boolean(*v)))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s: field '%s' must be %s, got %s",
+		                  what, key, want_name, type_name(*v));
+	return 1;
+}
+
+int fl_json_get_str(const json_t *obj, const char *key, bool required, const char *what,
+                    const char **out, struct fl_err *err)
+{
+	json_t *v;
+	int r = member(obj, key, required, what, JSON_STRING, "a string", &v, err);
+
+	if (r == 1)
+		*out = json_string_value(v);
+	return r < 0 ? -1 : 0;
+}
+
+int fl_json_get_int(const json_t *obj, const char *key, bool required, const char *what,
+                    int64_t *out, struct fl_err *err)
+{
+	json_t *v;
+	int r = member(obj, key, required, what, JSON_INTEGER, "an integer", &v, err);
+
+	if (r == 1)
+		*out = (int64_t)json_integer_value(v);
+	return r < 0 ? -1 : 0;
+}
+
+int fl_json_get_bool(const json_t *obj, const char *key, bool required, const char *what, bool *out,
+                     struct fl_err *err)
+{
+	json_t *v;
+	int r = member(obj, key, required, what, JSON_TRUE, "a boolean", &v, err);
+
+	if (r == 1)
+		*out = json_is_true(v);
+	return r < 0 ? -1 : 0;
+}
+
+int fl_json_get_obj(const json_t *obj, const char *key, bool required, const char *what,
+                    json_t **out, struct fl_err *err)
+{
+	json_t *v;
+	int r = member(obj, key, required, what, JSON_OBJECT, "an object", &v, err);
+
+	if (r == 1)
+		*out = v;
+	return r < 0 ? -1 : 0;
+}
+
+int fl_json_get_arr(const json_t *obj, const char *key, bool required, const char *what,
+                    json_t **out, struct fl_err *err)
+{
+	json_t *v;
+	int r = member(obj, key, required, what, JSON_ARRAY, "an array", &v, err);
+
+	if (r == 1)
+		*out = v;
+	return r < 0 ? -1 : 0;
+}
+
+int fl_json_check_str_map(const json_t *obj, const char *what, struct fl_err *err)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach((json_t *)obj, k, v)
+	{
+		if (!json_is_string(v))
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "%s: value of '%s' must be a string, got %s", what, k,
+			                  type_name(v));
+	}
+	return 0;
+}
+
+char *fl_json_dump(const json_t *v, size_t *len)
+{
+	char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+
+	if (s != NULL && len != NULL)
+		*len = strlen(s);
+	return s;
+}
+
+void fl_json_decref(void *v)
+{
+	json_decref(v);
+}
+
+bool fl_utf8_valid(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + n;
+
+	while (p < end) {
+		unsigned c = *p;
+		size_t len;
+		unsigned cp;
+
+		if (c < 0x80) {
+			p++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf) {
+			len = 2;
+			cp = c & 0x1f;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			len = 3;
+			cp = c & 0x0f;
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			len = 4;
+			cp = c & 0x07;
+		} else {
+			return false;
+		}
+		if ((size_t)(end - p) < len)
+			return false;
+		for (size_t i = 1; i < len; i++) {
+			if ((p[i] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (p[i] & 0x3f);
+		}
+		if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+		    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+			return false;
+		p += len;
+	}
+	return true;
+}

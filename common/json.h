@@ -1,0 +1,53 @@
+/* json.h - strict JSON parsing and typed field access over jansson.
+ *
+ * Every request body goes through fl_json_parse: duplicate keys, NUL bytes,
+ * trailing garbage and nesting deeper than the configured bound are rejected
+ * with a message that names the problem and its position. */
+#ifndef FL_JSON_H
+#define FL_JSON_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "err.h"
+
+/* Parses len bytes at s into *out (a new reference) after checking that no
+ * array or object nests deeper than max_depth.  On failure *out is untouched
+ * and err is FL_ERR_BAD_REQUEST (or FL_ERR_TOO_LARGE for depth). */
+int fl_json_parse(const char *s, size_t len, int max_depth, json_t **out,
+                  struct fl_err *err) FL_MUST_CHECK;
+
+/* Nesting depth of the JSON text (brackets outside strings), without parsing. */
+int fl_json_depth(const char *s, size_t len);
+
+/* Typed member access.  `what` names the containing object in messages
+ * ("CreateNamespaceRequest").  A missing optional member leaves *out as is
+ * and returns 0; a missing required one or a wrong type is FL_ERR_BAD_REQUEST
+ * naming the member and the expected type. */
+int fl_json_get_str(const json_t *obj, const char *key, bool required, const char *what,
+                    const char **out, struct fl_err *err) FL_MUST_CHECK;
+int fl_json_get_int(const json_t *obj, const char *key, bool required, const char *what,
+                    int64_t *out, struct fl_err *err) FL_MUST_CHECK;
+int fl_json_get_bool(const json_t *obj, const char *key, bool required, const char *what, bool *out,
+                     struct fl_err *err) FL_MUST_CHECK;
+int fl_json_get_obj(const json_t *obj, const char *key, bool required, const char *what,
+                    json_t **out, struct fl_err *err) FL_MUST_CHECK;
+int fl_json_get_arr(const json_t *obj, const char *key, bool required, const char *what,
+                    json_t **out, struct fl_err *err) FL_MUST_CHECK;
+
+/* Checks that every value of obj is a string; names the first bad key. */
+int fl_json_check_str_map(const json_t *obj, const char *what, struct fl_err *err) FL_MUST_CHECK;
+
+/* Serializes compactly (keys in insertion order) into a malloc'd string of
+ * *len bytes; NULL when out of memory. */
+char *fl_json_dump(const json_t *v, size_t *len);
+
+/* True when the n bytes at s are well-formed UTF-8 (no overlongs, no
+ * surrogates, nothing past U+10FFFF). */
+bool fl_utf8_valid(const char *s, size_t n);
+
+/* Releases a json_t; shaped for fl_arena_defer. */
+void fl_json_decref(void *v);
+
+#endif

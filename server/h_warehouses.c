@@ -1,0 +1,55 @@
+/* h_warehouses.c - the management API for warehouses (/management/v1/). */
+#include <string.h>
+
+#include "handlers.h"
+#include "reply.h"
+#include "router.h"
+
+static int reply_json(struct srv_req *r, json_t *v, bool created, struct fl_err *err)
+{
+	int rc = created ? srv_reply_created(r, v) : srv_reply_ok(r, v);
+
+	json_decref(v);
+	return rc == 0 ? 0 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+}
+
+int srv_h_wh_list(struct srv_req *r, struct fl_err *err)
+{
+	json_t *out;
+
+	if (cat_warehouse_list(r->ctx->db, &out, err) != 0)
+		return -1;
+	return reply_json(r, out, false, err);
+}
+
+int srv_h_wh_create(struct srv_req *r, struct fl_err *err)
+{
+	json_t *body, *out;
+	const char *name;
+
+	if (srv_body_json(r, &body, err) != 0)
+		return -1;
+	name = json_string_value(json_object_get(body, "name"));
+	if (name != NULL && srv_is_reserved_prefix(name))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "'%s' is a reserved word and cannot name a warehouse", name);
+	if (cat_warehouse_create(r->ctx->db, body, &out, err) != 0)
+		return -1;
+	return reply_json(r, out, true, err);
+}
+
+int srv_h_wh_get(struct srv_req *r, struct fl_err *err)
+{
+	json_t *out;
+
+	if (cat_warehouse_get_json(r->ctx->db, r->name, &out, err) != 0)
+		return -1;
+	return reply_json(r, out, false, err);
+}
+
+int srv_h_wh_delete(struct srv_req *r, struct fl_err *err)
+{
+	if (cat_warehouse_delete(r->ctx->db, r->name, err) != 0)
+		return -1;
+	return srv_reply_no_content(r) == 0 ? 0 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+}

@@ -1,0 +1,36 @@
+/* handlers.h - one handler per route; each file holds one OpenAPI tag's
+ * handlers (h_config.c, h_namespaces.c, h_warehouses.c, h_ops.c).
+ *
+ * A handler reads the request, calls the catalog, and answers through
+ * reply.h.  On failure it returns -1 with err set and the caller answers with
+ * the error model. */
+#ifndef SRV_HANDLERS_H
+#define SRV_HANDLERS_H
+
+#include "srv.h"
+
+int srv_h_config(struct srv_req *r, struct fl_err *err);
+int srv_h_ns_list(struct srv_req *r, struct fl_err *err);
+int srv_h_ns_create(struct srv_req *r, struct fl_err *err);
+int srv_h_ns_load(struct srv_req *r, struct fl_err *err);
+int srv_h_ns_exists(struct srv_req *r, struct fl_err *err);
+int srv_h_ns_drop(struct srv_req *r, struct fl_err *err);
+int srv_h_ns_properties(struct srv_req *r, struct fl_err *err);
+int srv_h_wh_list(struct srv_req *r, struct fl_err *err);
+int srv_h_wh_create(struct srv_req *r, struct fl_err *err);
+int srv_h_wh_get(struct srv_req *r, struct fl_err *err);
+int srv_h_wh_delete(struct srv_req *r, struct fl_err *err);
+int srv_h_healthz(struct srv_req *r, struct fl_err *err);
+int srv_h_readyz(struct srv_req *r, struct fl_err *err);
+int srv_h_metrics(struct srv_req *r, struct fl_err *err);
+int srv_h_openapi(struct srv_req *r, struct fl_err *err);
+
+/* Shared by handlers: resolves r->prefix (or the default warehouse). */
+int srv_warehouse(struct srv_req *r, struct cat_warehouse *wh, struct fl_err *err) FL_MUST_CHECK;
+
+/* Splits r->namespace_raw on 0x1F into levels in the arena, checking the
+ * identifier limits. */
+int srv_namespace(struct srv_req *r, const char *raw, struct cat_ns *ns,
+                  struct fl_err *err) FL_MUST_CHECK;
+
+#endif

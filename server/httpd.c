@@ -1,0 +1,265 @@
+/* httpd.c - the HTTP front: libmicrohttpd with an epoll thread pool.
+ *
+ * Request life: the first access-handler call allocates struct srv_req (and
+ * its arena) and returns; later calls append upload data to the body, which
+ * is bounded by max-body-bytes (past it the data is dropped and the request
+ * answered 413); the final call routes and runs the handler, and the response
+ * is queued on that call — never on the first one, which would cost
+ * keep-alive.  The completion callback records metrics and frees the arena.
+ *
+ * Paths arrive raw (the unescape callback is a no-op) and are split on '/'
+ * before each segment is percent-decoded, so "%2F" inside a name is data. */
+#include "httpd.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "json.h"
+#include "log.h"
+#include "metrics.h"
+#include "pct.h"
+#include "reply.h"
+#include "router.h"
+
+struct srv_httpd {
+	struct MHD_Daemon *d;
+	struct srv_ctx *ctx;
+	atomic_int active;
+};
+
+static size_t no_unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+	(void)cls;
+	(void)c;
+	return strlen(s);
+}
+
+static void make_request_id(struct srv_req *r)
+{
+	const char *given = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Request-Id");
+	unsigned char b[8];
+
+	/* A caller's id is kept when it is short and plain, so traces join up. */
+	if (given != NULL && strlen(given) > 0 && strlen(given) < sizeof(r->id) &&
+	    strspn(given, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") ==
+	            strlen(given)) {
+		memcpy(r->id, given, strlen(given) + 1);
+		return;
+	}
+	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+		memset(b, 0, sizeof(b));
+	for (size_t i = 0; i < sizeof(b); i++)
+		snprintf(r->id + 2 * i, 3, "%02x", b[i]);
+}
+
+int srv_query(struct srv_req *r, const char *key, const char **out, struct fl_err *err)
+{
+	const char *raw = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+	size_t n, dn;
+	char *d;
+
+	if (raw == NULL)
+		return 0;
+	n = strlen(raw);
+	d = fl_arena_alloc(r->arena, n + 1);
+	if (d == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	if (fl_pct_decode(raw, n, true, d, &dn, err) != 0)
+		return fl_err_prefix(err, "query parameter %s", key);
+	*out = d;
+	return 0;
+}
+
+const char *srv_header(struct srv_req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+int srv_body_json(struct srv_req *r, json_t **out, struct fl_err *err)
+{
+	json_t *v;
+
+	if (fl_json_parse(r->body.data, r->body.len, (int)r->ctx->cfg->max_json_depth, &v, err) !=
+	    0)
+		return -1;
+	if (fl_arena_defer(r->arena, fl_json_decref, v) != 0)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	*out = v;
+	return 0;
+}
+
+static void dispatch(struct srv_req *r)
+{
+	struct fl_err err = {0};
+	char allow[64];
+
+	if (r->body_too_large) {
+		fl_err_set(&err, FL_ERR_TOO_LARGE,
+		           "request body exceeds the limit of %lld bytes (max-body-bytes)",
+		           (long long)r->ctx->cfg->max_body_bytes);
+		goto fail;
+	}
+	if (srv_path_split(r->arena, r->raw_path, r->segs, SRV_MAX_SEGS, &r->nsegs, &err) != 0)
+		goto fail;
+	if (srv_route_match(r, allow, sizeof(allow), &err) != 0) {
+		srv_reply_error(r, &err, allow);
+		return;
+	}
+	if (r->route->handler(r, &err) != 0)
+		goto fail;
+	if (r->resp == NULL) {
+		fl_err_set(&err, FL_ERR_NOMEM, "out of memory building the response");
+		goto fail;
+	}
+	return;
+fail:
+	if (err.kind == FL_ERR_NONE)
+		fl_err_set(&err, FL_ERR_INTERNAL, "handler failed without a reason");
+	srv_reply_error(r, &err, NULL);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
+{
+	struct srv_httpd *h = cls;
+	struct srv_req *r = *con_cls;
+	enum MHD_Result ret;
+
+	(void)version;
+	if (r == NULL) {
+		struct fl_arena *a = fl_arena_new();
+
+		if (a == NULL)
+			return MHD_NO;
+		r = fl_arena_alloc(a, sizeof(*r));
+		if (r == NULL) {
+			fl_arena_free(a);
+			return MHD_NO;
+		}
+		r->arena = a;
+		r->ctx = h->ctx;
+		r->conn = conn;
+		r->method = fl_arena_strdup(a, method);
+		r->raw_path = fl_arena_strdup(a, url);
+		r->start_ns = fl_mono_ns();
+		make_request_id(r);
+		atomic_fetch_add(&h->active, 1);
+		*con_cls = r;
+		return MHD_YES;
+	}
+	if (*upload_size > 0) {
+		if (!r->body_too_large) {
+			if (r->body.len + *upload_size > (size_t)h->ctx->cfg->max_body_bytes) {
+				r->body_too_large = true;
+				fl_buf_free(&r->body);
+			} else if (fl_buf_append(&r->body, upload, *upload_size) != 0) {
+				return MHD_NO;
+			}
+		}
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	dispatch(r);
+	if (r->resp == NULL)
+		return MHD_NO;
+	ret = MHD_queue_response(conn, r->status, r->resp);
+	return ret;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+	struct srv_httpd *h = cls;
+	struct srv_req *r = *con_cls;
+	int64_t ns;
+
+	(void)conn;
+	if (r == NULL)
+		return;
+	ns = fl_mono_ns() - r->start_ns;
+	srv_metrics_request(h->ctx->metrics, srv_route_index(r->route), r->method, r->status, ns);
+	if (r->status >= 500 || toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		fl_info(r->id, "%s %s -> %u in %.1f ms%s", r->method,
+		        r->route ? r->route->path : "-", r->status, (double)ns / 1e6,
+		        toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? ""
+		                                                   : " (connection closed early)");
+	else
+		fl_debug(r->id, "%s %s -> %u in %.1f ms", r->method,
+		         r->route ? r->route->path : "-", r->status, (double)ns / 1e6);
+	if (r->resp != NULL)
+		MHD_destroy_response(r->resp);
+	fl_buf_free(&r->body);
+	fl_arena_free(r->arena);
+	*con_cls = NULL;
+	atomic_fetch_sub(&h->active, 1);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[512];
+
+	(void)cls;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	fl_warn(NULL, "http: %s", msg);
+}
+
+int srv_httpd_start(struct srv_ctx *ctx, struct srv_httpd **out, unsigned *port, struct fl_err *err)
+{
+	struct srv_httpd *h = calloc(1, sizeof(*h));
+	struct sockaddr_in sa = {0};
+	const union MHD_DaemonInfo *info;
+
+	if (h == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	h->ctx = ctx;
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)ctx->cfg->port);
+	if (inet_pton(AF_INET, ctx->cfg->host, &sa.sin_addr) != 1) {
+		free(h);
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "setting host: '%s' is not an IPv4 address", ctx->cfg->host);
+	}
+	h->d = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG,
+	                        (uint16_t)ctx->cfg->port, NULL, NULL, on_request, h,
+	                        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
+	                        (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
+	                        (unsigned int)ctx->cfg->threads, MHD_OPTION_CONNECTION_LIMIT, 4096u,
+	                        MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_LISTEN_BACKLOG_SIZE,
+	                        1024u, MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
+	                        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
+	if (h->d == NULL) {
+		free(h);
+		return fl_err_set(err, FL_ERR_UNAVAILABLE, "cannot listen on %s:%lld (in use?)",
+		                  ctx->cfg->host, (long long)ctx->cfg->port);
+	}
+	info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+	*port = info ? info->port : (unsigned)ctx->cfg->port;
+	*out = h;
+	return 0;
+}
+
+void srv_httpd_stop(struct srv_httpd *h, int64_t grace_s)
+{
+	int64_t until;
+	MHD_socket s;
+
+	if (h == NULL)
+		return;
+	/* Stop accepting, let the requests being served finish, then close. */
+	s = MHD_quiesce_daemon(h->d);
+	if (s != MHD_INVALID_SOCKET)
+		close(s);
+	until = fl_mono_ns() + grace_s * 1000000000LL;
+	while (atomic_load(&h->active) > 0 && fl_mono_ns() < until)
+		usleep(10000);
+	MHD_stop_daemon(h->d);
+	free(h);
+}

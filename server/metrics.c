@@ -1,0 +1,152 @@
+/* metrics.c - request counters and latency histograms per route.
+ *
+ * Storage is one fixed array per route, indexed by method and by a small
+ * table of the statuses Floe emits, so recording is two atomic increments
+ * and no allocation.  A status outside the table is counted as "other". */
+#include "metrics.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "router.h"
+
+static const unsigned statuses[] = {200, 201, 204, 304, 400, 401, 403, 404, 405,
+                                    406, 409, 413, 419, 422, 500, 503, 0};
+#define NSTATUS (sizeof(statuses) / sizeof(statuses[0]))
+static const char *const methods[] = {"GET", "HEAD", "POST", "PUT", "DELETE", "OTHER"};
+#define NMETHOD (sizeof(methods) / sizeof(methods[0]))
+static const double buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                 0.1,    0.25,  0.5,    1,     2.5,  5};
+#define NBUCKET (sizeof(buckets) / sizeof(buckets[0]))
+
+struct route_stats {
+	atomic_ullong count[NMETHOD][NSTATUS];
+	atomic_ullong bucket[NBUCKET + 1]; /* last = +Inf */
+	atomic_ullong sum_ns;
+};
+
+struct srv_metrics {
+	struct route_stats *routes; /* srv_route_count + 1 (unmatched) */
+};
+
+struct srv_metrics *srv_metrics_new(void)
+{
+	struct srv_metrics *m = calloc(1, sizeof(*m));
+
+	if (m == NULL)
+		return NULL;
+	m->routes = calloc((size_t)srv_route_count + 1, sizeof(*m->routes));
+	if (m->routes == NULL) {
+		free(m);
+		return NULL;
+	}
+	return m;
+}
+
+void srv_metrics_free(struct srv_metrics *m)
+{
+	if (m == NULL)
+		return;
+	free(m->routes);
+	free(m);
+}
+
+void srv_metrics_request(struct srv_metrics *m, int route, const char *method, unsigned status,
+                         int64_t ns)
+{
+	struct route_stats *s = &m->routes[route];
+	size_t mi = NMETHOD - 1, si = NSTATUS - 1, b = 0;
+	double secs = (double)ns / 1e9;
+
+	for (size_t i = 0; i + 1 < NMETHOD; i++)
+		if (strcmp(methods[i], method) == 0)
+			mi = i;
+	for (size_t i = 0; i + 1 < NSTATUS; i++)
+		if (statuses[i] == status)
+			si = i;
+	while (b < NBUCKET && secs > buckets[b])
+		b++;
+	atomic_fetch_add_explicit(&s->count[mi][si], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->bucket[b], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->sum_ns, (unsigned long long)ns, memory_order_relaxed);
+}
+
+static const char *route_label(int i)
+{
+	return i < srv_route_count ? srv_routes[i].path : "unmatched";
+}
+
+int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx, struct fl_buf *out)
+{
+	int in_use, idle, waiting, rc = 0;
+
+	rc |= fl_buf_puts(out,
+	                  "# HELP floe_build_info Floe version.\n# TYPE floe_build_info gauge\n");
+	rc |= fl_buf_printf(out, "floe_build_info{version=\"%s\"} 1\n", FLOE_VERSION);
+	rc |= fl_buf_puts(
+	        out, "# HELP floe_http_requests_total HTTP requests by route, method and status.\n"
+	             "# TYPE floe_http_requests_total counter\n");
+	for (int r = 0; r <= srv_route_count; r++) {
+		for (size_t mi = 0; mi < NMETHOD; mi++) {
+			for (size_t si = 0; si < NSTATUS; si++) {
+				unsigned long long v = atomic_load(&m->routes[r].count[mi][si]);
+
+				if (v == 0)
+					continue;
+				if (statuses[si] != 0)
+					rc |= fl_buf_printf(
+					        out,
+					        "floe_http_requests_total{route=\"%s\",method=\"%s\",status=\"%u\"} %llu\n",
+					        route_label(r), methods[mi], statuses[si], v);
+				else
+					rc |= fl_buf_printf(
+					        out,
+					        "floe_http_requests_total{route=\"%s\",method=\"%s\",status=\"other\"} %llu\n",
+					        route_label(r), methods[mi], v);
+			}
+		}
+	}
+	rc |= fl_buf_puts(out,
+	                  "# HELP floe_http_request_duration_seconds Request latency by route.\n"
+	                  "# TYPE floe_http_request_duration_seconds histogram\n");
+	for (int r = 0; r <= srv_route_count; r++) {
+		struct route_stats *s = &m->routes[r];
+		unsigned long long cum = 0;
+
+		for (size_t b = 0; b <= NBUCKET; b++)
+			cum += atomic_load(&s->bucket[b]);
+		if (cum == 0)
+			continue;
+		cum = 0;
+		for (size_t b = 0; b < NBUCKET; b++) {
+			cum += atomic_load(&s->bucket[b]);
+			rc |= fl_buf_printf(
+			        out,
+			        "floe_http_request_duration_seconds_bucket{route=\"%s\",le=\"%g\"} %llu\n",
+			        route_label(r), buckets[b], cum);
+		}
+		cum += atomic_load(&s->bucket[NBUCKET]);
+		rc |= fl_buf_printf(
+		        out,
+		        "floe_http_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} %llu\n",
+		        route_label(r), cum);
+		rc |= fl_buf_printf(out,
+		                    "floe_http_request_duration_seconds_sum{route=\"%s\"} %.9f\n",
+		                    route_label(r), (double)atomic_load(&s->sum_ns) / 1e9);
+		rc |= fl_buf_printf(out,
+		                    "floe_http_request_duration_seconds_count{route=\"%s\"} %llu\n",
+		                    route_label(r), cum);
+	}
+	cat_db_stats(ctx->db, &in_use, &idle, &waiting);
+	rc |= fl_buf_puts(out,
+	                  "# HELP floe_db_pool_connections Database pool connections by state.\n"
+	                  "# TYPE floe_db_pool_connections gauge\n");
+	rc |= fl_buf_printf(out, "floe_db_pool_connections{state=\"in_use\"} %d\n", in_use);
+	rc |= fl_buf_printf(out, "floe_db_pool_connections{state=\"idle\"} %d\n", idle);
+	rc |= fl_buf_puts(
+	        out, "# HELP floe_db_pool_waiting Requests waiting for a database connection.\n"
+	             "# TYPE floe_db_pool_waiting gauge\n");
+	rc |= fl_buf_printf(out, "floe_db_pool_waiting %d\n", waiting);
+	return rc ? -1 : 0;
+}

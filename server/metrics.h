@@ -1,0 +1,21 @@
+/* metrics.h - Prometheus counters and histograms, lock-free on the hot path. */
+#ifndef SRV_METRICS_H
+#define SRV_METRICS_H
+
+#include "buf.h"
+#include "srv.h"
+
+/* Allocates zeroed metrics for the route table; NULL when out of memory. */
+struct srv_metrics *srv_metrics_new(void);
+void srv_metrics_free(struct srv_metrics *m);
+
+/* Records one finished request: route index (srv_route_count = unmatched),
+ * method, status and latency.  Thread-safe (atomics). */
+void srv_metrics_request(struct srv_metrics *m, int route, const char *method, unsigned status,
+                         int64_t ns);
+
+/* Appends the Prometheus text exposition of everything to out. */
+int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx,
+                       struct fl_buf *out) FL_MUST_CHECK;
+
+#endif

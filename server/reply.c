@@ -1,0 +1,154 @@
+/* reply.c - responses and the error model.
+ *
+ * Every response gets Content-Type and X-Request-Id; every error is
+ * {"error":{"message","type","code"}} with the code equal to the status. */
+#include "reply.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "log.h"
+#include "router.h"
+
+struct err_map {
+	unsigned status;
+	const char *type;
+};
+
+/* clang-format off */
+static const struct err_map err_table[FL_ERR_KIND_COUNT] = {
+	[FL_ERR_NONE]                 = {500, "InternalServerError"},
+	[FL_ERR_BAD_REQUEST]          = {400, "BadRequestException"},
+	[FL_ERR_NOT_AUTHORIZED]       = {401, "NotAuthorizedException"},
+	[FL_ERR_FORBIDDEN]            = {403, "ForbiddenException"},
+	[FL_ERR_NOT_FOUND]            = {404, "NoSuchResourceException"},
+	[FL_ERR_NO_SUCH_WAREHOUSE]    = {404, "NoSuchWarehouseException"},
+	[FL_ERR_NO_SUCH_NAMESPACE]    = {404, "NoSuchNamespaceException"},
+	[FL_ERR_NO_SUCH_TABLE]        = {404, "NoSuchTableException"},
+	[FL_ERR_NO_SUCH_VIEW]         = {404, "NoSuchViewException"},
+	[FL_ERR_METHOD_NOT_ALLOWED]   = {405, "MethodNotAllowedException"},
+	[FL_ERR_UNSUPPORTED]          = {406, "UnsupportedOperationException"},
+	[FL_ERR_ALREADY_EXISTS]       = {409, "AlreadyExistsException"},
+	[FL_ERR_NAMESPACE_NOT_EMPTY]  = {409, "NamespaceNotEmptyException"},
+	[FL_ERR_COMMIT_FAILED]        = {409, "CommitFailedException"},
+	[FL_ERR_CONFLICT]             = {409, "ConflictException"},
+	[FL_ERR_TOO_LARGE]            = {413, "RequestTooLargeException"},
+	[FL_ERR_UNPROCESSABLE]        = {422, "UnprocessableEntityException"},
+	[FL_ERR_COMMIT_STATE_UNKNOWN] = {500, "CommitStateUnknownException"},
+	[FL_ERR_UNAVAILABLE]          = {503, "ServiceUnavailableException"},
+	[FL_ERR_IO]                   = {500, "ServerErrorException"},
+	[FL_ERR_INTERNAL]             = {500, "ServerErrorException"},
+	[FL_ERR_NOMEM]                = {503, "ServiceUnavailableException"},
+};
+/* clang-format on */
+
+unsigned srv_err_status(enum fl_err_kind kind)
+{
+	if ((unsigned)kind >= FL_ERR_KIND_COUNT)
+		return 500;
+	return err_table[kind].status;
+}
+
+const char *srv_err_type(enum fl_err_kind kind)
+{
+	if ((unsigned)kind >= FL_ERR_KIND_COUNT)
+		return "ServerErrorException";
+	return err_table[kind].type;
+}
+
+/* Installs a response taking ownership of a malloc'd body. */
+static int set_response(struct srv_req *r, unsigned status, const char *ctype, char *body, size_t n)
+{
+	struct MHD_Response *resp;
+
+	if (r->resp != NULL) {
+		MHD_destroy_response(r->resp);
+		r->resp = NULL;
+	}
+	resp = MHD_create_response_from_buffer(
+	        n, body, body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+	if (resp == NULL) {
+		free(body);
+		return -1;
+	}
+	if (ctype != NULL)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	MHD_add_response_header(resp, "X-Request-Id", r->id);
+	r->resp = resp;
+	r->status = status;
+	return 0;
+}
+
+static int reply_json(struct srv_req *r, unsigned status, const json_t *v)
+{
+	size_t n;
+	char *s = fl_json_dump(v, &n);
+
+	if (s == NULL)
+		return -1;
+	return set_response(r, status, "application/json", s, n);
+}
+
+int srv_reply_ok(struct srv_req *r, const json_t *v)
+{
+	return reply_json(r, MHD_HTTP_OK, v);
+}
+
+int srv_reply_created(struct srv_req *r, const json_t *v)
+{
+	return reply_json(r, MHD_HTTP_CREATED, v);
+}
+
+int srv_reply_no_content(struct srv_req *r)
+{
+	return set_response(r, MHD_HTTP_NO_CONTENT, NULL, NULL, 0);
+}
+
+int srv_reply_bytes(struct srv_req *r, const char *ctype, const char *p, size_t n)
+{
+	char *copy = malloc(n ? n : 1);
+
+	if (copy == NULL)
+		return -1;
+	memcpy(copy, p, n);
+	return set_response(r, MHD_HTTP_OK, ctype, copy, n);
+}
+
+int srv_reply_not_ready(struct srv_req *r, const char *why)
+{
+	json_t *v = json_pack("{s:s, s:s}", "status", "not ready", "reason", why);
+	int rc = reply_json(r, MHD_HTTP_SERVICE_UNAVAILABLE, v);
+
+	json_decref(v);
+	if (rc == 0)
+		MHD_add_response_header(r->resp, "Retry-After", "1");
+	return rc;
+}
+
+void srv_reply_error(struct srv_req *r, const struct fl_err *err, const char *allow)
+{
+	unsigned status = srv_err_status(err->kind);
+	const char *msg = err->msg[0] ? err->msg : "internal error";
+	json_t *v;
+
+	if (status >= 500)
+		fl_error(r->id, "%s %s -> %u %s: %s", r->method, r->route ? r->route->path : "-",
+		         status, fl_err_kind_name(err->kind), msg);
+	v = json_pack("{s:{s:s, s:s, s:i}}", "error", "message", msg, "type",
+	              srv_err_type(err->kind), "code", (int)status);
+	if (v == NULL || reply_json(r, status, v) != 0) {
+		static const char fallback[] =
+		        "{\"error\":{\"message\":\"out of memory\",\"type\":\"ServiceUnavailableException\",\"code\":503}}";
+		char *copy = strdup(fallback);
+
+		(void)set_response(r, 503, "application/json", copy, copy ? strlen(copy) : 0);
+	}
+	json_decref(v);
+	if (r->resp == NULL)
+		return;
+	if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
+		MHD_add_response_header(r->resp, "Retry-After", "1");
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED && allow != NULL && allow[0])
+		MHD_add_response_header(r->resp, "Allow", allow);
+}

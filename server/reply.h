@@ -1,0 +1,28 @@
+/* reply.h - building responses.  The only place that chooses HTTP statuses:
+ * handlers say what happened (ok, created, no content, error kind) and this
+ * file says how that is spelled in HTTP. */
+#ifndef SRV_REPLY_H
+#define SRV_REPLY_H
+
+#include "srv.h"
+
+/* 200 with a JSON body (v is borrowed). */
+int srv_reply_ok(struct srv_req *r, const json_t *v) FL_MUST_CHECK;
+/* 201 with a JSON body. */
+int srv_reply_created(struct srv_req *r, const json_t *v) FL_MUST_CHECK;
+/* 204 without a body. */
+int srv_reply_no_content(struct srv_req *r) FL_MUST_CHECK;
+/* 200 with a body of the given content type (bytes are copied). */
+int srv_reply_bytes(struct srv_req *r, const char *ctype, const char *p, size_t n) FL_MUST_CHECK;
+/* 503 {"status": …} for readiness. */
+int srv_reply_not_ready(struct srv_req *r, const char *why) FL_MUST_CHECK;
+
+/* The error model for err: {"error":{"message","type","code"}}, with
+ * Retry-After on 503 and Allow on 405 (allow may be NULL). */
+void srv_reply_error(struct srv_req *r, const struct fl_err *err, const char *allow);
+
+/* HTTP status and Iceberg type name for an error kind. */
+unsigned srv_err_status(enum fl_err_kind kind);
+const char *srv_err_type(enum fl_err_kind kind);
+
+#endif

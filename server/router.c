@@ -1,0 +1,172 @@
+/* router.c - every route in one table, and the matcher.
+ *
+ * Matching walks the table in order; a path matches a template when each
+ * literal segment is equal and each {param} segment is non-empty.  After
+ * /v1/, a segment that is one of the reserved words (namespaces, tables,
+ * transactions, views, config, oauth) means "no prefix", so a namespace named
+ * "namespaces" is never mistaken for a warehouse. */
+#include "router.h"
+
+#include <string.h>
+
+#include "handlers.h"
+#include "pct.h"
+
+/* clang-format off */
+const struct srv_route srv_routes[] = {
+	{"GET",    "/v1/config",                                     srv_h_config,            SRV_PRIV_PUBLIC,           false},
+	{"GET",    "/v1/{prefix}/namespaces",                        srv_h_ns_list,           SRV_PRIV_CATALOG_READ,     true},
+	{"POST",   "/v1/{prefix}/namespaces",                        srv_h_ns_create,         SRV_PRIV_NAMESPACE_CREATE, true},
+	{"GET",    "/v1/{prefix}/namespaces/{namespace}",            srv_h_ns_load,           SRV_PRIV_NAMESPACE_READ,   true},
+	{"HEAD",   "/v1/{prefix}/namespaces/{namespace}",            srv_h_ns_exists,         SRV_PRIV_NAMESPACE_READ,   true},
+	{"DELETE", "/v1/{prefix}/namespaces/{namespace}",            srv_h_ns_drop,           SRV_PRIV_NAMESPACE_DROP,   true},
+	{"POST",   "/v1/{prefix}/namespaces/{namespace}/properties", srv_h_ns_properties,     SRV_PRIV_NAMESPACE_WRITE,  true},
+	{"GET",    "/management/v1/warehouses",                      srv_h_wh_list,           SRV_PRIV_WAREHOUSE_ADMIN,  false},
+	{"POST",   "/management/v1/warehouses",                      srv_h_wh_create,         SRV_PRIV_WAREHOUSE_ADMIN,  false},
+	{"GET",    "/management/v1/warehouses/{name}",               srv_h_wh_get,            SRV_PRIV_WAREHOUSE_ADMIN,  false},
+	{"DELETE", "/management/v1/warehouses/{name}",               srv_h_wh_delete,         SRV_PRIV_WAREHOUSE_ADMIN,  false},
+	{"GET",    "/healthz",                                       srv_h_healthz,           SRV_PRIV_PUBLIC,           false},
+	{"GET",    "/readyz",                                        srv_h_readyz,            SRV_PRIV_PUBLIC,           false},
+	{"GET",    "/metrics",                                       srv_h_metrics,           SRV_PRIV_METRICS,          false},
+	{"GET",    "/openapi.yaml",                                  srv_h_openapi,           SRV_PRIV_PUBLIC,           false},
+};
+/* clang-format on */
+const int srv_route_count = (int)(sizeof(srv_routes) / sizeof(srv_routes[0]));
+
+bool srv_is_reserved_prefix(const char *s)
+{
+	static const char *const words[] = {"namespaces", "tables", "transactions",
+	                                    "views",      "config", "oauth"};
+
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strcmp(s, words[i]) == 0)
+			return true;
+	return false;
+}
+
+int srv_path_split(struct fl_arena *a, const char *raw, char **segs, int max, int *n,
+                   struct fl_err *err)
+{
+	const char *p = raw;
+	int count = 0;
+
+	if (*p != '/')
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "request path must start with '/'");
+	if (p[1] == '\0') {
+		*n = 0;
+		return 0;
+	}
+	while (*p == '/') {
+		const char *s = p + 1, *e = strchr(s, '/');
+		size_t len = e ? (size_t)(e - s) : strlen(s);
+		size_t dlen;
+		char *d;
+
+		if (len == 0)
+			return fl_err_set(err, FL_ERR_NOT_FOUND, "empty path segment in %.100s",
+			                  raw);
+		if (count == max)
+			return fl_err_set(err, FL_ERR_NOT_FOUND, "path has more than %d segments",
+			                  max);
+		d = fl_arena_alloc(a, len + 1);
+		if (d == NULL)
+			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		if (fl_pct_decode(s, len, false, d, &dlen, err) != 0)
+			return fl_err_prefix(err, "path segment %d", count + 1);
+		segs[count++] = d;
+		p = s + len;
+	}
+	*n = count;
+	return 0;
+}
+
+/* Matches one template against the segments; binds parameters into r on
+ * success (and only then). */
+static bool match_template(const char *tpl, struct srv_req *r)
+{
+	const char *bind_prefix = NULL, *bind_ns = NULL, *bind_table = NULL, *bind_name = NULL;
+	bool skip_prefix = false;
+	const char *p = tpl;
+	int i = 0;
+
+	if (strstr(tpl, "{prefix}") != NULL && r->nsegs >= 2 && strcmp(r->segs[0], "v1") == 0 &&
+	    srv_is_reserved_prefix(r->segs[1]))
+		skip_prefix = true;
+	while (*p == '/') {
+		const char *s = p + 1, *e = strchr(s, '/');
+		size_t len = e ? (size_t)(e - s) : strlen(s);
+
+		p = s + len;
+		if (len == 8 && strncmp(s, "{prefix}", 8) == 0 && skip_prefix)
+			continue;
+		if (i >= r->nsegs)
+			return false;
+		if (s[0] == '{') {
+			if (strncmp(s, "{prefix}", len) == 0)
+				bind_prefix = r->segs[i];
+			else if (strncmp(s, "{namespace}", len) == 0)
+				bind_ns = r->segs[i];
+			else if (strncmp(s, "{table}", len) == 0 || strncmp(s, "{view}", len) == 0)
+				bind_table = r->segs[i];
+			else
+				bind_name = r->segs[i];
+		} else if (strlen(r->segs[i]) != len || strncmp(s, r->segs[i], len) != 0) {
+			return false;
+		}
+		i++;
+	}
+	if (i != r->nsegs)
+		return false;
+	r->prefix = bind_prefix;
+	r->namespace_raw = bind_ns;
+	r->table = bind_table;
+	r->name = bind_name;
+	return true;
+}
+
+int srv_route_match(struct srv_req *r, char *allow, size_t allow_cap, struct fl_err *err)
+{
+	const struct srv_route *get_route = NULL;
+	size_t alen = 0;
+	bool path_found = false;
+
+	allow[0] = '\0';
+	for (int k = 0; k < srv_route_count; k++) {
+		const struct srv_route *rt = &srv_routes[k];
+
+		if (!match_template(rt->path, r))
+			continue;
+		path_found = true;
+		if (strcmp(rt->method, r->method) == 0) {
+			r->route = rt;
+			return 0;
+		}
+		if (strcmp(rt->method, "GET") == 0)
+			get_route = rt;
+		if (alen + strlen(rt->method) + 3 < allow_cap) {
+			memcpy(allow + alen, alen ? ", " : "", alen ? 2 : 0);
+			alen += alen ? 2 : 0;
+			memcpy(allow + alen, rt->method, strlen(rt->method) + 1);
+			alen += strlen(rt->method);
+		}
+	}
+	if (get_route != NULL && strcmp(r->method, "HEAD") == 0) {
+		/* HEAD of a GET resource: run GET and send only the headers. */
+		(void)match_template(get_route->path, r);
+		r->route = get_route;
+		r->head = true;
+		return 0;
+	}
+	if (path_found)
+		return fl_err_set(err, FL_ERR_METHOD_NOT_ALLOWED,
+		                  "method %s is not allowed here; allowed: %s", r->method, allow);
+	return fl_err_set(err, FL_ERR_NOT_FOUND, "no route for %s %.200s", r->method,
+	                  r->raw_path ? r->raw_path : "(path)");
+}
+
+int srv_route_index(const struct srv_route *route)
+{
+	if (route == NULL)
+		return srv_route_count;
+	return (int)(route - srv_routes);
+}

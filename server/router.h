@@ -1,0 +1,54 @@
+/* router.h - the route table and path handling.
+ *
+ * Every route Floe serves is one row of srv_routes[] in router.c: method,
+ * path template, handler, required privilege, and whether /v1/config lists
+ * it.  Templates use {prefix}, {namespace}, {table}, {name}; a template with
+ * {prefix} also matches without that segment (the default warehouse). */
+#ifndef SRV_ROUTER_H
+#define SRV_ROUTER_H
+
+#include "srv.h"
+
+enum srv_priv {
+	SRV_PRIV_PUBLIC, /* health, discovery */
+	SRV_PRIV_CATALOG_READ, /* config, list namespaces */
+	SRV_PRIV_NAMESPACE_READ,
+	SRV_PRIV_NAMESPACE_CREATE,
+	SRV_PRIV_NAMESPACE_WRITE, /* properties */
+	SRV_PRIV_NAMESPACE_DROP,
+	SRV_PRIV_WAREHOUSE_ADMIN, /* management API */
+	SRV_PRIV_METRICS,
+};
+
+struct srv_route {
+	const char *method;
+	const char *path; /* template, e.g. "/v1/{prefix}/namespaces/{namespace}" */
+	srv_handler_fn handler;
+	enum srv_priv priv;
+	bool advertised; /* listed in /v1/config "endpoints" */
+};
+
+extern const struct srv_route srv_routes[];
+extern const int srv_route_count;
+
+/* Splits a raw path ("/v1/a%2Fb/x") on '/' and percent-decodes each segment
+ * into the arena: {"v1", "a/b", "x"}.  The path must start with '/'; empty
+ * segments (a doubled or trailing '/') and more than max segments are errors,
+ * as is invalid percent-encoding. */
+int srv_path_split(struct fl_arena *a, const char *raw, char **segs, int max, int *n,
+                   struct fl_err *err) FL_MUST_CHECK;
+
+/* Finds the route for method + segments and binds its parameters into r.
+ * FL_ERR_NOT_FOUND when no template matches the path; FL_ERR_METHOD_NOT_ALLOWED
+ * when the path matches with another method (allow receives "GET, POST"). */
+int srv_route_match(struct srv_req *r, char *allow, size_t allow_cap,
+                    struct fl_err *err) FL_MUST_CHECK;
+
+/* Index of r->route in srv_routes (for metrics); srv_route_count when none. */
+int srv_route_index(const struct srv_route *route);
+
+/* True for the words that follow /v1/ in prefix-less routes; such names
+ * cannot be warehouse names. */
+bool srv_is_reserved_prefix(const char *s);
+
+#endif

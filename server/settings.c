@@ -1,0 +1,66 @@
+/* settings.c - every setting of the floe program, in one table.
+ *
+ * The table drives flags (--name), environment (FLOE_*), `floe help` and
+ * validation; nothing else declares a setting. */
+#include <stddef.h>
+
+#include "settings.h"
+#include "srv.h"
+
+#define OFF(f) offsetof(struct srv_config, f)
+
+/* clang-format off */
+static const struct fl_setting srv_settings[] = {
+	{"host", FL_SET_STR, "127.0.0.1", 0, 64, NULL, "FLOE_HOST", OFF(host),
+	 "IPv4 address to listen on"},
+	{"port", FL_SET_INT, "8181", 0, 65535, NULL, "FLOE_PORT", OFF(port),
+	 "TCP port to listen on (0 = pick a free one and log it)"},
+	{"data-dir", FL_SET_STR, "./.floe", 0, 1024, NULL, "FLOE_DATA_DIR", OFF(data_dir),
+	 "directory for the embedded PostgreSQL cluster and the default file warehouse"},
+	{"database-url", FL_SET_STR, "", 0, 4096, NULL, "FLOE_DATABASE_URL", OFF(database_url),
+	 "PostgreSQL connection URL; empty = run an embedded cluster in data-dir"},
+	{"warehouse", FL_SET_STR, "default", 0, 255, NULL, "FLOE_WAREHOUSE", OFF(warehouse),
+	 "name of the warehouse created at start and used by prefix-less routes (empty = none)"},
+	{"warehouse-location", FL_SET_STR, "", 0, 1000, NULL, "FLOE_WAREHOUSE_LOCATION", OFF(warehouse_location),
+	 "storage root of that warehouse; empty = file://<data-dir>/warehouse"},
+	{"threads", FL_SET_INT, "4", 1, 256, NULL, "FLOE_THREADS", OFF(threads),
+	 "HTTP worker threads"},
+	{"db-pool-size", FL_SET_INT, "8", 1, 512, NULL, "FLOE_DB_POOL_SIZE", OFF(db_pool_size),
+	 "PostgreSQL connections in the pool"},
+	{"max-body-bytes", FL_SET_INT, "8388608", 1024, 1073741824, NULL, "FLOE_MAX_BODY_BYTES", OFF(max_body_bytes),
+	 "largest accepted request body"},
+	{"max-json-depth", FL_SET_INT, "64", 4, 1000, NULL, "FLOE_MAX_JSON_DEPTH", OFF(max_json_depth),
+	 "deepest accepted JSON nesting"},
+	{"max-identifier-bytes", FL_SET_INT, "255", 1, 4096, NULL, "FLOE_MAX_IDENTIFIER_BYTES", OFF(max_identifier_bytes),
+	 "longest namespace level or table name, in bytes"},
+	{"max-namespace-levels", FL_SET_INT, "16", 1, 64, NULL, "FLOE_MAX_NAMESPACE_LEVELS", OFF(max_namespace_levels),
+	 "deepest namespace nesting"},
+	{"max-properties", FL_SET_INT, "1000", 1, 100000, NULL, "FLOE_MAX_PROPERTIES", OFF(max_properties),
+	 "most properties on one namespace"},
+	{"max-page-size", FL_SET_INT, "1000", 1, 100000, NULL, "FLOE_MAX_PAGE_SIZE", OFF(max_page_size),
+	 "largest page a list call returns (also the size when pageSize is absent)"},
+	{"log-level", FL_SET_ENUM, "info", 0, 0, "debug|info|warn|error", "FLOE_LOG_LEVEL", OFF(log_level),
+	 "least severe log level written"},
+	{"pg-bin-dir", FL_SET_STR, "", 0, 1024, NULL, "FLOE_PG_BIN_DIR", OFF(pg_bin_dir),
+	 "directory of initdb/pg_ctl for the embedded cluster; empty = find it"},
+	{"shutdown-grace", FL_SET_SECONDS, "30", 0, 3600, NULL, "FLOE_SHUTDOWN_GRACE", OFF(shutdown_grace),
+	 "how long SIGTERM waits for in-flight requests"},
+};
+/* clang-format on */
+
+#define NSETTINGS (sizeof(srv_settings) / sizeof(srv_settings[0]))
+
+int srv_config_load(struct srv_config *cfg, int argc, char **argv, int *argi, struct fl_err *err)
+{
+	return fl_settings_load(srv_settings, NSETTINGS, cfg, argc, argv, argi, err);
+}
+
+void srv_config_help(FILE *f)
+{
+	fl_settings_help(srv_settings, NSETTINGS, f);
+}
+
+void srv_config_free(struct srv_config *cfg)
+{
+	fl_settings_free(srv_settings, NSETTINGS, cfg);
+}

@@ -1,0 +1,97 @@
+/* srv.h - what the server's files share: the daemon context, the per-request
+ * state and the handler signature.
+ *
+ * Lifetime: one struct srv_ctx for the process (immutable after startup,
+ * except the counters in metrics); one struct srv_req per HTTP request, whose
+ * arena frees everything the handler allocated when the response is sent. */
+#ifndef SRV_SRV_H
+#define SRV_SRV_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "arena.h"
+#include "buf.h"
+#include "catalog.h"
+#include "err.h"
+
+struct srv_config {
+	char *host;
+	int64_t port;
+	char *data_dir;
+	char *database_url;
+	char *warehouse;
+	char *warehouse_location;
+	int64_t threads;
+	int64_t db_pool_size;
+	int64_t max_body_bytes;
+	int64_t max_json_depth;
+	int64_t max_identifier_bytes;
+	int64_t max_namespace_levels;
+	int64_t max_properties;
+	int64_t max_page_size;
+	char *log_level;
+	char *pg_bin_dir;
+	int64_t shutdown_grace;
+};
+
+/* Loads the settings table (defaults < FLOE_* env < flags from argv[*argi]). */
+int srv_config_load(struct srv_config *cfg, int argc, char **argv, int *argi,
+                    struct fl_err *err) FL_MUST_CHECK;
+void srv_config_help(FILE *f);
+void srv_config_free(struct srv_config *cfg);
+
+struct srv_metrics;
+struct srv_route;
+
+struct srv_ctx {
+	const struct srv_config *cfg;
+	struct cat_db *db;
+	struct srv_metrics *metrics;
+	const char *default_warehouse; /* NULL when none */
+};
+
+#define SRV_MAX_SEGS 32
+
+struct srv_req {
+	struct srv_ctx *ctx;
+	struct fl_arena *arena;
+	struct MHD_Connection *conn;
+	const char *method; /* "GET", …; HEAD is served by GET handlers */
+	bool head;
+	const char *raw_path; /* as received, still percent-encoded */
+	char id[40]; /* request id, echoed as X-Request-Id */
+	char *segs[SRV_MAX_SEGS]; /* decoded path segments */
+	int nsegs;
+	const struct srv_route *route;
+	/* Path parameters captured by the router (decoded; NULL when absent). */
+	const char *prefix;
+	const char *namespace_raw; /* the {namespace} segment, decoded */
+	const char *table;
+	const char *name;
+	struct fl_buf body;
+	bool body_too_large;
+	int64_t start_ns;
+	/* The response, built by reply.c. */
+	struct MHD_Response *resp;
+	unsigned status;
+};
+
+typedef int (*srv_handler_fn)(struct srv_req *r, struct fl_err *err);
+
+/* Query argument `key`, percent-decoded into the arena; NULL when absent.
+ * Invalid encoding is an error (FL_ERR_BAD_REQUEST). */
+int srv_query(struct srv_req *r, const char *key, const char **out,
+              struct fl_err *err) FL_MUST_CHECK;
+
+/* Request header (as sent) or NULL. */
+const char *srv_header(struct srv_req *r, const char *name);
+
+/* Parses the request body as JSON (strict; limits from the config).  The
+ * value is owned by the request arena. */
+int srv_body_json(struct srv_req *r, json_t **out, struct fl_err *err) FL_MUST_CHECK;
+
+#endif
