@@ -43,6 +43,22 @@ int cat_schema_version(void);
  * tokens; call once after migrating. */
 int cat_db_load_secret(struct cat_db *db, struct fl_err *err) FL_MUST_CHECK;
 
+/* ---- transactions spanning several calls ---- */
+
+struct cat_tx;
+
+/* Pins a pooled connection and BEGINs.  Functions below that take a tx run
+ * inside it (a failed call is rolled back to its own savepoint); NULL means
+ * "in a transaction of its own". */
+int cat_tx_begin(struct cat_db *db, struct cat_tx **out, struct fl_err *err) FL_MUST_CHECK;
+
+/* COMMITs and frees tx.  FL_ERR_COMMIT_STATE_UNKNOWN when the outcome cannot
+ * be known (connection lost during COMMIT). */
+int cat_tx_commit(struct cat_tx *tx, struct fl_err *err) FL_MUST_CHECK;
+
+/* ROLLBACKs and frees tx; accepts NULL. */
+void cat_tx_abort(struct cat_tx *tx);
+
 /* ---- warehouses ---- */
 
 struct cat_warehouse {
@@ -62,8 +78,8 @@ int cat_warehouse_ensure(struct cat_db *db, const char *name, const char *locati
                          struct fl_err *err) FL_MUST_CHECK;
 
 /* Fills *out; FL_ERR_NO_SUCH_WAREHOUSE when absent. */
-int cat_warehouse_get(struct cat_db *db, const char *name, struct cat_warehouse *out,
-                      struct fl_err *err) FL_MUST_CHECK;
+int cat_warehouse_get(struct cat_db *db, struct cat_tx *tx, const char *name,
+                      struct cat_warehouse *out, struct fl_err *err) FL_MUST_CHECK;
 
 /* {warehouses:[…]} sorted by name, and one warehouse's JSON. */
 int cat_warehouse_list(struct cat_db *db, json_t **out, struct fl_err *err) FL_MUST_CHECK;
@@ -86,32 +102,151 @@ const char *cat_ns_str(const struct cat_ns *ns, char *buf, size_t cap);
 /* Creates ns with properties (a string map, may be NULL).  Parent levels must
  * exist (FL_ERR_NO_SUCH_NAMESPACE); FL_ERR_ALREADY_EXISTS when present.
  * *out = {namespace, properties}. */
-int cat_namespace_create(struct cat_db *db, const char *wh_id, const struct cat_ns *ns,
-                         const json_t *props, json_t **out, struct fl_err *err) FL_MUST_CHECK;
+int cat_namespace_create(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
+                         const struct cat_ns *ns, const json_t *props, json_t **out,
+                         struct fl_err *err) FL_MUST_CHECK;
 
 /* *out = {namespace, properties}; FL_ERR_NO_SUCH_NAMESPACE when absent. */
-int cat_namespace_load(struct cat_db *db, const char *wh_id, const struct cat_ns *ns, json_t **out,
-                       struct fl_err *err) FL_MUST_CHECK;
+int cat_namespace_load(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
+                       const struct cat_ns *ns, json_t **out, struct fl_err *err) FL_MUST_CHECK;
 
 /* Drops an empty namespace: FL_ERR_NAMESPACE_NOT_EMPTY when it holds
  * namespaces or tables or views. */
-int cat_namespace_drop(struct cat_db *db, const char *wh_id, const struct cat_ns *ns,
-                       struct fl_err *err) FL_MUST_CHECK;
+int cat_namespace_drop(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
+                       const struct cat_ns *ns, struct fl_err *err) FL_MUST_CHECK;
 
 /* Applies removals then updates atomically; *out = {updated, removed, missing}.
  * A key both removed and updated is FL_ERR_UNPROCESSABLE.  The resulting
  * property count must not exceed max_props (FL_ERR_BAD_REQUEST). */
-int cat_namespace_update_props(struct cat_db *db, const char *wh_id, const struct cat_ns *ns,
-                               const json_t *removals, const json_t *updates, long max_props,
-                               json_t **out, struct fl_err *err) FL_MUST_CHECK;
+int cat_namespace_update_props(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
+                               const struct cat_ns *ns, const json_t *removals,
+                               const json_t *updates, long max_props, json_t **out,
+                               struct fl_err *err) FL_MUST_CHECK;
 
 /* Lists the direct children of parent (n = 0 for top level) in byte order of
  * their levels, at most page_size of them after page_token (NULL = start).
  * *out = {namespaces:[…], next-page-token: token|null}.  A token that was not
  * issued by this catalog is FL_ERR_BAD_REQUEST.  A missing parent is
  * FL_ERR_NO_SUCH_NAMESPACE. */
-int cat_namespace_list(struct cat_db *db, const char *wh_id, const struct cat_ns *parent,
-                       const char *page_token, long page_size, json_t **out,
+int cat_namespace_list(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
+                       const struct cat_ns *parent, const char *page_token, long page_size,
+                       json_t **out, struct fl_err *err) FL_MUST_CHECK;
+
+/* ---- tables ---- */
+
+/* One table change of a commit (POST …/tables/{t} or one element of
+ * transactions/commit).  The result fields are filled on success. */
+struct cat_change {
+	struct cat_ns ns;
+	const char *name;
+	const json_t *requirements; /* array of TableRequirement */
+	const json_t *updates; /* array of TableUpdate */
+	char *metadata_location; /* out, malloc'd */
+	char *metadata; /* out, malloc'd JSON text */
+};
+
+/* Frees the result fields of n changes. */
+void cat_changes_free(struct cat_change *c, int n);
+
+/* Limits the catalog enforces on table calls. */
+struct cat_limits {
+	size_t max_updates; /* per commit, all tables together */
+	size_t max_metadata_bytes; /* register-table metadata file size */
+};
+
+/* Creates a table from a CreateTableRequest.  With stage, nothing is stored
+ * (the table's metadata/ and data/ folders are created so that engines can
+ * write there before the first commit) and *metadata_location is NULL.
+ * FL_ERR_NO_SUCH_NAMESPACE, FL_ERR_ALREADY_EXISTS, FL_ERR_BAD_REQUEST for an
+ * invalid request or a location outside the warehouse or overlapping another
+ * table.  *metadata is JSON text (malloc'd). */
+int cat_table_create(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
+                     const struct cat_ns *ns, const json_t *req, bool stage,
+                     char **metadata_location, char **metadata, struct fl_err *err) FL_MUST_CHECK;
+
+/* Registers an existing metadata file as a table (overwrite replaces the
+ * pointer of an existing table). */
+int cat_table_register(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
+                       const struct cat_ns *ns, const char *name, const char *metadata_location,
+                       bool overwrite, const struct cat_limits *lim, char **metadata,
                        struct fl_err *err) FL_MUST_CHECK;
+
+/* One indexed read: the current metadata location and JSON text, byte for
+ * byte as stored.  FL_ERR_NO_SUCH_TABLE / FL_ERR_NO_SUCH_NAMESPACE. */
+int cat_table_load(struct cat_db *db, struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns,
+                   const char *name, char **metadata_location, char **metadata,
+                   struct fl_err *err) FL_MUST_CHECK;
+
+/* {identifiers:[{namespace, name}…], next-page-token} in byte order of name. */
+int cat_table_list(struct cat_db *db, struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns,
+                   const char *page_token, long page_size, json_t **out,
+                   struct fl_err *err) FL_MUST_CHECK;
+
+/* Drops a table; with purge, a background job deletes its files. */
+int cat_table_drop(struct cat_db *db, struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns,
+                   const char *name, bool purge, struct fl_err *err) FL_MUST_CHECK;
+
+/* Renames within or across namespaces of one warehouse; the location stays. */
+int cat_table_rename(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
+                     const struct cat_ns *from_ns, const char *from, const struct cat_ns *to_ns,
+                     const char *to, struct fl_err *err) FL_MUST_CHECK;
+
+/* Stores a metrics report (ScanReport / CommitReport) for the table. */
+int cat_table_report(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
+                     const struct cat_ns *ns, const char *name, const json_t *report,
+                     struct fl_err *err) FL_MUST_CHECK;
+
+/* Applies n table changes atomically (all or nothing), each under its
+ * table's row lock taken in a fixed order.  Requirement failures are
+ * FL_ERR_COMMIT_FAILED (nothing applied); invalid updates FL_ERR_BAD_REQUEST;
+ * an unknown COMMIT outcome FL_ERR_COMMIT_STATE_UNKNOWN (metadata files
+ * kept).  request_id goes into the commit events. */
+int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
+               struct cat_change *changes, int n, const struct cat_limits *lim,
+               const char *request_id, struct fl_err *err) FL_MUST_CHECK;
+
+/* Per-table statistics for /metrics: fn is called once per table. */
+struct cat_table_stat {
+	const char *warehouse;
+	const char *ns; /* levels joined by '.' */
+	const char *name;
+	int64_t total_records, total_data_files, total_files_size; /* -1 = unknown */
+	double seconds_since_commit; /* -1 = never */
+};
+int cat_table_stats(struct cat_db *db, int limit, void (*fn)(const struct cat_table_stat *, void *),
+                    void *arg, struct fl_err *err) FL_MUST_CHECK;
+
+/* ---- idempotency records ---- */
+
+struct cat_idem {
+	int status; /* 0 = claimed (execute); otherwise the stored response */
+	char *content_type;
+	char *etag;
+	char *body;
+	size_t body_len;
+};
+
+/* Inside tx, claims key for (method, route, fingerprint) or returns the
+ * stored response of an earlier request with the same key (waiting for it
+ * when it is still in flight).  The same key with another method, route or
+ * fingerprint is FL_ERR_UNPROCESSABLE.  Free the record's strings with
+ * cat_idem_free. */
+int cat_idem_claim(struct cat_tx *tx, const char *key, const char *method, const char *route,
+                   const unsigned char fp[32], int64_t lifetime_s, struct cat_idem *out,
+                   struct fl_err *err) FL_MUST_CHECK;
+
+/* Records the response for a claimed key, inside the same tx. */
+int cat_idem_store(struct cat_tx *tx, const char *key, int status, const char *content_type,
+                   const char *etag, const char *body, size_t n, struct fl_err *err) FL_MUST_CHECK;
+void cat_idem_free(struct cat_idem *r);
+
+/* ---- background work ---- */
+
+/* Deletes expired idempotency records; *n = how many. */
+int cat_idem_gc(struct cat_db *db, long *n, struct fl_err *err) FL_MUST_CHECK;
+
+/* Takes one due purge job (SKIP LOCKED), deletes the location's files, and
+ * marks it done or schedules a retry.  *did = whether a job ran. */
+int cat_jobs_run_one(struct cat_db *db, bool *did, struct fl_err *err) FL_MUST_CHECK;
 
 #endif

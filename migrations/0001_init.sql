@@ -38,7 +38,7 @@ CREATE TABLE table_entry (
     name               text COLLATE "C" NOT NULL,
     kind               text NOT NULL CHECK (kind IN ('TABLE', 'VIEW')),
     metadata_location  text,
-    metadata           jsonb,
+    metadata           text,      -- the current metadata JSON, byte for byte as written
     version            bigint NOT NULL DEFAULT 0,
     location           text COLLATE "C" NOT NULL,
     created_at         timestamptz NOT NULL DEFAULT now(),
@@ -46,5 +46,5 @@ CREATE TABLE table_entry (
     dropped_at         timestamptz
 );
 CREATE UNIQUE INDEX table_entry_name ON table_entry (namespace_id, name) WHERE dropped_at IS NULL;
-CREATE INDEX table_entry_location ON table_entry (warehouse_id, location text_pattern_ops)
+CREATE INDEX table_entry_location ON table_entry (warehouse_id, location)
     WHERE dropped_at IS NULL;

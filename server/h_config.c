@@ -2,6 +2,7 @@
  * namespace separator and exactly which endpoints exist. */
 #include <string.h>
 
+#include "clock.h"
 #include "handlers.h"
 #include "pct.h"
 #include "reply.h"
@@ -11,6 +12,7 @@ int srv_h_config(struct srv_req *r, struct fl_err *err)
 {
 	const char *name = NULL;
 	struct cat_warehouse wh;
+	char life[32];
 	json_t *defaults = json_object(), *overrides = json_object(), *endpoints = json_array(), *v;
 	int rc;
 
@@ -21,7 +23,7 @@ int srv_h_config(struct srv_req *r, struct fl_err *err)
 	if (name != NULL) {
 		char enc[800];
 
-		if (cat_warehouse_get(r->ctx->db, name, &wh, err) != 0)
+		if (cat_warehouse_get(r->ctx->db, NULL, name, &wh, err) != 0)
 			goto fail;
 		if (fl_pct_encode(wh.name, strlen(wh.name), enc, sizeof(enc)) < 0) {
 			fl_err_set(err, FL_ERR_INTERNAL, "warehouse name too long to encode");
@@ -39,8 +41,11 @@ int srv_h_config(struct srv_req *r, struct fl_err *err)
 		snprintf(line, sizeof(line), "%s %s", rt->method, rt->path);
 		json_array_append_new(endpoints, json_string(line));
 	}
-	v = json_pack("{s:o, s:o, s:o}", "defaults", defaults, "overrides", overrides, "endpoints",
-	              endpoints);
+	/* Advertising the lifetime tells clients that every mutation accepts an
+	 * Idempotency-Key. */
+	fl_duration_format(r->ctx->cfg->idempotency_lifetime, life, sizeof(life));
+	v = json_pack("{s:o, s:o, s:o, s:s}", "defaults", defaults, "overrides", overrides,
+	              "endpoints", endpoints, "idempotency-key-lifetime", life);
 	rc = srv_reply_ok(r, v);
 	json_decref(v);
 	return rc == 0 ? 0 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");

@@ -20,7 +20,7 @@ int srv_warehouse(struct srv_req *r, struct cat_warehouse *wh, struct fl_err *er
 		return fl_err_set(
 		        err, FL_ERR_BAD_REQUEST,
 		        "no warehouse: use the prefix from GET /v1/config?warehouse=NAME");
-	return cat_warehouse_get(r->ctx->db, name, wh, err);
+	return cat_warehouse_get(r->ctx->db, r->tx, name, wh, err);
 }
 
 static int check_level(struct srv_req *r, const char *s, size_t n, struct fl_err *err)
@@ -112,6 +112,22 @@ static int reply_or_nomem(int rc, struct fl_err *err)
 	return rc == 0 ? 0 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 }
 
+int srv_page_size(struct srv_req *r, const char *value, long *page, struct fl_err *err)
+{
+	char *end;
+	long v;
+
+	if (value == NULL)
+		return 0;
+	errno = 0;
+	v = strtol(value, &end, 10);
+	if (errno != 0 || end == value || *end != '\0' || v < 1)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "pageSize must be a positive integer, got '%.40s'", value);
+	*page = v > r->ctx->cfg->max_page_size ? (long)r->ctx->cfg->max_page_size : v;
+	return 0;
+}
+
 int srv_h_ns_list(struct srv_req *r, struct fl_err *err)
 {
 	const char *parent = NULL, *token = NULL, *size = NULL;
@@ -125,23 +141,14 @@ int srv_h_ns_list(struct srv_req *r, struct fl_err *err)
 	    srv_query(r, "pageToken", &token, err) != 0 ||
 	    srv_query(r, "pageSize", &size, err) != 0)
 		return -1;
-	if (size != NULL) {
-		char *end;
-
-		errno = 0;
-		page = strtol(size, &end, 10);
-		if (errno != 0 || end == size || *end != '\0' || page < 1)
-			return fl_err_set(err, FL_ERR_BAD_REQUEST,
-			                  "pageSize must be a positive integer, got '%.40s'", size);
-		if (page > r->ctx->cfg->max_page_size)
-			page = (long)r->ctx->cfg->max_page_size;
-	}
+	if (srv_page_size(r, size, &page, err) != 0)
+		return -1;
 	if (token != NULL && token[0] == '\0')
 		token = NULL; /* an empty token asks for the first page */
 	if (parent != NULL && parent[0] != '\0' && srv_namespace(r, parent, &ns, err) != 0)
 		return -1;
 	if (srv_warehouse(r, &wh, err) != 0 ||
-	    cat_namespace_list(r->ctx->db, wh.id, &ns, token, page, &out, err) != 0)
+	    cat_namespace_list(r->ctx->db, r->tx, wh.id, &ns, token, page, &out, err) != 0)
 		return -1;
 	if (json_is_null(json_object_get(out, "next-page-token")))
 		json_object_del(out, "next-page-token");
@@ -186,7 +193,7 @@ int srv_h_ns_create(struct srv_req *r, struct fl_err *err)
 	if (props != NULL && check_props(r, props, what, err) != 0)
 		return -1;
 	if (srv_warehouse(r, &wh, err) != 0 ||
-	    cat_namespace_create(r->ctx->db, wh.id, &ns, props, &out, err) != 0)
+	    cat_namespace_create(r->ctx->db, r->tx, wh.id, &ns, props, &out, err) != 0)
 		return -1;
 	rc = srv_reply_ok(r, out);
 	json_decref(out);
@@ -201,7 +208,7 @@ int srv_h_ns_load(struct srv_req *r, struct fl_err *err)
 	int rc;
 
 	if (path_ns(r, &wh, &ns, err) != 0 ||
-	    cat_namespace_load(r->ctx->db, wh.id, &ns, &out, err) != 0)
+	    cat_namespace_load(r->ctx->db, r->tx, wh.id, &ns, &out, err) != 0)
 		return -1;
 	rc = srv_reply_ok(r, out);
 	json_decref(out);
@@ -215,7 +222,7 @@ int srv_h_ns_exists(struct srv_req *r, struct fl_err *err)
 	json_t *out;
 
 	if (path_ns(r, &wh, &ns, err) != 0 ||
-	    cat_namespace_load(r->ctx->db, wh.id, &ns, &out, err) != 0)
+	    cat_namespace_load(r->ctx->db, r->tx, wh.id, &ns, &out, err) != 0)
 		return -1;
 	json_decref(out);
 	return reply_or_nomem(srv_reply_no_content(r), err);
@@ -226,7 +233,8 @@ int srv_h_ns_drop(struct srv_req *r, struct fl_err *err)
 	struct cat_warehouse wh;
 	struct cat_ns ns;
 
-	if (path_ns(r, &wh, &ns, err) != 0 || cat_namespace_drop(r->ctx->db, wh.id, &ns, err) != 0)
+	if (path_ns(r, &wh, &ns, err) != 0 ||
+	    cat_namespace_drop(r->ctx->db, r->tx, wh.id, &ns, err) != 0)
 		return -1;
 	return reply_or_nomem(srv_reply_no_content(r), err);
 }
@@ -267,7 +275,7 @@ int srv_h_ns_properties(struct srv_req *r, struct fl_err *err)
 			                  what);
 	}
 	if (check_props(r, updates, what, err) != 0 || path_ns(r, &wh, &ns, err) != 0 ||
-	    cat_namespace_update_props(r->ctx->db, wh.id, &ns, removals, updates,
+	    cat_namespace_update_props(r->ctx->db, r->tx, wh.id, &ns, removals, updates,
 	                               (long)r->ctx->cfg->max_properties, &out, err) != 0)
 		return -1;
 	rc = srv_reply_ok(r, out);

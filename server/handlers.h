@@ -16,6 +16,17 @@ int srv_h_ns_load(struct srv_req *r, struct fl_err *err);
 int srv_h_ns_exists(struct srv_req *r, struct fl_err *err);
 int srv_h_ns_drop(struct srv_req *r, struct fl_err *err);
 int srv_h_ns_properties(struct srv_req *r, struct fl_err *err);
+int srv_h_tbl_list(struct srv_req *r, struct fl_err *err);
+int srv_h_tbl_create(struct srv_req *r, struct fl_err *err);
+int srv_h_tbl_register(struct srv_req *r, struct fl_err *err);
+int srv_h_tbl_load(struct srv_req *r, struct fl_err *err);
+int srv_h_tbl_exists(struct srv_req *r, struct fl_err *err);
+int srv_h_tbl_commit(struct srv_req *r, struct fl_err *err);
+int srv_h_tbl_drop(struct srv_req *r, struct fl_err *err);
+int srv_h_tbl_rename(struct srv_req *r, struct fl_err *err);
+int srv_h_tbl_metrics(struct srv_req *r, struct fl_err *err);
+int srv_h_tbl_credentials(struct srv_req *r, struct fl_err *err);
+int srv_h_transactions(struct srv_req *r, struct fl_err *err);
 int srv_h_wh_list(struct srv_req *r, struct fl_err *err);
 int srv_h_wh_create(struct srv_req *r, struct fl_err *err);
 int srv_h_wh_get(struct srv_req *r, struct fl_err *err);
@@ -27,6 +38,11 @@ int srv_h_openapi(struct srv_req *r, struct fl_err *err);
 
 /* Shared by handlers: resolves r->prefix (or the default warehouse). */
 int srv_warehouse(struct srv_req *r, struct cat_warehouse *wh, struct fl_err *err) FL_MUST_CHECK;
+
+/* Parses a pageSize query value (NULL = keep *page) and caps it at
+ * max-page-size. */
+int srv_page_size(struct srv_req *r, const char *value, long *page,
+                  struct fl_err *err) FL_MUST_CHECK;
 
 /* Splits r->namespace_raw on 0x1F into levels in the arena, checking the
  * identifier limits. */

@@ -20,6 +20,8 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
 #include "clock.h"
 #include "json.h"
 #include "log.h"
@@ -27,6 +29,7 @@
 #include "pct.h"
 #include "reply.h"
 #include "router.h"
+#include "uuid.h"
 
 struct srv_httpd {
 	struct MHD_Daemon *d;
@@ -95,9 +98,94 @@ int srv_body_json(struct srv_req *r, json_t **out, struct fl_err *err)
 	return 0;
 }
 
+static bool mutating(const char *method)
+{
+	return strcmp(method, "POST") == 0 || strcmp(method, "DELETE") == 0 ||
+	       strcmp(method, "PUT") == 0;
+}
+
+/* Runs the route's handler; a failure becomes the error model. */
+static void run_handler(struct srv_req *r)
+{
+	struct fl_err err = {0};
+
+	if (r->route->handler(r, &err) == 0 && r->resp != NULL)
+		return;
+	if (err.kind == FL_ERR_NONE)
+		fl_err_set(&err, r->resp == NULL ? FL_ERR_NOMEM : FL_ERR_INTERNAL,
+		           "handler failed without a reason");
+	srv_reply_error(r, &err, NULL);
+}
+
+/* Runs a mutation under an Idempotency-Key (DESIGN §3): the key is claimed,
+ * the handler runs, and its response (2xx or 4xx) is stored, all in one
+ * transaction; a repeated key replays the stored response without running
+ * anything, and 5xx outcomes are never stored. */
+static void run_idempotent(struct srv_req *r, const char *key)
+{
+	struct fl_err err = {0};
+	struct cat_idem rec = {0};
+	struct cat_tx *tx = NULL;
+	unsigned char fp[32];
+	unsigned int fpl = 0;
+	EVP_MD_CTX *md;
+
+	if (!fl_uuid_is_v7(key)) {
+		fl_err_set(&err, FL_ERR_BAD_REQUEST,
+		           "Idempotency-Key must be a UUIDv7 (RFC 9562), got '%.60s'", key);
+		goto fail;
+	}
+	/* The fingerprint covers what the request asks for: method, resource, body. */
+	md = EVP_MD_CTX_new();
+	if (md == NULL || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1 ||
+	    EVP_DigestUpdate(md, r->method, strlen(r->method) + 1) != 1 ||
+	    EVP_DigestUpdate(md, r->raw_path, strlen(r->raw_path) + 1) != 1 ||
+	    EVP_DigestUpdate(md, r->body.data ? r->body.data : "", r->body.len) != 1 ||
+	    EVP_DigestFinal_ex(md, fp, &fpl) != 1) {
+		EVP_MD_CTX_free(md);
+		fl_err_set(&err, FL_ERR_INTERNAL, "cannot fingerprint the request");
+		goto fail;
+	}
+	EVP_MD_CTX_free(md);
+	if (cat_tx_begin(r->ctx->db, &tx, &err) != 0 ||
+	    cat_idem_claim(tx, key, r->method, r->route->path, fp,
+	                   r->ctx->cfg->idempotency_lifetime, &rec, &err) != 0)
+		goto fail;
+	if (rec.status != 0) {
+		cat_tx_abort(tx);
+		if (srv_reply_stored(r, rec.status, rec.content_type, rec.etag, rec.body,
+		                     rec.body_len) != 0)
+			fl_err_set(&err, FL_ERR_NOMEM, "out of memory");
+		else
+			srv_metrics_replay(r->ctx->metrics);
+		cat_idem_free(&rec);
+		if (err.kind != FL_ERR_NONE)
+			srv_reply_error(r, &err, NULL);
+		return;
+	}
+	r->tx = tx;
+	run_handler(r);
+	r->tx = NULL;
+	if (r->status >= 500) {
+		cat_tx_abort(tx);
+		return;
+	}
+	if (cat_idem_store(tx, key, (int)r->status, r->out_ctype, r->out_etag, r->out_body,
+	                   r->out_len, &err) != 0) {
+		goto fail;
+	}
+	if (cat_tx_commit(tx, &err) != 0)
+		srv_reply_error(r, &err, NULL);
+	return;
+fail:
+	cat_tx_abort(tx);
+	srv_reply_error(r, &err, NULL);
+}
+
 static void dispatch(struct srv_req *r)
 {
 	struct fl_err err = {0};
+	const char *key;
 	char allow[64];
 
 	if (r->body_too_large) {
@@ -112,12 +200,11 @@ static void dispatch(struct srv_req *r)
 		srv_reply_error(r, &err, allow);
 		return;
 	}
-	if (r->route->handler(r, &err) != 0)
-		goto fail;
-	if (r->resp == NULL) {
-		fl_err_set(&err, FL_ERR_NOMEM, "out of memory building the response");
-		goto fail;
-	}
+	key = srv_header(r, "Idempotency-Key");
+	if (key != NULL && mutating(r->method))
+		run_idempotent(r, key);
+	else
+		run_handler(r);
 	return;
 fail:
 	if (err.kind == FL_ERR_NONE)

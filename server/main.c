@@ -14,6 +14,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "router.h"
+#include "scheduler.h"
 #include "srv.h"
 
 static void usage(FILE *f)
@@ -115,6 +116,7 @@ static int cmd_serve(struct srv_config *cfg)
 {
 	struct srv_ctx ctx = {.cfg = cfg};
 	struct srv_httpd *httpd = NULL;
+	struct srv_scheduler *sched = NULL;
 	struct srv_pg *pg = NULL;
 	struct fl_err err = {0};
 	char abs[PATH_MAX], *conninfo = NULL;
@@ -144,7 +146,8 @@ static int cmd_serve(struct srv_config *cfg)
 		fl_err_set(&err, FL_ERR_NOMEM, "out of memory");
 		goto fail;
 	}
-	if (srv_httpd_start(&ctx, &httpd, &port, &err) != 0)
+	if (srv_httpd_start(&ctx, &httpd, &port, &err) != 0 ||
+	    srv_scheduler_start(&ctx, &sched, &err) != 0)
 		goto fail;
 	fl_info(NULL, "listening on http://%s:%u", cfg->host, port);
 
@@ -160,6 +163,7 @@ fail:
 	fl_error(NULL, "serve: %s", err.msg);
 out:
 	srv_httpd_stop(httpd, 0);
+	srv_scheduler_stop(sched);
 	cat_db_close(ctx.db);
 	srv_metrics_free(ctx.metrics);
 	free(conninfo);

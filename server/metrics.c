@@ -26,8 +26,15 @@ struct route_stats {
 	atomic_ullong sum_ns;
 };
 
+static const char *const commit_results[] = {"ok", "conflict", "rejected", "unknown"};
+#define NRESULT (sizeof(commit_results) / sizeof(commit_results[0]))
+
 struct srv_metrics {
 	struct route_stats *routes; /* srv_route_count + 1 (unmatched) */
+	atomic_ullong commits[NRESULT];
+	atomic_ullong commit_bucket[NBUCKET + 1];
+	atomic_ullong commit_sum_ns;
+	atomic_ullong replays;
 };
 
 struct srv_metrics *srv_metrics_new(void)
@@ -70,6 +77,64 @@ void srv_metrics_request(struct srv_metrics *m, int route, const char *method, u
 	atomic_fetch_add_explicit(&s->count[mi][si], 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->bucket[b], 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->sum_ns, (unsigned long long)ns, memory_order_relaxed);
+}
+
+void srv_metrics_commit(struct srv_metrics *m, const char *result, int64_t ns)
+{
+	double secs = (double)ns / 1e9;
+	size_t b = 0;
+
+	for (size_t i = 0; i < NRESULT; i++)
+		if (strcmp(commit_results[i], result) == 0)
+			atomic_fetch_add_explicit(&m->commits[i], 1, memory_order_relaxed);
+	while (b < NBUCKET && secs > buckets[b])
+		b++;
+	atomic_fetch_add_explicit(&m->commit_bucket[b], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&m->commit_sum_ns, (unsigned long long)ns, memory_order_relaxed);
+}
+
+void srv_metrics_replay(struct srv_metrics *m)
+{
+	atomic_fetch_add_explicit(&m->replays, 1, memory_order_relaxed);
+}
+
+struct table_render {
+	struct fl_buf *out;
+	int rc;
+};
+
+/* Writes a label value with '"', '\' and newlines escaped. */
+static int label(struct fl_buf *out, const char *s)
+{
+	for (; *s; s++) {
+		if ((*s == '"' || *s == '\\') && fl_buf_append(out, "\\", 1) != 0)
+			return -1;
+		if (*s == '\n' ? fl_buf_puts(out, "\\n") != 0 : fl_buf_append(out, s, 1) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void render_table(const struct cat_table_stat *st, void *arg)
+{
+	static const char *const names[] = {"floe_table_records", "floe_table_data_files",
+	                                    "floe_table_files_bytes",
+	                                    "floe_table_seconds_since_commit"};
+	struct table_render *t = arg;
+	double v[4] = {(double)st->total_records, (double)st->total_data_files,
+	               (double)st->total_files_size, st->seconds_since_commit};
+
+	for (int i = 0; i < 4; i++) {
+		if (v[i] < 0)
+			continue;
+		t->rc |= fl_buf_printf(t->out, "%s{warehouse=\"", names[i]);
+		t->rc |= label(t->out, st->warehouse);
+		t->rc |= fl_buf_puts(t->out, "\",namespace=\"");
+		t->rc |= label(t->out, st->ns);
+		t->rc |= fl_buf_puts(t->out, "\",table=\"");
+		t->rc |= label(t->out, st->name);
+		t->rc |= fl_buf_printf(t->out, "\"} %.3f\n", v[i]);
+	}
 }
 
 static const char *route_label(int i)
@@ -137,6 +202,50 @@ int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx, struct fl_buf
 		rc |= fl_buf_printf(out,
 		                    "floe_http_request_duration_seconds_count{route=\"%s\"} %llu\n",
 		                    route_label(r), cum);
+	}
+	rc |= fl_buf_puts(out, "# HELP floe_commits_total Table commits by result.\n"
+	                       "# TYPE floe_commits_total counter\n");
+	for (size_t i = 0; i < NRESULT; i++)
+		rc |= fl_buf_printf(out, "floe_commits_total{result=\"%s\"} %llu\n",
+		                    commit_results[i], atomic_load(&m->commits[i]));
+	rc |= fl_buf_puts(out, "# HELP floe_commit_duration_seconds Commit latency.\n"
+	                       "# TYPE floe_commit_duration_seconds histogram\n");
+	{
+		unsigned long long cum = 0;
+
+		for (size_t b = 0; b < NBUCKET; b++) {
+			cum += atomic_load(&m->commit_bucket[b]);
+			rc |= fl_buf_printf(out,
+			                    "floe_commit_duration_seconds_bucket{le=\"%g\"} %llu\n",
+			                    buckets[b], cum);
+		}
+		cum += atomic_load(&m->commit_bucket[NBUCKET]);
+		rc |= fl_buf_printf(out, "floe_commit_duration_seconds_bucket{le=\"+Inf\"} %llu\n",
+		                    cum);
+		rc |= fl_buf_printf(
+		        out,
+		        "floe_commit_duration_seconds_sum %.9f\nfloe_commit_duration_seconds_count %llu\n",
+		        (double)atomic_load(&m->commit_sum_ns) / 1e9, cum);
+	}
+	rc |= fl_buf_puts(
+	        out,
+	        "# HELP floe_idempotent_replays_total Responses replayed for a repeated Idempotency-Key.\n"
+	        "# TYPE floe_idempotent_replays_total counter\n");
+	rc |= fl_buf_printf(out, "floe_idempotent_replays_total %llu\n", atomic_load(&m->replays));
+	{
+		struct table_render t = {out, 0};
+		struct fl_err err;
+
+		rc |= fl_buf_puts(
+		        out,
+		        "# HELP floe_table_records Rows in the table's current snapshot.\n# TYPE floe_table_records gauge\n"
+		        "# HELP floe_table_data_files Data files in the current snapshot.\n# TYPE floe_table_data_files gauge\n"
+		        "# HELP floe_table_files_bytes Bytes of data files in the current snapshot.\n# TYPE floe_table_files_bytes gauge\n"
+		        "# HELP floe_table_seconds_since_commit Seconds since the table's last commit.\n# TYPE floe_table_seconds_since_commit gauge\n");
+		/* A database outage must not take /metrics down with it. */
+		if (cat_table_stats(ctx->db, 10000, render_table, &t, &err) != 0)
+			rc |= fl_buf_puts(out, "# table statistics unavailable\n");
+		rc |= t.rc;
 	}
 	cat_db_stats(ctx->db, &in_use, &idle, &waiting);
 	rc |= fl_buf_puts(out,

@@ -14,6 +14,13 @@ void srv_metrics_free(struct srv_metrics *m);
 void srv_metrics_request(struct srv_metrics *m, int route, const char *method, unsigned status,
                          int64_t ns);
 
+/* Records one commit outcome ("ok", "conflict", "rejected", "unknown") and
+ * its latency. */
+void srv_metrics_commit(struct srv_metrics *m, const char *result, int64_t ns);
+
+/* Counts a response replayed from an idempotency record. */
+void srv_metrics_replay(struct srv_metrics *m);
+
 /* Appends the Prometheus text exposition of everything to out. */
 int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx,
                        struct fl_buf *out) FL_MUST_CHECK;

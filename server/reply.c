@@ -77,6 +77,10 @@ static int set_response(struct srv_req *r, unsigned status, const char *ctype, c
 	MHD_add_response_header(resp, "X-Request-Id", r->id);
 	r->resp = resp;
 	r->status = status;
+	r->out_body = body;
+	r->out_len = n;
+	r->out_ctype = ctype;
+	r->out_etag = NULL;
 	return 0;
 }
 
@@ -113,6 +117,44 @@ int srv_reply_bytes(struct srv_req *r, const char *ctype, const char *p, size_t 
 		return -1;
 	memcpy(copy, p, n);
 	return set_response(r, MHD_HTTP_OK, ctype, copy, n);
+}
+
+int srv_reply_table(struct srv_req *r, char *body, size_t n, const char *etag)
+{
+	if (set_response(r, MHD_HTTP_OK, "application/json", body, n) != 0)
+		return -1;
+	if (etag != NULL) {
+		MHD_add_response_header(r->resp, MHD_HTTP_HEADER_ETAG, etag);
+		r->out_etag = fl_arena_strdup(r->arena, etag);
+	}
+	return 0;
+}
+
+int srv_reply_not_modified(struct srv_req *r, const char *etag)
+{
+	if (set_response(r, MHD_HTTP_NOT_MODIFIED, NULL, NULL, 0) != 0)
+		return -1;
+	MHD_add_response_header(r->resp, MHD_HTTP_HEADER_ETAG, etag);
+	return 0;
+}
+
+int srv_reply_stored(struct srv_req *r, int status, const char *ctype, const char *etag,
+                     const char *body, size_t n)
+{
+	char *copy = NULL;
+
+	if (n > 0) {
+		copy = malloc(n);
+		if (copy == NULL)
+			return -1;
+		memcpy(copy, body, n);
+	}
+	if (set_response(r, (unsigned)status, ctype, copy, n) != 0)
+		return -1;
+	if (etag != NULL)
+		MHD_add_response_header(r->resp, MHD_HTTP_HEADER_ETAG, etag);
+	MHD_add_response_header(r->resp, "Idempotent-Replayed", "true");
+	return 0;
 }
 
 int srv_reply_not_ready(struct srv_req *r, const char *why)

@@ -14,6 +14,13 @@ int srv_reply_created(struct srv_req *r, const json_t *v) FL_MUST_CHECK;
 int srv_reply_no_content(struct srv_req *r) FL_MUST_CHECK;
 /* 200 with a body of the given content type (bytes are copied). */
 int srv_reply_bytes(struct srv_req *r, const char *ctype, const char *p, size_t n) FL_MUST_CHECK;
+/* 200 with a JSON body taken over (malloc'd) and an optional ETag. */
+int srv_reply_table(struct srv_req *r, char *body, size_t n, const char *etag) FL_MUST_CHECK;
+/* 304 with the ETag. */
+int srv_reply_not_modified(struct srv_req *r, const char *etag) FL_MUST_CHECK;
+/* Replays a response stored under an Idempotency-Key (status as stored). */
+int srv_reply_stored(struct srv_req *r, int status, const char *ctype, const char *etag,
+                     const char *body, size_t n) FL_MUST_CHECK;
 /* 503 {"status": …} for readiness. */
 int srv_reply_not_ready(struct srv_req *r, const char *why) FL_MUST_CHECK;
 

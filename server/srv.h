@@ -33,6 +33,10 @@ struct srv_config {
 	int64_t max_namespace_levels;
 	int64_t max_properties;
 	int64_t max_page_size;
+	int64_t max_commit_updates;
+	int64_t max_commit_tables;
+	int64_t max_metadata_bytes;
+	int64_t idempotency_lifetime;
 	char *log_level;
 	char *pg_bin_dir;
 	int64_t shutdown_grace;
@@ -67,6 +71,7 @@ struct srv_req {
 	char *segs[SRV_MAX_SEGS]; /* decoded path segments */
 	int nsegs;
 	const struct srv_route *route;
+	struct cat_tx *tx; /* the idempotency transaction, or NULL */
 	/* Path parameters captured by the router (decoded; NULL when absent). */
 	const char *prefix;
 	const char *namespace_raw; /* the {namespace} segment, decoded */
@@ -75,9 +80,14 @@ struct srv_req {
 	struct fl_buf body;
 	bool body_too_large;
 	int64_t start_ns;
-	/* The response, built by reply.c. */
+	/* The response, built by reply.c; a copy of its body is kept so that an
+	 * idempotency record can store it. */
 	struct MHD_Response *resp;
 	unsigned status;
+	const char *out_body;
+	size_t out_len;
+	const char *out_ctype;
+	const char *out_etag;
 };
 
 typedef int (*srv_handler_fn)(struct srv_req *r, struct fl_err *err);

@@ -53,6 +53,76 @@ char *cat_text_array(const struct cat_ns *ns, int n);
 /* Parses a text[] value of a result into a JSON array of strings. */
 json_t *cat_parse_text_array(const char *s);
 
+/* Where a catalog call runs: inside the caller's transaction (under a
+ * savepoint) or in its own.  Reads (write = false) without an outer
+ * transaction run in autocommit. */
+struct cat_scope {
+	struct cat_db *db;
+	struct cat_conn *c;
+	struct cat_tx *outer;
+	bool write;
+};
+
+int cat_scope_begin(struct cat_db *db, struct cat_tx *tx, bool write, struct cat_scope *s,
+                    struct fl_err *err) FL_MUST_CHECK;
+
+/* Ends the scope: ok commits (or releases the savepoint), !ok rolls back.
+ * Returns -1 when ok was false or the commit failed (err set then; an
+ * unknown COMMIT outcome is FL_ERR_COMMIT_STATE_UNKNOWN). */
+int cat_scope_end(struct cat_scope *s, bool ok, struct fl_err *err);
+
+/* Looks up (share-locking) the namespace row; FL_ERR_NO_SUCH_NAMESPACE when
+ * absent.  id receives the row id as text. */
+int cat_namespace_id(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns, char *id,
+                     size_t cap, struct fl_err *err) FL_MUST_CHECK;
+
+/* A table row as the commit path sees it (strings malloc'd). */
+struct cat_row {
+	char id[40];
+	char ns_id[24];
+	char *metadata_location;
+	char *metadata;
+	char *location;
+	int64_t version;
+};
+void cat_row_free(struct cat_row *row);
+
+/* Locks the table row FOR UPDATE; 1 = found, 0 = absent, -1 = error. */
+int cat_row_lock(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns, const char *name,
+                 struct cat_row *row, struct fl_err *err);
+
+/* Statistics of a metadata version, for /metrics (-1 = unknown). */
+struct cat_row_stats {
+	int64_t records, files, bytes;
+};
+
+/* Inserts a new table row; FL_ERR_ALREADY_EXISTS when the name is taken by a
+ * table or a view. */
+int cat_row_insert(struct cat_conn *c, const char *wh_id, const char *ns_id, const char *id,
+                   const char *name, const char *location, const char *metadata_location,
+                   const char *metadata, const struct cat_row_stats *st,
+                   struct fl_err *err) FL_MUST_CHECK;
+
+/* Moves the pointer of a locked row to the next version. */
+int cat_row_update(struct cat_conn *c, const char *id, const char *metadata_location,
+                   const char *metadata, int64_t version, const char *location,
+                   const struct cat_row_stats *st, struct fl_err *err) FL_MUST_CHECK;
+
+/* FL_ERR_BAD_REQUEST when location lies outside the warehouse or overlaps
+ * another table's location (excluding the table exclude_id). Serializes
+ * location changes per warehouse with a transaction advisory lock. */
+int cat_location_check(struct cat_conn *c, const struct cat_warehouse *wh, const char *location,
+                       const char *exclude_id, struct fl_err *err) FL_MUST_CHECK;
+
+/* Appends the commit event of one table change. */
+int cat_event_insert(struct cat_conn *c, const char *table_id, const char *wh_id,
+                     const struct cat_ns *ns, const char *name, int64_t version,
+                     const char *metadata_location, int64_t snapshot_id, const char *operation,
+                     const char *request_id, struct fl_err *err) FL_MUST_CHECK;
+
+/* The connection a transaction pins. */
+struct cat_conn *cat_tx_conn(struct cat_tx *tx);
+
 /* A result column known to hold an integer. */
 static inline int64_t cat_i64(const char *s)
 {

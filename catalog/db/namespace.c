@@ -141,26 +141,26 @@ static int lock_row(struct cat_conn *c, const char *wh, const struct cat_ns *ns,
 	return found;
 }
 
-int cat_namespace_create(struct cat_db *db, const char *wh_id, const struct cat_ns *ns,
-                         const json_t *props, json_t **out, struct fl_err *err)
+int cat_namespace_create(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
+                         const struct cat_ns *ns, const json_t *props, json_t **out,
+                         struct fl_err *err)
 {
 	char *arr = NULL, *ptext = NULL, name[300];
-	struct cat_conn *c;
+	struct cat_scope sc;
 	PGresult *r;
-	int rc = -1;
+	bool ok = false;
 
-	if (cat_conn_get(db, &c, err) != 0)
-		return -1;
 	arr = cat_text_array(ns, ns->n);
-	ptext = fl_json_dump(props ? props : json_object(), NULL);
+	ptext = props ? fl_json_dump(props, NULL) : strdup("{}");
 	if (arr == NULL || ptext == NULL) {
-		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-		goto out;
+		free(arr);
+		free(ptext);
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	}
-	if (cat_exec_cmd(c, "BEGIN", err) != 0)
-		goto out;
+	if (cat_scope_begin(db, tx, true, &sc, err) != 0)
+		goto out_free;
 	if (ns->n > 1) {
-		int found = lock_row(c, wh_id, ns, ns->n - 1, false, NULL, 0, NULL, err);
+		int found = lock_row(sc.c, wh_id, ns, ns->n - 1, false, NULL, 0, NULL, err);
 
 		if (found < 0)
 			goto out;
@@ -171,50 +171,59 @@ int cat_namespace_create(struct cat_db *db, const char *wh_id, const struct cat_
 		}
 	}
 	const char *params[3] = {wh_id, arr, ptext};
-	r = cat_exec(
-	        c,
-	        "INSERT INTO namespace (warehouse_id, levels, properties) VALUES ($1, $2::text[], $3::jsonb)"
-	        " RETURNING properties::text",
-	        3, params, err);
+	r = cat_exec(sc.c,
+	             "INSERT INTO namespace (warehouse_id, levels, properties)"
+	             " VALUES ($1, $2::text[], $3::jsonb) RETURNING properties::text",
+	             3, params, err);
 	if (r == NULL) {
 		if (err->kind == FL_ERR_ALREADY_EXISTS)
 			fl_err_set(err, FL_ERR_ALREADY_EXISTS, "namespace %s already exists",
 			           cat_ns_str(ns, name, sizeof(name)));
 		goto out;
 	}
-	if (cat_exec_cmd(c, "COMMIT", err) != 0) {
-		PQclear(r);
-		goto out;
-	}
 	*out = ns_result(ns, PQgetvalue(r, 0, 0));
 	PQclear(r);
-	rc = 0;
+	ok = true;
 out:
-	cat_conn_put(db, c);
+	if (cat_scope_end(&sc, ok, err) != 0 && ok) {
+		json_decref(*out);
+		ok = false;
+	}
+out_free:
 	free(arr);
 	free(ptext);
-	return rc;
+	return ok ? 0 : -1;
 }
 
-int cat_namespace_load(struct cat_db *db, const char *wh_id, const struct cat_ns *ns, json_t **out,
-                       struct fl_err *err)
+int cat_namespace_id(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns, char *id,
+                     size_t cap, struct fl_err *err)
+{
+	int found = lock_row(c, wh_id, ns, ns->n, false, id, cap, NULL, err);
+
+	if (found == 0)
+		return no_such(ns, ns->n, err);
+	return found < 0 ? -1 : 0;
+}
+
+int cat_namespace_load(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
+                       const struct cat_ns *ns, json_t **out, struct fl_err *err)
 {
 	char *arr = cat_text_array(ns, ns->n);
 	const char *params[2] = {wh_id, arr};
-	struct cat_conn *c;
+	struct cat_scope sc;
 	PGresult *r;
 
 	if (arr == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-	if (cat_conn_get(db, &c, err) != 0) {
+	if (cat_scope_begin(db, tx, false, &sc, err) != 0) {
 		free(arr);
 		return -1;
 	}
 	r = cat_exec(
-	        c,
+	        sc.c,
 	        "SELECT properties::text FROM namespace WHERE warehouse_id = $1 AND levels = $2::text[]",
 	        2, params, err);
-	cat_conn_put(db, c);
+	(void)cat_scope_end(&sc, true, err);
 	free(arr);
 	if (r == NULL)
 		return -1;
@@ -227,30 +236,28 @@ int cat_namespace_load(struct cat_db *db, const char *wh_id, const struct cat_ns
 	return 0;
 }
 
-int cat_namespace_drop(struct cat_db *db, const char *wh_id, const struct cat_ns *ns,
-                       struct fl_err *err)
+int cat_namespace_drop(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
+                       const struct cat_ns *ns, struct fl_err *err)
 {
-	char id[32], *arr = NULL, name[300];
-	struct cat_conn *c;
+	char id[32], *arr = NULL, name[300], depth[16];
+	struct cat_scope sc;
 	PGresult *r;
-	int found, rc = -1;
+	int found;
+	bool ok = false;
 
-	if (cat_conn_get(db, &c, err) != 0)
+	if (cat_scope_begin(db, tx, true, &sc, err) != 0)
 		return -1;
-	if (cat_exec_cmd(c, "BEGIN", err) != 0)
-		goto out;
-	found = lock_row(c, wh_id, ns, ns->n, true, id, sizeof(id), NULL, err);
+	found = lock_row(sc.c, wh_id, ns, ns->n, true, id, sizeof(id), NULL, err);
 	if (found <= 0) {
 		if (found == 0)
 			no_such(ns, ns->n, err);
 		goto out;
 	}
 	arr = cat_text_array(ns, ns->n);
-	char depth[16];
 	snprintf(depth, sizeof(depth), "%d", ns->n);
 	const char *params[4] = {wh_id, arr, depth, id};
 	r = cat_exec(
-	        c,
+	        sc.c,
 	        "SELECT (SELECT count(*) FROM namespace WHERE warehouse_id = $1"
 	        "         AND cardinality(levels) > $3::int AND levels[1:$3::int] = $2::text[]),"
 	        "       (SELECT count(*) FROM table_entry WHERE namespace_id = $4::bigint AND kind = 'TABLE'),"
@@ -271,31 +278,30 @@ int cat_namespace_drop(struct cat_db *db, const char *wh_id, const struct cat_ns
 	}
 	PQclear(r);
 	const char *p1[1] = {id};
-	r = cat_exec(c, "DELETE FROM namespace WHERE id = $1::bigint", 1, p1, err);
+	r = cat_exec(sc.c, "DELETE FROM namespace WHERE id = $1::bigint", 1, p1, err);
 	if (r == NULL)
 		goto out;
 	PQclear(r);
-	if (cat_exec_cmd(c, "COMMIT", err) != 0)
-		goto out;
-	rc = 0;
+	ok = true;
 out:
-	cat_conn_put(db, c);
 	free(arr);
-	return rc;
+	return cat_scope_end(&sc, ok, err);
 }
 
-int cat_namespace_update_props(struct cat_db *db, const char *wh_id, const struct cat_ns *ns,
-                               const json_t *removals, const json_t *updates, long max_props,
-                               json_t **out, struct fl_err *err)
+int cat_namespace_update_props(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
+                               const struct cat_ns *ns, const json_t *removals,
+                               const json_t *updates, long max_props, json_t **out,
+                               struct fl_err *err)
 {
 	json_t *props = NULL, *updated = json_array(), *removed = json_array(),
 	       *missing = json_array();
 	char id[32], *ptext = NULL, *newtext = NULL;
-	struct cat_conn *c = NULL;
+	struct cat_scope sc;
+	bool began = false, ok = false;
 	const char *k;
 	json_t *v;
 	size_t i;
-	int found, rc = -1;
+	int found;
 
 	/* Contradictions are the client's error whatever the stored state. */
 	json_array_foreach((json_t *)removals, i, v)
@@ -307,13 +313,10 @@ int cat_namespace_update_props(struct cat_db *db, const char *wh_id, const struc
 			goto out;
 		}
 	}
-	if (cat_conn_get(db, &c, err) != 0) {
-		c = NULL;
+	if (cat_scope_begin(db, tx, true, &sc, err) != 0)
 		goto out;
-	}
-	if (cat_exec_cmd(c, "BEGIN", err) != 0)
-		goto out;
-	found = lock_row(c, wh_id, ns, ns->n, true, id, sizeof(id), &ptext, err);
+	began = true;
+	found = lock_row(sc.c, wh_id, ns, ns->n, true, id, sizeof(id), &ptext, err);
 	if (found <= 0) {
 		if (found == 0)
 			no_such(ns, ns->n, err);
@@ -349,36 +352,37 @@ int cat_namespace_update_props(struct cat_db *db, const char *wh_id, const struc
 	}
 	newtext = fl_json_dump(props, NULL);
 	const char *params[2] = {id, newtext};
-	PGresult *r = cat_exec(
-	        c,
-	        "UPDATE namespace SET properties = $2::jsonb, updated_at = now() WHERE id = $1::bigint",
-	        2, params, err);
+	PGresult *r = cat_exec(sc.c,
+	                       "UPDATE namespace SET properties = $2::jsonb, updated_at = now()"
+	                       " WHERE id = $1::bigint",
+	                       2, params, err);
 	if (r == NULL)
 		goto out;
 	PQclear(r);
-	if (cat_exec_cmd(c, "COMMIT", err) != 0)
-		goto out;
-	*out = json_pack("{s:O, s:O, s:O}", "updated", updated, "removed", removed, "missing",
-	                 missing);
-	rc = 0;
+	ok = true;
 out:
-	if (c != NULL)
-		cat_conn_put(db, c);
+	if (began && cat_scope_end(&sc, ok, err) != 0)
+		ok = false;
+	if (ok)
+		*out = json_pack("{s:O, s:O, s:O}", "updated", updated, "removed", removed,
+		                 "missing", missing);
 	json_decref(props);
 	json_decref(updated);
 	json_decref(removed);
 	json_decref(missing);
 	free(ptext);
 	free(newtext);
-	return rc;
+	return ok ? 0 : -1;
 }
 
-int cat_namespace_list(struct cat_db *db, const char *wh_id, const struct cat_ns *parent,
-                       const char *page_token, long page_size, json_t **out, struct fl_err *err)
+int cat_namespace_list(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
+                       const struct cat_ns *parent, const char *page_token, long page_size,
+                       json_t **out, struct fl_err *err)
 {
 	json_t *cursor = NULL, *list = NULL, *next = json_null();
 	char *parr = NULL, *carr = NULL, depth[16], child[16], limit[24];
-	struct cat_conn *c = NULL;
+	struct cat_scope sc;
+	bool began = false;
 	PGresult *r = NULL;
 	int rc = -1;
 
@@ -399,19 +403,17 @@ int cat_namespace_list(struct cat_db *db, const char *wh_id, const struct cat_ns
 				goto bad_token;
 		}
 	}
-	if (cat_conn_get(db, &c, err) != 0) {
-		c = NULL;
+	if (cat_scope_begin(db, tx, false, &sc, err) != 0)
 		goto out;
-	}
+	began = true;
 	if (parent->n > 0) {
-		int found = lock_row(c, wh_id, parent, parent->n, false, NULL, 0, NULL, err);
+		int found = lock_row(sc.c, wh_id, parent, parent->n, false, NULL, 0, NULL, err);
 
 		if (found <= 0) {
 			if (found == 0)
 				no_such(parent, parent->n, err);
 			goto out;
 		}
-		/* lock_row ran outside a transaction: the share lock is already released. */
 	}
 	parr = cat_text_array(parent, parent->n);
 	if (cursor != NULL) {
@@ -430,7 +432,7 @@ int cat_namespace_list(struct cat_db *db, const char *wh_id, const struct cat_ns
 	snprintf(limit, sizeof(limit), "%ld", page_size + 1);
 	const char *params[6] = {wh_id, child, depth, parr, carr, limit};
 	r = cat_exec(
-	        c,
+	        sc.c,
 	        "SELECT levels FROM namespace WHERE warehouse_id = $1 AND cardinality(levels) = $2::int"
 	        " AND ($3::int = 0 OR levels[1:$3::int] = $4::text[])"
 	        " AND ($5::text[] IS NULL OR levels > $5::text[])"
@@ -456,6 +458,7 @@ int cat_namespace_list(struct cat_db *db, const char *wh_id, const struct cat_ns
 			fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 			goto out;
 		}
+		json_decref(next);
 		next = json_string(tok);
 		free(tok);
 	}
@@ -465,8 +468,8 @@ int cat_namespace_list(struct cat_db *db, const char *wh_id, const struct cat_ns
 bad_token:
 	fl_err_set(err, FL_ERR_BAD_REQUEST, "invalid pageToken: it was issued for another listing");
 out:
-	if (c != NULL)
-		cat_conn_put(db, c);
+	if (began)
+		(void)cat_scope_end(&sc, true, err);
 	PQclear(r);
 	json_decref(cursor);
 	json_decref(list);

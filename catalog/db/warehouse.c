@@ -141,16 +141,17 @@ int cat_warehouse_ensure(struct cat_db *db, const char *name, const char *locati
 	return rc;
 }
 
-static int query_one(struct cat_db *db, const char *name, PGresult **res, struct fl_err *err)
+static int query_one(struct cat_db *db, struct cat_tx *tx, const char *name, PGresult **res,
+                     struct fl_err *err)
 {
 	const char *params[1] = {name};
-	struct cat_conn *c;
+	struct cat_scope sc;
 	PGresult *r;
 
-	if (cat_conn_get(db, &c, err) != 0)
+	if (cat_scope_begin(db, tx, false, &sc, err) != 0)
 		return -1;
-	r = cat_exec(c, "SELECT " WH_COLS " FROM warehouse WHERE name = $1", 1, params, err);
-	cat_conn_put(db, c);
+	r = cat_exec(sc.c, "SELECT " WH_COLS " FROM warehouse WHERE name = $1", 1, params, err);
+	(void)cat_scope_end(&sc, true, err);
 	if (r == NULL)
 		return -1;
 	if (PQntuples(r) == 0) {
@@ -162,14 +163,14 @@ static int query_one(struct cat_db *db, const char *name, PGresult **res, struct
 	return 0;
 }
 
-int cat_warehouse_get(struct cat_db *db, const char *name, struct cat_warehouse *out,
-                      struct fl_err *err)
+int cat_warehouse_get(struct cat_db *db, struct cat_tx *tx, const char *name,
+                      struct cat_warehouse *out, struct fl_err *err)
 {
 	PGresult *r;
 	json_t *prof;
 	const char *loc = "", *type = "";
 
-	if (query_one(db, name, &r, err) != 0)
+	if (query_one(db, tx, name, &r, err) != 0)
 		return -1;
 	prof = json_loads(PQgetvalue(r, 0, 2), 0, NULL);
 	if (prof != NULL) {
@@ -191,7 +192,7 @@ int cat_warehouse_get_json(struct cat_db *db, const char *name, json_t **out, st
 {
 	PGresult *r;
 
-	if (query_one(db, name, &r, err) != 0)
+	if (query_one(db, NULL, name, &r, err) != 0)
 		return -1;
 	*out = row_json(r, 0);
 	PQclear(r);

@@ -1,0 +1,580 @@
+/* commit.c - the commit engine: every change to a table's metadata goes
+ * through here and the builder it calls (meta/).
+ *
+ * The invariant (DESIGN §3), in one PostgreSQL transaction:
+ *   1. lock the table rows, in a fixed order (namespace levels, then name),
+ *      so concurrent multi-table commits cannot deadlock;
+ *   2. check every requirement against the locked metadata (409 on failure);
+ *   3. apply the updates with the builder (400 when invalid);
+ *   4. write <metadata dir>/<NNNNN>-<uuid>.metadata.json (create-exclusive,
+ *      fsynced) before the pointer moves;
+ *   5. move the pointer, store the metadata beside it, insert the commit
+ *      event; the caller's idempotency record rides in the same transaction;
+ *   6. COMMIT.  A definite failure deletes the files written in step 4; an
+ *      unknown COMMIT outcome keeps them and is reported as such (500).
+ * A 409 therefore always means "not applied", and a 2xx "applied once". */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "clock.h"
+#include "db/db_int.h"
+#include "io/io.h"
+#include "json.h"
+#include "tablemeta.h"
+#include "uuid.h"
+
+void cat_changes_free(struct cat_change *c, int n)
+{
+	for (int i = 0; i < n; i++) {
+		free(c[i].metadata_location);
+		free(c[i].metadata);
+		c[i].metadata_location = c[i].metadata = NULL;
+	}
+}
+
+/* Appends one path segment, escaping what a file system or URI would
+ * misread ('/', '%', '\', control bytes, and "." / ".." as whole segments). */
+static int append_segment(struct fl_buf *b, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	bool dots = strcmp(s, ".") == 0 || strcmp(s, "..") == 0;
+
+	if (fl_buf_puts(b, "/") != 0)
+		return -1;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p < 0x20 || *p == 0x7f || *p == '/' || *p == '%' || *p == '\\' ||
+		    (dots && *p == '.')) {
+			char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+
+			if (fl_buf_append(b, e, 3) != 0)
+				return -1;
+		} else if (fl_buf_append(b, p, 1) != 0) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static char *default_location(const struct cat_warehouse *wh, const struct cat_ns *ns,
+                              const char *name)
+{
+	struct fl_buf b = FL_BUF_INIT;
+
+	if (fl_buf_puts(&b, wh->location) != 0)
+		goto fail;
+	for (int i = 0; i < ns->n; i++)
+		if (append_segment(&b, ns->levels[i]) != 0)
+			goto fail;
+	if (append_segment(&b, name) != 0)
+		goto fail;
+	return fl_buf_steal(&b);
+fail:
+	fl_buf_free(&b);
+	return NULL;
+}
+
+/* The file name of metadata version `version` of a table. */
+static char *metadata_file(const json_t *meta, int64_t version)
+{
+	const json_t *props = json_object_get(meta, "properties");
+	const char *dir = json_string_value(json_object_get(props, "write.metadata.path"));
+	char name[CAT_META_FILE_NAME_MAX];
+	struct fl_buf b = FL_BUF_INIT;
+
+	cat_meta_metadata_file_name(version, name);
+	if (dir != NULL && dir[0] != '\0') {
+		size_t n = strlen(dir);
+
+		while (n > 1 && dir[n - 1] == '/')
+			n--;
+		if (fl_buf_append(&b, dir, n) != 0 || fl_buf_printf(&b, "/%s", name) != 0)
+			goto fail;
+	} else if (fl_buf_printf(&b, "%s/metadata/%s", cat_meta_location(meta), name) != 0) {
+		goto fail;
+	}
+	return fl_buf_steal(&b);
+fail:
+	fl_buf_free(&b);
+	return NULL;
+}
+
+static void row_stats(const json_t *meta, struct cat_row_stats *st)
+{
+	const json_t *sum = cat_meta_current_summary(meta);
+	const char *keys[3] = {"total-records", "total-data-files", "total-files-size"};
+	int64_t *dst[3] = {&st->records, &st->files, &st->bytes};
+
+	for (int i = 0; i < 3; i++) {
+		const char *v = json_string_value(json_object_get(sum, keys[i]));
+
+		*dst[i] = v ? strtoll(v, NULL, 10) : -1;
+	}
+}
+
+/* The operation of the snapshot a commit made current, for the event. */
+static const char *operation(const json_t *meta)
+{
+	const json_t *sum = cat_meta_current_summary(meta);
+	const char *op = json_string_value(json_object_get(sum, "operation"));
+
+	return op ? op : "metadata";
+}
+
+/* Files written by this call, deleted again when the transaction is
+ * definitely not committed. */
+struct written {
+	char **paths;
+	int n;
+};
+
+static int written_add(struct written *w, const char *p)
+{
+	char **grown = realloc(w->paths, sizeof(char *) * (size_t)(w->n + 1));
+
+	if (grown == NULL)
+		return -1;
+	w->paths = grown;
+	w->paths[w->n] = strdup(p);
+	if (w->paths[w->n] == NULL)
+		return -1;
+	w->n++;
+	return 0;
+}
+
+static void written_done(struct written *w, bool remove)
+{
+	for (int i = 0; i < w->n; i++) {
+		struct fl_err ignored;
+
+		/* Best effort: an orphan metadata file is harmless, a lost one is not. */
+		if (remove && st_io_delete_tree(w->paths[i], &ignored) != 0)
+			ignored.kind = FL_ERR_NONE;
+		free(w->paths[i]);
+	}
+	free(w->paths);
+	w->paths = NULL;
+	w->n = 0;
+}
+
+/* Writes meta as a new metadata file; *path and *text are malloc'd. */
+static int write_metadata(const json_t *meta, int64_t version, struct written *w, char **path,
+                          char **text, struct fl_err *err)
+{
+	size_t n;
+
+	*text = fl_json_dump(meta, &n);
+	*path = metadata_file(meta, version);
+	if (*text == NULL || *path == NULL || written_add(w, *path) != 0) {
+		free(*text);
+		free(*path);
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	}
+	if (st_io_write_new(*path, *text, n, err) != 0) {
+		w->n--;
+		free(w->paths[w->n]);
+		free(*text);
+		free(*path);
+		return -1;
+	}
+	return 0;
+}
+
+static char *table_str(const struct cat_ns *ns, const char *name, char *buf, size_t cap)
+{
+	char nsb[300];
+
+	snprintf(buf, cap, "%s.%.200s", cat_ns_str(ns, nsb, sizeof(nsb)), name);
+	return buf;
+}
+
+int cat_table_create(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
+                     const struct cat_ns *ns, const json_t *req, bool stage,
+                     char **metadata_location, char **metadata, struct fl_err *err)
+{
+	const char *name = json_string_value(json_object_get(req, "name"));
+	const char *given = json_string_value(json_object_get(req, "location"));
+	char nsid[24], uuid[FL_UUID_STR], tbuf[520], *location = NULL, *path = NULL, *text = NULL;
+	struct written w = {0};
+	struct cat_row row = {0};
+	struct cat_row_stats st;
+	struct cat_scope sc;
+	json_t *meta = NULL;
+	bool ok = false;
+	int found;
+
+	if (given != NULL && given[0] != '\0') {
+		size_t n = strlen(given);
+
+		while (n > 0 && given[n - 1] == '/')
+			n--;
+		location = strndup(given, n);
+	} else {
+		location = default_location(wh, ns, name);
+	}
+	if (location == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	if (cat_scope_begin(db, tx, !stage, &sc, err) != 0) {
+		free(location);
+		return -1;
+	}
+	if (cat_namespace_id(sc.c, wh->id, ns, nsid, sizeof(nsid), err) != 0)
+		goto out;
+	found = cat_row_lock(sc.c, wh->id, ns, name, &row, err);
+	if (found != 0) {
+		if (found > 0)
+			fl_err_set(err, FL_ERR_ALREADY_EXISTS, "table %s already exists",
+			           table_str(ns, name, tbuf, sizeof(tbuf)));
+		goto out;
+	}
+	if (cat_location_check(sc.c, wh, location, NULL, err) != 0)
+		goto out;
+	fl_uuid_v4(uuid);
+	if (cat_meta_create(req, location, uuid, fl_now_ms(), &meta, err) != 0)
+		goto out;
+	{
+		/* Engines write data and manifests before the first commit; a local
+		 * warehouse must have the folders ready (DuckDB does not create them). */
+		struct fl_buf d = FL_BUF_INIT;
+		int rc = fl_buf_printf(&d, "%s/metadata", location) != 0 ||
+		         st_io_mkdirs(d.data, err) != 0;
+
+		fl_buf_reset(&d);
+		rc = rc || fl_buf_printf(&d, "%s/data", location) != 0 ||
+		     st_io_mkdirs(d.data, err) != 0;
+		fl_buf_free(&d);
+		if (rc) {
+			if (err->kind == FL_ERR_NONE)
+				fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+			goto out;
+		}
+	}
+	if (stage) {
+		*metadata = fl_json_dump(meta, NULL);
+		*metadata_location = NULL;
+		ok = *metadata != NULL;
+		if (!ok)
+			fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	if (write_metadata(meta, 0, &w, &path, &text, err) != 0)
+		goto out;
+	row_stats(meta, &st);
+	if (cat_row_insert(sc.c, wh->id, nsid, uuid, name, location, path, text, &st, err) != 0 ||
+	    cat_event_insert(sc.c, uuid, wh->id, ns, name, 0, path, -1, "create", NULL, err) != 0)
+		goto out;
+	*metadata_location = path;
+	*metadata = text;
+	path = text = NULL;
+	ok = true;
+out:
+	if (cat_scope_end(&sc, ok, err) != 0 && ok) {
+		ok = false;
+		if (!stage) {
+			free(*metadata_location);
+			free(*metadata);
+		}
+	}
+	written_done(&w, !ok && err->kind != FL_ERR_COMMIT_STATE_UNKNOWN);
+	cat_row_free(&row);
+	json_decref(meta);
+	free(location);
+	free(path);
+	free(text);
+	return ok ? 0 : -1;
+}
+
+int cat_table_register(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
+                       const struct cat_ns *ns, const char *name, const char *metadata_location,
+                       bool overwrite, const struct cat_limits *lim, char **metadata,
+                       struct fl_err *err)
+{
+	char nsid[24], id[FL_UUID_STR], tbuf[520], *raw = NULL, *text = NULL;
+	size_t wl = strlen(wh->location), n;
+	struct cat_row row = {0};
+	struct cat_row_stats st;
+	struct cat_scope sc;
+	json_t *meta = NULL;
+	const char *loc;
+	bool ok = false;
+	int found;
+
+	if (strncmp(metadata_location, wh->location, wl) != 0 || metadata_location[wl] != '/')
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "metadata-location %.200s is outside the warehouse %.200s",
+		                  metadata_location, wh->location);
+	if (st_io_read(metadata_location, lim->max_metadata_bytes, &raw, &n, err) != 0) {
+		if (err->kind == FL_ERR_NOT_FOUND)
+			err->kind = FL_ERR_BAD_REQUEST;
+		return fl_err_prefix(err, "register-table");
+	}
+	if (fl_json_parse(raw, n, 1000, &meta, err) != 0 || cat_meta_validate(meta, err) != 0) {
+		free(raw);
+		json_decref(meta);
+		return fl_err_prefix(err, "register-table: %.150s", metadata_location);
+	}
+	free(raw);
+	loc = cat_meta_location(meta);
+	if (cat_scope_begin(db, tx, true, &sc, err) != 0) {
+		json_decref(meta);
+		return -1;
+	}
+	if (cat_namespace_id(sc.c, wh->id, ns, nsid, sizeof(nsid), err) != 0)
+		goto out;
+	found = cat_row_lock(sc.c, wh->id, ns, name, &row, err);
+	if (found < 0)
+		goto out;
+	if (found > 0 && !overwrite) {
+		fl_err_set(err, FL_ERR_ALREADY_EXISTS, "table %s already exists",
+		           table_str(ns, name, tbuf, sizeof(tbuf)));
+		goto out;
+	}
+	if (cat_location_check(sc.c, wh, loc, found ? row.id : NULL, err) != 0)
+		goto out;
+	text = fl_json_dump(meta, NULL);
+	if (text == NULL) {
+		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	row_stats(meta, &st);
+	if (found) {
+		if (cat_row_update(sc.c, row.id, metadata_location, text, row.version + 1, loc, &st,
+		                   err) != 0 ||
+		    cat_event_insert(sc.c, row.id, wh->id, ns, name, row.version + 1,
+		                     metadata_location, cat_meta_current_snapshot_id(meta),
+		                     "register", NULL, err) != 0)
+			goto out;
+	} else {
+		fl_uuid_v4(id);
+		if (cat_row_insert(sc.c, wh->id, nsid, id, name, loc, metadata_location, text, &st,
+		                   err) != 0 ||
+		    cat_event_insert(sc.c, id, wh->id, ns, name, 0, metadata_location,
+		                     cat_meta_current_snapshot_id(meta), "register", NULL,
+		                     err) != 0)
+			goto out;
+	}
+	ok = true;
+out:
+	if (cat_scope_end(&sc, ok, err) != 0)
+		ok = false;
+	if (ok)
+		*metadata = text;
+	else
+		free(text);
+	cat_row_free(&row);
+	json_decref(meta);
+	return ok ? 0 : -1;
+}
+
+static int cmp_change(const struct cat_change *a, const struct cat_change *b)
+{
+	for (int i = 0; i < a->ns.n && i < b->ns.n; i++) {
+		int c = strcmp(a->ns.levels[i], b->ns.levels[i]);
+
+		if (c != 0)
+			return c;
+	}
+	if (a->ns.n != b->ns.n)
+		return a->ns.n < b->ns.n ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+static bool has_create(const json_t *reqs)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach((json_t *)reqs, i, v)
+	{
+		if (json_is_string(json_object_get(v, "type")) &&
+		    strcmp(json_string_value(json_object_get(v, "type")), "assert-create") == 0)
+			return true;
+	}
+	return false;
+}
+
+static bool has_action(const json_t *updates, const char *action)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach((json_t *)updates, i, v)
+	{
+		const char *a = json_string_value(json_object_get(v, "action"));
+
+		if (a != NULL && strcmp(a, action) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* One change under its row lock: requirements, builder, file, pointer. */
+static int commit_one(struct cat_conn *c, const struct cat_warehouse *wh, struct cat_change *ch,
+                      const struct cat_limits *lim, size_t *budget, const char *request_id,
+                      struct written *w, struct fl_err *err)
+{
+	char tbuf[520], nsid[24], *path = NULL, *text = NULL, *defloc = NULL;
+	struct cat_row row = {0};
+	json_t *base = NULL, *meta = NULL, *updates = NULL;
+	struct cat_row_stats st;
+	bool changed = false;
+	int found, rc = -1;
+
+	found = cat_row_lock(c, wh->id, &ch->ns, ch->name, &row, err);
+	if (found < 0)
+		goto out;
+	if (found == 0 && !has_create(ch->requirements)) {
+		if (cat_namespace_id(c, wh->id, &ch->ns, nsid, sizeof(nsid), err) == 0)
+			fl_err_set(err, FL_ERR_NO_SUCH_TABLE, "table %s does not exist",
+			           table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
+		goto out;
+	}
+	if (found > 0) {
+		json_error_t je;
+
+		base = json_loads(row.metadata, 0, &je);
+		if (base == NULL) {
+			fl_err_set(err, FL_ERR_INTERNAL, "stored metadata of %s is not JSON",
+			           table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
+			goto out;
+		}
+	}
+	if (cat_meta_check_requirements(base, ch->requirements, err) != 0) {
+		if (found > 0 && has_create(ch->requirements))
+			fl_err_set(err, FL_ERR_ALREADY_EXISTS, "table %s already exists",
+			           table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
+		fl_err_prefix(err, "table %s", table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
+		goto out;
+	}
+	if (json_array_size(ch->updates) > *budget) {
+		fl_err_set(err, FL_ERR_BAD_REQUEST,
+		           "commit has more than %zu updates (max-commit-updates)",
+		           lim->max_updates);
+		goto out;
+	}
+	*budget -= json_array_size(ch->updates);
+	updates = json_incref((json_t *)ch->updates);
+	if (base == NULL) {
+		/* A stage-create commit: the namespace must exist, and a table
+		 * without set-location gets the default location. */
+		if (cat_namespace_id(c, wh->id, &ch->ns, nsid, sizeof(nsid), err) != 0)
+			goto out;
+		if (!has_action(ch->updates, "set-location")) {
+			defloc = default_location(wh, &ch->ns, ch->name);
+			json_decref(updates);
+			updates = json_array();
+			if (defloc == NULL || updates == NULL ||
+			    json_array_append_new(updates,
+			                          json_pack("{s:s, s:s}", "action", "set-location",
+			                                    "location", defloc)) != 0 ||
+			    json_array_extend(updates, (json_t *)ch->updates) != 0) {
+				fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+				goto out;
+			}
+		}
+	}
+	if (cat_meta_apply(base, found ? row.metadata_location : NULL, updates, fl_now_ms(),
+	                   lim->max_updates, &meta, &changed, err) != 0) {
+		fl_err_prefix(err, "table %s", table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
+		goto out;
+	}
+	if (found > 0 && !changed) {
+		/* Nothing to do: answer with the current state, write nothing. */
+		ch->metadata_location = strdup(row.metadata_location);
+		ch->metadata = strdup(row.metadata);
+		rc = ch->metadata && ch->metadata_location
+		             ? 0
+		             : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	if ((found == 0 || strcmp(cat_meta_location(meta), row.location) != 0) &&
+	    cat_location_check(c, wh, cat_meta_location(meta), found ? row.id : NULL, err) != 0)
+		goto out;
+	if (write_metadata(meta, found ? row.version + 1 : 0, w, &path, &text, err) != 0)
+		goto out;
+	row_stats(meta, &st);
+	if (found) {
+		if (cat_row_update(c, row.id, path, text, row.version + 1, cat_meta_location(meta),
+		                   &st, err) != 0 ||
+		    cat_event_insert(c, row.id, wh->id, &ch->ns, ch->name, row.version + 1, path,
+		                     cat_meta_current_snapshot_id(meta), operation(meta),
+		                     request_id, err) != 0)
+			goto out;
+	} else {
+		const char *uuid = cat_meta_uuid(meta);
+
+		if (cat_row_insert(c, wh->id, nsid, uuid, ch->name, cat_meta_location(meta), path,
+		                   text, &st, err) != 0 ||
+		    cat_event_insert(c, uuid, wh->id, &ch->ns, ch->name, 0, path,
+		                     cat_meta_current_snapshot_id(meta), "create", request_id,
+		                     err) != 0)
+			goto out;
+	}
+	ch->metadata_location = path;
+	ch->metadata = text;
+	path = text = NULL;
+	rc = 0;
+out:
+	cat_row_free(&row);
+	json_decref(base);
+	json_decref(meta);
+	json_decref(updates);
+	free(path);
+	free(text);
+	free(defloc);
+	return rc;
+}
+
+int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
+               struct cat_change *changes, int n, const struct cat_limits *lim,
+               const char *request_id, struct fl_err *err)
+{
+	struct written w = {0};
+	struct cat_scope sc;
+	size_t budget = lim->max_updates;
+	int *order = NULL;
+	bool ok = false;
+
+	if (n <= 0)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "a commit needs at least one table change");
+	order = malloc(sizeof(int) * (size_t)n);
+	if (order == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	/* Insertion sort of indices: n is small and bounded by the body size. */
+	for (int i = 0; i < n; i++) {
+		int j = i;
+
+		while (j > 0 && cmp_change(&changes[order[j - 1]], &changes[i]) > 0) {
+			order[j] = order[j - 1];
+			j--;
+		}
+		if (j > 0 && cmp_change(&changes[order[j - 1]], &changes[i]) == 0) {
+			char tbuf[520];
+
+			free(order);
+			return fl_err_set(
+			        err, FL_ERR_BAD_REQUEST, "table %s appears twice in one commit",
+			        table_str(&changes[i].ns, changes[i].name, tbuf, sizeof(tbuf)));
+		}
+		order[j] = i;
+	}
+	if (cat_scope_begin(db, tx, true, &sc, err) != 0) {
+		free(order);
+		return -1;
+	}
+	for (int k = 0; k < n; k++)
+		if (commit_one(sc.c, wh, &changes[order[k]], lim, &budget, request_id, &w, err) !=
+		    0)
+			goto out;
+	ok = true;
+out:
+	if (cat_scope_end(&sc, ok, err) != 0)
+		ok = false;
+	if (!ok)
+		cat_changes_free(changes, n);
+	written_done(&w, !ok && err->kind != FL_ERR_COMMIT_STATE_UNKNOWN);
+	free(order);
+	return ok ? 0 : -1;
+}

@@ -1,0 +1,151 @@
+/* idempotency.c - Idempotency-Key records.
+ *
+ * Claiming inserts the key inside the caller's transaction.  A concurrent
+ * request with the same key blocks on the unique index until the first
+ * transaction ends: after a COMMIT it finds the stored response and replays
+ * it; after a ROLLBACK (a 5xx, never stored) its own insert succeeds and it
+ * executes.  Expired records are treated as absent and removed by cat_idem_gc. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db_int.h"
+
+static void hex(const unsigned char *p, size_t n, char *out)
+{
+	static const char d[] = "0123456789abcdef";
+
+	out[0] = '\\';
+	out[1] = 'x';
+	for (size_t i = 0; i < n; i++) {
+		out[2 + 2 * i] = d[p[i] >> 4];
+		out[3 + 2 * i] = d[p[i] & 15];
+	}
+	out[2 + 2 * n] = '\0';
+}
+
+void cat_idem_free(struct cat_idem *r)
+{
+	free(r->content_type);
+	free(r->etag);
+	free(r->body);
+	memset(r, 0, sizeof(*r));
+}
+
+int cat_idem_claim(struct cat_tx *tx, const char *key, const char *method, const char *route,
+                   const unsigned char fp[32], int64_t lifetime_s, struct cat_idem *out,
+                   struct fl_err *err)
+{
+	struct cat_conn *c = cat_tx_conn(tx);
+	char fph[70], life[24];
+	const char *params[5] = {key, method, route, fph, life};
+	PGresult *r;
+
+	hex(fp, 32, fph);
+	snprintf(life, sizeof(life), "%lld", (long long)lifetime_s);
+	const char *p1[1] = {key};
+	r = cat_exec(c,
+	             "DELETE FROM idempotency_record WHERE key = $1::uuid AND expires_at < now()",
+	             1, p1, err);
+	if (r == NULL)
+		return -1;
+	PQclear(r);
+	r = cat_exec(
+	        c,
+	        "INSERT INTO idempotency_record (key, method, route, fingerprint, expires_at)"
+	        " VALUES ($1::uuid, $2, $3, $4::bytea, now() + make_interval(secs => $5::bigint))"
+	        " ON CONFLICT (key) DO NOTHING RETURNING key",
+	        5, params, err);
+	if (r == NULL)
+		return -1;
+	if (PQntuples(r) == 1) {
+		PQclear(r);
+		memset(out, 0, sizeof(*out));
+		return 0;
+	}
+	PQclear(r);
+	r = cat_exec(
+	        c,
+	        "SELECT method, route, fingerprint = $2::bytea, status, content_type, etag, body"
+	        " FROM idempotency_record WHERE key = $1::uuid",
+	        2, (const char *const[]){key, fph}, err);
+	if (r == NULL)
+		return -1;
+	if (PQntuples(r) != 1 || PQgetisnull(r, 0, 3)) {
+		PQclear(r);
+		return fl_err_set(err, FL_ERR_UNAVAILABLE, "idempotency key %s is busy; retry",
+		                  key);
+	}
+	if (strcmp(PQgetvalue(r, 0, 0), method) != 0 || strcmp(PQgetvalue(r, 0, 1), route) != 0 ||
+	    strcmp(PQgetvalue(r, 0, 2), "t") != 0) {
+		fl_err_set(err, FL_ERR_UNPROCESSABLE,
+		           "Idempotency-Key %s was already used for a different request (%s %s)",
+		           key, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1));
+		PQclear(r);
+		return -1;
+	}
+	memset(out, 0, sizeof(*out));
+	out->status = (int)cat_i64(PQgetvalue(r, 0, 3));
+	out->content_type = PQgetisnull(r, 0, 4) ? NULL : strdup(PQgetvalue(r, 0, 4));
+	out->etag = PQgetisnull(r, 0, 5) ? NULL : strdup(PQgetvalue(r, 0, 5));
+	if (!PQgetisnull(r, 0, 6)) {
+		size_t n;
+		unsigned char *b = PQunescapeBytea((const unsigned char *)PQgetvalue(r, 0, 6), &n);
+
+		if (b != NULL) {
+			out->body = malloc(n + 1);
+			if (out->body != NULL) {
+				memcpy(out->body, b, n);
+				out->body[n] = '\0';
+				out->body_len = n;
+			}
+			PQfreemem(b);
+		}
+	}
+	PQclear(r);
+	return 0;
+}
+
+int cat_idem_store(struct cat_tx *tx, const char *key, int status, const char *content_type,
+                   const char *etag, const char *body, size_t n, struct fl_err *err)
+{
+	struct cat_conn *c = cat_tx_conn(tx);
+	char st[16];
+	const char *params[5] = {key, st, content_type, etag, NULL};
+	int lengths[5] = {0, 0, 0, 0, (int)n};
+	int formats[5] = {0, 0, 0, 0, 1};
+	PGresult *r;
+
+	snprintf(st, sizeof(st), "%d", status);
+	params[4] = body ? body : "";
+	r = PQexecParams(
+	        c->pg,
+	        "UPDATE idempotency_record SET status = $2::int, content_type = $3, etag = $4, body = $5"
+	        " WHERE key = $1::uuid",
+	        5, NULL, params, lengths, formats, 0);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+		PQclear(r);
+		return fl_err_set(err,
+		                  PQstatus(c->pg) == CONNECTION_OK ? FL_ERR_INTERNAL
+		                                                   : FL_ERR_UNAVAILABLE,
+		                  "cannot store the idempotency record");
+	}
+	PQclear(r);
+	return 0;
+}
+
+int cat_idem_gc(struct cat_db *db, long *n, struct fl_err *err)
+{
+	struct cat_conn *c;
+	PGresult *r;
+
+	if (cat_conn_get(db, &c, err) != 0)
+		return -1;
+	r = cat_exec(c, "DELETE FROM idempotency_record WHERE expires_at < now()", 0, NULL, err);
+	cat_conn_put(db, c);
+	if (r == NULL)
+		return -1;
+	*n = strtol(PQcmdTuples(r), NULL, 10);
+	PQclear(r);
+	return 0;
+}

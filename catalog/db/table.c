@@ -1,0 +1,518 @@
+/* table.c - the SQL of tables: rows, locations, events, lists, drops,
+ * renames and metrics reports.
+ *
+ * A table row carries its current metadata JSON beside its location, so
+ * loadTable is one indexed read (namespace by levels, then table by name)
+ * and never touches object storage. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "db_int.h"
+#include "json.h"
+
+void cat_row_free(struct cat_row *row)
+{
+	free(row->metadata_location);
+	free(row->metadata);
+	free(row->location);
+	memset(row, 0, sizeof(*row));
+}
+
+static char *dup_or_null(PGresult *r, int row, int col)
+{
+	return PQgetisnull(r, row, col) ? NULL : strdup(PQgetvalue(r, row, col));
+}
+
+int cat_row_lock(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns, const char *name,
+                 struct cat_row *row, struct fl_err *err)
+{
+	char *arr = cat_text_array(ns, ns->n);
+	const char *params[3] = {wh_id, arr, name};
+	PGresult *r;
+	int found;
+
+	if (arr == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	r = cat_exec(
+	        c,
+	        "SELECT t.id, t.namespace_id, t.metadata_location, t.metadata, t.location, t.version"
+	        " FROM table_entry t JOIN namespace n ON n.id = t.namespace_id"
+	        " WHERE n.warehouse_id = $1 AND n.levels = $2::text[] AND t.name = $3 AND t.kind = 'TABLE'"
+	        " FOR UPDATE OF t",
+	        3, params, err);
+	free(arr);
+	if (r == NULL)
+		return -1;
+	found = PQntuples(r) == 1;
+	if (found) {
+		snprintf(row->id, sizeof(row->id), "%s", PQgetvalue(r, 0, 0));
+		snprintf(row->ns_id, sizeof(row->ns_id), "%s", PQgetvalue(r, 0, 1));
+		row->metadata_location = dup_or_null(r, 0, 2);
+		row->metadata = dup_or_null(r, 0, 3);
+		row->location = dup_or_null(r, 0, 4);
+		row->version = cat_i64(PQgetvalue(r, 0, 5));
+		if (row->metadata == NULL || row->metadata_location == NULL ||
+		    row->location == NULL) {
+			PQclear(r);
+			cat_row_free(row);
+			return fl_err_set(err, FL_ERR_INTERNAL, "table row is incomplete");
+		}
+	}
+	PQclear(r);
+	return found;
+}
+
+static void stat_text(int64_t v, char *buf, size_t cap, const char **out)
+{
+	if (v < 0) {
+		*out = NULL;
+		return;
+	}
+	snprintf(buf, cap, "%lld", (long long)v);
+	*out = buf;
+}
+
+int cat_row_insert(struct cat_conn *c, const char *wh_id, const char *ns_id, const char *id,
+                   const char *name, const char *location, const char *metadata_location,
+                   const char *metadata, const struct cat_row_stats *st, struct fl_err *err)
+{
+	char a[24], b[24], d[24];
+	const char *params[10] = {id, wh_id, ns_id, name, location, metadata_location, metadata};
+	PGresult *r;
+
+	stat_text(st->records, a, sizeof(a), &params[7]);
+	stat_text(st->files, b, sizeof(b), &params[8]);
+	stat_text(st->bytes, d, sizeof(d), &params[9]);
+	r = cat_exec(
+	        c,
+	        "INSERT INTO table_entry (id, warehouse_id, namespace_id, name, kind, location,"
+	        " metadata_location, metadata, version, last_commit_at, total_records,"
+	        " total_data_files, total_files_size)"
+	        " VALUES ($1, $2, $3::bigint, $4, 'TABLE', $5, $6, $7, 0, now(), $8, $9, $10)",
+	        10, params, err);
+	if (r == NULL) {
+		if (err->kind == FL_ERR_ALREADY_EXISTS)
+			fl_err_set(err, FL_ERR_ALREADY_EXISTS,
+			           "table or view '%.200s' already exists", name);
+		return -1;
+	}
+	PQclear(r);
+	return 0;
+}
+
+int cat_row_update(struct cat_conn *c, const char *id, const char *metadata_location,
+                   const char *metadata, int64_t version, const char *location,
+                   const struct cat_row_stats *st, struct fl_err *err)
+{
+	char v[24], a[24], b[24], d[24];
+	const char *params[8] = {id, metadata_location, metadata, v, location};
+	PGresult *r;
+
+	snprintf(v, sizeof(v), "%lld", (long long)version);
+	stat_text(st->records, a, sizeof(a), &params[5]);
+	stat_text(st->files, b, sizeof(b), &params[6]);
+	stat_text(st->bytes, d, sizeof(d), &params[7]);
+	r = cat_exec(
+	        c,
+	        "UPDATE table_entry SET metadata_location = $2, metadata = $3, version = $4::bigint,"
+	        " location = $5, updated_at = now(), last_commit_at = now(), total_records = $6,"
+	        " total_data_files = $7, total_files_size = $8 WHERE id = $1",
+	        8, params, err);
+	if (r == NULL)
+		return -1;
+	if (strcmp(PQcmdTuples(r), "1") != 0) {
+		PQclear(r);
+		return fl_err_set(err, FL_ERR_COMMIT_FAILED, "table was dropped concurrently");
+	}
+	PQclear(r);
+	return 0;
+}
+
+int cat_location_check(struct cat_conn *c, const struct cat_warehouse *wh, const char *location,
+                       const char *exclude_id, struct fl_err *err)
+{
+	size_t wl = strlen(wh->location), ll = strlen(location);
+	struct fl_buf anc = FL_BUF_INIT;
+	char *lo = NULL, *hi = NULL;
+	PGresult *r = NULL;
+	int rc = -1;
+
+	if (ll <= wl || strncmp(location, wh->location, wl) != 0 || location[wl] != '/' ||
+	    location[ll - 1] == '/' || strstr(location + wl, "/../") != NULL ||
+	    strstr(location + wl, "//") != NULL)
+		return fl_err_set(
+		        err, FL_ERR_BAD_REQUEST,
+		        "table location %.200s must lie inside the warehouse location %.200s",
+		        location, wh->location);
+	/* The ancestors of location inside the warehouse, and location itself,
+	 * as a text[] literal: a table at any of them would contain this one. */
+	if (fl_buf_puts(&anc, "{") != 0)
+		goto nomem;
+	for (size_t i = wl + 1; i <= ll; i++) {
+		if (i == ll || location[i] == '/') {
+			if (fl_buf_puts(&anc, anc.len > 1 ? ",\"" : "\"") != 0)
+				goto nomem;
+			for (size_t k = 0; k < i; k++) {
+				if ((location[k] == '"' || location[k] == '\\') &&
+				    fl_buf_append(&anc, "\\", 1) != 0)
+					goto nomem;
+				if (fl_buf_append(&anc, location + k, 1) != 0)
+					goto nomem;
+			}
+			if (fl_buf_puts(&anc, "\"") != 0)
+				goto nomem;
+		}
+	}
+	if (fl_buf_puts(&anc, "}") != 0)
+		goto nomem;
+	lo = malloc(ll + 2);
+	hi = malloc(ll + 2);
+	if (lo == NULL || hi == NULL)
+		goto nomem;
+	/* Locations strictly below: [location + "/", location + "0"), as '0'
+	 * follows '/' in byte order. */
+	memcpy(lo, location, ll);
+	memcpy(hi, location, ll);
+	lo[ll] = '/';
+	hi[ll] = '0';
+	lo[ll + 1] = hi[ll + 1] = '\0';
+	const char *lock[1] = {wh->id};
+	r = cat_exec(c, "SELECT pg_advisory_xact_lock(hashtext($1))", 1, lock, err);
+	if (r == NULL)
+		goto out;
+	PQclear(r);
+	const char *params[5] = {wh->id, exclude_id, anc.data, lo, hi};
+	r = cat_exec(
+	        c,
+	        "SELECT name, location FROM table_entry WHERE warehouse_id = $1"
+	        " AND ($2::uuid IS NULL OR id <> $2::uuid)"
+	        " AND (location = ANY($3::text[]) OR (location >= $4 AND location < $5)) LIMIT 1",
+	        5, params, err);
+	if (r == NULL)
+		goto out;
+	if (PQntuples(r) > 0) {
+		fl_err_set(err, FL_ERR_BAD_REQUEST,
+		           "table location %.150s overlaps the location of table '%.60s' (%.150s)",
+		           location, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1));
+		goto out;
+	}
+	rc = 0;
+	goto out;
+nomem:
+	fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+out:
+	PQclear(r);
+	fl_buf_free(&anc);
+	free(lo);
+	free(hi);
+	return rc;
+}
+
+int cat_event_insert(struct cat_conn *c, const char *table_id, const char *wh_id,
+                     const struct cat_ns *ns, const char *name, int64_t version,
+                     const char *metadata_location, int64_t snapshot_id, const char *operation,
+                     const char *request_id, struct fl_err *err)
+{
+	char *arr = cat_text_array(ns, ns->n), v[24], s[24];
+	const char *params[9] = {
+	        table_id,  wh_id,     arr, name, v, metadata_location, snapshot_id >= 0 ? s : NULL,
+	        operation, request_id};
+	PGresult *r;
+
+	if (arr == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	snprintf(v, sizeof(v), "%lld", (long long)version);
+	snprintf(s, sizeof(s), "%lld", (long long)snapshot_id);
+	r = cat_exec(
+	        c,
+	        "INSERT INTO commit_event (table_id, warehouse_id, namespace, table_name, version,"
+	        " metadata_location, snapshot_id, operation, request_id)"
+	        " VALUES ($1, $2, $3::text[], $4, $5::bigint, $6, $7::bigint, $8, $9)",
+	        9, params, err);
+	free(arr);
+	if (r == NULL)
+		return -1;
+	PQclear(r);
+	return 0;
+}
+
+/* Distinguishes a missing table from a missing namespace for the message. */
+static int not_found(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns,
+                     const char *name, struct fl_err *err)
+{
+	char id[24], buf[300];
+
+	if (cat_namespace_id(c, wh_id, ns, id, sizeof(id), err) != 0)
+		return -1;
+	return fl_err_set(err, FL_ERR_NO_SUCH_TABLE, "table %s.%.200s does not exist",
+	                  cat_ns_str(ns, buf, sizeof(buf)), name);
+}
+
+int cat_table_load(struct cat_db *db, struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns,
+                   const char *name, char **metadata_location, char **metadata, struct fl_err *err)
+{
+	char *arr = cat_text_array(ns, ns->n);
+	const char *params[3] = {wh_id, arr, name};
+	struct cat_scope sc;
+	PGresult *r;
+	int rc = -1;
+
+	if (arr == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	if (cat_scope_begin(db, tx, false, &sc, err) != 0) {
+		free(arr);
+		return -1;
+	}
+	r = cat_exec(
+	        sc.c,
+	        "SELECT t.metadata_location, t.metadata FROM table_entry t"
+	        " JOIN namespace n ON n.id = t.namespace_id"
+	        " WHERE n.warehouse_id = $1 AND n.levels = $2::text[] AND t.name = $3 AND t.kind = 'TABLE'",
+	        3, params, err);
+	free(arr);
+	if (r == NULL)
+		goto out;
+	if (PQntuples(r) == 0) {
+		(void)not_found(sc.c, wh_id, ns, name, err);
+		goto out;
+	}
+	*metadata_location = strdup(PQgetvalue(r, 0, 0));
+	*metadata = strdup(PQgetvalue(r, 0, 1));
+	if (*metadata_location == NULL || *metadata == NULL) {
+		free(*metadata_location);
+		free(*metadata);
+		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	rc = 0;
+out:
+	PQclear(r);
+	(void)cat_scope_end(&sc, true, err);
+	return rc;
+}
+
+int cat_table_list(struct cat_db *db, struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns,
+                   const char *page_token, long page_size, json_t **out, struct fl_err *err)
+{
+	json_t *cursor = NULL, *ids = NULL, *levels = NULL, *next = json_null();
+	char nsid[24], limit[24];
+	const char *after = NULL;
+	struct cat_scope sc;
+	bool began = false;
+	PGresult *r = NULL;
+	int rc = -1;
+
+	if (page_token != NULL) {
+		if (cat_page_token_parse(db, page_token, &cursor, err) != 0)
+			goto out;
+		after = json_string_value(json_object_get(cursor, "t"));
+		if (after == NULL) {
+			fl_err_set(err, FL_ERR_BAD_REQUEST,
+			           "invalid pageToken: it was issued for another listing");
+			goto out;
+		}
+	}
+	if (cat_scope_begin(db, tx, false, &sc, err) != 0)
+		goto out;
+	began = true;
+	if (cat_namespace_id(sc.c, wh_id, ns, nsid, sizeof(nsid), err) != 0)
+		goto out;
+	snprintf(limit, sizeof(limit), "%ld", page_size + 1);
+	const char *params[3] = {nsid, after, limit};
+	r = cat_exec(
+	        sc.c,
+	        "SELECT name FROM table_entry WHERE namespace_id = $1::bigint AND kind = 'TABLE'"
+	        " AND ($2::text IS NULL OR name > $2) ORDER BY name LIMIT $3::bigint",
+	        3, params, err);
+	if (r == NULL)
+		goto out;
+	levels = json_array();
+	for (int i = 0; i < ns->n; i++)
+		json_array_append_new(levels, json_string(ns->levels[i]));
+	ids = json_array();
+	for (int i = 0; i < PQntuples(r) && i < page_size; i++)
+		json_array_append_new(ids, json_pack("{s:O, s:s}", "namespace", levels, "name",
+		                                     PQgetvalue(r, i, 0)));
+	if (PQntuples(r) > page_size) {
+		json_t *cur = json_pack("{s:s}", "t", PQgetvalue(r, (int)page_size - 1, 0));
+		char *tok = cur ? cat_page_token_make(db, cur) : NULL;
+
+		json_decref(cur);
+		if (tok == NULL) {
+			fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+			goto out;
+		}
+		json_decref(next);
+		next = json_string(tok);
+		free(tok);
+	}
+	*out = json_pack("{s:O, s:O}", "identifiers", ids, "next-page-token", next);
+	rc = 0;
+out:
+	if (began)
+		(void)cat_scope_end(&sc, true, err);
+	PQclear(r);
+	json_decref(cursor);
+	json_decref(ids);
+	json_decref(levels);
+	json_decref(next);
+	return rc;
+}
+
+int cat_table_drop(struct cat_db *db, struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns,
+                   const char *name, bool purge, struct fl_err *err)
+{
+	struct cat_row row = {0};
+	struct cat_scope sc;
+	PGresult *r;
+	bool ok = false;
+	int found;
+
+	if (cat_scope_begin(db, tx, true, &sc, err) != 0)
+		return -1;
+	found = cat_row_lock(sc.c, wh_id, ns, name, &row, err);
+	if (found <= 0) {
+		if (found == 0)
+			(void)not_found(sc.c, wh_id, ns, name, err);
+		goto out;
+	}
+	const char *p1[1] = {row.id};
+	r = cat_exec(sc.c, "DELETE FROM table_entry WHERE id = $1", 1, p1, err);
+	if (r == NULL)
+		goto out;
+	PQclear(r);
+	if (purge) {
+		const char *p2[2] = {wh_id, row.location};
+
+		r = cat_exec(
+		        sc.c,
+		        "INSERT INTO maintenance_job (kind, warehouse_id, location) VALUES ('purge', $1, $2)",
+		        2, p2, err);
+		if (r == NULL)
+			goto out;
+		PQclear(r);
+	}
+	ok = true;
+out:
+	cat_row_free(&row);
+	return cat_scope_end(&sc, ok, err);
+}
+
+int cat_table_rename(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
+                     const struct cat_ns *from_ns, const char *from, const struct cat_ns *to_ns,
+                     const char *to, struct fl_err *err)
+{
+	struct cat_row row = {0};
+	char nsid[24], buf[300];
+	struct cat_scope sc;
+	PGresult *r;
+	bool ok = false;
+	int found;
+
+	if (cat_scope_begin(db, tx, true, &sc, err) != 0)
+		return -1;
+	found = cat_row_lock(sc.c, wh_id, from_ns, from, &row, err);
+	if (found <= 0) {
+		if (found == 0)
+			(void)not_found(sc.c, wh_id, from_ns, from, err);
+		goto out;
+	}
+	if (cat_namespace_id(sc.c, wh_id, to_ns, nsid, sizeof(nsid), err) != 0)
+		goto out;
+	const char *params[3] = {row.id, nsid, to};
+	r = cat_exec(
+	        sc.c,
+	        "UPDATE table_entry SET namespace_id = $2::bigint, name = $3, updated_at = now() WHERE id = $1",
+	        3, params, err);
+	if (r == NULL) {
+		if (err->kind == FL_ERR_ALREADY_EXISTS)
+			fl_err_set(err, FL_ERR_ALREADY_EXISTS,
+			           "table or view %s.%.200s already exists",
+			           cat_ns_str(to_ns, buf, sizeof(buf)), to);
+		goto out;
+	}
+	PQclear(r);
+	ok = true;
+out:
+	cat_row_free(&row);
+	return cat_scope_end(&sc, ok, err);
+}
+
+int cat_table_report(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
+                     const struct cat_ns *ns, const char *name, const json_t *report,
+                     struct fl_err *err)
+{
+	struct cat_row row = {0};
+	struct cat_scope sc;
+	char *text = NULL;
+	PGresult *r;
+	bool ok = false;
+	int found;
+
+	if (cat_scope_begin(db, tx, true, &sc, err) != 0)
+		return -1;
+	/* A share lock would do, but the row lock keeps one code path. */
+	found = cat_row_lock(sc.c, wh_id, ns, name, &row, err);
+	if (found <= 0) {
+		if (found == 0)
+			(void)not_found(sc.c, wh_id, ns, name, err);
+		goto out;
+	}
+	text = fl_json_dump(report, NULL);
+	if (text == NULL) {
+		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	const char *params[2] = {row.id, text};
+	r = cat_exec(sc.c, "INSERT INTO metrics_report (table_id, report) VALUES ($1, $2::jsonb)",
+	             2, params, err);
+	if (r == NULL)
+		goto out;
+	PQclear(r);
+	ok = true;
+out:
+	free(text);
+	cat_row_free(&row);
+	return cat_scope_end(&sc, ok, err);
+}
+
+int cat_table_stats(struct cat_db *db, int limit, void (*fn)(const struct cat_table_stat *, void *),
+                    void *arg, struct fl_err *err)
+{
+	char lim[16];
+	const char *params[1] = {lim};
+	struct cat_conn *c;
+	PGresult *r;
+
+	snprintf(lim, sizeof(lim), "%d", limit);
+	if (cat_conn_get(db, &c, err) != 0)
+		return -1;
+	r = cat_exec(c,
+	             "SELECT w.name, array_to_string(n.levels, '.'), t.name,"
+	             " coalesce(t.total_records, -1), coalesce(t.total_data_files, -1),"
+	             " coalesce(t.total_files_size, -1),"
+	             " coalesce(extract(epoch FROM now() - t.last_commit_at), -1)"
+	             " FROM table_entry t JOIN namespace n ON n.id = t.namespace_id"
+	             " JOIN warehouse w ON w.id = t.warehouse_id WHERE t.kind = 'TABLE'"
+	             " ORDER BY w.name, n.levels, t.name LIMIT $1::int",
+	             1, params, err);
+	cat_conn_put(db, c);
+	if (r == NULL)
+		return -1;
+	for (int i = 0; i < PQntuples(r); i++) {
+		struct cat_table_stat st = {
+		        .warehouse = PQgetvalue(r, i, 0),
+		        .ns = PQgetvalue(r, i, 1),
+		        .name = PQgetvalue(r, i, 2),
+		        .total_records = cat_i64(PQgetvalue(r, i, 3)),
+		        .total_data_files = cat_i64(PQgetvalue(r, i, 4)),
+		        .total_files_size = cat_i64(PQgetvalue(r, i, 5)),
+		        .seconds_since_commit = strtod(PQgetvalue(r, i, 6), NULL),
+		};
+		fn(&st, arg);
+	}
+	PQclear(r);
+	return 0;
+}

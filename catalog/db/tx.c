@@ -1,0 +1,129 @@
+/* tx.c - transactions that span several catalog calls.
+ *
+ * A struct cat_tx pins one pooled connection inside BEGIN … COMMIT.  Catalog
+ * functions take an optional tx: with one, they run inside it under a
+ * savepoint (so a failed call leaves the outer transaction usable); without
+ * one, they open and close their own.  The server uses this to write an
+ * idempotency record in the same transaction as the mutation it records. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "db_int.h"
+
+struct cat_tx {
+	struct cat_db *db;
+	struct cat_conn *c;
+};
+
+int cat_tx_begin(struct cat_db *db, struct cat_tx **out, struct fl_err *err)
+{
+	struct cat_tx *tx = calloc(1, sizeof(*tx));
+
+	if (tx == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	tx->db = db;
+	if (cat_conn_get(db, &tx->c, err) != 0) {
+		free(tx);
+		return -1;
+	}
+	if (cat_exec_cmd(tx->c, "BEGIN", err) != 0) {
+		cat_conn_put(db, tx->c);
+		free(tx);
+		return -1;
+	}
+	*out = tx;
+	return 0;
+}
+
+/* COMMIT whose failure means "maybe applied" unless the server said no. */
+static int commit(struct cat_conn *c, struct fl_err *err)
+{
+	PGresult *r = PQexec(c->pg, "COMMIT");
+	int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+
+	/* COMMIT of an aborted transaction answers ROLLBACK: definitely not applied. */
+	if (ok && strcmp(PQcmdStatus(r), "ROLLBACK") == 0) {
+		PQclear(r);
+		return fl_err_set(err, FL_ERR_INTERNAL, "transaction was rolled back");
+	}
+	PQclear(r);
+	if (ok)
+		return 0;
+	if (PQstatus(c->pg) != CONNECTION_OK)
+		return fl_err_set(
+		        err, FL_ERR_COMMIT_STATE_UNKNOWN,
+		        "database connection lost during COMMIT; the change may or may not have been applied");
+	return fl_err_set(err, FL_ERR_COMMIT_STATE_UNKNOWN, "COMMIT failed: %.150s",
+	                  PQerrorMessage(c->pg));
+}
+
+int cat_tx_commit(struct cat_tx *tx, struct fl_err *err)
+{
+	int rc = commit(tx->c, err);
+
+	cat_conn_put(tx->db, tx->c);
+	free(tx);
+	return rc;
+}
+
+void cat_tx_abort(struct cat_tx *tx)
+{
+	if (tx == NULL)
+		return;
+	if (PQstatus(tx->c->pg) == CONNECTION_OK)
+		PQclear(PQexec(tx->c->pg, "ROLLBACK"));
+	cat_conn_put(tx->db, tx->c);
+	free(tx);
+}
+
+struct cat_conn *cat_tx_conn(struct cat_tx *tx)
+{
+	return tx->c;
+}
+
+int cat_scope_begin(struct cat_db *db, struct cat_tx *tx, bool write, struct cat_scope *s,
+                    struct fl_err *err)
+{
+	s->db = db;
+	s->outer = tx;
+	s->write = write;
+	if (tx != NULL) {
+		s->c = tx->c;
+		return write ? cat_exec_cmd(s->c, "SAVEPOINT cat_call", err) : 0;
+	}
+	if (cat_conn_get(db, &s->c, err) != 0)
+		return -1;
+	if (write && cat_exec_cmd(s->c, "BEGIN", err) != 0) {
+		cat_conn_put(db, s->c);
+		return -1;
+	}
+	return 0;
+}
+
+int cat_scope_end(struct cat_scope *s, bool ok, struct fl_err *err)
+{
+	int rc = ok ? 0 : -1;
+
+	if (s->outer != NULL) {
+		if (s->write) {
+			struct fl_err ignored;
+
+			if (ok && cat_exec_cmd(s->c, "RELEASE SAVEPOINT cat_call", err) != 0)
+				rc = -1;
+			else if (!ok &&
+			         cat_exec_cmd(s->c, "ROLLBACK TO SAVEPOINT cat_call", &ignored) ==
+			                 0 &&
+			         cat_exec_cmd(s->c, "RELEASE SAVEPOINT cat_call", &ignored) != 0)
+				rc = -1; /* the outer transaction is broken; its COMMIT will say so */
+		}
+		return rc;
+	}
+	if (s->write) {
+		if (ok)
+			rc = commit(s->c, err);
+		else if (PQstatus(s->c->pg) == CONNECTION_OK)
+			PQclear(PQexec(s->c->pg, "ROLLBACK"));
+	}
+	cat_conn_put(s->db, s->c);
+	return rc;
+}

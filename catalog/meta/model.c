@@ -1,0 +1,928 @@
+/* model.c - decoding, checking and writing table metadata documents.
+ *
+ * meta_load turns a document (any format version 1-3) into struct meta,
+ * checking every field's presence and type per version (table spec, "Table
+ * Metadata Fields"); meta_check verifies the cross-references; meta_emit
+ * writes the document back in the order and shape of Java's
+ * TableMetadataParser.toJson.  The public accessors and cat_meta_validate
+ * live here too.
+ *
+ * Invariants: a loaded model owns deep copies of every list; snap_index maps
+ * each snapshot id (decimal string) to the snapshot object in `snapshots`;
+ * current_snapshot_id is -1 when there is none, whatever the document used
+ * (-1, null or absence). */
+#include "meta_int.h"
+#include "tablemeta.h"
+#include "uuid.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int meta_set_new(json_t *obj, const char *key, json_t *v)
+{
+	if (v == NULL)
+		return -1;
+	return json_object_set_new(obj, key, v);
+}
+
+static void id_key(int64_t id, char buf[24])
+{
+	snprintf(buf, 24, "%" PRId64, id);
+}
+
+void meta_free(struct meta *m)
+{
+	json_t **all[] = {
+	        &m->uuid,         &m->location,    &m->schemas,         &m->specs,
+	        &m->sort_orders,  &m->properties,  &m->encryption_keys, &m->refs,
+	        &m->snapshots,    &m->snap_index,  &m->statistics,      &m->partition_statistics,
+	        &m->snapshot_log, &m->metadata_log};
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		json_decref(*all[i]);
+		*all[i] = NULL;
+	}
+}
+
+int meta_init_empty(struct meta *m, int format_version, struct fl_err *err)
+{
+	memset(m, 0, sizeof(*m));
+	m->format_version = format_version;
+	m->current_schema_id = META_UNSET;
+	m->last_partition_id = META_PARTITION_ID_START - 1;
+	m->current_snapshot_id = -1;
+	m->schemas = json_array();
+	m->specs = json_array();
+	m->sort_orders = json_array();
+	m->properties = json_object();
+	m->encryption_keys = json_array();
+	m->refs = json_object();
+	m->snapshots = json_array();
+	m->snap_index = json_object();
+	m->statistics = json_array();
+	m->partition_statistics = json_array();
+	m->snapshot_log = json_array();
+	m->metadata_log = json_array();
+	if (!m->schemas || !m->specs || !m->sort_orders || !m->properties || !m->encryption_keys ||
+	    !m->refs || !m->snapshots || !m->snap_index || !m->statistics ||
+	    !m->partition_statistics || !m->snapshot_log || !m->metadata_log) {
+		meta_free(m);
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	}
+	return 0;
+}
+
+static json_t *find_by(const json_t *arr, const char *key, int64_t id)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(arr, i, v)
+	{
+		if (json_integer_value(json_object_get(v, key)) == id)
+			return v;
+	}
+	return NULL;
+}
+
+json_t *meta_schema_by_id(const struct meta *m, int64_t id)
+{
+	return find_by(m->schemas, "schema-id", id);
+}
+
+json_t *meta_spec_by_id(const struct meta *m, int64_t id)
+{
+	return find_by(m->specs, "spec-id", id);
+}
+
+json_t *meta_order_by_id(const struct meta *m, int64_t id)
+{
+	return find_by(m->sort_orders, "order-id", id);
+}
+
+json_t *meta_snapshot_by_id(const struct meta *m, int64_t id)
+{
+	char k[24];
+
+	id_key(id, k);
+	return json_object_get(m->snap_index, k);
+}
+
+int meta_snapshot_add(struct meta *m, json_t *snap)
+{
+	char k[24];
+
+	id_key(json_integer_value(json_object_get(snap, "snapshot-id")), k);
+	if (json_array_append(m->snapshots, snap) < 0)
+		return -1;
+	return json_object_set(m->snap_index, k, snap);
+}
+
+/* ---- decoding ---- */
+
+/* Typed required/optional members with messages naming the field. */
+static int get_int(const json_t *o, const char *key, bool required, const char *what, int64_t *out,
+                   struct fl_err *err)
+{
+	const json_t *v = json_object_get(o, key);
+
+	if (v == NULL || json_is_null(v)) {
+		if (required)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "%s: missing required field '%s'", what, key);
+		return 0;
+	}
+	if (!meta_int(v, out))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s: field '%s' must be an integer",
+		                  what, key);
+	return 1;
+}
+
+static int get_typed(const json_t *o, const char *key, bool required, json_type type,
+                     const char *tname, const char *what, json_t **out, struct fl_err *err)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (v == NULL || json_is_null(v)) {
+		if (required)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "%s: missing required field '%s'", what, key);
+		return 0;
+	}
+	if (json_typeof(v) != type)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s: field '%s' must be %s", what, key,
+		                  tname);
+	*out = v;
+	return 1;
+}
+
+static int str_map(const json_t *o, const char *what, struct fl_err *err)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach((json_t *)o, k, v)
+	{
+		if (!json_is_string(v))
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "%s: value of '%s' must be a string", what, k);
+	}
+	return 0;
+}
+
+static int load_schemas(const json_t *doc, struct meta *m, struct fl_err *err)
+{
+	json_t *arr = NULL, *s;
+	size_t i;
+	int r;
+
+	r = get_typed(doc, "schemas", m->format_version > 1, JSON_ARRAY, "an array", "metadata",
+	              &arr, err);
+	if (r < 0)
+		return -1;
+	if (r == 0) {
+		/* v1: only the current schema, as "schema" */
+		json_t *one;
+		int64_t id = 0;
+
+		if (get_typed(doc, "schema", true, JSON_OBJECT, "an object", "metadata", &one,
+		              err) < 0 ||
+		    get_int(one, "schema-id", false, "metadata: schema", &id, err) < 0)
+			return -1;
+		if (json_array_append_new(m->schemas, meta_schema_normalize(one, id)) < 0)
+			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		m->current_schema_id = id;
+	} else {
+		if (get_int(doc, "current-schema-id", true, "metadata", &m->current_schema_id,
+		            err) < 0)
+			return -1;
+		json_array_foreach(arr, i, s)
+		{
+			char what[48];
+			int64_t id;
+
+			snprintf(what, sizeof(what), "metadata: schemas[%zu]", i);
+			if (!json_is_object(s))
+				return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s must be an object",
+				                  what);
+			if (get_int(s, "schema-id", true, what, &id, err) < 0)
+				return -1;
+			if (meta_schema_by_id(m, id) != NULL)
+				return fl_err_set(err, FL_ERR_BAD_REQUEST,
+				                  "metadata: schema id %" PRId64
+				                  " is used more than once",
+				                  id);
+			if (json_array_append_new(m->schemas, meta_schema_normalize(s, id)) < 0)
+				return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		}
+	}
+	json_array_foreach(m->schemas, i, s)
+	{
+		struct meta_fields f;
+		char what[48];
+
+		snprintf(what, sizeof(what), "metadata: schema %" PRId64,
+		         (int64_t)json_integer_value(json_object_get(s, "schema-id")));
+		if (meta_schema_index(s, m->format_version, what, &f, err) < 0)
+			return -1;
+		meta_fields_free(&f);
+	}
+	return 0;
+}
+
+static int load_specs(const json_t *doc, struct meta *m, struct fl_err *err)
+{
+	json_t *arr = NULL, *s, *norm;
+	int64_t max = META_PARTITION_ID_START - 1, smax;
+	size_t i;
+	int r;
+
+	r = get_typed(doc, "partition-specs", m->format_version > 1, JSON_ARRAY, "an array",
+	              "metadata", &arr, err);
+	if (r < 0)
+		return -1;
+	if (r == 0) {
+		json_t *fields, *wrap;
+		int64_t next = META_PARTITION_ID_START;
+
+		if (get_typed(doc, "partition-spec", true, JSON_ARRAY, "an array", "metadata",
+		              &fields, err) < 0)
+			return -1;
+		wrap = json_pack("{sO}", "fields", fields);
+		if (wrap == NULL)
+			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		r = meta_spec_bind(wrap, NULL, 0, &next, &max, "metadata: partition-spec", &norm,
+		                   err);
+		json_decref(wrap);
+		if (r < 0)
+			return -1;
+		if (json_array_append_new(m->specs, norm) < 0)
+			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		m->default_spec_id = 0;
+	} else {
+		if (get_int(doc, "default-spec-id", true, "metadata", &m->default_spec_id, err) < 0)
+			return -1;
+		json_array_foreach(arr, i, s)
+		{
+			char what[48];
+			int64_t id, next = META_PARTITION_ID_START;
+
+			snprintf(what, sizeof(what), "metadata: partition-specs[%zu]", i);
+			if (!json_is_object(s))
+				return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s must be an object",
+				                  what);
+			if (get_int(s, "spec-id", true, what, &id, err) < 0)
+				return -1;
+			if (meta_spec_by_id(m, id) != NULL)
+				return fl_err_set(err, FL_ERR_BAD_REQUEST,
+				                  "metadata: partition spec id %" PRId64
+				                  " is used more than once",
+				                  id);
+			/* v1 writers may omit partition field ids: Java numbers them from 1000 */
+			if (meta_spec_bind(s, NULL, id, m->format_version == 1 ? &next : NULL,
+			                   &smax, what, &norm, err) < 0)
+				return -1;
+			if (json_array_append_new(m->specs, norm) < 0)
+				return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+			if (smax > max)
+				max = smax;
+		}
+	}
+	r = get_int(doc, "last-partition-id", m->format_version > 1, "metadata",
+	            &m->last_partition_id, err);
+	if (r < 0)
+		return -1;
+	if (r == 0)
+		m->last_partition_id = max;
+	return 0;
+}
+
+static int load_orders(const json_t *doc, struct meta *m, struct fl_err *err)
+{
+	json_t *arr = NULL, *s, *norm;
+	size_t i;
+	int r;
+
+	r = get_typed(doc, "sort-orders", m->format_version > 1, JSON_ARRAY, "an array", "metadata",
+	              &arr, err);
+	if (r < 0)
+		return -1;
+	if (r == 0) {
+		m->default_sort_order_id = 0;
+		if (json_array_append_new(m->sort_orders,
+		                          json_pack("{sis[]}", "order-id", 0, "fields")) < 0)
+			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		return 0;
+	}
+	if (get_int(doc, "default-sort-order-id", true, "metadata", &m->default_sort_order_id,
+	            err) < 0)
+		return -1;
+	json_array_foreach(arr, i, s)
+	{
+		char what[48];
+		int64_t id;
+
+		snprintf(what, sizeof(what), "metadata: sort-orders[%zu]", i);
+		if (!json_is_object(s))
+			return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s must be an object", what);
+		if (get_int(s, "order-id", true, what, &id, err) < 0)
+			return -1;
+		if (meta_order_by_id(m, id) != NULL)
+			return fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "metadata: sort order id %" PRId64 " is used more than once", id);
+		if (meta_order_bind(s, NULL, id, what, &norm, err) < 0)
+			return -1;
+		if (json_array_append_new(m->sort_orders, norm) < 0)
+			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	}
+	return 0;
+}
+
+int meta_snapshot_check(const json_t *s, int format_version, const char *what, struct fl_err *err)
+{
+	int64_t v;
+	json_t *o;
+	int r;
+
+	if (!json_is_object(s))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s must be an object", what);
+	if (get_int(s, "snapshot-id", true, what, &v, err) < 0 ||
+	    get_int(s, "timestamp-ms", true, what, &v, err) < 0 ||
+	    get_int(s, "parent-snapshot-id", false, what, &v, err) < 0 ||
+	    get_int(s, "schema-id", false, what, &v, err) < 0)
+		return -1;
+	r = get_int(s, "sequence-number", false, what, &v, err);
+	if (r < 0)
+		return -1;
+	if (r == 1 && v < 0)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "%s: 'sequence-number' must not be negative", what);
+	r = get_int(s, "first-row-id", false, what, &v, err);
+	if (r < 0)
+		return -1;
+	if (r == 1 && v < 0)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "%s: 'first-row-id' must not be negative", what);
+	r = get_int(s, "added-rows", false, what, &v, err);
+	if (r < 0)
+		return -1;
+	if (r == 1 && v < 0)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s: 'added-rows' must not be negative",
+		                  what);
+	r = get_typed(s, "manifest-list", false, JSON_STRING, "a string", what, &o, err);
+	if (r < 0)
+		return -1;
+	if (r == 0) {
+		/* v1 snapshots may list manifests inline instead */
+		r = get_typed(s, "manifests", false, JSON_ARRAY, "an array", what, &o, err);
+		if (r < 0)
+			return -1;
+		if (r == 0 || format_version > 1)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "%s: missing required field 'manifest-list'", what);
+	}
+	r = get_typed(s, "summary", format_version > 1, JSON_OBJECT, "an object", what, &o, err);
+	if (r < 0)
+		return -1;
+	if (r == 1) {
+		json_t *op;
+
+		if (str_map(o, what, err) < 0)
+			return -1;
+		op = json_object_get(o, "operation");
+		if (op == NULL)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "%s: summary: missing required field 'operation'", what);
+	}
+	r = get_typed(s, "key-id", false, JSON_STRING, "a string", what, &o, err);
+	return r < 0 ? -1 : 0;
+}
+
+int meta_ref_check(const json_t *ref, const char *name, struct fl_err *err)
+{
+	char what[200];
+	const char *type;
+	int64_t v;
+	int r;
+
+	snprintf(what, sizeof(what), "ref %s", name);
+	if (!json_is_object(ref))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s must be an object", what);
+	if (get_int(ref, "snapshot-id", true, what, &v, err) < 0)
+		return -1;
+	type = json_string_value(json_object_get(ref, "type"));
+	if (type == NULL || (strcmp(type, "branch") != 0 && strcmp(type, "tag") != 0))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "%s: field 'type' must be \"branch\" or \"tag\"", what);
+	for (int i = 0; i < 3; i++) {
+		static const char *const keys[] = {"min-snapshots-to-keep", "max-snapshot-age-ms",
+		                                   "max-ref-age-ms"};
+
+		r = get_int(ref, keys[i], false, what, &v, err);
+		if (r < 0)
+			return -1;
+		if (r == 1 && v <= 0)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "%s: '%s' must be greater than 0", what, keys[i]);
+		if (r == 1 && i < 2 && strcmp(type, "tag") == 0)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s: tags do not support '%s'",
+			                  what, keys[i]);
+	}
+	return 0;
+}
+
+int meta_stats_check(const json_t *s, bool partition, const char *what, struct fl_err *err)
+{
+	int64_t v;
+	json_t *o;
+
+	if (!json_is_object(s))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s must be an object", what);
+	if (get_int(s, "snapshot-id", true, what, &v, err) < 0 ||
+	    get_typed(s, "statistics-path", true, JSON_STRING, "a string", what, &o, err) < 0 ||
+	    get_int(s, "file-size-in-bytes", true, what, &v, err) < 0)
+		return -1;
+	if (partition)
+		return 0;
+	if (get_int(s, "file-footer-size-in-bytes", true, what, &v, err) < 0 ||
+	    get_typed(s, "blob-metadata", true, JSON_ARRAY, "an array", what, &o, err) < 0)
+		return -1;
+	return 0;
+}
+
+int meta_key_check(const json_t *k, const char *what, struct fl_err *err)
+{
+	json_t *o;
+
+	if (!json_is_object(k))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s must be an object", what);
+	if (get_typed(k, "key-id", true, JSON_STRING, "a string", what, &o, err) < 0 ||
+	    get_typed(k, "encrypted-key-metadata", true, JSON_STRING, "a string", what, &o, err) <
+	            0 ||
+	    get_typed(k, "encrypted-by-id", false, JSON_STRING, "a string", what, &o, err) < 0)
+		return -1;
+	if (get_typed(k, "properties", false, JSON_OBJECT, "an object", what, &o, err) == 1)
+		return str_map(o, what, err);
+	return 0;
+}
+
+/* Deep-copies an optional array member after checking each element. */
+static int load_list(const json_t *doc, const char *key, json_t **dst,
+                     int (*check)(const json_t *, const char *, struct fl_err *),
+                     struct fl_err *err)
+{
+	json_t *arr = NULL, *v;
+	size_t i;
+	int r = get_typed(doc, key, false, JSON_ARRAY, "an array", "metadata", &arr, err);
+
+	if (r <= 0)
+		return r;
+	json_array_foreach(arr, i, v)
+	{
+		char what[64];
+
+		snprintf(what, sizeof(what), "metadata: %s[%zu]", key, i);
+		if (check(v, what, err) < 0)
+			return -1;
+	}
+	json_decref(*dst);
+	*dst = json_deep_copy(arr);
+	return *dst ? 0 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+}
+
+static int check_stats(const json_t *v, const char *what, struct fl_err *err)
+{
+	return meta_stats_check(v, false, what, err);
+}
+
+static int check_pstats(const json_t *v, const char *what, struct fl_err *err)
+{
+	return meta_stats_check(v, true, what, err);
+}
+
+static int check_snaplog(const json_t *v, const char *what, struct fl_err *err)
+{
+	int64_t x;
+
+	if (!json_is_object(v))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s must be an object", what);
+	if (get_int(v, "timestamp-ms", true, what, &x, err) < 0 ||
+	    get_int(v, "snapshot-id", true, what, &x, err) < 0)
+		return -1;
+	return 0;
+}
+
+static int check_metalog(const json_t *v, const char *what, struct fl_err *err)
+{
+	int64_t x;
+	json_t *o;
+
+	if (!json_is_object(v))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s must be an object", what);
+	if (get_int(v, "timestamp-ms", true, what, &x, err) < 0 ||
+	    get_typed(v, "metadata-file", true, JSON_STRING, "a string", what, &o, err) < 0)
+		return -1;
+	return 0;
+}
+
+static int load_snapshots(const json_t *doc, struct meta *m, struct fl_err *err)
+{
+	json_t *arr = NULL, *s, *refs = NULL, *v;
+	const char *k;
+	size_t i;
+	int r;
+
+	r = get_typed(doc, "snapshots", false, JSON_ARRAY, "an array", "metadata", &arr, err);
+	if (r < 0)
+		return -1;
+	json_array_foreach(arr, i, s)
+	{
+		char what[48];
+		json_t *copy;
+
+		snprintf(what, sizeof(what), "metadata: snapshots[%zu]", i);
+		if (meta_snapshot_check(s, m->format_version, what, err) < 0)
+			return -1;
+		if (meta_snapshot_by_id(m, json_integer_value(json_object_get(s, "snapshot-id"))))
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "metadata: snapshot id %" JSON_INTEGER_FORMAT
+			                  " is used more than once",
+			                  json_integer_value(json_object_get(s, "snapshot-id")));
+		copy = json_deep_copy(s);
+		if (copy == NULL || meta_snapshot_add(m, copy) < 0) {
+			json_decref(copy);
+			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		}
+		json_decref(copy);
+	}
+	r = get_typed(doc, "current-snapshot-id", false, JSON_INTEGER, "an integer or null",
+	              "metadata", &v, err);
+	if (r < 0)
+		return -1;
+	m->current_snapshot_id = r == 1 && json_integer_value(v) >= 0 ? json_integer_value(v) : -1;
+	r = get_typed(doc, "refs", false, JSON_OBJECT, "an object", "metadata", &refs, err);
+	if (r < 0)
+		return -1;
+	if (r == 1) {
+		json_object_foreach(refs, k, v)
+		{
+			if (meta_ref_check(v, k, err) < 0)
+				return -1;
+		}
+		json_decref(m->refs);
+		m->refs = json_deep_copy(refs);
+		if (m->refs == NULL)
+			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	} else if (m->current_snapshot_id >= 0) {
+		/* documents older than refs: main is implied (Java TableMetadataParser) */
+		if (meta_set_new(m->refs, "main",
+		                 json_pack("{sIss}", "snapshot-id",
+		                           (json_int_t)m->current_snapshot_id, "type", "branch")) <
+		    0)
+			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	}
+	return 0;
+}
+
+int meta_load(const json_t *doc, struct meta *m, struct fl_err *err)
+{
+	int64_t fv = 0;
+	json_t *v = NULL;
+	int r;
+
+	if (!json_is_object(doc))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "table metadata must be a JSON object");
+	if (get_int(doc, "format-version", true, "metadata", &fv, err) < 0)
+		return -1;
+	if (fv < 1 || fv > CAT_META_MAX_FORMAT_VERSION)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "metadata: unsupported format-version %" PRId64
+		                  " (supported: 1 to %d)",
+		                  fv, CAT_META_MAX_FORMAT_VERSION);
+	if (meta_init_empty(m, (int)fv, err) < 0)
+		return -1;
+	r = get_typed(doc, "table-uuid", fv > 1, JSON_STRING, "a string", "metadata", &v, err);
+	if (r < 0)
+		goto fail;
+	if (r == 1) {
+		if (!fl_uuid_valid(json_string_value(v))) {
+			fl_err_set(err, FL_ERR_BAD_REQUEST, "metadata: 'table-uuid' is not a UUID");
+			goto fail;
+		}
+		m->uuid = json_incref(v);
+	}
+	if (get_typed(doc, "location", true, JSON_STRING, "a string", "metadata", &v, err) < 0)
+		goto fail;
+	m->location = json_incref(v);
+	if (get_int(doc, "last-sequence-number", fv > 1, "metadata", &m->last_sequence_number,
+	            err) < 0 ||
+	    get_int(doc, "last-updated-ms", true, "metadata", &m->last_updated_ms, err) < 0 ||
+	    get_int(doc, "last-column-id", true, "metadata", &m->last_column_id, err) < 0 ||
+	    get_int(doc, "next-row-id", fv > 2, "metadata", &m->next_row_id, err) < 0)
+		goto fail;
+	if (fv == 1)
+		m->last_sequence_number = 0;
+	if (load_schemas(doc, m, err) < 0 || load_specs(doc, m, err) < 0 ||
+	    load_orders(doc, m, err) < 0)
+		goto fail;
+	r = get_typed(doc, "properties", false, JSON_OBJECT, "an object", "metadata", &v, err);
+	if (r < 0)
+		goto fail;
+	if (r == 1) {
+		if (str_map(v, "metadata: properties", err) < 0)
+			goto fail;
+		json_decref(m->properties);
+		m->properties = json_deep_copy(v);
+	}
+	if (load_snapshots(doc, m, err) < 0 ||
+	    load_list(doc, "statistics", &m->statistics, check_stats, err) < 0 ||
+	    load_list(doc, "partition-statistics", &m->partition_statistics, check_pstats, err) <
+	            0 ||
+	    load_list(doc, "snapshot-log", &m->snapshot_log, check_snaplog, err) < 0 ||
+	    load_list(doc, "metadata-log", &m->metadata_log, check_metalog, err) < 0 ||
+	    load_list(doc, "encryption-keys", &m->encryption_keys, meta_key_check, err) < 0)
+		goto fail;
+	if (m->properties == NULL)
+		goto nomem;
+	return 0;
+nomem:
+	fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+fail:
+	meta_free(m);
+	return -1;
+}
+
+/* ---- integrity ---- */
+
+static int64_t spec_max_field_id(const json_t *spec)
+{
+	int64_t max = META_PARTITION_ID_START - 1;
+	size_t i;
+	json_t *f;
+
+	json_array_foreach(json_object_get(spec, "fields"), i, f)
+	{
+		int64_t id = json_integer_value(json_object_get(f, "field-id"));
+
+		if (id > max)
+			max = id;
+	}
+	return max;
+}
+
+int meta_check(const struct meta *m, struct fl_err *err)
+{
+	struct meta_fields cur = {0};
+	const json_t *schema, *spec, *order, *main_ref;
+	const char *k;
+	json_t *v;
+	size_t i;
+	int rc = -1;
+
+	if (m->format_version > 1 && m->uuid == NULL)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "metadata: table-uuid is required in v%d", m->format_version);
+	if (m->location == NULL || json_string_length(m->location) == 0)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "metadata: location is required");
+	if (m->current_schema_id == META_UNSET)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "metadata: no current schema was set");
+	schema = meta_schema_by_id(m, m->current_schema_id);
+	if (schema == NULL)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "metadata: current-schema-id %" PRId64 " is not in schemas",
+		                  m->current_schema_id);
+	json_array_foreach(m->schemas, i, v)
+	{
+		struct meta_fields f;
+		char what[48];
+
+		snprintf(what, sizeof(what), "schema %" JSON_INTEGER_FORMAT,
+		         json_integer_value(json_object_get(v, "schema-id")));
+		if (meta_schema_index(v, m->format_version, what, &f, err) < 0)
+			return -1;
+		if (f.highest > m->last_column_id) {
+			fl_err_set(err, FL_ERR_BAD_REQUEST,
+			           "metadata: last-column-id %" PRId64 " is below field id %" PRId64
+			           " of %s",
+			           m->last_column_id, f.highest, what);
+			meta_fields_free(&f);
+			return -1;
+		}
+		meta_fields_free(&f);
+	}
+	spec = meta_spec_by_id(m, m->default_spec_id);
+	if (spec == NULL)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "metadata: default-spec-id %" PRId64 " is not in partition-specs",
+		                  m->default_spec_id);
+	json_array_foreach(m->specs, i, v)
+	{
+		if (spec_max_field_id(v) > m->last_partition_id)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "metadata: last-partition-id %" PRId64
+			                  " is below a field id of spec %" JSON_INTEGER_FORMAT,
+			                  m->last_partition_id,
+			                  json_integer_value(json_object_get(v, "spec-id")));
+	}
+	order = meta_order_by_id(m, m->default_sort_order_id);
+	if (order == NULL)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "metadata: default-sort-order-id %" PRId64
+		                  " is not in sort-orders",
+		                  m->default_sort_order_id);
+	if (meta_schema_index(schema, m->format_version, "current schema", &cur, err) < 0)
+		return -1;
+	if (meta_spec_check(spec, &cur, "default partition spec", err) < 0 ||
+	    meta_order_check(order, &cur, "default sort order", err) < 0)
+		goto out;
+	if (m->format_version < 3 && json_array_size(m->encryption_keys) > 0) {
+		fl_err_set(err, FL_ERR_BAD_REQUEST,
+		           "metadata: encryption-keys need format version 3 (table is v%d)",
+		           m->format_version);
+		goto out;
+	}
+	json_array_foreach(m->snapshots, i, v)
+	{
+		int64_t seq = json_integer_value(json_object_get(v, "sequence-number"));
+
+		if (m->format_version > 1 && seq > m->last_sequence_number) {
+			fl_err_set(err, FL_ERR_BAD_REQUEST,
+			           "metadata: snapshot %" JSON_INTEGER_FORMAT
+			           " has sequence number %" PRId64
+			           " above last-sequence-number %" PRId64,
+			           json_integer_value(json_object_get(v, "snapshot-id")), seq,
+			           m->last_sequence_number);
+			goto out;
+		}
+	}
+	if (m->current_snapshot_id >= 0 && meta_snapshot_by_id(m, m->current_snapshot_id) == NULL) {
+		fl_err_set(err, FL_ERR_BAD_REQUEST,
+		           "metadata: current-snapshot-id %" PRId64 " is not in snapshots",
+		           m->current_snapshot_id);
+		goto out;
+	}
+	json_object_foreach(m->refs, k, v)
+	{
+		int64_t id = json_integer_value(json_object_get(v, "snapshot-id"));
+
+		if (meta_snapshot_by_id(m, id) == NULL) {
+			fl_err_set(err, FL_ERR_BAD_REQUEST,
+			           "metadata: ref %s points at snapshot %" PRId64
+			           ", which does not exist",
+			           k, id);
+			goto out;
+		}
+	}
+	main_ref = json_object_get(m->refs, "main");
+	if (main_ref != NULL) {
+		int64_t id = json_integer_value(json_object_get(main_ref, "snapshot-id"));
+
+		if (strcmp(json_string_value(json_object_get(main_ref, "type")), "branch") != 0) {
+			fl_err_set(err, FL_ERR_BAD_REQUEST, "metadata: ref main must be a branch");
+			goto out;
+		}
+		if (id != m->current_snapshot_id) {
+			fl_err_set(err, FL_ERR_BAD_REQUEST,
+			           "metadata: branch main is at snapshot %" PRId64
+			           " but current-snapshot-id is %" PRId64,
+			           id, m->current_snapshot_id);
+			goto out;
+		}
+	} else if (m->current_snapshot_id >= 0) {
+		fl_err_set(err, FL_ERR_BAD_REQUEST,
+		           "metadata: current-snapshot-id is %" PRId64
+		           " but there is no main branch",
+		           m->current_snapshot_id);
+		goto out;
+	}
+	rc = 0;
+out:
+	meta_fields_free(&cur);
+	return rc;
+}
+
+/* ---- writing ---- */
+
+json_t *meta_emit(const struct meta *m)
+{
+	const json_t *schema = meta_schema_by_id(m, m->current_schema_id);
+	const json_t *spec = meta_spec_by_id(m, m->default_spec_id);
+	json_t *o = json_object();
+	bool ok;
+
+	if (o == NULL)
+		return NULL;
+	ok = meta_set_new(o, "format-version", json_integer(m->format_version)) == 0;
+	if (m->uuid != NULL)
+		ok = ok && json_object_set(o, "table-uuid", m->uuid) == 0;
+	ok = ok && json_object_set(o, "location", m->location) == 0;
+	if (m->format_version > 1)
+		ok = ok && meta_set_new(o, "last-sequence-number",
+		                        json_integer(m->last_sequence_number)) == 0;
+	ok = ok && meta_set_new(o, "last-updated-ms", json_integer(m->last_updated_ms)) == 0;
+	ok = ok && meta_set_new(o, "last-column-id", json_integer(m->last_column_id)) == 0;
+	if (m->format_version == 1 && schema != NULL)
+		ok = ok && json_object_set(o, "schema", (json_t *)schema) == 0;
+	ok = ok && meta_set_new(o, "current-schema-id", json_integer(m->current_schema_id)) == 0;
+	ok = ok && json_object_set(o, "schemas", m->schemas) == 0;
+	if (m->format_version == 1 && spec != NULL)
+		ok = ok &&
+		     json_object_set(o, "partition-spec", json_object_get(spec, "fields")) == 0;
+	ok = ok && meta_set_new(o, "default-spec-id", json_integer(m->default_spec_id)) == 0;
+	ok = ok && json_object_set(o, "partition-specs", m->specs) == 0;
+	ok = ok && meta_set_new(o, "last-partition-id", json_integer(m->last_partition_id)) == 0;
+	ok = ok &&
+	     meta_set_new(o, "default-sort-order-id", json_integer(m->default_sort_order_id)) == 0;
+	ok = ok && json_object_set(o, "sort-orders", m->sort_orders) == 0;
+	ok = ok && json_object_set(o, "properties", m->properties) == 0;
+	if (m->current_snapshot_id >= 0)
+		ok = ok && meta_set_new(o, "current-snapshot-id",
+		                        json_integer(m->current_snapshot_id)) == 0;
+	else if (m->format_version >= 3)
+		ok = ok && json_object_set_new(o, "current-snapshot-id", json_null()) == 0;
+	else
+		ok = ok && meta_set_new(o, "current-snapshot-id", json_integer(-1)) == 0;
+	if (m->format_version >= 3)
+		ok = ok && meta_set_new(o, "next-row-id", json_integer(m->next_row_id)) == 0;
+	if (json_array_size(m->encryption_keys) > 0)
+		ok = ok && json_object_set(o, "encryption-keys", m->encryption_keys) == 0;
+	ok = ok && json_object_set(o, "refs", m->refs) == 0;
+	ok = ok && json_object_set(o, "snapshots", m->snapshots) == 0;
+	ok = ok && json_object_set(o, "statistics", m->statistics) == 0;
+	ok = ok && json_object_set(o, "partition-statistics", m->partition_statistics) == 0;
+	ok = ok && json_object_set(o, "snapshot-log", m->snapshot_log) == 0;
+	ok = ok && json_object_set(o, "metadata-log", m->metadata_log) == 0;
+	if (!ok) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* ---- public ---- */
+
+int cat_meta_validate(const json_t *metadata, struct fl_err *err)
+{
+	struct meta m;
+	int rc;
+
+	if (meta_load(metadata, &m, err) < 0)
+		return -1;
+	rc = meta_check(&m, err);
+	meta_free(&m);
+	return rc;
+}
+
+int cat_meta_format_version(const json_t *metadata)
+{
+	return (int)json_integer_value(json_object_get(metadata, "format-version"));
+}
+
+const char *cat_meta_location(const json_t *metadata)
+{
+	return json_string_value(json_object_get(metadata, "location"));
+}
+
+const char *cat_meta_uuid(const json_t *metadata)
+{
+	return json_string_value(json_object_get(metadata, "table-uuid"));
+}
+
+int64_t cat_meta_current_snapshot_id(const json_t *metadata)
+{
+	const json_t *v = json_object_get(metadata, "current-snapshot-id");
+
+	if (!json_is_integer(v) || json_integer_value(v) < 0)
+		return -1;
+	return json_integer_value(v);
+}
+
+const json_t *cat_meta_current_summary(const json_t *metadata)
+{
+	int64_t id = cat_meta_current_snapshot_id(metadata);
+	size_t i;
+	json_t *s;
+
+	if (id < 0)
+		return NULL;
+	json_array_foreach(json_object_get(metadata, "snapshots"), i, s)
+	{
+		if (json_integer_value(json_object_get(s, "snapshot-id")) == id) {
+			const json_t *sum = json_object_get(s, "summary");
+
+			return json_is_object(sum) ? sum : NULL;
+		}
+	}
+	return NULL;
+}
+
+void cat_meta_metadata_file_name(int64_t version, char out[CAT_META_FILE_NAME_MAX])
+{
+	char u[FL_UUID_STR];
+
+	fl_uuid_v4(u);
+	snprintf(out, CAT_META_FILE_NAME_MAX, "%05" PRId64 "-%s.metadata.json", version, u);
+}

@@ -1,0 +1,511 @@
+/* h_tables.c - the Iceberg table routes: create, register, load, exists,
+ * list, commit, multi-table transactions, drop, rename, metrics reports and
+ * credentials.
+ *
+ * loadTable answers with the stored metadata bytes spliced into the
+ * LoadTableResult, so the hot read path parses no JSON.  Its ETag is a hash
+ * of the metadata location: a new commit always writes a new file. */
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "buf.h"
+#include "clock.h"
+#include "handlers.h"
+#include "json.h"
+#include "metrics.h"
+#include "reply.h"
+
+static int nomem(struct fl_err *err)
+{
+	return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+}
+
+static int check_name(struct srv_req *r, const char *name, const char *what, struct fl_err *err)
+{
+	size_t n = strlen(name);
+
+	if (n == 0)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s must not be empty", what);
+	if ((int64_t)n > r->ctx->cfg->max_identifier_bytes)
+		return fl_err_set(
+		        err, FL_ERR_BAD_REQUEST,
+		        "%s of %zu bytes exceeds the limit of %lld (max-identifier-bytes)", what, n,
+		        (long long)r->ctx->cfg->max_identifier_bytes);
+	if (!fl_utf8_valid(name, n))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s is not valid UTF-8 text", what);
+	return 0;
+}
+
+/* The warehouse, namespace and table of the path. */
+static int path_table(struct srv_req *r, struct cat_warehouse *wh, struct cat_ns *ns,
+                      struct fl_err *err)
+{
+	if (srv_namespace(r, r->namespace_raw, ns, err) != 0 ||
+	    (r->table != NULL && check_name(r, r->table, "table name", err) != 0))
+		return -1;
+	return srv_warehouse(r, wh, err);
+}
+
+static void etag_of(const char *metadata_location, char out[40])
+{
+	unsigned char h[32];
+	unsigned int hl = 0;
+
+	EVP_Digest(metadata_location, strlen(metadata_location), h, &hl, EVP_sha256(), NULL);
+	out[0] = '"';
+	for (int i = 0; i < 16; i++)
+		snprintf(out + 1 + 2 * i, 3, "%02x", h[i]);
+	out[33] = '"';
+	out[34] = '\0';
+}
+
+/* Keeps only the snapshots that a ref points at (snapshots=refs). */
+static char *refs_only(const char *metadata, struct fl_err *err)
+{
+	json_t *m = json_loads(metadata, 0, NULL), *snaps, *refs, *keep, *s, *ref;
+	const char *k;
+	size_t i;
+	char *out;
+
+	if (m == NULL) {
+		fl_err_set(err, FL_ERR_INTERNAL, "stored metadata is not JSON");
+		return NULL;
+	}
+	snaps = json_object_get(m, "snapshots");
+	refs = json_object_get(m, "refs");
+	keep = json_array();
+	json_array_foreach(snaps, i, s)
+	{
+		json_object_foreach(refs, k, ref)
+		{
+			if (json_equal(json_object_get(ref, "snapshot-id"),
+			               json_object_get(s, "snapshot-id"))) {
+				json_array_append(keep, s);
+				break;
+			}
+		}
+	}
+	json_object_set_new(m, "snapshots", keep);
+	out = fl_json_dump(m, NULL);
+	json_decref(m);
+	if (out == NULL)
+		nomem(err);
+	return out;
+}
+
+/* LoadTableResult around the stored metadata text. */
+static int reply_table(struct srv_req *r, const struct cat_warehouse *wh, const char *mloc,
+                       const char *metadata, struct fl_err *err)
+{
+	struct fl_buf b = FL_BUF_INIT;
+	char etag[40];
+	int rc = 0;
+
+	if (mloc != NULL) {
+		json_t *s = json_string(mloc);
+		char *q = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
+
+		rc |= q == NULL || fl_buf_printf(&b, "{\"metadata-location\":%s,", q) != 0;
+		free(q);
+		json_decref(s);
+	} else {
+		rc |= fl_buf_puts(&b, "{");
+	}
+	/* A file warehouse needs no credentials and must get an empty config:
+	 * DuckDB treats unknown schemes as S3 and fails on a non-empty one. */
+	(void)wh;
+	rc |= fl_buf_puts(&b, "\"metadata\":") != 0 || fl_buf_puts(&b, metadata) != 0 ||
+	      fl_buf_puts(&b, ",\"config\":{}}") != 0;
+	if (rc) {
+		fl_buf_free(&b);
+		return nomem(err);
+	}
+	if (mloc != NULL)
+		etag_of(mloc, etag);
+	size_t n = b.len;
+	if (srv_reply_table(r, fl_buf_steal(&b), n, mloc ? etag : NULL) != 0)
+		return nomem(err);
+	return 0;
+}
+
+/* Vended credentials are not available for file warehouses (there is
+ * nothing to vend); other storage must say clearly that it cannot. */
+static int check_delegation(struct srv_req *r, const struct cat_warehouse *wh, struct fl_err *err)
+{
+	const char *d = srv_header(r, "X-Iceberg-Access-Delegation");
+
+	if (d == NULL || d[0] == '\0' || strcmp(wh->storage_type, "file") == 0)
+		return 0;
+	return fl_err_set(
+	        err, FL_ERR_UNSUPPORTED,
+	        "access delegation '%.60s' is not available for warehouse '%s': credential vending is not configured",
+	        d, wh->name);
+}
+
+int srv_h_tbl_list(struct srv_req *r, struct fl_err *err)
+{
+	const char *token = NULL, *size = NULL;
+	struct cat_warehouse wh;
+	struct cat_ns ns;
+	long page = (long)r->ctx->cfg->max_page_size;
+	json_t *out;
+	int rc;
+
+	if (srv_query(r, "pageToken", &token, err) != 0 ||
+	    srv_query(r, "pageSize", &size, err) != 0 || srv_page_size(r, size, &page, err) != 0 ||
+	    path_table(r, &wh, &ns, err) != 0)
+		return -1;
+	if (token != NULL && token[0] == '\0')
+		token = NULL;
+	if (cat_table_list(r->ctx->db, r->tx, wh.id, &ns, token, page, &out, err) != 0)
+		return -1;
+	if (json_is_null(json_object_get(out, "next-page-token")))
+		json_object_del(out, "next-page-token");
+	rc = srv_reply_ok(r, out);
+	json_decref(out);
+	return rc == 0 ? 0 : nomem(err);
+}
+
+int srv_h_tbl_create(struct srv_req *r, struct fl_err *err)
+{
+	static const char what[] = "CreateTableRequest";
+	json_t *body, *schema = NULL, *props = NULL, *v = NULL;
+	const char *name = NULL, *loc = NULL;
+	char *mloc = NULL, *meta = NULL;
+	struct cat_warehouse wh;
+	struct cat_ns ns;
+	bool stage = false;
+	int rc;
+
+	if (srv_body_json(r, &body, err) != 0 ||
+	    fl_json_get_str(body, "name", true, what, &name, err) != 0 ||
+	    fl_json_get_obj(body, "schema", true, what, &schema, err) != 0 ||
+	    fl_json_get_str(body, "location", false, what, &loc, err) != 0 ||
+	    fl_json_get_obj(body, "partition-spec", false, what, &v, err) != 0 ||
+	    fl_json_get_obj(body, "write-order", false, what, &v, err) != 0 ||
+	    fl_json_get_bool(body, "stage-create", false, what, &stage, err) != 0 ||
+	    fl_json_get_obj(body, "properties", false, what, &props, err) != 0 ||
+	    check_name(r, name, "table name", err) != 0)
+		return -1;
+	if (props != NULL && ((int64_t)json_object_size(props) > r->ctx->cfg->max_properties ||
+	                      fl_json_check_str_map(props, what, err) != 0)) {
+		if (err->kind == FL_ERR_NONE)
+			fl_err_set(err, FL_ERR_BAD_REQUEST,
+			           "%s: %zu properties exceed the limit of %lld (max-properties)",
+			           what, json_object_size(props),
+			           (long long)r->ctx->cfg->max_properties);
+		return -1;
+	}
+	if (path_table(r, &wh, &ns, err) != 0 || check_delegation(r, &wh, err) != 0 ||
+	    cat_table_create(r->ctx->db, r->tx, &wh, &ns, body, stage, &mloc, &meta, err) != 0)
+		return -1;
+	rc = reply_table(r, &wh, mloc, meta, err);
+	free(mloc);
+	free(meta);
+	return rc;
+}
+
+int srv_h_tbl_register(struct srv_req *r, struct fl_err *err)
+{
+	static const char what[] = "RegisterTableRequest";
+	const char *name = NULL, *mloc = NULL;
+	struct cat_limits lim = {(size_t)r->ctx->cfg->max_commit_updates,
+	                         (size_t)r->ctx->cfg->max_metadata_bytes};
+	struct cat_warehouse wh;
+	struct cat_ns ns;
+	bool overwrite = false;
+	char *meta = NULL;
+	json_t *body;
+	int rc;
+
+	if (srv_body_json(r, &body, err) != 0 ||
+	    fl_json_get_str(body, "name", true, what, &name, err) != 0 ||
+	    fl_json_get_str(body, "metadata-location", true, what, &mloc, err) != 0 ||
+	    fl_json_get_bool(body, "overwrite", false, what, &overwrite, err) != 0 ||
+	    check_name(r, name, "table name", err) != 0 || path_table(r, &wh, &ns, err) != 0 ||
+	    cat_table_register(r->ctx->db, r->tx, &wh, &ns, name, mloc, overwrite, &lim, &meta,
+	                       err) != 0)
+		return -1;
+	rc = reply_table(r, &wh, mloc, meta, err);
+	free(meta);
+	return rc;
+}
+
+int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
+{
+	const char *snapshots = NULL, *inm;
+	struct cat_warehouse wh;
+	struct cat_ns ns;
+	char *mloc = NULL, *meta = NULL, etag[40];
+	int rc = -1;
+
+	if (srv_query(r, "snapshots", &snapshots, err) != 0)
+		return -1;
+	if (snapshots != NULL && strcmp(snapshots, "all") != 0 && strcmp(snapshots, "refs") != 0)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "snapshots must be 'all' or 'refs', got '%.40s'", snapshots);
+	if (path_table(r, &wh, &ns, err) != 0 || check_delegation(r, &wh, err) != 0 ||
+	    cat_table_load(r->ctx->db, r->tx, wh.id, &ns, r->table, &mloc, &meta, err) != 0)
+		return -1;
+	etag_of(mloc, etag);
+	inm = srv_header(r, "If-None-Match");
+	if (inm != NULL && strstr(inm, etag + 1) != NULL &&
+	    (snapshots == NULL || strcmp(snapshots, "all") == 0)) {
+		rc = srv_reply_not_modified(r, etag) == 0 ? 0 : nomem(err);
+		goto out;
+	}
+	if (snapshots != NULL && strcmp(snapshots, "refs") == 0) {
+		char *filtered = refs_only(meta, err);
+
+		if (filtered == NULL)
+			goto out;
+		free(meta);
+		meta = filtered;
+	}
+	rc = reply_table(r, &wh, mloc, meta, err);
+out:
+	free(mloc);
+	free(meta);
+	return rc;
+}
+
+int srv_h_tbl_exists(struct srv_req *r, struct fl_err *err)
+{
+	struct cat_warehouse wh;
+	struct cat_ns ns;
+	char *mloc = NULL, *meta = NULL;
+
+	if (path_table(r, &wh, &ns, err) != 0 ||
+	    cat_table_load(r->ctx->db, r->tx, wh.id, &ns, r->table, &mloc, &meta, err) != 0)
+		return -1;
+	free(mloc);
+	free(meta);
+	return srv_reply_no_content(r) == 0 ? 0 : nomem(err);
+}
+
+int srv_h_tbl_drop(struct srv_req *r, struct fl_err *err)
+{
+	const char *purge = NULL;
+	struct cat_warehouse wh;
+	struct cat_ns ns;
+	bool p = false;
+
+	if (srv_query(r, "purgeRequested", &purge, err) != 0)
+		return -1;
+	/* PyIceberg sends Python's spelling: "True" / "False". */
+	if (purge != NULL) {
+		if (strcasecmp(purge, "true") == 0)
+			p = true;
+		else if (strcasecmp(purge, "false") != 0)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "purgeRequested must be true or false, got '%.20s'",
+			                  purge);
+	}
+	if (path_table(r, &wh, &ns, err) != 0 ||
+	    cat_table_drop(r->ctx->db, r->tx, wh.id, &ns, r->table, p, err) != 0)
+		return -1;
+	return srv_reply_no_content(r) == 0 ? 0 : nomem(err);
+}
+
+/* {namespace:[…], name} into ns/name, with the same checks as paths. */
+static int identifier(struct srv_req *r, const json_t *id, const char *what, struct cat_ns *ns,
+                      const char **name, struct fl_err *err)
+{
+	json_t *levels = NULL, *v;
+	const char **lv;
+	size_t i;
+
+	if (!json_is_object(id))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s must be an object {namespace, name}",
+		                  what);
+	if (fl_json_get_arr(id, "namespace", true, what, &levels, err) != 0 ||
+	    fl_json_get_str(id, "name", true, what, name, err) != 0 ||
+	    check_name(r, *name, "table name", err) != 0)
+		return -1;
+	if (json_array_size(levels) == 0 ||
+	    (int64_t)json_array_size(levels) > r->ctx->cfg->max_namespace_levels)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "%s: namespace must have 1 to %lld levels", what,
+		                  (long long)r->ctx->cfg->max_namespace_levels);
+	lv = fl_arena_alloc(r->arena, sizeof(char *) * json_array_size(levels));
+	if (lv == NULL)
+		return nomem(err);
+	json_array_foreach(levels, i, v)
+	{
+		if (!json_is_string(v) || json_string_length(v) == 0)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "%s: namespace levels must be non-empty strings", what);
+		if (check_name(r, json_string_value(v), "namespace level", err) != 0)
+			return -1;
+		lv[i] = json_string_value(v);
+	}
+	ns->levels = lv;
+	ns->n = (int)json_array_size(levels);
+	return 0;
+}
+
+int srv_h_tbl_rename(struct srv_req *r, struct fl_err *err)
+{
+	static const char what[] = "RenameTableRequest";
+	json_t *body, *src = NULL, *dst = NULL;
+	struct cat_ns sns, dns;
+	const char *sname, *dname;
+	struct cat_warehouse wh;
+
+	if (srv_body_json(r, &body, err) != 0 ||
+	    fl_json_get_obj(body, "source", true, what, &src, err) != 0 ||
+	    fl_json_get_obj(body, "destination", true, what, &dst, err) != 0 ||
+	    identifier(r, src, "source", &sns, &sname, err) != 0 ||
+	    identifier(r, dst, "destination", &dns, &dname, err) != 0 ||
+	    srv_warehouse(r, &wh, err) != 0 ||
+	    cat_table_rename(r->ctx->db, r->tx, wh.id, &sns, sname, &dns, dname, err) != 0)
+		return -1;
+	return srv_reply_no_content(r) == 0 ? 0 : nomem(err);
+}
+
+int srv_h_tbl_metrics(struct srv_req *r, struct fl_err *err)
+{
+	struct cat_warehouse wh;
+	struct cat_ns ns;
+	const char *type = NULL;
+	json_t *body;
+
+	if (srv_body_json(r, &body, err) != 0 ||
+	    fl_json_get_str(body, "report-type", true, "ReportMetricsRequest", &type, err) != 0)
+		return -1;
+	if (strcmp(type, "scan-report") != 0 && strcmp(type, "commit-report") != 0)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "ReportMetricsRequest: unknown report-type '%.40s'", type);
+	if (path_table(r, &wh, &ns, err) != 0 ||
+	    cat_table_report(r->ctx->db, r->tx, wh.id, &ns, r->table, body, err) != 0)
+		return -1;
+	return srv_reply_no_content(r) == 0 ? 0 : nomem(err);
+}
+
+int srv_h_tbl_credentials(struct srv_req *r, struct fl_err *err)
+{
+	struct cat_warehouse wh;
+	struct cat_ns ns;
+	char *mloc = NULL, *meta = NULL;
+	json_t *v;
+	int rc;
+
+	if (path_table(r, &wh, &ns, err) != 0 ||
+	    cat_table_load(r->ctx->db, r->tx, wh.id, &ns, r->table, &mloc, &meta, err) != 0)
+		return -1;
+	free(mloc);
+	free(meta);
+	if (strcmp(wh.storage_type, "file") != 0)
+		return fl_err_set(err, FL_ERR_UNSUPPORTED,
+		                  "credential vending is not configured for warehouse '%s'",
+		                  wh.name);
+	v = json_pack("{s:[]}", "storage-credentials");
+	rc = srv_reply_ok(r, v);
+	json_decref(v);
+	return rc == 0 ? 0 : nomem(err);
+}
+
+static const char *commit_result(enum fl_err_kind k)
+{
+	if (k == FL_ERR_NONE)
+		return "ok";
+	if (k == FL_ERR_COMMIT_FAILED || k == FL_ERR_ALREADY_EXISTS)
+		return "conflict";
+	if (k == FL_ERR_COMMIT_STATE_UNKNOWN || k == FL_ERR_UNAVAILABLE || k == FL_ERR_INTERNAL ||
+	    k == FL_ERR_IO)
+		return "unknown";
+	return "rejected";
+}
+
+/* Parses {requirements, updates} of one change. */
+static int change_body(const json_t *o, const char *what, struct cat_change *c, struct fl_err *err)
+{
+	json_t *reqs = NULL, *ups = NULL;
+
+	if (fl_json_get_arr(o, "requirements", true, what, &reqs, err) != 0 ||
+	    fl_json_get_arr(o, "updates", true, what, &ups, err) != 0)
+		return -1;
+	c->requirements = reqs;
+	c->updates = ups;
+	return 0;
+}
+
+static int run_commit(struct srv_req *r, struct cat_warehouse *wh, struct cat_change *ch, int n,
+                      struct fl_err *err)
+{
+	struct cat_limits lim = {(size_t)r->ctx->cfg->max_commit_updates,
+	                         (size_t)r->ctx->cfg->max_metadata_bytes};
+	int64_t t0 = fl_mono_ns();
+	int rc = cat_commit(r->ctx->db, r->tx, wh, ch, n, &lim, r->id, err);
+
+	srv_metrics_commit(r->ctx->metrics, commit_result(rc == 0 ? FL_ERR_NONE : err->kind),
+	                   fl_mono_ns() - t0);
+	return rc;
+}
+
+int srv_h_tbl_commit(struct srv_req *r, struct fl_err *err)
+{
+	struct cat_change ch = {0};
+	struct cat_warehouse wh;
+	json_t *body, *resp;
+	int rc;
+
+	if (srv_body_json(r, &body, err) != 0 ||
+	    change_body(body, "CommitTableRequest", &ch, err) != 0 ||
+	    path_table(r, &wh, &ch.ns, err) != 0)
+		return -1;
+	ch.name = r->table;
+	if (run_commit(r, &wh, &ch, 1, err) != 0)
+		return -1;
+	resp = json_loads(ch.metadata, 0, NULL);
+	if (resp == NULL) {
+		cat_changes_free(&ch, 1);
+		return nomem(err);
+	}
+	resp = json_pack("{s:s, s:o}", "metadata-location", ch.metadata_location, "metadata", resp);
+	cat_changes_free(&ch, 1);
+	rc = resp ? srv_reply_ok(r, resp) : -1;
+	json_decref(resp);
+	return rc == 0 ? 0 : nomem(err);
+}
+
+int srv_h_transactions(struct srv_req *r, struct fl_err *err)
+{
+	static const char what[] = "CommitTransactionRequest";
+	json_t *body, *changes = NULL, *c;
+	struct cat_change *ch;
+	struct cat_warehouse wh;
+	size_t i, n;
+
+	if (srv_body_json(r, &body, err) != 0 ||
+	    fl_json_get_arr(body, "table-changes", true, what, &changes, err) != 0)
+		return -1;
+	n = json_array_size(changes);
+	if (n == 0)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s: table-changes is empty", what);
+	if ((int64_t)n > r->ctx->cfg->max_commit_tables)
+		return fl_err_set(
+		        err, FL_ERR_BAD_REQUEST,
+		        "%s: %zu table changes exceed the limit of %lld (max-commit-tables)", what,
+		        n, (long long)r->ctx->cfg->max_commit_tables);
+	ch = fl_arena_alloc(r->arena, sizeof(*ch) * n);
+	if (ch == NULL)
+		return nomem(err);
+	json_array_foreach(changes, i, c)
+	{
+		json_t *id = NULL;
+
+		if (fl_json_get_obj(c, "identifier", true, "table-changes[]", &id, err) != 0 ||
+		    identifier(r, id, "table-changes[].identifier", &ch[i].ns, &ch[i].name, err) !=
+		            0 ||
+		    change_body(c, "table-changes[]", &ch[i], err) != 0)
+			return -1;
+	}
+	if (srv_warehouse(r, &wh, err) != 0 || run_commit(r, &wh, ch, (int)n, err) != 0)
+		return -1;
+	cat_changes_free(ch, (int)n);
+	return srv_reply_no_content(r) == 0 ? 0 : nomem(err);
+}

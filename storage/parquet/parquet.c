@@ -1,0 +1,1436 @@
+/* parquet.c - streaming Parquet writer for flat Iceberg schemas.
+ *
+ * Bytes produced (apache/parquet-format README.md "File Format", thrift
+ * types from src/main/thrift/parquet.thrift, Thrift compact protocol):
+ *
+ *   "PAR1"
+ *   per row group, per column chunk:
+ *     [dictionary page]  PageHeader{type DICTIONARY_PAGE, sizes,
+ *                        dictionary_page_header{num_values, PLAIN}}
+ *                        + compressed PLAIN-encoded entries
+ *     data pages (v1)    PageHeader{type DATA_PAGE, sizes,
+ *                        data_page_header{num_values incl. nulls, PLAIN |
+ *                        RLE_DICTIONARY, RLE, RLE}} + compressed body:
+ *                        [u32 LE length + RLE-hybrid definition levels,
+ *                        bit width 1, OPTIONAL columns only] then values:
+ *                        PLAIN (LE fixed width; BYTE_ARRAY u32 LE length +
+ *                        bytes; BOOLEAN bit-packed LSB first) or u8 bit
+ *                        width + RLE-hybrid dictionary indices
+ *   FileMetaData         version 1, schema (root "table" + one leaf per
+ *                        column with field_id, converted and logical
+ *                        type), num_rows, row_groups (ColumnChunk with
+ *                        ColumnMetaData and Statistics{null_count,
+ *                        max_value, min_value, nan_count}), key/value
+ *                        metadata ("iceberg.schema", ...), created_by,
+ *                        column_orders (TYPE_ORDER for each column)
+ *   u32 LE footer length, "PAR1"
+ *
+ * Type mapping: Iceberg spec Appendix A (decimal by precision: INT32 <= 9,
+ * INT64 <= 18, else FIXED_LEN_BYTE_ARRAY of the minimal length; time and
+ * timestamps INT64 micros; uuid FIXED[16] + UUID).  Compression per page:
+ * ZSTD frame, Snappy raw block, GZIP member (parquet-format Compression.md).
+ *
+ * Invariants: `offset` is the number of bytes the sink has accepted.  Per
+ * column, while `dict_on` the row group's values live only as dictionary
+ * entries + indices; otherwise only as PLAIN bytes in `values`.  Booleans
+ * are buffered one byte per value and bit-packed when a page is written.
+ * Once `broken` is set nothing more reaches the sink. */
+#include "parquet.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <zlib.h>
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_createCCtx_advanced, for the allocator hook */
+#include <zstd.h>
+#include <zstd_errors.h>
+#ifdef ST_HAVE_SNAPPY
+#include <snappy-c.h>
+#endif
+
+#include "iceberg/bounds.h"
+#include "parquet/rle.h"
+#include "parquet/thrift.h"
+
+/* parquet.thrift enum values. */
+enum { PT_BOOLEAN = 0, PT_INT32 = 1, PT_INT64 = 2, PT_FLOAT = 4, PT_DOUBLE = 5, PT_BYTE_ARRAY = 6, PT_FLBA = 7 };
+enum { ENC_PLAIN = 0, ENC_RLE = 3, ENC_RLE_DICTIONARY = 8 };
+enum { PAGE_DATA = 0, PAGE_DICTIONARY = 2 };
+enum { CT_UTF8 = 0, CT_DECIMAL = 5, CT_DATE = 6, CT_TIME_MICROS = 8, CT_TIMESTAMP_MICROS = 10 };
+enum { CODEC_UNCOMPRESSED = 0, CODEC_SNAPPY = 1, CODEC_GZIP = 2, CODEC_ZSTD = 6 };
+
+#define DEFAULT_ROW_GROUP_BYTES ((size_t)128 << 20)
+#define DEFAULT_PAGE_BYTES ((size_t)1 << 20)
+#define DEFAULT_DICT_BYTES ((size_t)2 << 20)
+#define PAGE_ROW_LIMIT 20000    /* write.parquet.page-row-limit */
+#define MAX_STAT_BYTES 1024     /* longer chunk min/max are left out of the footer */
+#define DEFAULT_TRUNCATE 16
+
+/* The PLAIN encoding of one value as (head, tail) so that BYTE_ARRAY
+ * values need no copy: head holds fixed-width bytes or the u32 length. */
+struct plain {
+	uint8_t head[8];
+	size_t head_len;
+	const uint8_t *tail;
+	size_t tail_len;
+};
+
+/* Running min/max of non-null, non-NaN values; byte values are copied. */
+struct vstat {
+	bool has;
+	struct st_value min, max;
+	struct st_buf min_store, max_store;
+};
+
+struct dict {
+	uint32_t *slots; /* 0 empty, else entry index + 1 */
+	size_t n_slots;
+	uint64_t *hashes; /* per entry */
+	size_t *ends;     /* end offset of each entry in plain */
+	size_t n_entries, cap_entries;
+	struct st_buf plain; /* the entries, PLAIN encoded back to back */
+};
+
+struct pq_chunk {
+	int64_t num_values;
+	int64_t total_uncompressed, total_compressed;
+	int64_t data_page_offset, dict_page_offset; /* dict: -1 when none */
+	int64_t null_count, nan_count;
+	bool dict;
+	bool has_minmax;
+	uint8_t *min, *max;
+	size_t min_len, max_len;
+};
+
+struct pq_rg {
+	int64_t num_rows, file_offset, total_byte_size, total_compressed;
+	struct pq_chunk *chunks;
+};
+
+struct pq_col {
+	struct st_parquet_column def; /* name owned */
+	int ptype;
+	int type_length;    /* FIXED_LEN_BYTE_ARRAY only */
+	size_t fixed_width; /* bytes per PLAIN value; 0 for BYTE_ARRAY */
+	/* current row group */
+	struct st_buf defs;    /* one byte per row: 1 defined, 0 null (OPTIONAL only) */
+	struct st_buf values;  /* PLAIN values (when !dict_on) */
+	struct st_buf indices; /* u32 dictionary index per value (when dict_on) */
+	struct dict dict;
+	bool dict_on;
+	size_t rg_nonnull;
+	int64_t rg_nulls, rg_nans;
+	struct vstat rg_stat;
+	/* whole file */
+	int64_t nulls, nans, size;
+	struct vstat file_stat;
+};
+
+struct st_parquet_writer {
+	const struct st_alloc *alloc;
+	struct st_sink sink;
+	struct pq_col *cols;
+	size_t n_cols;
+	int codec; /* thrift CompressionCodec */
+	int level;
+	size_t row_group_bytes, page_bytes, dict_bytes, truncate;
+	bool no_dictionary;
+	char *created_by, *iceberg_schema;
+	struct st_parquet_kv *kv; /* owned copies */
+	size_t n_kv;
+	ZSTD_CCtx *zstd;
+	z_stream zs;
+	bool zinit;
+	struct st_buf page, cbuf, hdr; /* scratch: page body, compressed body, header */
+	struct pq_rg *rgs;
+	size_t n_rgs, cap_rgs;
+	uint64_t offset;
+	size_t rg_rows;
+	size_t rg_bytes; /* buffered bytes of the open row group */
+	int64_t rows;
+	bool broken;
+};
+
+/* ---- allocation hooks for the codecs ---------------------------------- */
+
+static void *zstd_alloc(void *opaque, size_t n)
+{
+	return st_malloc(opaque, n);
+}
+
+static void zstd_free(void *opaque, void *p)
+{
+	st_free(opaque, p);
+}
+
+static void *zlib_alloc(void *opaque, uInt items, uInt size)
+{
+	if (size != 0 && items > SIZE_MAX / size)
+		return NULL;
+	return st_malloc(opaque, (size_t)items * size);
+}
+
+static void zlib_free(void *opaque, void *p)
+{
+	st_free(opaque, p);
+}
+
+/* ---- small helpers ----------------------------------------------------- */
+
+static void vstat_init(struct vstat *s, const struct st_alloc *a)
+{
+	s->has = false;
+	st_buf_init(&s->min_store, a);
+	st_buf_init(&s->max_store, a);
+}
+
+static void vstat_free(struct vstat *s)
+{
+	st_buf_free(&s->min_store);
+	st_buf_free(&s->max_store);
+	s->has = false;
+}
+
+static bool is_bytes(const struct st_type *t)
+{
+	return t->id == ST_TYPE_STRING || t->id == ST_TYPE_BINARY || t->id == ST_TYPE_FIXED ||
+	       t->id == ST_TYPE_UUID;
+}
+
+static int keep(struct st_value *dst, struct st_buf *store, const struct st_type *t,
+		const struct st_value *src)
+{
+	*dst = *src;
+	if (!is_bytes(t))
+		return 0;
+	st_buf_reset(store);
+	if (st_buf_reserve(store, src->v.bin.len + 1) != 0)
+		return -1;
+	if (src->v.bin.len > 0)
+		memcpy(store->data, src->v.bin.p, src->v.bin.len);
+	store->len = src->v.bin.len;
+	dst->v.bin.p = store->data;
+	return 0;
+}
+
+static int vstat_update(struct vstat *s, const struct st_type *t, const struct st_value *v)
+{
+	if (!s->has || st_value_compare(t, v, &s->min) < 0) {
+		if (keep(&s->min, &s->min_store, t, v) != 0)
+			return -1;
+	}
+	if (!s->has || st_value_compare(t, v, &s->max) > 0) {
+		if (keep(&s->max, &s->max_store, t, v) != 0)
+			return -1;
+	}
+	s->has = true;
+	return 0;
+}
+
+static bool value_is_nan(const struct st_type *t, const struct st_value *v)
+{
+	return (t->id == ST_TYPE_FLOAT && isnan(v->v.f)) || (t->id == ST_TYPE_DOUBLE && isnan(v->v.d));
+}
+
+static void le_bytes(uint8_t *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* True when dec[0, 16 - n) only sign-extends the low n bytes. */
+static bool dec_fits(const uint8_t dec[16], int n)
+{
+	uint8_t ext = (dec[16 - n] & 0x80) ? 0xff : 0x00;
+
+	for (int i = 0; i < 16 - n; i++) {
+		if (dec[i] != ext)
+			return false;
+	}
+	return true;
+}
+
+static uint64_t dec_low(const uint8_t dec[16], int n)
+{
+	uint64_t u = 0;
+
+	for (int i = 16 - n; i < 16; i++)
+		u = (u << 8) | dec[i];
+	return u;
+}
+
+/* The PLAIN encoding of a non-null, validated value of column c. */
+static void to_plain(const struct pq_col *c, const struct st_value *v, struct plain *p)
+{
+	const struct st_type *t = &c->def.type;
+
+	p->head_len = 0;
+	p->tail = NULL;
+	p->tail_len = 0;
+	switch (t->id) {
+	case ST_TYPE_BOOLEAN:
+		p->head[0] = v->v.b ? 1 : 0;
+		p->head_len = 1;
+		break;
+	case ST_TYPE_INT:
+	case ST_TYPE_DATE:
+		le_bytes(p->head, (uint32_t)v->v.i, 4);
+		p->head_len = 4;
+		break;
+	case ST_TYPE_LONG:
+	case ST_TYPE_TIME:
+	case ST_TYPE_TIMESTAMP:
+	case ST_TYPE_TIMESTAMPTZ:
+		le_bytes(p->head, (uint64_t)v->v.l, 8);
+		p->head_len = 8;
+		break;
+	case ST_TYPE_FLOAT: {
+		uint32_t u;
+
+		memcpy(&u, &v->v.f, 4);
+		le_bytes(p->head, u, 4);
+		p->head_len = 4;
+		break;
+	}
+	case ST_TYPE_DOUBLE: {
+		uint64_t u;
+
+		memcpy(&u, &v->v.d, 8);
+		le_bytes(p->head, u, 8);
+		p->head_len = 8;
+		break;
+	}
+	case ST_TYPE_DECIMAL:
+		if (c->ptype == PT_INT32) {
+			le_bytes(p->head, dec_low(v->v.dec, 4), 4);
+			p->head_len = 4;
+		} else if (c->ptype == PT_INT64) {
+			le_bytes(p->head, dec_low(v->v.dec, 8), 8);
+			p->head_len = 8;
+		} else {
+			p->tail = v->v.dec + 16 - c->type_length;
+			p->tail_len = (size_t)c->type_length;
+		}
+		break;
+	case ST_TYPE_STRING:
+	case ST_TYPE_BINARY:
+		le_bytes(p->head, v->v.bin.len, 4);
+		p->head_len = 4;
+		p->tail = v->v.bin.p;
+		p->tail_len = v->v.bin.len;
+		break;
+	case ST_TYPE_UUID:
+	case ST_TYPE_FIXED:
+		p->tail = v->v.bin.p;
+		p->tail_len = v->v.bin.len;
+		break;
+	}
+}
+
+static int plain_append(struct st_buf *b, const struct plain *p)
+{
+	if (st_buf_append(b, p->head, p->head_len) != 0)
+		return -1;
+	return st_buf_append(b, p->tail, p->tail_len);
+}
+
+/* ---- dictionary --------------------------------------------------------- */
+
+static uint64_t hash_plain(const struct plain *p)
+{
+	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+
+	for (size_t i = 0; i < p->head_len; i++)
+		h = (h ^ p->head[i]) * 1099511628211ULL;
+	for (size_t i = 0; i < p->tail_len; i++)
+		h = (h ^ p->tail[i]) * 1099511628211ULL;
+	return h;
+}
+
+static void dict_free(struct dict *d, const struct st_alloc *a)
+{
+	st_free(a, d->slots);
+	st_free(a, d->hashes);
+	st_free(a, d->ends);
+	st_buf_free(&d->plain);
+	d->slots = NULL;
+	d->hashes = NULL;
+	d->ends = NULL;
+	d->n_slots = d->n_entries = d->cap_entries = 0;
+}
+
+static bool dict_equal(const struct dict *d, size_t e, const struct plain *p)
+{
+	size_t start = e ? d->ends[e - 1] : 0;
+	const uint8_t *q = d->plain.data + start;
+
+	if (d->ends[e] - start != p->head_len + p->tail_len)
+		return false;
+	if (p->head_len && memcmp(q, p->head, p->head_len) != 0)
+		return false;
+	return p->tail_len == 0 || memcmp(q + p->head_len, p->tail, p->tail_len) == 0;
+}
+
+static int dict_grow(struct dict *d, const struct st_alloc *a)
+{
+	size_t n = d->n_slots ? d->n_slots * 2 : 1024;
+	uint32_t *slots = st_calloc(a, n, sizeof(*slots));
+
+	if (slots == NULL)
+		return -1;
+	for (size_t e = 0; e < d->n_entries; e++) {
+		size_t s = d->hashes[e] & (n - 1);
+
+		while (slots[s] != 0)
+			s = (s + 1) & (n - 1);
+		slots[s] = (uint32_t)(e + 1);
+	}
+	st_free(a, d->slots);
+	d->slots = slots;
+	d->n_slots = n;
+	return 0;
+}
+
+/* Finds or adds p; *index receives its entry number. */
+static int dict_insert(struct dict *d, const struct st_alloc *a, const struct plain *p,
+		       uint32_t *index, bool *added)
+{
+	uint64_t h = hash_plain(p);
+	size_t s;
+
+	*added = false;
+	if (d->n_entries * 2 >= d->n_slots && dict_grow(d, a) != 0)
+		return -1;
+	for (s = h & (d->n_slots - 1); d->slots[s] != 0; s = (s + 1) & (d->n_slots - 1)) {
+		size_t e = d->slots[s] - 1;
+
+		if (d->hashes[e] == h && dict_equal(d, e, p)) {
+			*index = (uint32_t)e;
+			return 0;
+		}
+	}
+	if (d->n_entries == d->cap_entries) {
+		size_t cap = d->cap_entries ? d->cap_entries * 2 : 256;
+		uint64_t *hs = st_realloc(a, d->hashes, cap * sizeof(*hs));
+		size_t *es;
+
+		if (hs == NULL)
+			return -1;
+		d->hashes = hs;
+		es = st_realloc(a, d->ends, cap * sizeof(*es));
+		if (es == NULL)
+			return -1;
+		d->ends = es;
+		d->cap_entries = cap;
+	}
+	if (plain_append(&d->plain, p) != 0)
+		return -1;
+	d->hashes[d->n_entries] = h;
+	d->ends[d->n_entries] = d->plain.len;
+	d->slots[s] = (uint32_t)(d->n_entries + 1);
+	*index = (uint32_t)d->n_entries++;
+	*added = true;
+	return 0;
+}
+
+/* Leaves dictionary encoding for the rest of this row group: rebuilds the
+ * PLAIN values from the indices and releases the dictionary. */
+static int dict_fallback(struct st_parquet_writer *w, struct pq_col *c)
+{
+	const uint32_t *idx = (const uint32_t *)c->indices.data;
+	size_t n = c->indices.len / sizeof(uint32_t);
+
+	st_buf_reset(&c->values);
+	for (size_t i = 0; i < n; i++) {
+		size_t e = idx[i];
+		size_t start = e ? c->dict.ends[e - 1] : 0;
+
+		if (st_buf_append(&c->values, c->dict.plain.data + start, c->dict.ends[e] - start) != 0)
+			return -1;
+	}
+	w->rg_bytes -= c->indices.len + c->dict.plain.len;
+	w->rg_bytes += c->values.len;
+	st_buf_free(&c->indices);
+	dict_free(&c->dict, w->alloc);
+	c->dict_on = false;
+	return 0;
+}
+
+/* ---- open ----------------------------------------------------------------- */
+
+static void map_type(struct pq_col *c)
+{
+	const struct st_type *t = &c->def.type;
+
+	c->type_length = 0;
+	switch (t->id) {
+	case ST_TYPE_BOOLEAN: c->ptype = PT_BOOLEAN; c->fixed_width = 1; break;
+	case ST_TYPE_INT:
+	case ST_TYPE_DATE: c->ptype = PT_INT32; c->fixed_width = 4; break;
+	case ST_TYPE_LONG:
+	case ST_TYPE_TIME:
+	case ST_TYPE_TIMESTAMP:
+	case ST_TYPE_TIMESTAMPTZ: c->ptype = PT_INT64; c->fixed_width = 8; break;
+	case ST_TYPE_FLOAT: c->ptype = PT_FLOAT; c->fixed_width = 4; break;
+	case ST_TYPE_DOUBLE: c->ptype = PT_DOUBLE; c->fixed_width = 8; break;
+	case ST_TYPE_DECIMAL:
+		if (t->precision <= 9) {
+			c->ptype = PT_INT32;
+			c->fixed_width = 4;
+		} else if (t->precision <= 18) {
+			c->ptype = PT_INT64;
+			c->fixed_width = 8;
+		} else {
+			c->ptype = PT_FLBA;
+			c->type_length = st_decimal_bytes(t->precision);
+			c->fixed_width = (size_t)c->type_length;
+		}
+		break;
+	case ST_TYPE_STRING:
+	case ST_TYPE_BINARY: c->ptype = PT_BYTE_ARRAY; c->fixed_width = 0; break;
+	case ST_TYPE_UUID: c->ptype = PT_FLBA; c->type_length = 16; c->fixed_width = 16; break;
+	case ST_TYPE_FIXED:
+		c->ptype = PT_FLBA;
+		c->type_length = (int)t->length;
+		c->fixed_width = t->length;
+		break;
+	}
+}
+
+static int check_columns(const struct st_parquet_opts *o, struct fl_err *err)
+{
+	if (o->n_columns == 0)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "parquet: at least one column is required");
+	for (size_t i = 0; i < o->n_columns; i++) {
+		const struct st_parquet_column *c = &o->columns[i];
+
+		if (c->name == NULL || c->name[0] == '\0')
+			return fl_err_set(err, FL_ERR_BAD_REQUEST, "parquet: column %zu has no name", i);
+		if ((unsigned)c->type.id > ST_TYPE_BINARY ||
+		    (c->type.id == ST_TYPE_DECIMAL &&
+		     (c->type.precision < 1 || c->type.precision > 38 || c->type.scale < 0 ||
+		      c->type.scale > c->type.precision)) ||
+		    (c->type.id == ST_TYPE_FIXED && (c->type.length == 0 || c->type.length > INT32_MAX)))
+			return fl_err_set(err, FL_ERR_BAD_REQUEST, "parquet: column %s has an invalid type",
+					  c->name);
+		for (size_t j = 0; j < i; j++) {
+			if (o->columns[j].field_id == c->field_id)
+				return fl_err_set(err, FL_ERR_BAD_REQUEST,
+						  "parquet: columns %s and %s share field id %d",
+						  o->columns[j].name, c->name, (int)c->field_id);
+			if (strcmp(o->columns[j].name, c->name) == 0)
+				return fl_err_set(err, FL_ERR_BAD_REQUEST,
+						  "parquet: column name %s appears twice", c->name);
+		}
+	}
+	if (o->codec > ST_PARQUET_UNCOMPRESSED)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "parquet: unknown codec %d", (int)o->codec);
+#ifndef ST_HAVE_SNAPPY
+	if (o->codec == ST_PARQUET_SNAPPY)
+		return fl_err_set(err, FL_ERR_UNSUPPORTED, "parquet: built without snappy");
+#endif
+	return 0;
+}
+
+static void col_reset_rg(struct st_parquet_writer *w, struct pq_col *c)
+{
+	st_buf_reset(&c->defs);
+	st_buf_reset(&c->values);
+	st_buf_reset(&c->indices);
+	dict_free(&c->dict, w->alloc);
+	st_buf_init(&c->dict.plain, w->alloc);
+	c->dict_on = !w->no_dictionary && c->ptype != PT_BOOLEAN;
+	c->rg_nonnull = 0;
+	c->rg_nulls = 0;
+	c->rg_nans = 0;
+	c->rg_stat.has = false;
+}
+
+void st_parquet_writer_free(struct st_parquet_writer *w)
+{
+	if (w == NULL)
+		return;
+	for (size_t i = 0; i < w->n_cols; i++) {
+		struct pq_col *c = &w->cols[i];
+
+		st_free(w->alloc, (char *)c->def.name);
+		st_buf_free(&c->defs);
+		st_buf_free(&c->values);
+		st_buf_free(&c->indices);
+		dict_free(&c->dict, w->alloc);
+		vstat_free(&c->rg_stat);
+		vstat_free(&c->file_stat);
+	}
+	st_free(w->alloc, w->cols);
+	for (size_t i = 0; i < w->n_rgs; i++) {
+		for (size_t j = 0; j < w->n_cols; j++) {
+			st_free(w->alloc, w->rgs[i].chunks[j].min);
+			st_free(w->alloc, w->rgs[i].chunks[j].max);
+		}
+		st_free(w->alloc, w->rgs[i].chunks);
+	}
+	st_free(w->alloc, w->rgs);
+	for (size_t i = 0; i < w->n_kv; i++) {
+		st_free(w->alloc, (char *)w->kv[i].key);
+		st_free(w->alloc, (char *)w->kv[i].value);
+	}
+	st_free(w->alloc, w->kv);
+	st_free(w->alloc, w->created_by);
+	st_free(w->alloc, w->iceberg_schema);
+	if (w->zstd != NULL)
+		ZSTD_freeCCtx(w->zstd);
+	if (w->zinit)
+		deflateEnd(&w->zs);
+	st_buf_free(&w->page);
+	st_buf_free(&w->cbuf);
+	st_buf_free(&w->hdr);
+	st_free(w->alloc, w);
+}
+
+static int sink_write(struct st_parquet_writer *w, const void *p, size_t n, struct fl_err *err)
+{
+	if (n == 0)
+		return 0;
+	if (w->sink.write(w->sink.ctx, p, n, err) != 0) {
+		w->broken = true;
+		return fl_err_prefix(err, "parquet: writing %zu bytes", n);
+	}
+	w->offset += n;
+	return 0;
+}
+
+static int open_codec(struct st_parquet_writer *w, struct fl_err *err)
+{
+	if (w->codec == CODEC_ZSTD) {
+		ZSTD_customMem cm = {zstd_alloc, zstd_free, (void *)w->alloc};
+
+		w->zstd = w->alloc ? ZSTD_createCCtx_advanced(cm) : ZSTD_createCCtx();
+		if (w->zstd == NULL)
+			return fl_err_set(err, FL_ERR_NOMEM, "parquet: cannot start zstd");
+		if (w->level == 0)
+			w->level = 3;
+	} else if (w->codec == CODEC_GZIP) {
+		w->zs.zalloc = zlib_alloc;
+		w->zs.zfree = zlib_free;
+		w->zs.opaque = (void *)w->alloc;
+		if (w->level == 0)
+			w->level = 6;
+		/* windowBits 15 + 16: a gzip member, as Compression.md asks. */
+		if (deflateInit2(&w->zs, w->level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+			return fl_err_set(err, FL_ERR_NOMEM, "parquet: cannot start gzip");
+		w->zinit = true;
+	}
+	return 0;
+}
+
+int st_parquet_writer_open(const struct st_parquet_opts *o, struct st_parquet_writer **out,
+			   struct fl_err *err)
+{
+	static const int codecs[] = {
+		[ST_PARQUET_ZSTD] = CODEC_ZSTD,
+		[ST_PARQUET_SNAPPY] = CODEC_SNAPPY,
+		[ST_PARQUET_GZIP] = CODEC_GZIP,
+		[ST_PARQUET_UNCOMPRESSED] = CODEC_UNCOMPRESSED,
+	};
+	struct st_parquet_writer *w;
+
+	if (check_columns(o, err) != 0)
+		return -1;
+	if (o->sink.write == NULL)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "parquet: a sink is required");
+	w = st_calloc(o->alloc, 1, sizeof(*w));
+	if (w == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory");
+	w->alloc = o->alloc;
+	w->sink = o->sink;
+	w->codec = codecs[o->codec];
+	w->level = o->compression_level;
+	w->row_group_bytes = o->row_group_bytes ? o->row_group_bytes : DEFAULT_ROW_GROUP_BYTES;
+	w->page_bytes = o->page_bytes ? o->page_bytes : DEFAULT_PAGE_BYTES;
+	w->dict_bytes = o->dict_bytes ? o->dict_bytes : DEFAULT_DICT_BYTES;
+	w->truncate = o->truncate_length ? o->truncate_length : DEFAULT_TRUNCATE;
+	w->no_dictionary = o->no_dictionary;
+	if (w->page_bytes > INT32_MAX / 4)
+		w->page_bytes = INT32_MAX / 4;
+	if (w->dict_bytes > INT32_MAX / 4)
+		w->dict_bytes = INT32_MAX / 4;
+	st_buf_init(&w->page, w->alloc);
+	st_buf_init(&w->cbuf, w->alloc);
+	st_buf_init(&w->hdr, w->alloc);
+	w->cols = st_calloc(w->alloc, o->n_columns, sizeof(*w->cols));
+	if (w->cols == NULL)
+		goto nomem;
+	for (size_t i = 0; i < o->n_columns; i++) {
+		struct pq_col *c = &w->cols[i];
+
+		c->def = o->columns[i];
+		c->def.name = NULL;
+		st_buf_init(&c->defs, w->alloc);
+		st_buf_init(&c->values, w->alloc);
+		st_buf_init(&c->indices, w->alloc);
+		st_buf_init(&c->dict.plain, w->alloc);
+		vstat_init(&c->rg_stat, w->alloc);
+		vstat_init(&c->file_stat, w->alloc);
+		w->n_cols++;
+		c->def.name = st_strdup(w->alloc, o->columns[i].name);
+		if (c->def.name == NULL)
+			goto nomem;
+		map_type(c);
+		col_reset_rg(w, c);
+	}
+	w->created_by = st_strdup(w->alloc, o->created_by ? o->created_by : "floe version 0.1.0");
+	if (w->created_by == NULL)
+		goto nomem;
+	if (o->iceberg_schema_json != NULL) {
+		w->iceberg_schema = st_strdup(w->alloc, o->iceberg_schema_json);
+		if (w->iceberg_schema == NULL)
+			goto nomem;
+	}
+	if (o->n_kv > 0) {
+		w->kv = st_calloc(w->alloc, o->n_kv, sizeof(*w->kv));
+		if (w->kv == NULL)
+			goto nomem;
+		for (size_t i = 0; i < o->n_kv; i++) {
+			w->n_kv++;
+			w->kv[i].key = st_strdup(w->alloc, o->kv[i].key);
+			w->kv[i].value = o->kv[i].value ? st_strdup(w->alloc, o->kv[i].value) : NULL;
+			if (w->kv[i].key == NULL || (o->kv[i].value && w->kv[i].value == NULL))
+				goto nomem;
+		}
+	}
+	if (open_codec(w, err) != 0)
+		goto fail;
+	if (sink_write(w, "PAR1", 4, err) != 0)
+		goto fail;
+	*out = w;
+	return 0;
+nomem:
+	fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory");
+fail:
+	st_parquet_writer_free(w);
+	return -1;
+}
+
+/* ---- rows ------------------------------------------------------------------ */
+
+static int check_value(const struct pq_col *c, const struct st_value *v, struct fl_err *err)
+{
+	const struct st_type *t = &c->def.type;
+
+	if (v->null) {
+		if (c->def.required)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+					  "parquet: column %s is required but the value is null",
+					  c->def.name);
+		return 0;
+	}
+	switch (t->id) {
+	case ST_TYPE_STRING:
+		if (v->v.bin.len > 0 && v->v.bin.p == NULL)
+			goto nobytes;
+		if (!st_utf8_valid(v->v.bin.p, v->v.bin.len))
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+					  "parquet: column %s: the string is not valid UTF-8", c->def.name);
+		/* Strings share binary's length limit. */
+		/* fall through */
+	case ST_TYPE_BINARY:
+		if (v->v.bin.len > 0 && v->v.bin.p == NULL)
+			goto nobytes;
+		if (v->v.bin.len > INT32_MAX / 2)
+			return fl_err_set(err, FL_ERR_TOO_LARGE,
+					  "parquet: column %s: a value of %zu bytes", c->def.name,
+					  v->v.bin.len);
+		return 0;
+	case ST_TYPE_UUID:
+	case ST_TYPE_FIXED:
+		if (v->v.bin.len != c->fixed_width || v->v.bin.p == NULL)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+					  "parquet: column %s needs %zu bytes, got %zu", c->def.name,
+					  c->fixed_width, v->v.bin.len);
+		return 0;
+	case ST_TYPE_DECIMAL:
+		if (!dec_fits(v->v.dec, (int)c->fixed_width))
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+					  "parquet: column %s: the decimal does not fit precision %d",
+					  c->def.name, t->precision);
+		return 0;
+	default: return 0;
+	}
+nobytes:
+	return fl_err_set(err, FL_ERR_BAD_REQUEST, "parquet: column %s: value without bytes",
+			  c->def.name);
+}
+
+static int append_value(struct st_parquet_writer *w, struct pq_col *c, const struct st_value *v)
+{
+	const struct st_type *t = &c->def.type;
+	struct plain p;
+
+	if (!c->def.required) {
+		if (st_buf_put_u8(&c->defs, v->null ? 0 : 1) != 0)
+			return -1;
+		w->rg_bytes++;
+	}
+	if (v->null) {
+		c->rg_nulls++;
+		return 0;
+	}
+	to_plain(c, v, &p);
+	if (c->dict_on) {
+		uint32_t idx;
+		bool added;
+
+		if (dict_insert(&c->dict, w->alloc, &p, &idx, &added) != 0 ||
+		    st_buf_append(&c->indices, &idx, sizeof(idx)) != 0)
+			return -1;
+		w->rg_bytes += sizeof(idx) + (added ? p.head_len + p.tail_len : 0);
+		if (c->dict.plain.len > w->dict_bytes && dict_fallback(w, c) != 0)
+			return -1;
+	} else {
+		if (plain_append(&c->values, &p) != 0)
+			return -1;
+		w->rg_bytes += p.head_len + p.tail_len;
+	}
+	c->rg_nonnull++;
+	if (value_is_nan(t, v)) {
+		c->rg_nans++;
+		return 0;
+	}
+	return vstat_update(&c->rg_stat, t, v);
+}
+
+/* ---- pages ------------------------------------------------------------------ */
+
+static int compress_page(struct st_parquet_writer *w, const uint8_t *in, size_t n,
+			 const uint8_t **out, size_t *out_n, struct fl_err *err)
+{
+	st_buf_reset(&w->cbuf);
+	switch (w->codec) {
+	case CODEC_UNCOMPRESSED:
+		*out = in;
+		*out_n = n;
+		return 0;
+	case CODEC_ZSTD: {
+		size_t bound = ZSTD_compressBound(n), r;
+
+		if (st_buf_reserve(&w->cbuf, bound) != 0)
+			goto nomem;
+		r = ZSTD_compressCCtx(w->zstd, w->cbuf.data, bound, in, n, w->level);
+		if (ZSTD_isError(r))
+			return fl_err_set(err,
+					  ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation
+						  ? FL_ERR_NOMEM
+						  : FL_ERR_INTERNAL,
+					  "parquet: zstd: %s", ZSTD_getErrorName(r));
+		*out_n = r;
+		break;
+	}
+	case CODEC_GZIP: {
+		uLong bound;
+
+		if (n > UINT_MAX)
+			return fl_err_set(err, FL_ERR_TOO_LARGE, "parquet: page of %zu bytes", n);
+		if (deflateReset(&w->zs) != Z_OK)
+			return fl_err_set(err, FL_ERR_INTERNAL, "parquet: gzip reset failed");
+		bound = deflateBound(&w->zs, (uLong)n);
+		if (st_buf_reserve(&w->cbuf, bound) != 0)
+			goto nomem;
+		w->zs.next_in = (Bytef *)(uintptr_t)in;
+		w->zs.avail_in = (uInt)n;
+		w->zs.next_out = w->cbuf.data;
+		w->zs.avail_out = (uInt)bound;
+		if (deflate(&w->zs, Z_FINISH) != Z_STREAM_END)
+			return fl_err_set(err, FL_ERR_INTERNAL, "parquet: gzip failed");
+		*out_n = w->zs.total_out;
+		break;
+	}
+#ifdef ST_HAVE_SNAPPY
+	case CODEC_SNAPPY: {
+		size_t len = snappy_max_compressed_length(n);
+
+		if (st_buf_reserve(&w->cbuf, len) != 0)
+			goto nomem;
+		if (snappy_compress((const char *)in, n, (char *)w->cbuf.data, &len) != SNAPPY_OK)
+			return fl_err_set(err, FL_ERR_INTERNAL, "parquet: snappy failed");
+		*out_n = len;
+		break;
+	}
+#endif
+	default: return fl_err_set(err, FL_ERR_INTERNAL, "parquet: codec %d", w->codec);
+	}
+	*out = w->cbuf.data;
+	return 0;
+nomem:
+	return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory compressing");
+}
+
+/* Compresses w->page and writes header + body; adds the sizes to ch. */
+static int emit_page(struct st_parquet_writer *w, struct pq_chunk *ch, int page_type,
+		     size_t num_values, int encoding, struct fl_err *err)
+{
+	const uint8_t *body = NULL;
+	size_t body_len = 0;
+	struct st_thrift t;
+
+	if (compress_page(w, w->page.data, w->page.len, &body, &body_len, err) != 0)
+		return -1;
+	if (w->page.len > INT32_MAX || body_len > INT32_MAX || num_values > INT32_MAX)
+		return fl_err_set(err, FL_ERR_TOO_LARGE, "parquet: page of %zu bytes", w->page.len);
+	st_buf_reset(&w->hdr);
+	st_thrift_init(&t, &w->hdr);
+	st_thrift_i32(&t, 1, page_type);
+	st_thrift_i32(&t, 2, (int32_t)w->page.len);
+	st_thrift_i32(&t, 3, (int32_t)body_len);
+	if (page_type == PAGE_DATA) {
+		st_thrift_struct_begin(&t, 5);
+		st_thrift_i32(&t, 1, (int32_t)num_values);
+		st_thrift_i32(&t, 2, encoding);
+		st_thrift_i32(&t, 3, ENC_RLE);
+		st_thrift_i32(&t, 4, ENC_RLE);
+		st_thrift_end(&t);
+	} else {
+		st_thrift_struct_begin(&t, 7);
+		st_thrift_i32(&t, 1, (int32_t)num_values);
+		st_thrift_i32(&t, 2, ENC_PLAIN);
+		st_thrift_end(&t);
+	}
+	st_thrift_end(&t);
+	if (t.failed)
+		return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory");
+	if (sink_write(w, w->hdr.data, w->hdr.len, err) != 0 || sink_write(w, body, body_len, err) != 0)
+		return -1;
+	ch->total_uncompressed += (int64_t)(w->hdr.len + w->page.len);
+	ch->total_compressed += (int64_t)(w->hdr.len + body_len);
+	return 0;
+}
+
+static int bitpack_bools(struct st_buf *out, const uint8_t *v, size_t n)
+{
+	size_t nbytes = (n + 7) / 8;
+	uint8_t *p;
+
+	if (st_buf_reserve(out, nbytes) != 0)
+		return -1;
+	p = out->data + out->len;
+	memset(p, 0, nbytes);
+	for (size_t i = 0; i < n; i++)
+		p[i / 8] |= (uint8_t)((v[i] & 1) << (i % 8));
+	out->len += nbytes;
+	return 0;
+}
+
+/* Builds and writes one data page for rows [r0, r1) holding the non-null
+ * values [v0, v0 + vn), whose PLAIN bytes are values[b0, b1). */
+static int data_page(struct st_parquet_writer *w, struct pq_col *c, struct pq_chunk *ch, size_t r0,
+		     size_t r1, size_t v0, size_t vn, size_t b0, size_t b1, struct fl_err *err)
+{
+	struct st_buf *pg = &w->page;
+
+	st_buf_reset(pg);
+	if (!c->def.required) {
+		size_t at = pg->len;
+		uint32_t len;
+
+		if (st_buf_put_le32(pg, 0) != 0 || st_rle_encode_u8(pg, c->defs.data + r0, r1 - r0, 1) != 0)
+			goto nomem;
+		len = (uint32_t)(pg->len - at - 4);
+		le_bytes(pg->data + at, len, 4);
+	}
+	if (c->dict_on) {
+		int bw = st_bit_width((uint32_t)(c->dict.n_entries - 1));
+
+		if (bw == 0)
+			bw = 1; /* some readers reject width 0 */
+		if (st_buf_put_u8(pg, (uint8_t)bw) != 0 ||
+		    st_rle_encode_u32(pg, (const uint32_t *)c->indices.data + v0, vn, bw) != 0)
+			goto nomem;
+	} else if (c->ptype == PT_BOOLEAN) {
+		if (bitpack_bools(pg, c->values.data + b0, b1 - b0) != 0)
+			goto nomem;
+	} else if (st_buf_append(pg, c->values.data + b0, b1 - b0) != 0) {
+		goto nomem;
+	}
+	if (ch->data_page_offset < 0)
+		ch->data_page_offset = (int64_t)w->offset;
+	return emit_page(w, ch, PAGE_DATA, r1 - r0, c->dict_on ? ENC_RLE_DICTIONARY : ENC_PLAIN, err);
+nomem:
+	return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory");
+}
+
+/* PLAIN statistics bytes of v: no length prefix for byte arrays; zero
+ * floats normalised (-0.0 as a minimum, +0.0 as a maximum) per the
+ * ColumnOrder rules. */
+static int stat_bytes(const struct pq_col *c, const struct st_value *v, bool is_max, uint8_t **out,
+		      size_t *len, const struct st_alloc *a)
+{
+	struct st_value z = *v;
+	struct plain p;
+	uint8_t *q;
+
+	if (c->def.type.id == ST_TYPE_FLOAT && z.v.f == 0.0f)
+		z.v.f = is_max ? 0.0f : -0.0f;
+	if (c->def.type.id == ST_TYPE_DOUBLE && z.v.d == 0.0)
+		z.v.d = is_max ? 0.0 : -0.0;
+	to_plain(c, &z, &p);
+	if (c->ptype == PT_BYTE_ARRAY)
+		p.head_len = 0;
+	q = st_malloc(a, p.head_len + p.tail_len);
+	if (q == NULL)
+		return -1;
+	memcpy(q, p.head, p.head_len);
+	if (p.tail_len)
+		memcpy(q + p.head_len, p.tail, p.tail_len);
+	*out = q;
+	*len = p.head_len + p.tail_len;
+	return 0;
+}
+
+static int write_chunk(struct st_parquet_writer *w, struct pq_col *c, struct pq_chunk *ch,
+		       struct fl_err *err)
+{
+	size_t rows = w->rg_rows, r0 = 0, v0 = 0, b0 = 0, vi = 0, bi = 0, vbytes = 0;
+	const uint8_t *defs = c->defs.data;
+	int bw = 1;
+
+	ch->data_page_offset = -1;
+	ch->dict_page_offset = -1;
+	ch->num_values = (int64_t)rows;
+	ch->null_count = c->rg_nulls;
+	ch->nan_count = c->rg_nans;
+	if (c->dict_on && c->rg_nonnull == 0)
+		c->dict_on = false; /* all null: nothing to put in a dictionary */
+	ch->dict = c->dict_on;
+	if (c->dict_on) {
+		ch->dict_page_offset = (int64_t)w->offset;
+		st_buf_reset(&w->page);
+		if (st_buf_append(&w->page, c->dict.plain.data, c->dict.plain.len) != 0)
+			return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory");
+		if (emit_page(w, ch, PAGE_DICTIONARY, c->dict.n_entries, ENC_PLAIN, err) != 0)
+			return -1;
+		bw = st_bit_width((uint32_t)(c->dict.n_entries - 1));
+		bw = bw ? bw : 1;
+	}
+	for (size_t r = 0; r < rows; r++) {
+		bool defined = c->def.required || defs[r];
+
+		if (defined) {
+			size_t sz;
+
+			if (c->dict_on) {
+				sz = 0;
+			} else if (c->fixed_width) {
+				sz = c->fixed_width;
+			} else {
+				const uint8_t *q = c->values.data + bi;
+
+				sz = 4 + ((size_t)q[0] | (size_t)q[1] << 8 | (size_t)q[2] << 16 |
+					  (size_t)q[3] << 24);
+			}
+			bi += sz;
+			vi++;
+			vbytes += c->dict_on ? 0 : sz;
+		}
+		if (c->dict_on)
+			vbytes = ((vi - v0) * (size_t)bw + 7) / 8;
+		if (r + 1 == rows || r + 1 - r0 >= PAGE_ROW_LIMIT || vbytes >= w->page_bytes) {
+			if (data_page(w, c, ch, r0, r + 1, v0, vi - v0, b0, bi, err) != 0)
+				return -1;
+			r0 = r + 1;
+			v0 = vi;
+			b0 = bi;
+			vbytes = 0;
+		}
+	}
+	if (rows == 0)
+		return 0;
+	if (c->rg_stat.has) {
+		if (stat_bytes(c, &c->rg_stat.min, false, &ch->min, &ch->min_len, w->alloc) != 0 ||
+		    stat_bytes(c, &c->rg_stat.max, true, &ch->max, &ch->max_len, w->alloc) != 0)
+			return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory");
+		ch->has_minmax = ch->min_len <= MAX_STAT_BYTES && ch->max_len <= MAX_STAT_BYTES;
+	}
+	return 0;
+}
+
+/* Folds a finished row group's column state into the file totals. */
+static int col_finish_rg(struct st_parquet_writer *w, struct pq_col *c, const struct pq_chunk *ch)
+{
+	c->nulls += c->rg_nulls;
+	c->nans += c->rg_nans;
+	c->size += ch->total_compressed;
+	if (c->rg_stat.has) {
+		if (vstat_update(&c->file_stat, &c->def.type, &c->rg_stat.min) != 0 ||
+		    vstat_update(&c->file_stat, &c->def.type, &c->rg_stat.max) != 0)
+			return -1;
+	}
+	col_reset_rg(w, c);
+	return 0;
+}
+
+int st_parquet_writer_flush(struct st_parquet_writer *w, struct fl_err *err)
+{
+	struct pq_rg *rg;
+
+	if (w->broken)
+		return fl_err_set(err, FL_ERR_IO, "parquet: the writer failed earlier");
+	if (w->rg_rows == 0)
+		return 0;
+	if (w->n_rgs == w->cap_rgs) {
+		size_t cap = w->cap_rgs ? w->cap_rgs * 2 : 4;
+		struct pq_rg *r = st_realloc(w->alloc, w->rgs, cap * sizeof(*r));
+
+		if (r == NULL)
+			return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory");
+		w->rgs = r;
+		w->cap_rgs = cap;
+	}
+	rg = &w->rgs[w->n_rgs];
+	memset(rg, 0, sizeof(*rg));
+	rg->chunks = st_calloc(w->alloc, w->n_cols, sizeof(*rg->chunks));
+	if (rg->chunks == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory");
+	w->n_rgs++;
+	/* From here a failure leaves a partial row group in the sink. */
+	w->broken = true;
+	rg->num_rows = (int64_t)w->rg_rows;
+	rg->file_offset = (int64_t)w->offset;
+	for (size_t i = 0; i < w->n_cols; i++) {
+		struct pq_chunk *ch = &rg->chunks[i];
+
+		if (write_chunk(w, &w->cols[i], ch, err) != 0)
+			return fl_err_prefix(err, "parquet: column %s", w->cols[i].def.name);
+		rg->total_byte_size += ch->total_uncompressed;
+		rg->total_compressed += ch->total_compressed;
+		if (col_finish_rg(w, &w->cols[i], ch) != 0)
+			return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory");
+	}
+	w->rg_rows = 0;
+	w->rg_bytes = 0;
+	w->broken = false;
+	return 0;
+}
+
+int st_parquet_writer_write_row(struct st_parquet_writer *w, const struct st_value *row,
+				struct fl_err *err)
+{
+	if (w->broken)
+		return fl_err_set(err, FL_ERR_IO, "parquet: the writer failed earlier");
+	for (size_t i = 0; i < w->n_cols; i++) {
+		if (check_value(&w->cols[i], &row[i], err) != 0)
+			return -1;
+	}
+	if (w->rg_rows >= (size_t)INT32_MAX && st_parquet_writer_flush(w, err) != 0)
+		return -1;
+	for (size_t i = 0; i < w->n_cols; i++) {
+		if (append_value(w, &w->cols[i], &row[i]) != 0) {
+			w->broken = true; /* other columns already hold this row */
+			return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory buffering a row");
+		}
+	}
+	w->rg_rows++;
+	w->rows++;
+	if (w->rg_bytes >= w->row_group_bytes)
+		return st_parquet_writer_flush(w, err);
+	return 0;
+}
+
+uint64_t st_parquet_writer_size(const struct st_parquet_writer *w)
+{
+	return w->offset + w->rg_bytes;
+}
+
+/* ---- footer ------------------------------------------------------------------ */
+
+static void schema_element(struct st_thrift *t, const struct pq_col *c)
+{
+	const struct st_type *ty = &c->def.type;
+
+	st_thrift_elem_struct_begin(t);
+	st_thrift_i32(t, 1, c->ptype);
+	if (c->ptype == PT_FLBA)
+		st_thrift_i32(t, 2, c->type_length);
+	st_thrift_i32(t, 3, c->def.required ? 0 : 1);
+	st_thrift_string(t, 4, c->def.name);
+	switch (ty->id) {
+	case ST_TYPE_STRING: st_thrift_i32(t, 6, CT_UTF8); break;
+	case ST_TYPE_DATE: st_thrift_i32(t, 6, CT_DATE); break;
+	case ST_TYPE_TIME: st_thrift_i32(t, 6, CT_TIME_MICROS); break;
+	case ST_TYPE_TIMESTAMP:
+	case ST_TYPE_TIMESTAMPTZ: st_thrift_i32(t, 6, CT_TIMESTAMP_MICROS); break;
+	case ST_TYPE_DECIMAL:
+		st_thrift_i32(t, 6, CT_DECIMAL);
+		st_thrift_i32(t, 7, ty->scale);
+		st_thrift_i32(t, 8, ty->precision);
+		break;
+	default: break;
+	}
+	st_thrift_i32(t, 9, c->def.field_id);
+	switch (ty->id) {
+	case ST_TYPE_STRING:
+		st_thrift_struct_begin(t, 10);
+		st_thrift_struct_begin(t, 1); /* STRING */
+		st_thrift_end(t);
+		st_thrift_end(t);
+		break;
+	case ST_TYPE_DATE:
+		st_thrift_struct_begin(t, 10);
+		st_thrift_struct_begin(t, 6); /* DATE */
+		st_thrift_end(t);
+		st_thrift_end(t);
+		break;
+	case ST_TYPE_DECIMAL:
+		st_thrift_struct_begin(t, 10);
+		st_thrift_struct_begin(t, 5); /* DECIMAL */
+		st_thrift_i32(t, 1, ty->scale);
+		st_thrift_i32(t, 2, ty->precision);
+		st_thrift_end(t);
+		st_thrift_end(t);
+		break;
+	case ST_TYPE_TIME:
+	case ST_TYPE_TIMESTAMP:
+	case ST_TYPE_TIMESTAMPTZ:
+		st_thrift_struct_begin(t, 10);
+		st_thrift_struct_begin(t, ty->id == ST_TYPE_TIME ? 7 : 8); /* TIME | TIMESTAMP */
+		st_thrift_bool(t, 1, ty->id == ST_TYPE_TIMESTAMPTZ);    /* isAdjustedToUTC */
+		st_thrift_struct_begin(t, 2);                           /* unit */
+		st_thrift_struct_begin(t, 2);                           /* MICROS */
+		st_thrift_end(t);
+		st_thrift_end(t);
+		st_thrift_end(t);
+		st_thrift_end(t);
+		break;
+	case ST_TYPE_UUID:
+		st_thrift_struct_begin(t, 10);
+		st_thrift_struct_begin(t, 14); /* UUID */
+		st_thrift_end(t);
+		st_thrift_end(t);
+		break;
+	default: break;
+	}
+	st_thrift_end(t);
+}
+
+static void column_chunk(struct st_thrift *t, const struct pq_col *c, const struct pq_chunk *ch,
+			 int codec)
+{
+	st_thrift_elem_struct_begin(t);
+	st_thrift_i64(t, 2, 0); /* file_offset: deprecated, 0 per parquet.thrift */
+	st_thrift_struct_begin(t, 3);
+	st_thrift_i32(t, 1, c->ptype);
+	st_thrift_list_begin(t, 2, ST_THRIFT_I32, ch->dict ? 3 : 2);
+	st_thrift_elem_i32(t, ENC_PLAIN);
+	st_thrift_elem_i32(t, ENC_RLE);
+	if (ch->dict)
+		st_thrift_elem_i32(t, ENC_RLE_DICTIONARY);
+	st_thrift_list_begin(t, 3, ST_THRIFT_BINARY, 1);
+	st_thrift_elem_binary(t, c->def.name, strlen(c->def.name));
+	st_thrift_i32(t, 4, codec);
+	st_thrift_i64(t, 5, ch->num_values);
+	st_thrift_i64(t, 6, ch->total_uncompressed);
+	st_thrift_i64(t, 7, ch->total_compressed);
+	st_thrift_i64(t, 9, ch->data_page_offset);
+	if (ch->dict_page_offset >= 0)
+		st_thrift_i64(t, 11, ch->dict_page_offset);
+	st_thrift_struct_begin(t, 12);
+	st_thrift_i64(t, 3, ch->null_count);
+	if (ch->has_minmax) {
+		st_thrift_binary(t, 5, ch->max, ch->max_len);
+		st_thrift_binary(t, 6, ch->min, ch->min_len);
+	}
+	if (st_type_is_floating(&c->def.type))
+		st_thrift_i64(t, 9, ch->nan_count);
+	st_thrift_end(t); /* Statistics */
+	st_thrift_end(t); /* ColumnMetaData */
+	st_thrift_end(t); /* ColumnChunk */
+}
+
+static int write_footer(struct st_parquet_writer *w, struct fl_err *err)
+{
+	struct st_buf *b = &w->page;
+	struct st_thrift t;
+	size_t n_kv = w->n_kv + (w->iceberg_schema != NULL);
+	uint8_t tail[8];
+
+	st_buf_reset(b);
+	st_thrift_init(&t, b);
+	st_thrift_i32(&t, 1, 1);
+	st_thrift_list_begin(&t, 2, ST_THRIFT_STRUCT, w->n_cols + 1);
+	st_thrift_elem_struct_begin(&t);
+	st_thrift_string(&t, 4, "table");
+	st_thrift_i32(&t, 5, (int32_t)w->n_cols);
+	st_thrift_end(&t);
+	for (size_t i = 0; i < w->n_cols; i++)
+		schema_element(&t, &w->cols[i]);
+	st_thrift_i64(&t, 3, w->rows);
+	st_thrift_list_begin(&t, 4, ST_THRIFT_STRUCT, w->n_rgs);
+	for (size_t r = 0; r < w->n_rgs; r++) {
+		const struct pq_rg *rg = &w->rgs[r];
+
+		st_thrift_elem_struct_begin(&t);
+		st_thrift_list_begin(&t, 1, ST_THRIFT_STRUCT, w->n_cols);
+		for (size_t i = 0; i < w->n_cols; i++)
+			column_chunk(&t, &w->cols[i], &rg->chunks[i], w->codec);
+		st_thrift_i64(&t, 2, rg->total_byte_size);
+		st_thrift_i64(&t, 3, rg->num_rows);
+		st_thrift_i64(&t, 5, rg->file_offset);
+		st_thrift_i64(&t, 6, rg->total_compressed);
+		st_thrift_end(&t);
+	}
+	if (n_kv > 0) {
+		st_thrift_list_begin(&t, 5, ST_THRIFT_STRUCT, n_kv);
+		if (w->iceberg_schema != NULL) {
+			st_thrift_elem_struct_begin(&t);
+			st_thrift_string(&t, 1, "iceberg.schema");
+			st_thrift_string(&t, 2, w->iceberg_schema);
+			st_thrift_end(&t);
+		}
+		for (size_t i = 0; i < w->n_kv; i++) {
+			st_thrift_elem_struct_begin(&t);
+			st_thrift_string(&t, 1, w->kv[i].key);
+			if (w->kv[i].value != NULL)
+				st_thrift_string(&t, 2, w->kv[i].value);
+			st_thrift_end(&t);
+		}
+	}
+	st_thrift_string(&t, 6, w->created_by);
+	st_thrift_list_begin(&t, 7, ST_THRIFT_STRUCT, w->n_cols);
+	for (size_t i = 0; i < w->n_cols; i++) {
+		st_thrift_elem_struct_begin(&t);
+		st_thrift_struct_begin(&t, 1); /* TYPE_ORDER */
+		st_thrift_end(&t);
+		st_thrift_end(&t);
+	}
+	st_thrift_end(&t);
+	if (t.failed)
+		return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory writing the footer");
+	if (b->len > UINT32_MAX)
+		return fl_err_set(err, FL_ERR_TOO_LARGE, "parquet: footer of %zu bytes", b->len);
+	le_bytes(tail, (uint32_t)b->len, 4);
+	memcpy(tail + 4, "PAR1", 4);
+	if (sink_write(w, b->data, b->len, err) != 0 || sink_write(w, tail, sizeof(tail), err) != 0)
+		return -1;
+	return 0;
+}
+
+/* ---- close and metrics -------------------------------------------------------- */
+
+void st_parquet_metrics_free(struct st_parquet_metrics *m)
+{
+	if (m == NULL)
+		return;
+	for (size_t i = 0; i < m->n_columns; i++) {
+		st_free(m->alloc, m->columns[i].lower);
+		st_free(m->alloc, m->columns[i].upper);
+	}
+	st_free(m->alloc, m->columns);
+	st_free(m->alloc, m->split_offsets);
+	m->columns = NULL;
+	m->split_offsets = NULL;
+	m->n_columns = m->n_split_offsets = 0;
+}
+
+static uint8_t *buf_take(struct st_buf *b, size_t *len)
+{
+	uint8_t *p = b->data;
+
+	*len = b->len;
+	b->data = NULL;
+	b->len = b->cap = 0;
+	return p;
+}
+
+/* Iceberg bounds of one column: single-value serialized, truncate(N). */
+static int column_bounds(const struct st_parquet_writer *w, const struct pq_col *c,
+			 struct st_column_metrics *cm)
+{
+	const struct st_type *t = &c->def.type;
+	struct st_buf full, b;
+	bool has_upper;
+	size_t lower_len;
+	int rc = -1;
+
+	st_buf_init(&full, w->alloc);
+	st_buf_init(&b, w->alloc);
+	if (!c->file_stat.has)
+		return 0;
+	if (st_value_serialize(t, &c->file_stat.min, &full) != 0)
+		goto out;
+	lower_len = st_bound_lower_len(t, full.data, full.len, w->truncate);
+	if (st_buf_append(&b, full.data, lower_len) != 0 || st_buf_put_u8(&b, 0) != 0)
+		goto out;
+	b.len--;
+	cm->lower = buf_take(&b, &cm->lower_len);
+	cm->has_lower = true;
+	st_buf_reset(&full);
+	if (st_value_serialize(t, &c->file_stat.max, &full) != 0 ||
+	    st_bound_upper(t, full.data, full.len, w->truncate, &b, &has_upper) != 0 ||
+	    st_buf_put_u8(&b, 0) != 0)
+		goto out;
+	b.len--;
+	if (has_upper) {
+		cm->upper = buf_take(&b, &cm->upper_len);
+		cm->has_upper = true;
+	}
+	rc = 0;
+out:
+	st_buf_free(&full);
+	st_buf_free(&b);
+	return rc;
+}
+
+static int metrics(const struct st_parquet_writer *w, struct st_parquet_metrics *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->alloc = w->alloc;
+	m->record_count = w->rows;
+	m->file_size = (int64_t)w->offset;
+	m->columns = st_calloc(w->alloc, w->n_cols, sizeof(*m->columns));
+	if (m->columns == NULL)
+		return -1;
+	m->n_columns = w->n_cols;
+	if (w->n_rgs > 0) {
+		m->split_offsets = st_calloc(w->alloc, w->n_rgs, sizeof(*m->split_offsets));
+		if (m->split_offsets == NULL)
+			return -1;
+		m->n_split_offsets = w->n_rgs;
+		for (size_t r = 0; r < w->n_rgs; r++)
+			m->split_offsets[r] = w->rgs[r].file_offset;
+	}
+	for (size_t i = 0; i < w->n_cols; i++) {
+		const struct pq_col *c = &w->cols[i];
+		struct st_column_metrics *cm = &m->columns[i];
+
+		cm->field_id = c->def.field_id;
+		cm->column_size = c->size;
+		cm->value_count = w->rows;
+		cm->null_count = c->nulls;
+		cm->nan_count = st_type_is_floating(&c->def.type) ? c->nans : -1;
+		if (column_bounds(w, c, cm) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+int st_parquet_writer_close(struct st_parquet_writer *w, struct st_parquet_metrics *m,
+			    struct fl_err *err)
+{
+	struct st_parquet_metrics r;
+	int rc = -1;
+
+	memset(&r, 0, sizeof(r));
+	if (st_parquet_writer_flush(w, err) != 0 || write_footer(w, err) != 0)
+		goto out;
+	if (m != NULL) {
+		if (metrics(w, &r) != 0) {
+			st_parquet_metrics_free(&r);
+			fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory collecting metrics");
+			goto out;
+		}
+		*m = r;
+	}
+	rc = 0;
+out:
+	st_parquet_writer_free(w);
+	return rc;
+}
