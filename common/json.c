@@ -45,7 +45,7 @@ int fl_json_parse(const char *s, size_t len, int max_depth, json_t **out, struct
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "request body is empty; expected JSON");
 	depth = fl_json_depth(s, len);
 	if (depth > max_depth)
-		return fl_err_set(err, FL_ERR_TOO_LARGE,
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "JSON nesting depth %d exceeds the limit of %d (max-json-depth)",
 		                  depth, max_depth);
 	v = json_loadb(s, len, JSON_REJECT_DUPLICATES, &je);

@@ -14,7 +14,7 @@
 
 /* Parses len bytes at s into *out (a new reference) after checking that no
  * array or object nests deeper than max_depth.  On failure *out is untouched
- * and err is FL_ERR_BAD_REQUEST (or FL_ERR_TOO_LARGE for depth). */
+ * and err is FL_ERR_BAD_REQUEST, naming max-json-depth when too deep. */
 int fl_json_parse(const char *s, size_t len, int max_depth, json_t **out,
                   struct fl_err *err) FL_MUST_CHECK;
 
