@@ -22,6 +22,10 @@ struct cat_db;
 int cat_db_open(const char *conninfo, int size, struct cat_db **out,
                 struct fl_err *err) FL_MUST_CHECK;
 
+/* Starts the loadTable cache and its LISTEN connection (see cache.c for
+ * the coherence rules).  Optional: without it every load reads the database. */
+int cat_db_enable_cache(struct cat_db *db, struct fl_err *err) FL_MUST_CHECK;
+
 /* Closes every connection.  Callers must have stopped using the pool. */
 void cat_db_close(struct cat_db *db);
 
@@ -171,11 +175,12 @@ int cat_table_register(struct cat_db *db, struct cat_tx *tx, const struct cat_wa
                        bool overwrite, const struct cat_limits *lim, char **metadata,
                        struct fl_err *err) FL_MUST_CHECK;
 
-/* One indexed read: the current metadata location and JSON text, byte for
- * byte as stored.  FL_ERR_NO_SUCH_TABLE / FL_ERR_NO_SUCH_NAMESPACE. */
-int cat_table_load(struct cat_db *db, struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns,
-                   const char *name, char **metadata_location, char **metadata,
-                   struct fl_err *err) FL_MUST_CHECK;
+/* One round trip: the current metadata location and JSON text, byte for
+ * byte as stored, and the warehouse's storage type, looked up by warehouse
+ * name.  FL_ERR_NO_SUCH_WAREHOUSE / _NAMESPACE / _TABLE on a miss. */
+int cat_table_load(struct cat_db *db, struct cat_tx *tx, const char *wh_name, const struct cat_ns *ns,
+		   const char *name, char **metadata_location, char **metadata, char storage_type[16],
+		   struct fl_err *err) FL_MUST_CHECK;
 
 /* {identifiers:[{namespace, name}…], next-page-token} in byte order of name. */
 int cat_table_list(struct cat_db *db, struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns,

@@ -341,6 +341,7 @@ int cat_table_register(struct cat_db *db, struct cat_tx *tx, const struct cat_wa
 	if (found) {
 		if (cat_row_update(sc.c, row.id, metadata_location, text, row.version + 1, loc, &st,
 		                   err) != 0 ||
+		    cat_scope_touch(&sc, row.id, err) != 0 ||
 		    cat_event_insert(sc.c, row.id, wh->id, ns, name, row.version + 1,
 		                     metadata_location, cat_meta_current_snapshot_id(meta),
 		                     "register", NULL, err) != 0)
@@ -410,7 +411,7 @@ static bool has_action(const json_t *updates, const char *action)
 }
 
 /* One change under its row lock: requirements, builder, file, pointer. */
-static int commit_one(struct cat_conn *c, const struct cat_warehouse *wh, struct cat_change *ch,
+static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, struct cat_change *ch,
                       const struct cat_limits *lim, size_t *budget, const char *request_id,
                       struct written *w, struct fl_err *err)
 {
@@ -418,6 +419,7 @@ static int commit_one(struct cat_conn *c, const struct cat_warehouse *wh, struct
 	struct cat_row row = {0};
 	json_t *base = NULL, *meta = NULL, *updates = NULL;
 	struct cat_row_stats st;
+	struct cat_conn *c = sc->c;
 	bool changed = false;
 	int found, rc = -1;
 
@@ -497,6 +499,7 @@ static int commit_one(struct cat_conn *c, const struct cat_warehouse *wh, struct
 	if (found) {
 		if (cat_row_update(c, row.id, path, text, row.version + 1, cat_meta_location(meta),
 		                   &st, err) != 0 ||
+		    cat_scope_touch(sc, row.id, err) != 0 ||
 		    cat_event_insert(c, row.id, wh->id, &ch->ns, ch->name, row.version + 1, path,
 		                     cat_meta_current_snapshot_id(meta), operation(meta),
 		                     request_id, err) != 0)
@@ -565,8 +568,7 @@ int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse 
 		return -1;
 	}
 	for (int k = 0; k < n; k++)
-		if (commit_one(sc.c, wh, &changes[order[k]], lim, &budget, request_id, &w, err) !=
-		    0)
+		if (commit_one(&sc, wh, &changes[order[k]], lim, &budget, request_id, &w, err) != 0)
 			goto out;
 	ok = true;
 out:

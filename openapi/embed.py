@@ -9,6 +9,6 @@ with open(out, "w") as f:
     f.write("#include <stddef.h>\n\n")
     f.write(f"const char {sym}[] = {{\n")
     for i in range(0, len(data), 16):
-        f.write("\t" + ", ".join(str(b) for b in data[i:i + 16]) + ",\n")
+        f.write("\t" + ", ".join(str(b if b < 128 else b - 256) for b in data[i:i + 16]) + ",\n")
     f.write("\t0\n};\n")
     f.write(f"const size_t {sym}_len = {len(data)};\n")

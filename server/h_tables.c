@@ -49,12 +49,20 @@ static int path_table(struct srv_req *r, struct cat_warehouse *wh, struct cat_ns
 	return srv_warehouse(r, wh, err);
 }
 
-static void etag_of(const char *metadata_location, char out[40])
+/* The ETag of a LoadTableResult: its metadata file and the snapshot mode
+ * (the refs-only body differs from the full one). */
+static void etag_of(const char *metadata_location, bool refs, char out[40])
 {
 	unsigned char h[32];
 	unsigned int hl = 0;
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
 
-	EVP_Digest(metadata_location, strlen(metadata_location), h, &hl, EVP_sha256(), NULL);
+	memset(h, 0, sizeof(h));
+	if (md != NULL && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1 &&
+	    EVP_DigestUpdate(md, metadata_location, strlen(metadata_location)) == 1 &&
+	    EVP_DigestUpdate(md, refs ? "?snapshots=refs" : "", refs ? 15 : 0) == 1)
+		EVP_DigestFinal_ex(md, h, &hl);
+	EVP_MD_CTX_free(md);
 	out[0] = '"';
 	for (int i = 0; i < 16; i++)
 		snprintf(out + 1 + 2 * i, 3, "%02x", h[i]);
@@ -97,8 +105,8 @@ static char *refs_only(const char *metadata, struct fl_err *err)
 }
 
 /* LoadTableResult around the stored metadata text. */
-static int reply_table(struct srv_req *r, const struct cat_warehouse *wh, const char *mloc,
-                       const char *metadata, struct fl_err *err)
+static int reply_table(struct srv_req *r, const char *mloc, const char *metadata, bool refs,
+                       struct fl_err *err)
 {
 	struct fl_buf b = FL_BUF_INIT;
 	char etag[40];
@@ -116,7 +124,6 @@ static int reply_table(struct srv_req *r, const struct cat_warehouse *wh, const 
 	}
 	/* A file warehouse needs no credentials and must get an empty config:
 	 * DuckDB treats unknown schemes as S3 and fails on a non-empty one. */
-	(void)wh;
 	rc |= fl_buf_puts(&b, "\"metadata\":") != 0 || fl_buf_puts(&b, metadata) != 0 ||
 	      fl_buf_puts(&b, ",\"config\":{}}") != 0;
 	if (rc) {
@@ -124,7 +131,7 @@ static int reply_table(struct srv_req *r, const struct cat_warehouse *wh, const 
 		return nomem(err);
 	}
 	if (mloc != NULL)
-		etag_of(mloc, etag);
+		etag_of(mloc, refs, etag);
 	size_t n = b.len;
 	if (srv_reply_table(r, fl_buf_steal(&b), n, mloc ? etag : NULL) != 0)
 		return nomem(err);
@@ -133,16 +140,36 @@ static int reply_table(struct srv_req *r, const struct cat_warehouse *wh, const 
 
 /* Vended credentials are not available for file warehouses (there is
  * nothing to vend); other storage must say clearly that it cannot. */
-static int check_delegation(struct srv_req *r, const struct cat_warehouse *wh, struct fl_err *err)
+static int check_delegation(struct srv_req *r, const char *storage_type, struct fl_err *err)
 {
 	const char *d = srv_header(r, "X-Iceberg-Access-Delegation");
 
-	if (d == NULL || d[0] == '\0' || strcmp(wh->storage_type, "file") == 0)
+	if (d == NULL || d[0] == '\0' || strcmp(storage_type, "file") == 0)
 		return 0;
 	return fl_err_set(
 	        err, FL_ERR_UNSUPPORTED,
-	        "access delegation '%.60s' is not available for warehouse '%s': credential vending is not configured",
-	        d, wh->name);
+	        "access delegation '%.60s' is not available for this warehouse: credential vending is not configured",
+	        d);
+}
+
+/* The warehouse name of the request (the prefix or the default). */
+static int wh_name(struct srv_req *r, const char **name, struct fl_err *err)
+{
+	*name = r->prefix ? r->prefix : r->ctx->default_warehouse;
+	if (*name == NULL)
+		return fl_err_set(
+		        err, FL_ERR_BAD_REQUEST,
+		        "no warehouse: use the prefix from GET /v1/config?warehouse=NAME");
+	return 0;
+}
+
+/* Path namespace and table without a warehouse lookup (the load query joins it). */
+static int path_names(struct srv_req *r, struct cat_ns *ns, const char **wh, struct fl_err *err)
+{
+	if (srv_namespace(r, r->namespace_raw, ns, err) != 0 ||
+	    check_name(r, r->table, "table name", err) != 0)
+		return -1;
+	return wh_name(r, wh, err);
 }
 
 int srv_h_tbl_list(struct srv_req *r, struct fl_err *err)
@@ -199,10 +226,10 @@ int srv_h_tbl_create(struct srv_req *r, struct fl_err *err)
 			           (long long)r->ctx->cfg->max_properties);
 		return -1;
 	}
-	if (path_table(r, &wh, &ns, err) != 0 || check_delegation(r, &wh, err) != 0 ||
+	if (path_table(r, &wh, &ns, err) != 0 || check_delegation(r, wh.storage_type, err) != 0 ||
 	    cat_table_create(r->ctx->db, r->tx, &wh, &ns, body, stage, &mloc, &meta, err) != 0)
 		return -1;
-	rc = reply_table(r, &wh, mloc, meta, err);
+	rc = reply_table(r, mloc, meta, false, err);
 	free(mloc);
 	free(meta);
 	return rc;
@@ -229,17 +256,17 @@ int srv_h_tbl_register(struct srv_req *r, struct fl_err *err)
 	    cat_table_register(r->ctx->db, r->tx, &wh, &ns, name, mloc, overwrite, &lim, &meta,
 	                       err) != 0)
 		return -1;
-	rc = reply_table(r, &wh, mloc, meta, err);
+	rc = reply_table(r, mloc, meta, false, err);
 	free(meta);
 	return rc;
 }
 
 int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 {
-	const char *snapshots = NULL, *inm;
-	struct cat_warehouse wh;
+	const char *snapshots = NULL, *inm, *wh;
 	struct cat_ns ns;
-	char *mloc = NULL, *meta = NULL, etag[40];
+	char *mloc = NULL, *meta = NULL, etag[40], type[16];
+	bool refs;
 	int rc = -1;
 
 	if (srv_query(r, "snapshots", &snapshots, err) != 0)
@@ -247,17 +274,19 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 	if (snapshots != NULL && strcmp(snapshots, "all") != 0 && strcmp(snapshots, "refs") != 0)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "snapshots must be 'all' or 'refs', got '%.40s'", snapshots);
-	if (path_table(r, &wh, &ns, err) != 0 || check_delegation(r, &wh, err) != 0 ||
-	    cat_table_load(r->ctx->db, r->tx, wh.id, &ns, r->table, &mloc, &meta, err) != 0)
+	if (path_names(r, &ns, &wh, err) != 0 ||
+	    cat_table_load(r->ctx->db, r->tx, wh, &ns, r->table, &mloc, &meta, type, err) != 0)
 		return -1;
-	etag_of(mloc, etag);
+	if (check_delegation(r, type, err) != 0)
+		goto out;
+	refs = snapshots != NULL && strcmp(snapshots, "refs") == 0;
+	etag_of(mloc, refs, etag);
 	inm = srv_header(r, "If-None-Match");
-	if (inm != NULL && strstr(inm, etag + 1) != NULL &&
-	    (snapshots == NULL || strcmp(snapshots, "all") == 0)) {
+	if (inm != NULL && strstr(inm, etag + 1) != NULL) {
 		rc = srv_reply_not_modified(r, etag) == 0 ? 0 : nomem(err);
 		goto out;
 	}
-	if (snapshots != NULL && strcmp(snapshots, "refs") == 0) {
+	if (refs) {
 		char *filtered = refs_only(meta, err);
 
 		if (filtered == NULL)
@@ -265,7 +294,7 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 		free(meta);
 		meta = filtered;
 	}
-	rc = reply_table(r, &wh, mloc, meta, err);
+	rc = reply_table(r, mloc, meta, refs, err);
 out:
 	free(mloc);
 	free(meta);
@@ -274,12 +303,12 @@ out:
 
 int srv_h_tbl_exists(struct srv_req *r, struct fl_err *err)
 {
-	struct cat_warehouse wh;
 	struct cat_ns ns;
-	char *mloc = NULL, *meta = NULL;
+	char *mloc = NULL, *meta = NULL, type[16];
+	const char *wh;
 
-	if (path_table(r, &wh, &ns, err) != 0 ||
-	    cat_table_load(r->ctx->db, r->tx, wh.id, &ns, r->table, &mloc, &meta, err) != 0)
+	if (path_names(r, &ns, &wh, err) != 0 ||
+	    cat_table_load(r->ctx->db, r->tx, wh, &ns, r->table, &mloc, &meta, type, err) != 0)
 		return -1;
 	free(mloc);
 	free(meta);
@@ -387,21 +416,20 @@ int srv_h_tbl_metrics(struct srv_req *r, struct fl_err *err)
 
 int srv_h_tbl_credentials(struct srv_req *r, struct fl_err *err)
 {
-	struct cat_warehouse wh;
 	struct cat_ns ns;
-	char *mloc = NULL, *meta = NULL;
+	char *mloc = NULL, *meta = NULL, type[16];
+	const char *wh;
 	json_t *v;
 	int rc;
 
-	if (path_table(r, &wh, &ns, err) != 0 ||
-	    cat_table_load(r->ctx->db, r->tx, wh.id, &ns, r->table, &mloc, &meta, err) != 0)
+	if (path_names(r, &ns, &wh, err) != 0 ||
+	    cat_table_load(r->ctx->db, r->tx, wh, &ns, r->table, &mloc, &meta, type, err) != 0)
 		return -1;
 	free(mloc);
 	free(meta);
-	if (strcmp(wh.storage_type, "file") != 0)
+	if (strcmp(type, "file") != 0)
 		return fl_err_set(err, FL_ERR_UNSUPPORTED,
-		                  "credential vending is not configured for warehouse '%s'",
-		                  wh.name);
+		                  "credential vending is not configured for warehouse '%s'", wh);
 	v = json_pack("{s:[]}", "storage-credentials");
 	rc = srv_reply_ok(r, v);
 	json_decref(v);

@@ -242,8 +242,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*con_cls = r;
 		/* A declared body over the limit is refused before it is sent; the
 		 * connection closes, which costs nothing on an error path. */
-		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-		if (cl != NULL && strtoull(cl, NULL, 10) > (unsigned long long)h->ctx->cfg->max_body_bytes) {
+		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+		                                             MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (cl != NULL &&
+		    strtoull(cl, NULL, 10) > (unsigned long long)h->ctx->cfg->max_body_bytes) {
 			r->body_too_large = true;
 			dispatch(r);
 			return r->resp ? MHD_queue_response(conn, r->status, r->resp) : MHD_NO;

@@ -9,8 +9,14 @@
 
 #include "catalog.h"
 
+#define CAT_STMT_CACHE 96
+
 struct cat_conn {
 	PGconn *pg;
+	/* Statements prepared on this connection, keyed by the address of their
+	 * SQL text (always a string literal), named "s<index>". */
+	const char *stmts[CAT_STMT_CACHE];
+	int nstmts;
 	bool busy;
 	int64_t retry_at_ns; /* no reconnect attempt before this (backoff) */
 	int64_t backoff_ns;
@@ -26,6 +32,29 @@ struct cat_db {
 	int waiting;
 	unsigned char secret[32];
 	bool have_secret;
+	struct cat_cache *cache; /* NULL until cat_db_enable_cache */
+};
+
+/* The loadTable cache (cache.c). */
+struct cat_cache;
+int cat_cache_start(struct cat_db *db, struct fl_err *err) FL_MUST_CHECK;
+void cat_cache_stop(struct cat_cache *c);
+/* 1 = hit (copies returned), 0 = miss or cache not live. */
+int cat_cache_get(struct cat_cache *c, const char *key, size_t key_len, char **mloc, char **meta,
+                  char storage_type[16]);
+unsigned long cat_cache_generation(struct cat_cache *c);
+void cat_cache_put(struct cat_cache *c, unsigned long generation, const char *key, size_t key_len,
+                   const char *table_id, const char *mloc, const char *meta,
+                   const char *storage_type);
+void cat_cache_invalidate(struct cat_cache *c, const char *table_id);
+
+/* Tables changed inside a transaction: invalidated in this process's cache
+ * right after COMMIT (other processes learn through NOTIFY). */
+#define CAT_TOUCH_MAX 16
+struct cat_touched {
+	char ids[CAT_TOUCH_MAX][40];
+	int n;
+	bool overflow; /* more than CAT_TOUCH_MAX: flush everything */
 };
 
 /* Takes a connected connection from the pool, waiting up to a few seconds for
@@ -36,7 +65,9 @@ int cat_conn_get(struct cat_db *db, struct cat_conn **out, struct fl_err *err) F
  * transaction, is closed so the next user starts clean. */
 void cat_conn_put(struct cat_db *db, struct cat_conn *c);
 
-/* Runs sql with text parameters.  Returns the result (PQclear it) when its
+/* Runs sql with text parameters as a prepared statement of this connection
+ * (prepared on first use).  sql must be a string literal: the statement cache
+ * is keyed by its address.  Returns the result (PQclear it) when its
  * status is PGRES_COMMAND_OK or PGRES_TUPLES_OK; otherwise NULL with err set:
  * FL_ERR_UNAVAILABLE for a lost connection, FL_ERR_ALREADY_EXISTS for a
  * unique violation (SQLSTATE 23505), FL_ERR_INTERNAL otherwise. */
@@ -61,7 +92,12 @@ struct cat_scope {
 	struct cat_conn *c;
 	struct cat_tx *outer;
 	bool write;
+	struct cat_touched touched;
 };
+
+/* Marks a table as changed by this scope: NOTIFY now (delivered at COMMIT),
+ * local invalidation after COMMIT. */
+int cat_scope_touch(struct cat_scope *s, const char *table_id, struct fl_err *err) FL_MUST_CHECK;
 
 int cat_scope_begin(struct cat_db *db, struct cat_tx *tx, bool write, struct cat_scope *s,
                     struct fl_err *err) FL_MUST_CHECK;

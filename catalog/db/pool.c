@@ -26,6 +26,7 @@ static int conn_open(struct cat_db *db, struct cat_conn *c, struct fl_err *err)
 
 	if (now < c->retry_at_ns)
 		return fl_err_set(err, FL_ERR_UNAVAILABLE, "database unavailable (reconnecting)");
+	c->nstmts = 0;
 	c->pg = PQconnectdb(db->conninfo);
 	if (PQstatus(c->pg) != CONNECTION_OK) {
 		char msg[160];
@@ -73,10 +74,16 @@ int cat_db_open(const char *conninfo, int size, struct cat_db **out, struct fl_e
 	return 0;
 }
 
+int cat_db_enable_cache(struct cat_db *db, struct fl_err *err)
+{
+	return cat_cache_start(db, err);
+}
+
 void cat_db_close(struct cat_db *db)
 {
 	if (db == NULL)
 		return;
+	cat_cache_stop(db->cache);
 	for (int i = 0; i < db->size; i++)
 		if (db->conns[i].pg != NULL)
 			PQfinish(db->conns[i].pg);

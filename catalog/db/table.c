@@ -250,45 +250,95 @@ static int not_found(struct cat_conn *c, const char *wh_id, const struct cat_ns 
 	                  cat_ns_str(ns, buf, sizeof(buf)), name);
 }
 
-int cat_table_load(struct cat_db *db, struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns,
-                   const char *name, char **metadata_location, char **metadata, struct fl_err *err)
+/* The cache key of a table: warehouse, levels and name separated by bytes
+ * that cannot occur inside them. */
+static char *cache_key(const char *wh_name, const struct cat_ns *ns, const char *name, size_t *len)
 {
-	char *arr = cat_text_array(ns, ns->n);
-	const char *params[3] = {wh_id, arr, name};
+	struct fl_buf b = FL_BUF_INIT;
+	int rc = fl_buf_append(&b, wh_name, strlen(wh_name) + 1);
+
+	for (int i = 0; i < ns->n && rc == 0; i++)
+		rc = fl_buf_append(&b, ns->levels[i], strlen(ns->levels[i])) |
+		     fl_buf_append(&b, "\x1f", 1);
+	if (rc != 0 || fl_buf_append(&b, "", 1) != 0 || fl_buf_puts(&b, name) != 0) {
+		fl_buf_free(&b);
+		return NULL;
+	}
+	*len = b.len;
+	return fl_buf_steal(&b);
+}
+
+int cat_table_load(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
+                   const struct cat_ns *ns, const char *name, char **metadata_location,
+                   char **metadata, char storage_type[16], struct fl_err *err)
+{
+	char *arr = NULL, *key = NULL;
+	size_t key_len = 0;
+	unsigned long gen = 0;
 	struct cat_scope sc;
-	PGresult *r;
+	PGresult *r = NULL;
 	int rc = -1;
 
-	if (arr == NULL)
+	/* Inside a transaction the caller must see its own uncommitted state. */
+	if (tx == NULL && db->cache != NULL) {
+		key = cache_key(wh_name, ns, name, &key_len);
+		if (key != NULL && cat_cache_get(db->cache, key, key_len, metadata_location,
+		                                 metadata, storage_type)) {
+			free(key);
+			return 0;
+		}
+		gen = cat_cache_generation(db->cache);
+	}
+	arr = cat_text_array(ns, ns->n);
+	if (arr == NULL) {
+		free(key);
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	}
 	if (cat_scope_begin(db, tx, false, &sc, err) != 0) {
 		free(arr);
+		free(key);
 		return -1;
 	}
+	const char *params[3] = {wh_name, arr, name};
+	/* The hot read: one round trip, one index probe per level of the hierarchy. */
 	r = cat_exec(
 	        sc.c,
-	        "SELECT t.metadata_location, t.metadata FROM table_entry t"
-	        " JOIN namespace n ON n.id = t.namespace_id"
-	        " WHERE n.warehouse_id = $1 AND n.levels = $2::text[] AND t.name = $3 AND t.kind = 'TABLE'",
+	        "SELECT t.metadata_location, t.metadata, w.storage_profile->>'type', t.id FROM warehouse w"
+	        " JOIN namespace n ON n.warehouse_id = w.id JOIN table_entry t ON t.namespace_id = n.id"
+	        " WHERE w.name = $1 AND n.levels = $2::text[] AND t.name = $3 AND t.kind = 'TABLE'",
 	        3, params, err);
-	free(arr);
 	if (r == NULL)
 		goto out;
 	if (PQntuples(r) == 0) {
-		(void)not_found(sc.c, wh_id, ns, name, err);
+		const char *p1[1] = {wh_name};
+		PGresult *w =
+		        cat_exec(sc.c, "SELECT id FROM warehouse WHERE name = $1", 1, p1, err);
+
+		if (w != NULL && PQntuples(w) == 0)
+			fl_err_set(err, FL_ERR_NO_SUCH_WAREHOUSE,
+			           "warehouse '%.200s' does not exist", wh_name);
+		else if (w != NULL)
+			(void)not_found(sc.c, PQgetvalue(w, 0, 0), ns, name, err);
+		PQclear(w);
 		goto out;
 	}
 	*metadata_location = strdup(PQgetvalue(r, 0, 0));
 	*metadata = strdup(PQgetvalue(r, 0, 1));
+	snprintf(storage_type, 16, "%s", PQgetvalue(r, 0, 2));
 	if (*metadata_location == NULL || *metadata == NULL) {
 		free(*metadata_location);
 		free(*metadata);
 		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		goto out;
 	}
+	if (key != NULL)
+		cat_cache_put(db->cache, gen, key, key_len, PQgetvalue(r, 0, 3), *metadata_location,
+		              *metadata, storage_type);
 	rc = 0;
 out:
 	PQclear(r);
+	free(arr);
+	free(key);
 	(void)cat_scope_end(&sc, true, err);
 	return rc;
 }
@@ -380,7 +430,7 @@ int cat_table_drop(struct cat_db *db, struct cat_tx *tx, const char *wh_id, cons
 	}
 	const char *p1[1] = {row.id};
 	r = cat_exec(sc.c, "DELETE FROM table_entry WHERE id = $1", 1, p1, err);
-	if (r == NULL)
+	if (r == NULL || cat_scope_touch(&sc, row.id, err) != 0)
 		goto out;
 	PQclear(r);
 	if (purge) {
@@ -434,6 +484,8 @@ int cat_table_rename(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
 		goto out;
 	}
 	PQclear(r);
+	if (cat_scope_touch(&sc, row.id, err) != 0)
+		goto out;
 	ok = true;
 out:
 	cat_row_free(&row);

@@ -5,6 +5,7 @@
  * savepoint (so a failed call leaves the outer transaction usable); without
  * one, they open and close their own.  The server uses this to write an
  * idempotency record in the same transaction as the mutation it records. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,7 +14,39 @@
 struct cat_tx {
 	struct cat_db *db;
 	struct cat_conn *c;
+	struct cat_touched touched;
 };
+
+static void touched_add(struct cat_touched *t, const char *id)
+{
+	if (t->n == CAT_TOUCH_MAX) {
+		t->overflow = true;
+		return;
+	}
+	snprintf(t->ids[t->n++], sizeof(t->ids[0]), "%s", id);
+}
+
+static void touched_flush(struct cat_db *db, struct cat_touched *t)
+{
+	if (t->overflow)
+		cat_cache_invalidate(db->cache, "*");
+	for (int i = 0; i < t->n; i++)
+		cat_cache_invalidate(db->cache, t->ids[i]);
+	t->n = 0;
+	t->overflow = false;
+}
+
+int cat_scope_touch(struct cat_scope *s, const char *table_id, struct fl_err *err)
+{
+	const char *params[1] = {table_id};
+	PGresult *r = cat_exec(s->c, "SELECT pg_notify('floe_table', $1)", 1, params, err);
+
+	if (r == NULL)
+		return -1;
+	PQclear(r);
+	touched_add(s->outer ? &s->outer->touched : &s->touched, table_id);
+	return 0;
+}
 
 int cat_tx_begin(struct cat_db *db, struct cat_tx **out, struct fl_err *err)
 {
@@ -61,6 +94,8 @@ int cat_tx_commit(struct cat_tx *tx, struct fl_err *err)
 {
 	int rc = commit(tx->c, err);
 
+	/* Even an unknown outcome may have applied: invalidate either way. */
+	touched_flush(tx->db, &tx->touched);
 	cat_conn_put(tx->db, tx->c);
 	free(tx);
 	return rc;
@@ -87,6 +122,8 @@ int cat_scope_begin(struct cat_db *db, struct cat_tx *tx, bool write, struct cat
 	s->db = db;
 	s->outer = tx;
 	s->write = write;
+	s->touched.n = 0;
+	s->touched.overflow = false;
 	if (tx != NULL) {
 		s->c = tx->c;
 		return write ? cat_exec_cmd(s->c, "SAVEPOINT cat_call", err) : 0;
@@ -119,9 +156,10 @@ int cat_scope_end(struct cat_scope *s, bool ok, struct fl_err *err)
 		return rc;
 	}
 	if (s->write) {
-		if (ok)
+		if (ok) {
 			rc = commit(s->c, err);
-		else if (PQstatus(s->c->pg) == CONNECTION_OK)
+			touched_flush(s->db, &s->touched);
+		} else if (PQstatus(s->c->pg) == CONNECTION_OK)
 			PQclear(PQexec(s->c->pg, "ROLLBACK"));
 	}
 	cat_conn_put(s->db, s->c);

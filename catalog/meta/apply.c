@@ -52,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 struct build {
 	struct meta m;
@@ -540,6 +541,11 @@ static int up_add_snapshot(struct build *b, const json_t *u, struct fl_err *err)
 			                  "snapshot %" PRId64
 			                  ": field 'added-rows' is required in v3 (row lineage)",
 			                  id);
+		if (added > INT64_MAX - b->m.next_row_id)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "snapshot %" PRId64 ": 'added-rows' %" PRId64
+			                  " overflows next-row-id",
+			                  id, added);
 		b->m.next_row_id += added;
 	}
 	if (b->m.format_version > 1)
@@ -581,6 +587,11 @@ static int up_set_snapshot_ref(struct build *b, const json_t *u, struct fl_err *
 		return -1;
 	if (name[0] == '\0')
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "field 'ref-name' must not be empty");
+	/* Java reads the type case-insensitively and writes it in lower case */
+	if (strcasecmp(type, "branch") == 0)
+		type = "branch";
+	else if (strcasecmp(type, "tag") == 0)
+		type = "tag";
 	ref = json_pack("{sIss}", "snapshot-id", (json_int_t)id, "type", type);
 	if (ref == NULL)
 		return nomem(err);

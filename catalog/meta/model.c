@@ -140,6 +140,19 @@ static int get_int(const json_t *o, const char *key, bool required, const char *
 	return 1;
 }
 
+/* get_int for ids, which are Java ints: 0 to 2^31-1.  Bounding them keeps
+ * the builder's id + 1 arithmetic defined. */
+static int get_id(const json_t *o, const char *key, bool required, const char *what, int64_t *out,
+                  struct fl_err *err)
+{
+	int r = get_int(o, key, required, what, out, err);
+
+	if (r == 1 && (*out < 0 || *out > INT32_MAX))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s: field '%s' is out of range", what,
+		                  key);
+	return r;
+}
+
 static int get_typed(const json_t *o, const char *key, bool required, json_type type,
                      const char *tname, const char *what, json_t **out, struct fl_err *err)
 {
@@ -189,14 +202,14 @@ static int load_schemas(const json_t *doc, struct meta *m, struct fl_err *err)
 
 		if (get_typed(doc, "schema", true, JSON_OBJECT, "an object", "metadata", &one,
 		              err) < 0 ||
-		    get_int(one, "schema-id", false, "metadata: schema", &id, err) < 0)
+		    get_id(one, "schema-id", false, "metadata: schema", &id, err) < 0)
 			return -1;
 		if (json_array_append_new(m->schemas, meta_schema_normalize(one, id)) < 0)
 			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		m->current_schema_id = id;
 	} else {
-		if (get_int(doc, "current-schema-id", true, "metadata", &m->current_schema_id,
-		            err) < 0)
+		if (get_id(doc, "current-schema-id", true, "metadata", &m->current_schema_id, err) <
+		    0)
 			return -1;
 		json_array_foreach(arr, i, s)
 		{
@@ -207,7 +220,7 @@ static int load_schemas(const json_t *doc, struct meta *m, struct fl_err *err)
 			if (!json_is_object(s))
 				return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s must be an object",
 				                  what);
-			if (get_int(s, "schema-id", true, what, &id, err) < 0)
+			if (get_id(s, "schema-id", true, what, &id, err) < 0)
 				return -1;
 			if (meta_schema_by_id(m, id) != NULL)
 				return fl_err_set(err, FL_ERR_BAD_REQUEST,
@@ -262,7 +275,7 @@ static int load_specs(const json_t *doc, struct meta *m, struct fl_err *err)
 			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		m->default_spec_id = 0;
 	} else {
-		if (get_int(doc, "default-spec-id", true, "metadata", &m->default_spec_id, err) < 0)
+		if (get_id(doc, "default-spec-id", true, "metadata", &m->default_spec_id, err) < 0)
 			return -1;
 		json_array_foreach(arr, i, s)
 		{
@@ -273,7 +286,7 @@ static int load_specs(const json_t *doc, struct meta *m, struct fl_err *err)
 			if (!json_is_object(s))
 				return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s must be an object",
 				                  what);
-			if (get_int(s, "spec-id", true, what, &id, err) < 0)
+			if (get_id(s, "spec-id", true, what, &id, err) < 0)
 				return -1;
 			if (meta_spec_by_id(m, id) != NULL)
 				return fl_err_set(err, FL_ERR_BAD_REQUEST,
@@ -290,8 +303,8 @@ static int load_specs(const json_t *doc, struct meta *m, struct fl_err *err)
 				max = smax;
 		}
 	}
-	r = get_int(doc, "last-partition-id", m->format_version > 1, "metadata",
-	            &m->last_partition_id, err);
+	r = get_id(doc, "last-partition-id", m->format_version > 1, "metadata",
+	           &m->last_partition_id, err);
 	if (r < 0)
 		return -1;
 	if (r == 0)
@@ -316,8 +329,8 @@ static int load_orders(const json_t *doc, struct meta *m, struct fl_err *err)
 			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		return 0;
 	}
-	if (get_int(doc, "default-sort-order-id", true, "metadata", &m->default_sort_order_id,
-	            err) < 0)
+	if (get_id(doc, "default-sort-order-id", true, "metadata", &m->default_sort_order_id, err) <
+	    0)
 		return -1;
 	json_array_foreach(arr, i, s)
 	{
@@ -327,7 +340,7 @@ static int load_orders(const json_t *doc, struct meta *m, struct fl_err *err)
 		snprintf(what, sizeof(what), "metadata: sort-orders[%zu]", i);
 		if (!json_is_object(s))
 			return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s must be an object", what);
-		if (get_int(s, "order-id", true, what, &id, err) < 0)
+		if (get_id(s, "order-id", true, what, &id, err) < 0)
 			return -1;
 		if (meta_order_by_id(m, id) != NULL)
 			return fl_err_set(
@@ -352,7 +365,7 @@ int meta_snapshot_check(const json_t *s, int format_version, const char *what, s
 	if (get_int(s, "snapshot-id", true, what, &v, err) < 0 ||
 	    get_int(s, "timestamp-ms", true, what, &v, err) < 0 ||
 	    get_int(s, "parent-snapshot-id", false, what, &v, err) < 0 ||
-	    get_int(s, "schema-id", false, what, &v, err) < 0)
+	    get_id(s, "schema-id", false, what, &v, err) < 0)
 		return -1;
 	r = get_int(s, "sequence-number", false, what, &v, err);
 	if (r < 0)
@@ -620,11 +633,16 @@ int meta_load(const json_t *doc, struct meta *m, struct fl_err *err)
 	if (get_int(doc, "last-sequence-number", fv > 1, "metadata", &m->last_sequence_number,
 	            err) < 0 ||
 	    get_int(doc, "last-updated-ms", true, "metadata", &m->last_updated_ms, err) < 0 ||
-	    get_int(doc, "last-column-id", true, "metadata", &m->last_column_id, err) < 0 ||
+	    get_id(doc, "last-column-id", true, "metadata", &m->last_column_id, err) < 0 ||
 	    get_int(doc, "next-row-id", fv > 2, "metadata", &m->next_row_id, err) < 0)
 		goto fail;
 	if (fv == 1)
 		m->last_sequence_number = 0;
+	if (m->last_sequence_number < 0 || m->next_row_id < 0) {
+		fl_err_set(err, FL_ERR_BAD_REQUEST,
+		           "metadata: last-sequence-number and next-row-id must not be negative");
+		goto fail;
+	}
 	if (load_schemas(doc, m, err) < 0 || load_specs(doc, m, err) < 0 ||
 	    load_orders(doc, m, err) < 0)
 		goto fail;

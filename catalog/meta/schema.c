@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* Case-insensitive whole-string match, as Java's Types.fromPrimitiveString
  * lower-cases its input. */

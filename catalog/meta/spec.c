@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 enum transform { TR_IDENTITY, TR_BUCKET, TR_TRUNCATE, TR_YEAR, TR_MONTH, TR_DAY, TR_HOUR, TR_VOID };
 
@@ -239,6 +240,12 @@ int meta_spec_bind(const json_t *spec, const struct meta_fields *schema, int64_t
 			}
 		} else if (next_id != NULL) {
 			field_id = (*next_id)++;
+			if (field_id > INT32_MAX) {
+				fl_err_set(err, FL_ERR_BAD_REQUEST,
+				           "%s: fields[%zu]: no partition field id is left", what,
+				           i);
+				goto fail;
+			}
 		} else {
 			fl_err_set(err, FL_ERR_BAD_REQUEST,
 			           "%s: fields[%zu]: missing field 'field-id'", what, i);
