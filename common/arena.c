@@ -47,6 +47,7 @@ void fl_arena_free(struct fl_arena *a)
 
 		a->defers = d->next;
 		d->fn(d->p);
+		free(d);
 	}
 	while (a->head != NULL) {
 		struct block *b = a->head;

@@ -88,12 +88,16 @@ int64_t fl_duration_parse(const char *s)
 void fl_duration_format(int64_t seconds, char *out, unsigned cap)
 {
 	int64_t h = seconds / 3600, m = seconds % 3600 / 60, sec = seconds % 60;
-	int n = snprintf(out, cap, "PT");
+	char tmp[64];
+	int n = snprintf(tmp, sizeof(tmp), "PT");
 
 	if (h > 0)
-		n += snprintf(out + n, cap - (unsigned)n, "%lldH", (long long)h);
+		n += snprintf(tmp + n, sizeof(tmp) - (size_t)n, "%lldH", (long long)h);
 	if (m > 0)
-		n += snprintf(out + n, cap - (unsigned)n, "%lldM", (long long)m);
+		n += snprintf(tmp + n, sizeof(tmp) - (size_t)n, "%lldM", (long long)m);
 	if (sec > 0 || seconds == 0)
-		snprintf(out + n, cap - (unsigned)n, "%lldS", (long long)sec);
+		snprintf(tmp + n, sizeof(tmp) - (size_t)n, "%lldS", (long long)sec);
+	/* Formatted in full first so that a short out only ever truncates. */
+	if (cap > 0)
+		snprintf(out, cap, "%s", tmp);
 }

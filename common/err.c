@@ -40,7 +40,7 @@ int fl_err_prefix(struct fl_err *err, const char *fmt, ...)
 		memcpy(err->msg + hl + 2, old, ol < room ? ol : room);
 		err->msg[hl + 2 + (ol < room ? ol : room)] = '\0';
 	} else {
-		err->msg[sizeof(err->msg) - 1] = '\0';
+		err->msg[hl < sizeof(err->msg) ? hl : sizeof(err->msg) - 1] = '\0';
 	}
 	return -1;
 }

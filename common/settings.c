@@ -50,7 +50,9 @@ int fl_settings_set(const struct fl_setting *s, void *cfg, const char *value, co
 
 		errno = 0;
 		v = strtoll(value, &end, 10);
-		if (errno != 0 || end == value || *end != '\0' || v < s->min || v > s->max)
+		/* Digits only (an optional '-'): no spaces, no '+', no surprises. */
+		if (errno != 0 || end == value || *end != '\0' || v < s->min || v > s->max ||
+		    !(value[0] == '-' || (value[0] >= '0' && value[0] <= '9')))
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
 			                  "setting %s (%s): '%s' is not an integer in [%lld, %lld]",
 			                  s->name, source, value, (long long)s->min,

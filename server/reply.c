@@ -18,7 +18,7 @@ struct err_map {
 
 /* clang-format off */
 static const struct err_map err_table[FL_ERR_KIND_COUNT] = {
-	[FL_ERR_NONE]                 = {500, "InternalServerError"},
+	[FL_ERR_NONE]                 = {500, "ServerErrorException"},
 	[FL_ERR_BAD_REQUEST]          = {400, "BadRequestException"},
 	[FL_ERR_NOT_AUTHORIZED]       = {401, "NotAuthorizedException"},
 	[FL_ERR_FORBIDDEN]            = {403, "ForbiddenException"},

@@ -135,6 +135,21 @@ static bool match_template(const char *tpl, struct srv_req *r)
 	return true;
 }
 
+/* Appends ", method" (or "method" first) to the Allow list if it fits. */
+static size_t allow_add(char *allow, size_t alen, size_t cap, const char *method)
+{
+	size_t ml = strlen(method);
+
+	if (alen + ml + 3 >= cap)
+		return alen;
+	if (alen > 0) {
+		memcpy(allow + alen, ", ", 2);
+		alen += 2;
+	}
+	memcpy(allow + alen, method, ml + 1);
+	return alen + ml;
+}
+
 int srv_route_match(struct srv_req *r, char *allow, size_t allow_cap, struct fl_err *err)
 {
 	const struct srv_route *get_route = NULL;
@@ -154,12 +169,11 @@ int srv_route_match(struct srv_req *r, char *allow, size_t allow_cap, struct fl_
 		}
 		if (strcmp(rt->method, "GET") == 0)
 			get_route = rt;
-		if (alen + strlen(rt->method) + 3 < allow_cap) {
-			memcpy(allow + alen, alen ? ", " : "", alen ? 2 : 0);
-			alen += alen ? 2 : 0;
-			memcpy(allow + alen, rt->method, strlen(rt->method) + 1);
-			alen += strlen(rt->method);
-		}
+		/* HEAD is served for every GET resource: list it once, after GET. */
+		if (strcmp(rt->method, "HEAD") != 0)
+			alen = allow_add(allow, alen, allow_cap, rt->method);
+		if (strcmp(rt->method, "GET") == 0)
+			alen = allow_add(allow, alen, allow_cap, "HEAD");
 	}
 	if (get_route != NULL && strcmp(r->method, "HEAD") == 0) {
 		/* HEAD of a GET resource: run GET and send only the headers. */

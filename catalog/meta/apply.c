@@ -8,22 +8,30 @@
  *   add-schema             reuses an identical schema's id, else max(current,
  *                          highest id + 1); last-column-id = max(current,
  *                          highest field id) whatever the client sent
- *   set-current-schema     -1 = last added; the id must exist
+ *   set-current-schema     -1 = last added; the id must exist.  Unlike Java,
+ *                          -1 also names a schema that add-schema found
+ *                          already present (Java forgets it and rejects the
+ *                          -1), so replaying a create's updates is a no-op;
+ *                          the same holds for specs and sort orders
  *   add-spec               binds to the current schema (from empty: schema 0,
  *                          else the last added one, because DuckDB sends
  *                          set-current-schema last); reuses a compatible spec;
- *                          missing field ids continue after last-partition-id
+ *                          given field ids are kept, missing ones continue
+ *                          after last-partition-id (v1: 1000 + position)
  *   set-default-spec       -1 = last added; the id must exist
  *   add-sort-order         unsorted is order 0; reuses an identical order;
  *                          new ids from 1
  *   set-default-sort-order -1 = last added; the id must exist
- *   add-snapshot           needs a schema, spec and order; unique id; v2+
+ *   add-snapshot           needs a schema, spec and order; unique id; the
+ *                          operation is append|replace|overwrite|delete; v2+
  *                          sequence-number > last-sequence-number unless it
  *                          has no parent (else 409, retryable); v3 first-row-id
  *                          >= next-row-id (else 409) and added-rows required
  *                          (400: Floe does not guess row counts), then
  *                          next-row-id += added-rows
- *   set-snapshot-ref       the snapshot must exist; main must be a branch;
+ *   set-snapshot-ref       type branch|tag in any case; the snapshot must
+ *                          exist; main must be a branch; tags take no
+ *                          retention but max-ref-age-ms;
  *                          main moves current-snapshot-id and appends to
  *                          snapshot-log (the snapshot's timestamp when it was
  *                          added in this change, else now)

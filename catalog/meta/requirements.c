@@ -159,15 +159,14 @@ static int check_ref(const json_t *base, const json_t *r, const char *type, stru
 
 int cat_meta_check_requirements(const json_t *base, const json_t *requirements, struct fl_err *err)
 {
-	bool create = false;
-	size_t i, n;
+	bool create = false, other = false;
+	size_t i;
 	json_t *r;
 
 	if (requirements == NULL || json_is_null(requirements))
 		return 0;
 	if (!json_is_array(requirements))
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "'requirements' must be an array");
-	n = json_array_size(requirements);
 	json_array_foreach(requirements, i, r)
 	{
 		int k = req_parse(r, i, err);
@@ -176,8 +175,10 @@ int cat_meta_check_requirements(const json_t *base, const json_t *requirements, 
 			return -1;
 		if (kinds[k].kind == RQ_CREATE)
 			create = true;
+		else
+			other = true;
 	}
-	if (create && n > 1)
+	if (create && other)
 		return fl_err_set(
 		        err, FL_ERR_BAD_REQUEST,
 		        "invalid create requirements: assert-create must be the only requirement");

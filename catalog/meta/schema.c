@@ -410,7 +410,8 @@ int meta_schema_index(const json_t *schema, int format_version, const char *what
 	if (walk_fields(&w, json_object_get(schema, "fields"), -1, false, false, NULL, "schema") <
 	    0)
 		goto fail;
-	qsort(f->v, f->n, sizeof(f->v[0]), cmp_field);
+	if (f->n > 1)
+		qsort(f->v, f->n, sizeof(f->v[0]), cmp_field);
 	for (i = 1; i < f->n; i++) {
 		if (f->v[i].id == f->v[i - 1].id) {
 			fl_err_set(err, FL_ERR_BAD_REQUEST,

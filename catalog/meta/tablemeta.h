@@ -60,7 +60,7 @@ int cat_meta_create(const json_t *create_req, const char *location, const char *
 
 /* Checks every requirement (an array of TableRequirement) against base
  * (NULL = the table does not exist).  assert-create passes only when base is
- * NULL and must then be the only requirement (else FL_ERR_BAD_REQUEST, as
+ * NULL and must then be the only kind of requirement (else FL_ERR_BAD_REQUEST, as
  * Java's CatalogHandlers); every other type fails when base is NULL.
  * An unknown type or a malformed requirement is FL_ERR_BAD_REQUEST.  A
  * requirement that does not hold is FL_ERR_COMMIT_FAILED with a message that
