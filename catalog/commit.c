@@ -189,6 +189,19 @@ static char *table_str(const struct cat_ns *ns, const char *name, char *buf, siz
 	return buf;
 }
 
+/* The version number a metadata file name starts with ("00042-…" → 42), so
+ * that the next commit after a register continues the file numbering. */
+static int64_t file_version(const char *location)
+{
+	const char *base = strrchr(location, '/');
+	int64_t v = 0;
+
+	base = base ? base + 1 : location;
+	for (int i = 0; base[i] >= '0' && base[i] <= '9' && i < 18; i++)
+		v = v * 10 + (base[i] - '0');
+	return v;
+}
+
 int cat_table_create(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
                      const struct cat_ns *ns, const json_t *req, bool stage,
                      char **metadata_location, char **metadata, struct fl_err *err)
@@ -219,6 +232,10 @@ int cat_table_create(struct cat_db *db, struct cat_tx *tx, const struct cat_ware
 		free(location);
 		return -1;
 	}
+	/* Serialize with other creates in the warehouse before looking for the
+	 * name, so that a racing create finds the winner and answers 409. */
+	if (!stage && cat_warehouse_lock(sc.c, wh->id, err) != 0)
+		goto out;
 	if (cat_namespace_id(sc.c, wh->id, ns, nsid, sizeof(nsid), err) != 0)
 		goto out;
 	found = cat_row_lock(sc.c, wh->id, ns, name, &row, err);
@@ -261,7 +278,8 @@ int cat_table_create(struct cat_db *db, struct cat_tx *tx, const struct cat_ware
 	if (write_metadata(meta, 0, &w, &path, &text, err) != 0)
 		goto out;
 	row_stats(meta, &st);
-	if (cat_row_insert(sc.c, wh->id, nsid, uuid, name, location, path, text, &st, err) != 0 ||
+	if (cat_row_insert(sc.c, wh->id, nsid, uuid, name, location, path, text, 0, &st, err) !=
+	            0 ||
 	    cat_event_insert(sc.c, uuid, wh->id, ns, name, 0, path, -1, "create", NULL, err) != 0)
 		goto out;
 	*metadata_location = path;
@@ -297,6 +315,7 @@ int cat_table_register(struct cat_db *db, struct cat_tx *tx, const struct cat_wa
 	struct cat_scope sc;
 	json_t *meta = NULL;
 	const char *loc;
+	int64_t fver;
 	bool ok = false;
 	int found;
 
@@ -316,10 +335,13 @@ int cat_table_register(struct cat_db *db, struct cat_tx *tx, const struct cat_wa
 	}
 	free(raw);
 	loc = cat_meta_location(meta);
+	fver = file_version(metadata_location);
 	if (cat_scope_begin(db, tx, true, &sc, err) != 0) {
 		json_decref(meta);
 		return -1;
 	}
+	if (cat_warehouse_lock(sc.c, wh->id, err) != 0)
+		goto out;
 	if (cat_namespace_id(sc.c, wh->id, ns, nsid, sizeof(nsid), err) != 0)
 		goto out;
 	found = cat_row_lock(sc.c, wh->id, ns, name, &row, err);
@@ -339,18 +361,20 @@ int cat_table_register(struct cat_db *db, struct cat_tx *tx, const struct cat_wa
 	}
 	row_stats(meta, &st);
 	if (found) {
-		if (cat_row_update(sc.c, row.id, metadata_location, text, row.version + 1, loc, &st,
-		                   err) != 0 ||
+		if (fver <= row.version)
+			fver = row.version + 1;
+		if (cat_row_update(sc.c, row.id, metadata_location, text, fver, loc, &st, err) !=
+		            0 ||
 		    cat_scope_touch(&sc, row.id, err) != 0 ||
-		    cat_event_insert(sc.c, row.id, wh->id, ns, name, row.version + 1,
-		                     metadata_location, cat_meta_current_snapshot_id(meta),
-		                     "register", NULL, err) != 0)
+		    cat_event_insert(sc.c, row.id, wh->id, ns, name, fver, metadata_location,
+		                     cat_meta_current_snapshot_id(meta), "register", NULL,
+		                     err) != 0)
 			goto out;
 	} else {
 		fl_uuid_v4(id);
-		if (cat_row_insert(sc.c, wh->id, nsid, id, name, loc, metadata_location, text, &st,
-		                   err) != 0 ||
-		    cat_event_insert(sc.c, id, wh->id, ns, name, 0, metadata_location,
+		if (cat_row_insert(sc.c, wh->id, nsid, id, name, loc, metadata_location, text, fver,
+		                   &st, err) != 0 ||
+		    cat_event_insert(sc.c, id, wh->id, ns, name, fver, metadata_location,
 		                     cat_meta_current_snapshot_id(meta), "register", NULL,
 		                     err) != 0)
 			goto out;
@@ -442,11 +466,9 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 			goto out;
 		}
 	}
-	if (cat_meta_check_requirements(base, ch->requirements, err) != 0) {
-		if (found > 0 && has_create(ch->requirements))
-			fl_err_set(err, FL_ERR_ALREADY_EXISTS, "table %s already exists",
-			           table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
-		fl_err_prefix(err, "table %s", table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
+	if (found > 0 && has_create(ch->requirements)) {
+		fl_err_set(err, FL_ERR_ALREADY_EXISTS, "table %s already exists",
+		           table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
 		goto out;
 	}
 	if (json_array_size(ch->updates) > *budget) {
@@ -476,8 +498,25 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 			}
 		}
 	}
-	if (cat_meta_apply(base, found ? row.metadata_location : NULL, updates, fl_now_ms(),
-	                   lim->max_updates, &meta, &changed, err) != 0) {
+	/* The updates are applied before the requirements are judged so that a
+	 * malformed update is a 400 whatever the requirements say (the spec
+	 * requires unknown updates to be rejected); a requirement failure then
+	 * outranks a retryable validation failure of the builder. */
+	struct fl_err apply_err = {0};
+	int applied = cat_meta_apply(base, found ? row.metadata_location : NULL, updates,
+	                             fl_now_ms(), lim->max_updates, &meta, &changed, &apply_err);
+
+	if (applied != 0 && apply_err.kind != FL_ERR_COMMIT_FAILED) {
+		*err = apply_err;
+		fl_err_prefix(err, "table %s", table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
+		goto out;
+	}
+	if (cat_meta_check_requirements(base, ch->requirements, err) != 0) {
+		fl_err_prefix(err, "table %s", table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
+		goto out;
+	}
+	if (applied != 0) {
+		*err = apply_err;
 		fl_err_prefix(err, "table %s", table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
 		goto out;
 	}
@@ -508,7 +547,7 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 		const char *uuid = cat_meta_uuid(meta);
 
 		if (cat_row_insert(c, wh->id, nsid, uuid, ch->name, cat_meta_location(meta), path,
-		                   text, &st, err) != 0 ||
+		                   text, 0, &st, err) != 0 ||
 		    cat_event_insert(c, uuid, wh->id, &ch->ns, ch->name, 0, path,
 		                     cat_meta_current_snapshot_id(meta), "create", request_id,
 		                     err) != 0)
@@ -566,6 +605,17 @@ int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse 
 	if (cat_scope_begin(db, tx, true, &sc, err) != 0) {
 		free(order);
 		return -1;
+	}
+	/* Creates and location changes serialize on the warehouse lock; taking
+	 * it before any row lock keeps the lock order fixed (no deadlock), and
+	 * it makes a racing create see the winner's row (409, not an overlap). */
+	for (int k = 0; k < n; k++) {
+		if (has_create(changes[k].requirements) ||
+		    has_action(changes[k].updates, "set-location")) {
+			if (cat_warehouse_lock(sc.c, wh->id, err) != 0)
+				goto out;
+			break;
+		}
 	}
 	for (int k = 0; k < n; k++)
 		if (commit_one(&sc, wh, &changes[order[k]], lim, &budget, request_id, &w, err) != 0)

@@ -106,7 +106,7 @@ static char *refs_only(const char *metadata, struct fl_err *err)
 
 /* LoadTableResult around the stored metadata text. */
 static int reply_table(struct srv_req *r, const char *mloc, const char *metadata, bool refs,
-                       struct fl_err *err)
+                       bool config, struct fl_err *err)
 {
 	struct fl_buf b = FL_BUF_INIT;
 	char etag[40];
@@ -125,7 +125,7 @@ static int reply_table(struct srv_req *r, const char *mloc, const char *metadata
 	/* A file warehouse needs no credentials and must get an empty config:
 	 * DuckDB treats unknown schemes as S3 and fails on a non-empty one. */
 	rc |= fl_buf_puts(&b, "\"metadata\":") != 0 || fl_buf_puts(&b, metadata) != 0 ||
-	      fl_buf_puts(&b, ",\"config\":{}}") != 0;
+	      fl_buf_puts(&b, config ? ",\"config\":{}}" : "}") != 0;
 	if (rc) {
 		fl_buf_free(&b);
 		return nomem(err);
@@ -229,7 +229,7 @@ int srv_h_tbl_create(struct srv_req *r, struct fl_err *err)
 	if (path_table(r, &wh, &ns, err) != 0 || check_delegation(r, wh.storage_type, err) != 0 ||
 	    cat_table_create(r->ctx->db, r->tx, &wh, &ns, body, stage, &mloc, &meta, err) != 0)
 		return -1;
-	rc = reply_table(r, mloc, meta, false, err);
+	rc = reply_table(r, mloc, meta, false, true, err);
 	free(mloc);
 	free(meta);
 	return rc;
@@ -256,7 +256,7 @@ int srv_h_tbl_register(struct srv_req *r, struct fl_err *err)
 	    cat_table_register(r->ctx->db, r->tx, &wh, &ns, name, mloc, overwrite, &lim, &meta,
 	                       err) != 0)
 		return -1;
-	rc = reply_table(r, mloc, meta, false, err);
+	rc = reply_table(r, mloc, meta, false, true, err);
 	free(meta);
 	return rc;
 }
@@ -294,7 +294,7 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 		free(meta);
 		meta = filtered;
 	}
-	rc = reply_table(r, mloc, meta, refs, err);
+	rc = reply_table(r, mloc, meta, refs, true, err);
 out:
 	free(mloc);
 	free(meta);
@@ -478,7 +478,7 @@ int srv_h_tbl_commit(struct srv_req *r, struct fl_err *err)
 {
 	struct cat_change ch = {0};
 	struct cat_warehouse wh;
-	json_t *body, *resp;
+	json_t *body;
 	int rc;
 
 	if (srv_body_json(r, &body, err) != 0 ||
@@ -488,16 +488,10 @@ int srv_h_tbl_commit(struct srv_req *r, struct fl_err *err)
 	ch.name = r->table;
 	if (run_commit(r, &wh, &ch, 1, err) != 0)
 		return -1;
-	resp = json_loads(ch.metadata, 0, NULL);
-	if (resp == NULL) {
-		cat_changes_free(&ch, 1);
-		return nomem(err);
-	}
-	resp = json_pack("{s:s, s:o}", "metadata-location", ch.metadata_location, "metadata", resp);
+	/* CommitTableResponse: the stored bytes, spliced, with the new ETag. */
+	rc = reply_table(r, ch.metadata_location, ch.metadata, false, false, err);
 	cat_changes_free(&ch, 1);
-	rc = resp ? srv_reply_ok(r, resp) : -1;
-	json_decref(resp);
-	return rc == 0 ? 0 : nomem(err);
+	return rc;
 }
 
 int srv_h_transactions(struct srv_req *r, struct fl_err *err)

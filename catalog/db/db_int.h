@@ -136,8 +136,12 @@ struct cat_row_stats {
  * table or a view. */
 int cat_row_insert(struct cat_conn *c, const char *wh_id, const char *ns_id, const char *id,
                    const char *name, const char *location, const char *metadata_location,
-                   const char *metadata, const struct cat_row_stats *st,
+                   const char *metadata, int64_t version, const struct cat_row_stats *st,
                    struct fl_err *err) FL_MUST_CHECK;
+
+/* Takes the warehouse's transaction advisory lock, which serializes table
+ * creation and location changes within a warehouse. */
+int cat_warehouse_lock(struct cat_conn *c, const char *wh_id, struct fl_err *err) FL_MUST_CHECK;
 
 /* Moves the pointer of a locked row to the next version. */
 int cat_row_update(struct cat_conn *c, const char *id, const char *metadata_location,

@@ -76,22 +76,25 @@ static void stat_text(int64_t v, char *buf, size_t cap, const char **out)
 
 int cat_row_insert(struct cat_conn *c, const char *wh_id, const char *ns_id, const char *id,
                    const char *name, const char *location, const char *metadata_location,
-                   const char *metadata, const struct cat_row_stats *st, struct fl_err *err)
+                   const char *metadata, int64_t version, const struct cat_row_stats *st,
+                   struct fl_err *err)
 {
-	char a[24], b[24], d[24];
-	const char *params[10] = {id, wh_id, ns_id, name, location, metadata_location, metadata};
+	char a[24], b[24], d[24], v[24];
+	const char *params[11] = {id, wh_id, ns_id, name, location, metadata_location, metadata};
 	PGresult *r;
 
 	stat_text(st->records, a, sizeof(a), &params[7]);
 	stat_text(st->files, b, sizeof(b), &params[8]);
 	stat_text(st->bytes, d, sizeof(d), &params[9]);
+	snprintf(v, sizeof(v), "%lld", (long long)version);
+	params[10] = v;
 	r = cat_exec(
 	        c,
 	        "INSERT INTO table_entry (id, warehouse_id, namespace_id, name, kind, location,"
 	        " metadata_location, metadata, version, last_commit_at, total_records,"
 	        " total_data_files, total_files_size)"
-	        " VALUES ($1, $2, $3::bigint, $4, 'TABLE', $5, $6, $7, 0, now(), $8, $9, $10)",
-	        10, params, err);
+	        " VALUES ($1, $2, $3::bigint, $4, 'TABLE', $5, $6, $7, $11::bigint, now(), $8, $9, $10)",
+	        11, params, err);
 	if (r == NULL) {
 		if (err->kind == FL_ERR_ALREADY_EXISTS)
 			fl_err_set(err, FL_ERR_ALREADY_EXISTS,
@@ -178,11 +181,8 @@ int cat_location_check(struct cat_conn *c, const struct cat_warehouse *wh, const
 	lo[ll] = '/';
 	hi[ll] = '0';
 	lo[ll + 1] = hi[ll + 1] = '\0';
-	const char *lock[1] = {wh->id};
-	r = cat_exec(c, "SELECT pg_advisory_xact_lock(hashtext($1))", 1, lock, err);
-	if (r == NULL)
+	if (cat_warehouse_lock(c, wh->id, err) != 0)
 		goto out;
-	PQclear(r);
 	const char *params[5] = {wh->id, exclude_id, anc.data, lo, hi};
 	r = cat_exec(
 	        c,
@@ -232,6 +232,17 @@ int cat_event_insert(struct cat_conn *c, const char *table_id, const char *wh_id
 	        " VALUES ($1, $2, $3::text[], $4, $5::bigint, $6, $7::bigint, $8, $9)",
 	        9, params, err);
 	free(arr);
+	if (r == NULL)
+		return -1;
+	PQclear(r);
+	return 0;
+}
+
+int cat_warehouse_lock(struct cat_conn *c, const char *wh_id, struct fl_err *err)
+{
+	const char *params[1] = {wh_id};
+	PGresult *r = cat_exec(c, "SELECT pg_advisory_xact_lock(hashtext($1))", 1, params, err);
+
 	if (r == NULL)
 		return -1;
 	PQclear(r);
