@@ -85,7 +85,7 @@ void st_avro_writer_free(struct st_avro_writer *w)
 }
 
 static int write_header(struct st_avro_writer *w, const struct st_avro_writer_opts *o,
-			struct fl_err *err)
+                        struct fl_err *err)
 {
 	static const uint8_t magic[4] = {'O', 'b', 'j', 1};
 	const char *codec = o->codec == ST_AVRO_CODEC_DEFLATE ? "deflate" : "null";
@@ -114,7 +114,7 @@ nomem:
 }
 
 int st_avro_writer_open(const struct st_avro_writer_opts *o, struct st_avro_writer **out,
-			struct fl_err *err)
+                        struct fl_err *err)
 {
 	struct st_avro_writer *w = NULL;
 	int level;
@@ -130,8 +130,8 @@ int st_avro_writer_open(const struct st_avro_writer_opts *o, struct st_avro_writ
 		 * would also make readers pick either value. */
 		if (o->meta[i].key == NULL || strncmp(o->meta[i].key, "avro.", 5) == 0)
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
-					  "avro: metadata key %s is reserved",
-					  o->meta[i].key ? o->meta[i].key : "(null)");
+			                  "avro: metadata key %s is reserved",
+			                  o->meta[i].key ? o->meta[i].key : "(null)");
 	}
 
 	w = st_calloc(o->alloc, 1, sizeof(*w));
@@ -237,7 +237,7 @@ void st_avro_write_array_end(struct st_avro_writer *w)
 	enc_fail(w, st_buf_put_zigzag(&w->block, 0));
 }
 
-static int flush_block(struct st_avro_writer *w, struct fl_err *err)
+static int encode_block(struct st_avro_writer *w, struct fl_err *err)
 {
 	const uint8_t *data = w->block.data;
 	size_t len = w->block.len;
@@ -292,6 +292,17 @@ zfail:
 	return fl_err_set(err, FL_ERR_INTERNAL, "avro: deflate failed");
 }
 
+/* Any failure while a block leaves may have consumed the block or sent part
+ * of it, so the writer refuses all later calls. */
+static int flush_block(struct st_avro_writer *w, struct fl_err *err)
+{
+	if (encode_block(w, err) != 0) {
+		w->broken = true;
+		return -1;
+	}
+	return 0;
+}
+
 int st_avro_writer_end_record(struct st_avro_writer *w, struct fl_err *err)
 {
 	if (w->broken)
@@ -313,7 +324,7 @@ int st_avro_writer_close(struct st_avro_writer *w, uint64_t *bytes, struct fl_er
 
 	if (w->broken || w->failed) {
 		fl_err_set(err, w->failed ? FL_ERR_NOMEM : FL_ERR_IO,
-			   "avro: the writer failed earlier");
+		           "avro: the writer failed earlier");
 		goto out;
 	}
 	if (flush_block(w, err) != 0)

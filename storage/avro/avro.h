@@ -24,7 +24,7 @@
 #include "err.h"
 
 enum st_avro_codec {
-	ST_AVRO_CODEC_NULL,    /* blocks stored as encoded */
+	ST_AVRO_CODEC_NULL, /* blocks stored as encoded */
 	ST_AVRO_CODEC_DEFLATE, /* each block raw RFC 1951 deflate, no zlib header */
 };
 
@@ -40,10 +40,10 @@ struct st_avro_writer_opts {
 	enum st_avro_codec codec;
 	const struct st_avro_meta *meta; /* extra header keys; "avro." keys refused */
 	size_t n_meta;
-	size_t block_bytes;   /* flush a block past this many datum bytes; 0: 64 KiB */
-	const uint8_t *sync;  /* 16-byte sync marker, or NULL for random bytes */
-	int deflate_level;    /* zlib level for DEFLATE; 0 means Z_DEFAULT_COMPRESSION */
-	struct st_sink sink;  /* receives the header at open, blocks as they fill */
+	size_t block_bytes; /* flush a block past this many datum bytes; 0: 64 KiB */
+	const uint8_t *sync; /* 16-byte sync marker, or NULL for random bytes */
+	int deflate_level; /* zlib level for DEFLATE; 0 means Z_DEFAULT_COMPRESSION */
+	struct st_sink sink; /* receives the header at open, blocks as they fill */
 	const struct st_alloc *alloc; /* NULL: the C library */
 };
 
@@ -54,16 +54,16 @@ struct st_avro_writer;
  * or the sink's error; *out is untouched on failure.  opts->meta may be
  * released after this returns; opts->sink must outlive the writer. */
 int st_avro_writer_open(const struct st_avro_writer_opts *opts, struct st_avro_writer **out,
-			struct fl_err *err) FL_MUST_CHECK;
+                        struct fl_err *err) FL_MUST_CHECK;
 
 /* Datum encoding (Avro spec "Binary Encoding").  null encodes as nothing. */
-void st_avro_write_int(struct st_avro_writer *w, int32_t v);   /* zig-zag varint */
-void st_avro_write_long(struct st_avro_writer *w, int64_t v);  /* zig-zag varint */
-void st_avro_write_bool(struct st_avro_writer *w, bool v);     /* one byte 0/1 */
-void st_avro_write_float(struct st_avro_writer *w, float v);   /* 4 bytes LE */
+void st_avro_write_int(struct st_avro_writer *w, int32_t v); /* zig-zag varint */
+void st_avro_write_long(struct st_avro_writer *w, int64_t v); /* zig-zag varint */
+void st_avro_write_bool(struct st_avro_writer *w, bool v); /* one byte 0/1 */
+void st_avro_write_float(struct st_avro_writer *w, float v); /* 4 bytes LE */
 void st_avro_write_double(struct st_avro_writer *w, double v); /* 8 bytes LE */
 void st_avro_write_bytes(struct st_avro_writer *w, const void *p, size_t n); /* long len + bytes */
-void st_avro_write_string(struct st_avro_writer *w, const char *s);         /* as bytes, UTF-8 */
+void st_avro_write_string(struct st_avro_writer *w, const char *s); /* as bytes, UTF-8 */
 void st_avro_write_fixed(struct st_avro_writer *w, const void *p, size_t n); /* bytes only */
 
 /* A union value: the zero-based branch index, then (unless the branch is
@@ -83,7 +83,8 @@ int st_avro_writer_end_record(struct st_avro_writer *w, struct fl_err *err) FL_M
 
 /* Flushes the last block and frees the writer, whatever the outcome.
  * *bytes (if not NULL) receives the file length on success. */
-int st_avro_writer_close(struct st_avro_writer *w, uint64_t *bytes, struct fl_err *err) FL_MUST_CHECK;
+int st_avro_writer_close(struct st_avro_writer *w, uint64_t *bytes,
+                         struct fl_err *err) FL_MUST_CHECK;
 
 /* Frees a writer without flushing (after a failure); accepts NULL. */
 void st_avro_writer_free(struct st_avro_writer *w);

@@ -24,7 +24,9 @@ static uint32_t utf8_decode(const uint8_t *p, size_t len)
 	switch (len) {
 	case 1: return p[0];
 	case 2: return ((uint32_t)(p[0] & 0x1f) << 6) | (p[1] & 0x3f);
-	case 3: return ((uint32_t)(p[0] & 0x0f) << 12) | ((uint32_t)(p[1] & 0x3f) << 6) | (p[2] & 0x3f);
+	case 3:
+		return ((uint32_t)(p[0] & 0x0f) << 12) | ((uint32_t)(p[1] & 0x3f) << 6) |
+		       (p[2] & 0x3f);
 	default:
 		return ((uint32_t)(p[0] & 0x07) << 18) | ((uint32_t)(p[1] & 0x3f) << 12) |
 		       ((uint32_t)(p[2] & 0x3f) << 6) | (p[3] & 0x3f);
@@ -106,24 +108,27 @@ size_t st_bound_lower_len(const struct st_type *t, const uint8_t *p, size_t n, s
 }
 
 int st_bound_upper(const struct st_type *t, const uint8_t *p, size_t n, size_t width,
-		   struct st_buf *out, bool *has)
+                   struct st_buf *out, bool *has)
 {
 	size_t keep = st_bound_lower_len(t, p, n, width);
 
-	*has = false;
 	if (keep == n) {
+		if (st_buf_append(out, p, n) != 0)
+			return -1;
 		*has = true;
-		return st_buf_append(out, p, n);
+		return 0;
 	}
 	if (t->id == ST_TYPE_BINARY) {
 		for (size_t i = keep; i-- > 0;) {
 			if (p[i] != 0xff) {
-				if (st_buf_append(out, p, i) != 0 || st_buf_put_u8(out, (uint8_t)(p[i] + 1)) != 0)
+				if (st_buf_append(out, p, i) != 0 ||
+				    st_buf_put_u8(out, (uint8_t)(p[i] + 1)) != 0)
 					return -1;
 				*has = true;
 				return 0;
 			}
 		}
+		*has = false;
 		return 0;
 	}
 	/* String: find the start of each code point in the prefix, last first. */
@@ -146,5 +151,6 @@ int st_bound_upper(const struct st_type *t, const uint8_t *p, size_t n, size_t w
 		}
 		end = start;
 	}
+	*has = false;
 	return 0;
 }

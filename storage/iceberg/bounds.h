@@ -25,7 +25,7 @@ size_t st_bound_lower_len(const struct st_type *t, const uint8_t *p, size_t n, s
  * *has; *has is false (and nothing appended) when no upper bound exists.
  * Returns -1 only when out of memory. */
 int st_bound_upper(const struct st_type *t, const uint8_t *p, size_t n, size_t width,
-		   struct st_buf *out, bool *has) FL_MUST_CHECK;
+                   struct st_buf *out, bool *has) FL_MUST_CHECK;
 
 /* True when the n bytes at p are well-formed UTF-8 (no surrogates, no
  * overlong forms, nothing past U+10FFFF). */

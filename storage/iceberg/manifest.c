@@ -23,6 +23,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "iceberg/bounds.h"
+
 struct part_stat {
 	struct st_partition_field field; /* name and transform are owned copies */
 	bool contains_null;
@@ -44,6 +46,7 @@ struct st_manifest_writer {
 	int32_t added_files, existing_files, deleted_files;
 	int64_t added_rows, existing_rows, deleted_rows;
 	int64_t min_seq; /* ST_SEQ_UNASSIGNED until a live entry carries one */
+	bool broken; /* an entry reached the file but not the summary */
 };
 
 static int json_str(struct st_buf *b, const char *s)
@@ -73,6 +76,56 @@ static int json_str(struct st_buf *b, const char *s)
 static int puts_b(struct st_buf *b, const char *s)
 {
 	return st_buf_append(b, s, strlen(s));
+}
+
+static bool ascii_alpha(uint32_t c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+}
+
+/* A partition field name as a quoted Avro name ([A-Za-z_][A-Za-z0-9_]*),
+ * escaped the way the Java AvroSchemaUtil.sanitize does for ASCII: a
+ * leading digit d becomes "_d", any other character "_x" + its code point
+ * in upper-case hex.  Unlike Java, non-ASCII letters are escaped too,
+ * because the Avro specification does not allow them.  The partition-spec
+ * header keeps the real name. */
+static int avro_name(struct st_buf *b, const char *name)
+{
+	const unsigned char *p = (const unsigned char *)name;
+	char tmp[16];
+
+	if (st_buf_put_u8(b, '"') != 0)
+		return -1;
+	for (size_t i = 0; p[i] != '\0';) {
+		uint32_t c = p[i];
+		size_t len = 1;
+
+		if (c >= 0xf0 && p[i + 1] && p[i + 2] && p[i + 3]) {
+			c = ((c & 0x07) << 18) | ((uint32_t)(p[i + 1] & 0x3f) << 12) |
+			    ((uint32_t)(p[i + 2] & 0x3f) << 6) | (p[i + 3] & 0x3f);
+			len = 4;
+		} else if (c >= 0xe0 && p[i + 1] && p[i + 2]) {
+			c = ((c & 0x0f) << 12) | ((uint32_t)(p[i + 1] & 0x3f) << 6) |
+			    (p[i + 2] & 0x3f);
+			len = 3;
+		} else if (c >= 0xc0 && p[i + 1]) {
+			c = ((c & 0x1f) << 6) | (p[i + 1] & 0x3f);
+			len = 2;
+		}
+		if (ascii_alpha(c) || (i > 0 && c >= '0' && c <= '9')) {
+			if (st_buf_put_u8(b, (uint8_t)c) != 0)
+				return -1;
+		} else {
+			if (c >= '0' && c <= '9')
+				snprintf(tmp, sizeof(tmp), "_%c", (char)c);
+			else
+				snprintf(tmp, sizeof(tmp), "_x%X", (unsigned)c);
+			if (puts_b(b, tmp) != 0)
+				return -1;
+		}
+		i += len;
+	}
+	return st_buf_put_u8(b, '"');
 }
 
 static int printf_b(struct st_buf *b, const char *fmt, ...) FL_PRINTF(2, 3);
@@ -107,35 +160,45 @@ static int avro_type(struct st_buf *b, const struct st_partition_field *f)
 	case ST_TYPE_TIME: return puts_b(b, "{\"type\":\"long\",\"logicalType\":\"time-micros\"}");
 	case ST_TYPE_TIMESTAMP:
 	case ST_TYPE_TIMESTAMPTZ:
-		return printf_b(b,
-				"{\"type\":\"long\",\"logicalType\":\"timestamp-micros\","
-				"\"adjust-to-utc\":%s}",
-				t->id == ST_TYPE_TIMESTAMPTZ ? "true" : "false");
+	case ST_TYPE_TIMESTAMP_NS:
+	case ST_TYPE_TIMESTAMPTZ_NS:
+		return printf_b(
+		        b,
+		        "{\"type\":\"long\",\"logicalType\":\"timestamp-%s\","
+		        "\"adjust-to-utc\":%s}",
+		        t->id == ST_TYPE_TIMESTAMP_NS || t->id == ST_TYPE_TIMESTAMPTZ_NS ? "nanos"
+		                                                                         : "micros",
+		        t->id == ST_TYPE_TIMESTAMPTZ || t->id == ST_TYPE_TIMESTAMPTZ_NS ? "true"
+		                                                                        : "false");
 	case ST_TYPE_STRING: return puts_b(b, "\"string\"");
 	case ST_TYPE_BINARY: return puts_b(b, "\"bytes\"");
 	case ST_TYPE_UUID:
 		return printf_b(b,
-				"{\"type\":\"fixed\",\"name\":\"uuid_fixed_%" PRId32 "\",\"size\":16,"
-				"\"logicalType\":\"uuid\"}",
-				f->field_id);
+		                "{\"type\":\"fixed\",\"name\":\"uuid_fixed_%" PRId32
+		                "\",\"size\":16,"
+		                "\"logicalType\":\"uuid\"}",
+		                f->field_id);
 	case ST_TYPE_FIXED:
-		return printf_b(b, "{\"type\":\"fixed\",\"name\":\"fixed_%u_%" PRId32 "\",\"size\":%u}",
-				t->length, f->field_id, t->length);
+		return printf_b(
+		        b, "{\"type\":\"fixed\",\"name\":\"fixed_%u_%" PRId32 "\",\"size\":%u}",
+		        t->length, f->field_id, t->length);
 	case ST_TYPE_DECIMAL:
 		return printf_b(b,
-				"{\"type\":\"fixed\",\"name\":\"decimal_%d_%d_%" PRId32 "\",\"size\":%d,"
-				"\"logicalType\":\"decimal\",\"precision\":%d,\"scale\":%d}",
-				t->precision, t->scale, f->field_id, st_decimal_bytes(t->precision),
-				t->precision, t->scale);
+		                "{\"type\":\"fixed\",\"name\":\"decimal_%d_%d_%" PRId32
+		                "\",\"size\":%d,"
+		                "\"logicalType\":\"decimal\",\"precision\":%d,\"scale\":%d}",
+		                t->precision, t->scale, f->field_id, st_decimal_bytes(t->precision),
+		                t->precision, t->scale);
 	}
 	return -1;
 }
 
 /* One optional map<int, V> field as an array of key/value records. */
 static int map_field(struct st_buf *b, const char *name, int id, int kid, int vid,
-		     const char *vtype, const char *doc)
+                     const char *vtype, const char *doc)
 {
-	return printf_b(b, "{\"name\":\"%s\",\"type\":[\"null\",{\"type\":\"array\",\"items\":", name) ||
+	return printf_b(b, "{\"name\":\"%s\",\"type\":[\"null\",{\"type\":\"array\",\"items\":",
+	                name) ||
 	       printf_b(b, "{\"type\":\"record\",\"name\":\"k%d_v%d\",\"fields\":[", kid, vid) ||
 	       printf_b(b, "{\"name\":\"key\",\"type\":\"int\",\"field-id\":%d},", kid) ||
 	       printf_b(b, "{\"name\":\"value\",\"type\":\"%s\",\"field-id\":%d}]},", vtype, vid) ||
@@ -146,67 +209,76 @@ static int map_field(struct st_buf *b, const char *name, int id, int kid, int vi
 static int entry_schema(struct st_buf *b, const struct st_manifest_writer *w)
 {
 	if (puts_b(b, "{\"type\":\"record\",\"name\":\"manifest_entry\",\"fields\":["
-		      "{\"name\":\"status\",\"type\":\"int\",\"field-id\":0},"
-		      "{\"name\":\"snapshot_id\",\"type\":[\"null\",\"long\"],\"default\":null,"
-		      "\"field-id\":1},"
-		      "{\"name\":\"sequence_number\",\"type\":[\"null\",\"long\"],\"default\":null,"
-		      "\"field-id\":3},"
-		      "{\"name\":\"file_sequence_number\",\"type\":[\"null\",\"long\"],"
-		      "\"default\":null,\"field-id\":4},"
-		      "{\"name\":\"data_file\",\"type\":{\"type\":\"record\",\"name\":\"r2\","
-		      "\"fields\":["
-		      "{\"name\":\"content\",\"type\":\"int\",\"doc\":\"Contents of the file: "
-		      "0=data, 1=position deletes, 2=equality deletes\",\"field-id\":134},"
-		      "{\"name\":\"file_path\",\"type\":\"string\",\"doc\":\"Location URI with FS "
-		      "scheme\",\"field-id\":100},"
-		      "{\"name\":\"file_format\",\"type\":\"string\",\"doc\":\"File format name: "
-		      "avro, orc, or parquet\",\"field-id\":101},"
-		      "{\"name\":\"partition\",\"type\":{\"type\":\"record\",\"name\":\"r102\","
-		      "\"fields\":[") != 0)
+	              "{\"name\":\"status\",\"type\":\"int\",\"field-id\":0},"
+	              "{\"name\":\"snapshot_id\",\"type\":[\"null\",\"long\"],\"default\":null,"
+	              "\"field-id\":1},"
+	              "{\"name\":\"sequence_number\",\"type\":[\"null\",\"long\"],\"default\":null,"
+	              "\"field-id\":3},"
+	              "{\"name\":\"file_sequence_number\",\"type\":[\"null\",\"long\"],"
+	              "\"default\":null,\"field-id\":4},"
+	              "{\"name\":\"data_file\",\"type\":{\"type\":\"record\",\"name\":\"r2\","
+	              "\"fields\":["
+	              "{\"name\":\"content\",\"type\":\"int\",\"doc\":\"Contents of the file: "
+	              "0=data, 1=position deletes, 2=equality deletes\",\"field-id\":134},"
+	              "{\"name\":\"file_path\",\"type\":\"string\",\"doc\":\"Location URI with FS "
+	              "scheme\",\"field-id\":100},"
+	              "{\"name\":\"file_format\",\"type\":\"string\",\"doc\":\"File format name: "
+	              "avro, orc, or parquet\",\"field-id\":101},"
+	              "{\"name\":\"partition\",\"type\":{\"type\":\"record\",\"name\":\"r102\","
+	              "\"fields\":[") != 0)
 		return -1;
 	for (size_t i = 0; i < w->n_parts; i++) {
 		const struct st_partition_field *f = &w->parts[i].field;
 
 		if ((i > 0 && puts_b(b, ",") != 0) || puts_b(b, "{\"name\":") != 0 ||
-		    json_str(b, f->name) != 0 || puts_b(b, ",\"type\":[\"null\",") != 0 ||
+		    avro_name(b, f->name) != 0 || puts_b(b, ",\"type\":[\"null\",") != 0 ||
 		    avro_type(b, f) != 0 ||
 		    printf_b(b, "],\"default\":null,\"field-id\":%" PRId32 "}", f->field_id) != 0)
 			return -1;
 	}
-	if (puts_b(b, "]},\"doc\":\"Partition data tuple, schema based on the partition spec\","
-		      "\"field-id\":102},"
-		      "{\"name\":\"record_count\",\"type\":\"long\",\"doc\":\"Number of records in "
-		      "the file\",\"field-id\":103},"
-		      "{\"name\":\"file_size_in_bytes\",\"type\":\"long\",\"doc\":\"Total file size "
-		      "in bytes\",\"field-id\":104},") != 0 ||
-	    map_field(b, "column_sizes", 108, 117, 118, "long", "Map of column id to total size on disk") != 0 ||
-	    map_field(b, "value_counts", 109, 119, 120, "long", "Map of column id to total count, including null and NaN") != 0 ||
-	    map_field(b, "null_value_counts", 110, 121, 122, "long", "Map of column id to null value count") != 0 ||
-	    map_field(b, "nan_value_counts", 137, 138, 139, "long", "Map of column id to number of NaN values in the column") != 0 ||
-	    map_field(b, "lower_bounds", 125, 126, 127, "bytes", "Map of column id to lower bound") != 0 ||
-	    map_field(b, "upper_bounds", 128, 129, 130, "bytes", "Map of column id to upper bound") != 0 ||
-	    puts_b(b, "{\"name\":\"key_metadata\",\"type\":[\"null\",\"bytes\"],\"doc\":\"Encryption "
-		      "key metadata blob\",\"default\":null,\"field-id\":131},"
-		      "{\"name\":\"split_offsets\",\"type\":[\"null\",{\"type\":\"array\",\"items\":"
-		      "\"long\",\"element-id\":133}],\"doc\":\"Splittable offsets\",\"default\":null,"
-		      "\"field-id\":132},"
-		      "{\"name\":\"equality_ids\",\"type\":[\"null\",{\"type\":\"array\",\"items\":"
-		      "\"int\",\"element-id\":136}],\"doc\":\"Equality comparison field IDs\","
-		      "\"default\":null,\"field-id\":135},"
-		      "{\"name\":\"sort_order_id\",\"type\":[\"null\",\"int\"],\"doc\":\"Sort order "
-		      "ID\",\"default\":null,\"field-id\":140}") != 0)
+	if (puts_b(b,
+	           "]},\"doc\":\"Partition data tuple, schema based on the partition spec\","
+	           "\"field-id\":102},"
+	           "{\"name\":\"record_count\",\"type\":\"long\",\"doc\":\"Number of records in "
+	           "the file\",\"field-id\":103},"
+	           "{\"name\":\"file_size_in_bytes\",\"type\":\"long\",\"doc\":\"Total file size "
+	           "in bytes\",\"field-id\":104},") != 0 ||
+	    map_field(b, "column_sizes", 108, 117, 118, "long",
+	              "Map of column id to total size on disk") != 0 ||
+	    map_field(b, "value_counts", 109, 119, 120, "long",
+	              "Map of column id to total count, including null and NaN") != 0 ||
+	    map_field(b, "null_value_counts", 110, 121, 122, "long",
+	              "Map of column id to null value count") != 0 ||
+	    map_field(b, "nan_value_counts", 137, 138, 139, "long",
+	              "Map of column id to number of NaN values in the column") != 0 ||
+	    map_field(b, "lower_bounds", 125, 126, 127, "bytes",
+	              "Map of column id to lower bound") != 0 ||
+	    map_field(b, "upper_bounds", 128, 129, 130, "bytes",
+	              "Map of column id to upper bound") != 0 ||
+	    puts_b(b,
+	           "{\"name\":\"key_metadata\",\"type\":[\"null\",\"bytes\"],\"doc\":\"Encryption "
+	           "key metadata blob\",\"default\":null,\"field-id\":131},"
+	           "{\"name\":\"split_offsets\",\"type\":[\"null\",{\"type\":\"array\",\"items\":"
+	           "\"long\",\"element-id\":133}],\"doc\":\"Splittable offsets\",\"default\":null,"
+	           "\"field-id\":132},"
+	           "{\"name\":\"equality_ids\",\"type\":[\"null\",{\"type\":\"array\",\"items\":"
+	           "\"int\",\"element-id\":136}],\"doc\":\"Equality comparison field IDs\","
+	           "\"default\":null,\"field-id\":135},"
+	           "{\"name\":\"sort_order_id\",\"type\":[\"null\",\"int\"],\"doc\":\"Sort order "
+	           "ID\",\"default\":null,\"field-id\":140}") != 0)
 		return -1;
 	if (w->format_version >= 3 &&
-	    puts_b(b, ",{\"name\":\"first_row_id\",\"type\":[\"null\",\"long\"],\"doc\":\"Starting "
-		      "row ID to assign to new rows\",\"default\":null,\"field-id\":142},"
-		      "{\"name\":\"referenced_data_file\",\"type\":[\"null\",\"string\"],\"doc\":"
-		      "\"Fully qualified location (URI with FS scheme) of a data file that all deletes "
-		      "reference\",\"default\":null,\"field-id\":143},"
-		      "{\"name\":\"content_offset\",\"type\":[\"null\",\"long\"],\"doc\":\"The offset "
-		      "in the file where the content starts\",\"default\":null,\"field-id\":144},"
-		      "{\"name\":\"content_size_in_bytes\",\"type\":[\"null\",\"long\"],\"doc\":\"The "
-		      "length of referenced content stored in the file\",\"default\":null,"
-		      "\"field-id\":145}") != 0)
+	    puts_b(b,
+	           ",{\"name\":\"first_row_id\",\"type\":[\"null\",\"long\"],\"doc\":\"Starting "
+	           "row ID to assign to new rows\",\"default\":null,\"field-id\":142},"
+	           "{\"name\":\"referenced_data_file\",\"type\":[\"null\",\"string\"],\"doc\":"
+	           "\"Fully qualified location (URI with FS scheme) of a data file that all deletes "
+	           "reference\",\"default\":null,\"field-id\":143},"
+	           "{\"name\":\"content_offset\",\"type\":[\"null\",\"long\"],\"doc\":\"The offset "
+	           "in the file where the content starts\",\"default\":null,\"field-id\":144},"
+	           "{\"name\":\"content_size_in_bytes\",\"type\":[\"null\",\"long\"],\"doc\":\"The "
+	           "length of referenced content stored in the file\",\"default\":null,"
+	           "\"field-id\":145}") != 0)
 		return -1;
 	if (puts_b(b, "]},\"field-id\":2}]}") != 0 || st_buf_put_u8(b, 0) != 0)
 		return -1;
@@ -224,8 +296,8 @@ static int spec_json(struct st_buf *b, const struct st_manifest_writer *w)
 		if ((i > 0 && puts_b(b, ",") != 0) || puts_b(b, "{\"name\":") != 0 ||
 		    json_str(b, f->name) != 0 || puts_b(b, ",\"transform\":") != 0 ||
 		    json_str(b, f->transform) != 0 ||
-		    printf_b(b, ",\"source-id\":%" PRId32 ",\"field-id\":%" PRId32 "}", f->source_id,
-			     f->field_id) != 0)
+		    printf_b(b, ",\"source-id\":%" PRId32 ",\"field-id\":%" PRId32 "}",
+		             f->source_id, f->field_id) != 0)
 			return -1;
 	}
 	return puts_b(b, "]");
@@ -250,26 +322,30 @@ static int check_spec(const struct st_manifest_opts *o, struct fl_err *err)
 {
 	if (o->format_version != 2 && o->format_version != 3)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
-				  "manifest: format version %d is not supported (2 or 3)",
-				  o->format_version);
+		                  "manifest: format version %d is not supported (2 or 3)",
+		                  o->format_version);
 	if (o->schema_json == NULL)
-		return fl_err_set(err, FL_ERR_BAD_REQUEST, "manifest: the table schema is required");
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "manifest: the table schema is required");
 	for (size_t i = 0; i < o->n_spec; i++) {
 		const struct st_partition_field *f = &o->spec[i];
 
 		if (f->name == NULL || f->name[0] == '\0' || f->transform == NULL)
-			return fl_err_set(err, FL_ERR_BAD_REQUEST,
-					  "manifest: partition field %zu needs a name and transform", i);
-		if ((f->type.id == ST_TYPE_DECIMAL && (f->type.precision < 1 || f->type.precision > 38)) ||
+			return fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "manifest: partition field %zu needs a name and transform", i);
+		if ((f->type.id == ST_TYPE_DECIMAL &&
+		     (f->type.precision < 1 || f->type.precision > 38)) ||
 		    (f->type.id == ST_TYPE_FIXED && f->type.length == 0))
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
-					  "manifest: partition field %s has an invalid type", f->name);
+			                  "manifest: partition field %s has an invalid type",
+			                  f->name);
 	}
 	return 0;
 }
 
 int st_manifest_writer_open(const struct st_manifest_opts *o, struct st_manifest_writer **out,
-			    struct fl_err *err)
+                            struct fl_err *err)
 {
 	struct st_manifest_writer *w = NULL;
 	struct st_buf schema, spec;
@@ -350,7 +426,8 @@ out:
 
 static bool is_nan(const struct st_type *t, const struct st_value *v)
 {
-	return (t->id == ST_TYPE_FLOAT && isnan(v->v.f)) || (t->id == ST_TYPE_DOUBLE && isnan(v->v.d));
+	return (t->id == ST_TYPE_FLOAT && isnan(v->v.f)) ||
+	       (t->id == ST_TYPE_DOUBLE && isnan(v->v.d));
 }
 
 static bool is_bytes_type(const struct st_type *t)
@@ -360,7 +437,7 @@ static bool is_bytes_type(const struct st_type *t)
 }
 
 static int keep_value(struct st_value *dst, struct st_buf *store, const struct st_type *t,
-		      const struct st_value *src)
+                      const struct st_value *src)
 {
 	*dst = *src;
 	if (!is_bytes_type(t))
@@ -374,8 +451,22 @@ static int keep_value(struct st_value *dst, struct st_buf *store, const struct s
 	return 0;
 }
 
+/* True when the unscaled value fits the Avro fixed size of its precision:
+ * the bytes in front of it only repeat the sign. */
+static bool decimal_fits(const struct st_value *v, int precision)
+{
+	int n = st_decimal_bytes(precision);
+	uint8_t ext = (v->v.dec[16 - n] & 0x80) ? 0xff : 0x00;
+
+	for (int i = 0; i < 16 - n; i++) {
+		if (v->v.dec[i] != ext)
+			return false;
+	}
+	return true;
+}
+
 static int check_partition(const struct st_manifest_writer *w, const struct st_data_file *f,
-			   struct fl_err *err)
+                           struct fl_err *err)
 {
 	for (size_t i = 0; i < w->n_parts; i++) {
 		const struct st_partition_field *pf = &w->parts[i].field;
@@ -386,13 +477,22 @@ static int check_partition(const struct st_manifest_writer *w, const struct st_d
 		if ((pf->type.id == ST_TYPE_UUID && v->v.bin.len != 16) ||
 		    (pf->type.id == ST_TYPE_FIXED && v->v.bin.len != pf->type.length))
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
-					  "manifest: %s: partition value %s has length %zu",
-					  f->file_path, pf->name, v->v.bin.len);
+			                  "manifest: %s: partition value %s has length %zu",
+			                  f->file_path, pf->name, v->v.bin.len);
 		if ((pf->type.id == ST_TYPE_STRING || pf->type.id == ST_TYPE_BINARY) &&
 		    v->v.bin.p == NULL && v->v.bin.len > 0)
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
-					  "manifest: %s: partition value %s has no bytes",
-					  f->file_path, pf->name);
+			                  "manifest: %s: partition value %s has no bytes",
+			                  f->file_path, pf->name);
+		if (pf->type.id == ST_TYPE_STRING && !st_utf8_valid(v->v.bin.p, v->v.bin.len))
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "manifest: %s: partition value %s is not valid UTF-8",
+			                  f->file_path, pf->name);
+		if (pf->type.id == ST_TYPE_DECIMAL && !decimal_fits(v, pf->type.precision))
+			return fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "manifest: %s: partition value %s does not fit decimal(%d, %d)",
+			        f->file_path, pf->name, pf->type.precision, pf->type.scale);
 	}
 	return 0;
 }
@@ -426,7 +526,7 @@ static int update_summaries(struct st_manifest_writer *w, const struct st_data_f
 }
 
 static void put_partition_value(struct st_avro_writer *a, const struct st_partition_field *pf,
-				const struct st_value *v)
+                                const struct st_value *v)
 {
 	const struct st_type *t = &pf->type;
 
@@ -442,7 +542,9 @@ static void put_partition_value(struct st_avro_writer *a, const struct st_partit
 	case ST_TYPE_LONG:
 	case ST_TYPE_TIME:
 	case ST_TYPE_TIMESTAMP:
-	case ST_TYPE_TIMESTAMPTZ: st_avro_write_long(a, v->v.l); break;
+	case ST_TYPE_TIMESTAMPTZ:
+	case ST_TYPE_TIMESTAMP_NS:
+	case ST_TYPE_TIMESTAMPTZ_NS: st_avro_write_long(a, v->v.l); break;
 	case ST_TYPE_FLOAT: st_avro_write_float(a, v->v.f); break;
 	case ST_TYPE_DOUBLE: st_avro_write_double(a, v->v.d); break;
 	case ST_TYPE_DECIMAL: {
@@ -474,7 +576,8 @@ static bool metric_present(const struct st_column_metrics *c, enum metric_kind k
 }
 
 /* One optional map<int, long|bytes>: null when no column has the metric. */
-static void put_metric_map(struct st_avro_writer *a, const struct st_data_file *f, enum metric_kind k)
+static void put_metric_map(struct st_avro_writer *a, const struct st_data_file *f,
+                           enum metric_kind k)
 {
 	size_t n = 0;
 
@@ -512,40 +615,42 @@ static void put_opt_long(struct st_avro_writer *a, bool has, int64_t v)
 }
 
 static int check_entry(const struct st_manifest_writer *w, const struct st_manifest_entry *e,
-		       struct fl_err *err)
+                       struct fl_err *err)
 {
 	const struct st_data_file *f = e->file;
 
 	if (f == NULL || f->file_path == NULL || f->file_format == NULL)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
-				  "manifest: an entry needs a file with a path and format");
+		                  "manifest: an entry needs a file with a path and format");
 	if ((unsigned)e->status > ST_ENTRY_DELETED)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "manifest: %s: bad status %d",
-				  f->file_path, (int)e->status);
+		                  f->file_path, (int)e->status);
 	if ((f->content == ST_CONTENT_DATA) != (w->content == ST_MANIFEST_DATA) ||
 	    (unsigned)f->content > ST_CONTENT_EQUALITY_DELETES)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
-				  "manifest: %s: file content %d does not belong in a %s manifest",
-				  f->file_path, (int)f->content,
-				  w->content == ST_MANIFEST_DATA ? "data" : "deletes");
+		                  "manifest: %s: file content %d does not belong in a %s manifest",
+		                  f->file_path, (int)f->content,
+		                  w->content == ST_MANIFEST_DATA ? "data" : "deletes");
 	if (f->content == ST_CONTENT_EQUALITY_DELETES && f->n_equality_ids == 0)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
-				  "manifest: %s: equality deletes need equality_ids", f->file_path);
+		                  "manifest: %s: equality deletes need equality_ids", f->file_path);
 	if (w->n_parts > 0 && f->partition == NULL)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
-				  "manifest: %s: the partition tuple is missing", f->file_path);
+		                  "manifest: %s: the partition tuple is missing", f->file_path);
 	if (f->record_count < 0 || f->file_size_in_bytes < 0)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
-				  "manifest: %s: negative record count or size", f->file_path);
+		                  "manifest: %s: negative record count or size", f->file_path);
 	return check_partition(w, f, err);
 }
 
 int st_manifest_writer_add(struct st_manifest_writer *w, const struct st_manifest_entry *e,
-			   struct fl_err *err)
+                           struct fl_err *err)
 {
 	struct st_avro_writer *a = w->avro;
 	const struct st_data_file *f = e->file;
 
+	if (w->broken)
+		return fl_err_set(err, FL_ERR_NOMEM, "manifest: the writer failed earlier");
 	if (check_entry(w, e, err) != 0)
 		return -1;
 	st_avro_write_int(a, (int32_t)e->status);
@@ -596,8 +701,10 @@ int st_manifest_writer_add(struct st_manifest_writer *w, const struct st_manifes
 	}
 	if (st_avro_writer_end_record(a, err) != 0)
 		return fl_err_prefix(err, "manifest: %s", f->file_path);
-	if (update_summaries(w, f) != 0)
+	if (update_summaries(w, f) != 0) {
+		w->broken = true;
 		return fl_err_set(err, FL_ERR_NOMEM, "manifest: out of memory");
+	}
 
 	switch (e->status) {
 	case ST_ENTRY_ADDED:
@@ -640,19 +747,21 @@ static int summarize(const struct st_manifest_writer *w, struct st_manifest_file
 		if (!p->has_bounds)
 			continue;
 		st_buf_init(&b, w->alloc);
-		if (st_value_serialize(&p->field.type, &p->min, &b) != 0 || st_buf_put_u8(&b, 0) != 0)
+		if (st_value_serialize(&p->field.type, &p->min, &b) != 0 ||
+		    st_buf_put_u8(&b, 0) != 0)
 			goto fail;
 		s->lower = b.data;
 		s->lower_len = b.len - 1;
 		s->has_lower = true;
 		st_buf_init(&b, w->alloc);
-		if (st_value_serialize(&p->field.type, &p->max, &b) != 0 || st_buf_put_u8(&b, 0) != 0)
+		if (st_value_serialize(&p->field.type, &p->max, &b) != 0 ||
+		    st_buf_put_u8(&b, 0) != 0)
 			goto fail;
 		s->upper = b.data;
 		s->upper_len = b.len - 1;
 		s->has_upper = true;
 		continue;
-fail:
+	fail:
 		st_buf_free(&b);
 		return -1;
 	}
@@ -660,12 +769,16 @@ fail:
 }
 
 int st_manifest_writer_close(struct st_manifest_writer *w, struct st_manifest_file *mf,
-			     struct fl_err *err)
+                             struct fl_err *err)
 {
 	struct st_manifest_file r = {0};
 	uint64_t len = 0;
 	int rc = -1;
 
+	if (w->broken) {
+		fl_err_set(err, FL_ERR_NOMEM, "manifest: the writer failed earlier");
+		goto out;
+	}
 	if (st_avro_writer_close(w->avro, &len, err) != 0) {
 		w->avro = NULL;
 		fl_err_prefix(err, "manifest");

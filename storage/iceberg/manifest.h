@@ -54,7 +54,7 @@ struct st_manifest_opts {
 	int format_version; /* 2 or 3 */
 	enum st_manifest_content content;
 	const char *schema_json; /* the table schema as JSON (header key "schema") */
-	int32_t schema_id;       /* also written as "schema-id"; -1 leaves it out */
+	int32_t schema_id; /* also written as "schema-id"; -1 leaves it out */
 	int32_t spec_id;
 	const struct st_partition_field *spec; /* copied at open */
 	size_t n_spec;
@@ -71,19 +71,19 @@ struct st_manifest_writer;
  * format-version, content) and returns a writer.  FL_ERR_BAD_REQUEST for
  * an unsupported version or spec. */
 int st_manifest_writer_open(const struct st_manifest_opts *opts, struct st_manifest_writer **out,
-			    struct fl_err *err) FL_MUST_CHECK;
+                            struct fl_err *err) FL_MUST_CHECK;
 
 /* Appends one entry.  FL_ERR_BAD_REQUEST when the file's content does not
  * fit the manifest's, a required field is missing, or a partition value
  * count or type is wrong; the writer stays usable after such an error. */
 int st_manifest_writer_add(struct st_manifest_writer *w, const struct st_manifest_entry *e,
-			   struct fl_err *err) FL_MUST_CHECK;
+                           struct fl_err *err) FL_MUST_CHECK;
 
 /* Finishes the file and frees the writer whatever the outcome.  On success
  * *mf describes the manifest for the list (manifest_path left NULL, for the
  * caller to set); release it with st_manifest_file_release. */
 int st_manifest_writer_close(struct st_manifest_writer *w, struct st_manifest_file *mf,
-			     struct fl_err *err) FL_MUST_CHECK;
+                             struct fl_err *err) FL_MUST_CHECK;
 
 /* Frees without finishing; accepts NULL. */
 void st_manifest_writer_free(struct st_manifest_writer *w);

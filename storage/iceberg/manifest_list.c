@@ -17,54 +17,54 @@
 #include <stdio.h>
 #include <string.h>
 
-#define LIST_FIELDS_COMMON                                                                        \
-	"{\"name\":\"manifest_path\",\"type\":\"string\",\"doc\":\"Location URI with FS scheme\","  \
-	"\"field-id\":500},"                                                                      \
-	"{\"name\":\"manifest_length\",\"type\":\"long\",\"doc\":\"Total file size in bytes\","      \
-	"\"field-id\":501},"                                                                      \
-	"{\"name\":\"partition_spec_id\",\"type\":\"int\",\"doc\":\"Spec ID used to write\","        \
-	"\"field-id\":502},"                                                                      \
-	"{\"name\":\"content\",\"type\":\"int\",\"doc\":\"Contents of the manifest: 0=data, "       \
-	"1=deletes\",\"field-id\":517},"                                                          \
+#define LIST_FIELDS_COMMON                                                                         \
+	"{\"name\":\"manifest_path\",\"type\":\"string\",\"doc\":\"Location URI with FS scheme\"," \
+	"\"field-id\":500},"                                                                       \
+	"{\"name\":\"manifest_length\",\"type\":\"long\",\"doc\":\"Total file size in bytes\","    \
+	"\"field-id\":501},"                                                                       \
+	"{\"name\":\"partition_spec_id\",\"type\":\"int\",\"doc\":\"Spec ID used to write\","      \
+	"\"field-id\":502},"                                                                       \
+	"{\"name\":\"content\",\"type\":\"int\",\"doc\":\"Contents of the manifest: 0=data, "      \
+	"1=deletes\",\"field-id\":517},"                                                           \
 	"{\"name\":\"sequence_number\",\"type\":\"long\",\"doc\":\"Sequence number when the "      \
-	"manifest was added\",\"field-id\":515},"                                                 \
-	"{\"name\":\"min_sequence_number\",\"type\":\"long\",\"doc\":\"Lowest sequence number in "  \
-	"the manifest\",\"field-id\":516},"                                                       \
-	"{\"name\":\"added_snapshot_id\",\"type\":\"long\",\"doc\":\"Snapshot ID that added the "   \
-	"manifest\",\"field-id\":503},"                                                           \
-	"{\"name\":\"added_files_count\",\"type\":\"int\",\"doc\":\"Added entry count\","           \
-	"\"field-id\":504},"                                                                      \
-	"{\"name\":\"existing_files_count\",\"type\":\"int\",\"doc\":\"Existing entry count\","     \
-	"\"field-id\":505},"                                                                      \
-	"{\"name\":\"deleted_files_count\",\"type\":\"int\",\"doc\":\"Deleted entry count\","       \
-	"\"field-id\":506},"                                                                      \
-	"{\"name\":\"added_rows_count\",\"type\":\"long\",\"doc\":\"Added rows count\","            \
-	"\"field-id\":512},"                                                                      \
-	"{\"name\":\"existing_rows_count\",\"type\":\"long\",\"doc\":\"Existing rows count\","      \
-	"\"field-id\":513},"                                                                      \
-	"{\"name\":\"deleted_rows_count\",\"type\":\"long\",\"doc\":\"Deleted rows count\","        \
-	"\"field-id\":514},"                                                                      \
+	"manifest was added\",\"field-id\":515},"                                                  \
+	"{\"name\":\"min_sequence_number\",\"type\":\"long\",\"doc\":\"Lowest sequence number in " \
+	"the manifest\",\"field-id\":516},"                                                        \
+	"{\"name\":\"added_snapshot_id\",\"type\":\"long\",\"doc\":\"Snapshot ID that added the "  \
+	"manifest\",\"field-id\":503},"                                                            \
+	"{\"name\":\"added_files_count\",\"type\":\"int\",\"doc\":\"Added entry count\","          \
+	"\"field-id\":504},"                                                                       \
+	"{\"name\":\"existing_files_count\",\"type\":\"int\",\"doc\":\"Existing entry count\","    \
+	"\"field-id\":505},"                                                                       \
+	"{\"name\":\"deleted_files_count\",\"type\":\"int\",\"doc\":\"Deleted entry count\","      \
+	"\"field-id\":506},"                                                                       \
+	"{\"name\":\"added_rows_count\",\"type\":\"long\",\"doc\":\"Added rows count\","           \
+	"\"field-id\":512},"                                                                       \
+	"{\"name\":\"existing_rows_count\",\"type\":\"long\",\"doc\":\"Existing rows count\","     \
+	"\"field-id\":513},"                                                                       \
+	"{\"name\":\"deleted_rows_count\",\"type\":\"long\",\"doc\":\"Deleted rows count\","       \
+	"\"field-id\":514},"                                                                       \
 	"{\"name\":\"partitions\",\"type\":[\"null\",{\"type\":\"array\",\"items\":{\"type\":"     \
-	"\"record\",\"name\":\"r508\",\"fields\":["                                               \
-	"{\"name\":\"contains_null\",\"type\":\"boolean\",\"doc\":\"True if any file has a null "   \
-	"partition value\",\"field-id\":509},"                                                    \
-	"{\"name\":\"contains_nan\",\"type\":[\"null\",\"boolean\"],\"doc\":\"True if any file "    \
-	"has a nan partition value\",\"default\":null,\"field-id\":518},"                         \
+	"\"record\",\"name\":\"r508\",\"fields\":["                                                \
+	"{\"name\":\"contains_null\",\"type\":\"boolean\",\"doc\":\"True if any file has a null "  \
+	"partition value\",\"field-id\":509},"                                                     \
+	"{\"name\":\"contains_nan\",\"type\":[\"null\",\"boolean\"],\"doc\":\"True if any file "   \
+	"has a nan partition value\",\"default\":null,\"field-id\":518},"                          \
 	"{\"name\":\"lower_bound\",\"type\":[\"null\",\"bytes\"],\"doc\":\"Partition lower "       \
-	"bound for all files\",\"default\":null,\"field-id\":510},"                               \
+	"bound for all files\",\"default\":null,\"field-id\":510},"                                \
 	"{\"name\":\"upper_bound\",\"type\":[\"null\",\"bytes\"],\"doc\":\"Partition upper "       \
-	"bound for all files\",\"default\":null,\"field-id\":511}]},\"element-id\":508}],"        \
+	"bound for all files\",\"default\":null,\"field-id\":511}]},\"element-id\":508}],"         \
 	"\"doc\":\"Summary for each partition\",\"default\":null,\"field-id\":507},"               \
 	"{\"name\":\"key_metadata\",\"type\":[\"null\",\"bytes\"],\"doc\":\"Encryption key "       \
 	"metadata blob\",\"default\":null,\"field-id\":519}"
 
 static const char list_schema_v2[] =
-	"{\"type\":\"record\",\"name\":\"manifest_file\",\"fields\":[" LIST_FIELDS_COMMON "]}";
+        "{\"type\":\"record\",\"name\":\"manifest_file\",\"fields\":[" LIST_FIELDS_COMMON "]}";
 
 static const char list_schema_v3[] =
-	"{\"type\":\"record\",\"name\":\"manifest_file\",\"fields\":[" LIST_FIELDS_COMMON
-	",{\"name\":\"first_row_id\",\"type\":[\"null\",\"long\"],\"doc\":\"Starting row ID to "
-	"assign to new rows in ADDED data files\",\"default\":null,\"field-id\":520}]}";
+        "{\"type\":\"record\",\"name\":\"manifest_file\",\"fields\":[" LIST_FIELDS_COMMON
+        ",{\"name\":\"first_row_id\",\"type\":[\"null\",\"long\"],\"doc\":\"Starting row ID to "
+        "assign to new rows in ADDED data files\",\"default\":null,\"field-id\":520}]}";
 
 struct st_manifest_list_writer {
 	const struct st_alloc *alloc;
@@ -104,7 +104,7 @@ void st_manifest_list_writer_free(struct st_manifest_list_writer *w)
 }
 
 int st_manifest_list_writer_open(const struct st_manifest_list_opts *o,
-				 struct st_manifest_list_writer **out, struct fl_err *err)
+                                 struct st_manifest_list_writer **out, struct fl_err *err)
 {
 	char snap[24], parent[24], seq[24], version[4], rowid[24];
 	struct st_avro_meta meta[5];
@@ -114,8 +114,8 @@ int st_manifest_list_writer_open(const struct st_manifest_list_opts *o,
 
 	if (o->format_version != 2 && o->format_version != 3)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
-				  "manifest list: format version %d is not supported (2 or 3)",
-				  o->format_version);
+		                  "manifest list: format version %d is not supported (2 or 3)",
+		                  o->format_version);
 	snprintf(snap, sizeof(snap), "%" PRId64, o->snapshot_id);
 	if (o->has_parent)
 		snprintf(parent, sizeof(parent), "%" PRId64, o->parent_snapshot_id);
@@ -164,15 +164,16 @@ static void put_opt_bytes(struct st_avro_writer *a, bool has, const uint8_t *p, 
 	st_avro_write_bytes(a, p, n);
 }
 
-int st_manifest_list_writer_add(struct st_manifest_list_writer *w, const struct st_manifest_file *mf,
-				struct fl_err *err)
+int st_manifest_list_writer_add(struct st_manifest_list_writer *w,
+                                const struct st_manifest_file *mf, struct fl_err *err)
 {
 	struct st_avro_writer *a = w->avro;
 	int64_t seq = mf->sequence_number, min_seq = mf->min_sequence_number;
 	bool assign_row_id;
 
 	if (mf->manifest_path == NULL)
-		return fl_err_set(err, FL_ERR_BAD_REQUEST, "manifest list: manifest_path is required");
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "manifest list: manifest_path is required");
 	if (seq == ST_SEQ_UNASSIGNED)
 		seq = w->sequence_number;
 	if (min_seq == ST_SEQ_UNASSIGNED)
@@ -230,7 +231,7 @@ int st_manifest_list_writer_add(struct st_manifest_list_writer *w, const struct 
 }
 
 int st_manifest_list_writer_close(struct st_manifest_list_writer *w, uint64_t *bytes,
-				  int64_t *next_row_id, struct fl_err *err)
+                                  int64_t *next_row_id, struct fl_err *err)
 {
 	int rc = 0;
 	uint64_t len = 0;

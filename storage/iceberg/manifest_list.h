@@ -44,7 +44,7 @@ struct st_manifest_file {
 	int64_t manifest_length;
 	int32_t partition_spec_id;
 	enum st_manifest_content content;
-	int64_t sequence_number;     /* or ST_SEQ_UNASSIGNED */
+	int64_t sequence_number; /* or ST_SEQ_UNASSIGNED */
 	int64_t min_sequence_number; /* or ST_SEQ_UNASSIGNED */
 	int64_t added_snapshot_id;
 	int32_t added_files_count;
@@ -84,18 +84,20 @@ struct st_manifest_list_writer;
  * there is none), sequence-number, format-version, and first-row-id for v3)
  * and returns a writer.  FL_ERR_BAD_REQUEST for an unsupported version. */
 int st_manifest_list_writer_open(const struct st_manifest_list_opts *opts,
-				 struct st_manifest_list_writer **out, struct fl_err *err) FL_MUST_CHECK;
+                                 struct st_manifest_list_writer **out,
+                                 struct fl_err *err) FL_MUST_CHECK;
 
 /* Appends one manifest.  For v3 data manifests without first_row_id it
  * assigns the next row id and advances it by added + existing rows. */
-int st_manifest_list_writer_add(struct st_manifest_list_writer *w, const struct st_manifest_file *mf,
-				struct fl_err *err) FL_MUST_CHECK;
+int st_manifest_list_writer_add(struct st_manifest_list_writer *w,
+                                const struct st_manifest_file *mf,
+                                struct fl_err *err) FL_MUST_CHECK;
 
 /* Finishes the file and frees the writer whatever the outcome.  *bytes gets
  * the file length; *next_row_id (v3, may be NULL) the first row id after
  * this snapshot's rows, so added-rows = *next_row_id - opts.first_row_id. */
 int st_manifest_list_writer_close(struct st_manifest_list_writer *w, uint64_t *bytes,
-				  int64_t *next_row_id, struct fl_err *err) FL_MUST_CHECK;
+                                  int64_t *next_row_id, struct fl_err *err) FL_MUST_CHECK;
 
 /* Frees without finishing; accepts NULL. */
 void st_manifest_list_writer_free(struct st_manifest_list_writer *w);

@@ -3,7 +3,7 @@
  *
  * Bytes produced by st_value_serialize:
  *   boolean 1 byte (0x00/0x01); int, date 4 bytes LE; long, time,
- *   timestamp(tz) 8 bytes LE; float 4, double 8 bytes LE IEEE 754;
+ *   timestamp(tz) (micros) and timestamp(tz)_ns (nanos) 8 bytes LE; float 4, double 8 bytes LE IEEE 754;
  *   string UTF-8 bytes, binary/fixed raw bytes, no length; uuid 16 bytes
  *   big-endian; decimal the unscaled value as two's complement big-endian
  *   in the minimum number of bytes. */
@@ -19,12 +19,20 @@ static const struct {
 	const char *name;
 	enum st_type_id id;
 } simple_types[] = {
-	{"boolean", ST_TYPE_BOOLEAN}, {"int", ST_TYPE_INT},
-	{"long", ST_TYPE_LONG},       {"float", ST_TYPE_FLOAT},
-	{"double", ST_TYPE_DOUBLE},   {"date", ST_TYPE_DATE},
-	{"time", ST_TYPE_TIME},       {"timestamp", ST_TYPE_TIMESTAMP},
-	{"timestamptz", ST_TYPE_TIMESTAMPTZ}, {"string", ST_TYPE_STRING},
-	{"uuid", ST_TYPE_UUID},       {"binary", ST_TYPE_BINARY},
+        {"boolean", ST_TYPE_BOOLEAN},
+        {"int", ST_TYPE_INT},
+        {"long", ST_TYPE_LONG},
+        {"float", ST_TYPE_FLOAT},
+        {"double", ST_TYPE_DOUBLE},
+        {"date", ST_TYPE_DATE},
+        {"time", ST_TYPE_TIME},
+        {"timestamp", ST_TYPE_TIMESTAMP},
+        {"timestamptz", ST_TYPE_TIMESTAMPTZ},
+        {"string", ST_TYPE_STRING},
+        {"uuid", ST_TYPE_UUID},
+        {"binary", ST_TYPE_BINARY},
+        {"timestamp_ns", ST_TYPE_TIMESTAMP_NS},
+        {"timestamptz_ns", ST_TYPE_TIMESTAMPTZ_NS},
 };
 
 /* Reads a decimal integer at *p (after optional spaces) into *out. */
@@ -160,7 +168,9 @@ int st_value_compare(const struct st_type *t, const struct st_value *a, const st
 	case ST_TYPE_LONG:
 	case ST_TYPE_TIME:
 	case ST_TYPE_TIMESTAMP:
-	case ST_TYPE_TIMESTAMPTZ: return (a->v.l > b->v.l) - (a->v.l < b->v.l);
+	case ST_TYPE_TIMESTAMPTZ:
+	case ST_TYPE_TIMESTAMP_NS:
+	case ST_TYPE_TIMESTAMPTZ_NS: return (a->v.l > b->v.l) - (a->v.l < b->v.l);
 	case ST_TYPE_FLOAT: return cmp_double(a->v.f, b->v.f);
 	case ST_TYPE_DOUBLE: return cmp_double(a->v.d, b->v.d);
 	case ST_TYPE_DECIMAL: {
@@ -175,8 +185,7 @@ int st_value_compare(const struct st_type *t, const struct st_value *a, const st
 	case ST_TYPE_STRING:
 	case ST_TYPE_UUID:
 	case ST_TYPE_FIXED:
-	case ST_TYPE_BINARY:
-		return cmp_bytes(a->v.bin.p, a->v.bin.len, b->v.bin.p, b->v.bin.len);
+	case ST_TYPE_BINARY: return cmp_bytes(a->v.bin.p, a->v.bin.len, b->v.bin.p, b->v.bin.len);
 	}
 	return 0;
 }
@@ -190,7 +199,9 @@ int st_value_serialize(const struct st_type *t, const struct st_value *v, struct
 	case ST_TYPE_LONG:
 	case ST_TYPE_TIME:
 	case ST_TYPE_TIMESTAMP:
-	case ST_TYPE_TIMESTAMPTZ: return st_buf_put_le64(out, (uint64_t)v->v.l);
+	case ST_TYPE_TIMESTAMPTZ:
+	case ST_TYPE_TIMESTAMP_NS:
+	case ST_TYPE_TIMESTAMPTZ_NS: return st_buf_put_le64(out, (uint64_t)v->v.l);
 	case ST_TYPE_FLOAT: {
 		uint32_t u;
 
@@ -208,7 +219,8 @@ int st_value_serialize(const struct st_type *t, const struct st_value *v, struct
 		size_t n = 16;
 
 		/* Drop leading bytes that only repeat the sign. */
-		while (n > 1 && ((d[0] == 0x00 && !(d[1] & 0x80)) || (d[0] == 0xff && (d[1] & 0x80)))) {
+		while (n > 1 &&
+		       ((d[0] == 0x00 && !(d[1] & 0x80)) || (d[0] == 0xff && (d[1] & 0x80)))) {
 			d++;
 			n--;
 		}

@@ -21,26 +21,28 @@ enum st_type_id {
 	ST_TYPE_LONG,
 	ST_TYPE_FLOAT,
 	ST_TYPE_DOUBLE,
-	ST_TYPE_DECIMAL,     /* precision 1..38, scale 0..precision */
-	ST_TYPE_DATE,        /* days since 1970-01-01 */
-	ST_TYPE_TIME,        /* microseconds since midnight */
-	ST_TYPE_TIMESTAMP,   /* microseconds since the epoch, no zone */
+	ST_TYPE_DECIMAL, /* precision 1..38, scale 0..precision */
+	ST_TYPE_DATE, /* days since 1970-01-01 */
+	ST_TYPE_TIME, /* microseconds since midnight */
+	ST_TYPE_TIMESTAMP, /* microseconds since the epoch, no zone */
 	ST_TYPE_TIMESTAMPTZ, /* microseconds since the epoch, UTC */
-	ST_TYPE_STRING,      /* UTF-8 */
-	ST_TYPE_UUID,        /* 16 bytes, big-endian (RFC 4122 byte order) */
-	ST_TYPE_FIXED,       /* length bytes */
+	ST_TYPE_STRING, /* UTF-8 */
+	ST_TYPE_UUID, /* 16 bytes, big-endian (RFC 4122 byte order) */
+	ST_TYPE_FIXED, /* length bytes */
 	ST_TYPE_BINARY,
+	ST_TYPE_TIMESTAMP_NS, /* v3: nanoseconds since the epoch, no zone */
+	ST_TYPE_TIMESTAMPTZ_NS, /* v3: nanoseconds since the epoch, UTC */
 };
 
 struct st_type {
 	enum st_type_id id;
 	int precision; /* decimal only */
-	int scale;     /* decimal only */
+	int scale; /* decimal only */
 	uint32_t length; /* fixed only */
 };
 
 /* A value of some st_type.  Which member is set follows the type:
- *   boolean: b;  int, date: i;  long, time, timestamp, timestamptz: l;
+ *   boolean: b;  int, date: i;  long, time, timestamp(tz)(_ns): l;
  *   float: f;  double: d;  decimal: dec (the unscaled value, 16-byte
  *   big-endian two's complement, whatever the precision);
  *   string, binary, fixed, uuid: bin (borrowed; not NUL-terminated). */
@@ -87,6 +89,7 @@ int st_value_compare(const struct st_type *t, const struct st_value *a, const st
  * little-endian for numbers, raw bytes for string/binary/fixed, uuid as its
  * 16 bytes, decimal as the minimal big-endian two's complement.  -1 when
  * out of memory. */
-int st_value_serialize(const struct st_type *t, const struct st_value *v, struct st_buf *out) FL_MUST_CHECK;
+int st_value_serialize(const struct st_type *t, const struct st_value *v,
+                       struct st_buf *out) FL_MUST_CHECK;
 
 #endif

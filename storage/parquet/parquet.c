@@ -27,8 +27,9 @@
  *
  * Type mapping: Iceberg spec Appendix A (decimal by precision: INT32 <= 9,
  * INT64 <= 18, else FIXED_LEN_BYTE_ARRAY of the minimal length; time and
- * timestamps INT64 micros; uuid FIXED[16] + UUID).  Compression per page:
- * ZSTD frame, Snappy raw block, GZIP member (parquet-format Compression.md).
+ * timestamps INT64 micros, v3 timestamp_ns INT64 nanos; uuid FIXED[16] +
+ * UUID).  Compression per page: ZSTD frame, Snappy raw block, GZIP member
+ * (parquet-format Compression.md).
  *
  * Invariants: `offset` is the number of bytes the sink has accepted.  Per
  * column, while `dict_on` the row group's values live only as dictionary
@@ -54,7 +55,15 @@
 #include "parquet/thrift.h"
 
 /* parquet.thrift enum values. */
-enum { PT_BOOLEAN = 0, PT_INT32 = 1, PT_INT64 = 2, PT_FLOAT = 4, PT_DOUBLE = 5, PT_BYTE_ARRAY = 6, PT_FLBA = 7 };
+enum {
+	PT_BOOLEAN = 0,
+	PT_INT32 = 1,
+	PT_INT64 = 2,
+	PT_FLOAT = 4,
+	PT_DOUBLE = 5,
+	PT_BYTE_ARRAY = 6,
+	PT_FLBA = 7
+};
 enum { ENC_PLAIN = 0, ENC_RLE = 3, ENC_RLE_DICTIONARY = 8 };
 enum { PAGE_DATA = 0, PAGE_DICTIONARY = 2 };
 enum { CT_UTF8 = 0, CT_DECIMAL = 5, CT_DATE = 6, CT_TIME_MICROS = 8, CT_TIMESTAMP_MICROS = 10 };
@@ -63,8 +72,9 @@ enum { CODEC_UNCOMPRESSED = 0, CODEC_SNAPPY = 1, CODEC_GZIP = 2, CODEC_ZSTD = 6 
 #define DEFAULT_ROW_GROUP_BYTES ((size_t)128 << 20)
 #define DEFAULT_PAGE_BYTES ((size_t)1 << 20)
 #define DEFAULT_DICT_BYTES ((size_t)2 << 20)
-#define PAGE_ROW_LIMIT 20000    /* write.parquet.page-row-limit */
-#define MAX_STAT_BYTES 1024     /* longer chunk min/max are left out of the footer */
+#define PAGE_ROW_LIMIT 20000 /* write.parquet.page-row-limit */
+#define MAX_STAT_BYTES 1024 /* longer chunk min/max are left out of the footer */
+#define DICT_PROBE_VALUES 16384 /* when to give up on a mostly unique column */
 #define DEFAULT_TRUNCATE 16
 
 /* The PLAIN encoding of one value as (head, tail) so that BYTE_ARRAY
@@ -87,7 +97,7 @@ struct dict {
 	uint32_t *slots; /* 0 empty, else entry index + 1 */
 	size_t n_slots;
 	uint64_t *hashes; /* per entry */
-	size_t *ends;     /* end offset of each entry in plain */
+	size_t *ends; /* end offset of each entry in plain */
 	size_t n_entries, cap_entries;
 	struct st_buf plain; /* the entries, PLAIN encoded back to back */
 };
@@ -111,11 +121,11 @@ struct pq_rg {
 struct pq_col {
 	struct st_parquet_column def; /* name owned */
 	int ptype;
-	int type_length;    /* FIXED_LEN_BYTE_ARRAY only */
+	int type_length; /* FIXED_LEN_BYTE_ARRAY only */
 	size_t fixed_width; /* bytes per PLAIN value; 0 for BYTE_ARRAY */
 	/* current row group */
-	struct st_buf defs;    /* one byte per row: 1 defined, 0 null (OPTIONAL only) */
-	struct st_buf values;  /* PLAIN values (when !dict_on) */
+	struct st_buf defs; /* one byte per row: 1 defined, 0 null (OPTIONAL only) */
+	struct st_buf values; /* PLAIN values (when !dict_on) */
 	struct st_buf indices; /* u32 dictionary index per value (when dict_on) */
 	struct dict dict;
 	bool dict_on;
@@ -199,7 +209,7 @@ static bool is_bytes(const struct st_type *t)
 }
 
 static int keep(struct st_value *dst, struct st_buf *store, const struct st_type *t,
-		const struct st_value *src)
+                const struct st_value *src)
 {
 	*dst = *src;
 	if (!is_bytes(t))
@@ -230,7 +240,8 @@ static int vstat_update(struct vstat *s, const struct st_type *t, const struct s
 
 static bool value_is_nan(const struct st_type *t, const struct st_value *v)
 {
-	return (t->id == ST_TYPE_FLOAT && isnan(v->v.f)) || (t->id == ST_TYPE_DOUBLE && isnan(v->v.d));
+	return (t->id == ST_TYPE_FLOAT && isnan(v->v.f)) ||
+	       (t->id == ST_TYPE_DOUBLE && isnan(v->v.d));
 }
 
 static void le_bytes(uint8_t *p, uint64_t v, int n)
@@ -282,6 +293,8 @@ static void to_plain(const struct pq_col *c, const struct st_value *v, struct pl
 	case ST_TYPE_TIME:
 	case ST_TYPE_TIMESTAMP:
 	case ST_TYPE_TIMESTAMPTZ:
+	case ST_TYPE_TIMESTAMP_NS:
+	case ST_TYPE_TIMESTAMPTZ_NS:
 		le_bytes(p->head, (uint64_t)v->v.l, 8);
 		p->head_len = 8;
 		break;
@@ -345,6 +358,11 @@ static uint64_t hash_plain(const struct plain *p)
 		h = (h ^ p->head[i]) * 1099511628211ULL;
 	for (size_t i = 0; i < p->tail_len; i++)
 		h = (h ^ p->tail[i]) * 1099511628211ULL;
+	/* FNV's low bits are weak for short keys; the table indexes by them,
+	 * so mix the high bits down (the MurmurHash3 finalizer). */
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
 	return h;
 }
 
@@ -394,7 +412,7 @@ static int dict_grow(struct dict *d, const struct st_alloc *a)
 
 /* Finds or adds p; *index receives its entry number. */
 static int dict_insert(struct dict *d, const struct st_alloc *a, const struct plain *p,
-		       uint32_t *index, bool *added)
+                       uint32_t *index, bool *added)
 {
 	uint64_t h = hash_plain(p);
 	size_t s;
@@ -434,6 +452,19 @@ static int dict_insert(struct dict *d, const struct st_alloc *a, const struct pl
 	return 0;
 }
 
+/* A dictionary stops paying once it passes dict_bytes, or when nearly every
+ * value is new: checked once, after DICT_PROBE_VALUES values, so a column
+ * of unique ids does not build a 2 MiB dictionary in every row group only
+ * to throw it away. */
+static bool dict_too_big(const struct st_parquet_writer *w, const struct pq_col *c)
+{
+	size_t values = c->indices.len / sizeof(uint32_t);
+
+	if (c->dict.plain.len > w->dict_bytes)
+		return true;
+	return values == DICT_PROBE_VALUES && c->dict.n_entries > DICT_PROBE_VALUES / 4 * 3;
+}
+
 /* Leaves dictionary encoding for the rest of this row group: rebuilds the
  * PLAIN values from the indices and releases the dictionary. */
 static int dict_fallback(struct st_parquet_writer *w, struct pq_col *c)
@@ -446,7 +477,8 @@ static int dict_fallback(struct st_parquet_writer *w, struct pq_col *c)
 		size_t e = idx[i];
 		size_t start = e ? c->dict.ends[e - 1] : 0;
 
-		if (st_buf_append(&c->values, c->dict.plain.data + start, c->dict.ends[e] - start) != 0)
+		if (st_buf_append(&c->values, c->dict.plain.data + start,
+		                  c->dict.ends[e] - start) != 0)
 			return -1;
 	}
 	w->rg_bytes -= c->indices.len + c->dict.plain.len;
@@ -465,15 +497,32 @@ static void map_type(struct pq_col *c)
 
 	c->type_length = 0;
 	switch (t->id) {
-	case ST_TYPE_BOOLEAN: c->ptype = PT_BOOLEAN; c->fixed_width = 1; break;
+	case ST_TYPE_BOOLEAN:
+		c->ptype = PT_BOOLEAN;
+		c->fixed_width = 1;
+		break;
 	case ST_TYPE_INT:
-	case ST_TYPE_DATE: c->ptype = PT_INT32; c->fixed_width = 4; break;
+	case ST_TYPE_DATE:
+		c->ptype = PT_INT32;
+		c->fixed_width = 4;
+		break;
 	case ST_TYPE_LONG:
 	case ST_TYPE_TIME:
 	case ST_TYPE_TIMESTAMP:
-	case ST_TYPE_TIMESTAMPTZ: c->ptype = PT_INT64; c->fixed_width = 8; break;
-	case ST_TYPE_FLOAT: c->ptype = PT_FLOAT; c->fixed_width = 4; break;
-	case ST_TYPE_DOUBLE: c->ptype = PT_DOUBLE; c->fixed_width = 8; break;
+	case ST_TYPE_TIMESTAMPTZ:
+	case ST_TYPE_TIMESTAMP_NS:
+	case ST_TYPE_TIMESTAMPTZ_NS:
+		c->ptype = PT_INT64;
+		c->fixed_width = 8;
+		break;
+	case ST_TYPE_FLOAT:
+		c->ptype = PT_FLOAT;
+		c->fixed_width = 4;
+		break;
+	case ST_TYPE_DOUBLE:
+		c->ptype = PT_DOUBLE;
+		c->fixed_width = 8;
+		break;
 	case ST_TYPE_DECIMAL:
 		if (t->precision <= 9) {
 			c->ptype = PT_INT32;
@@ -488,8 +537,15 @@ static void map_type(struct pq_col *c)
 		}
 		break;
 	case ST_TYPE_STRING:
-	case ST_TYPE_BINARY: c->ptype = PT_BYTE_ARRAY; c->fixed_width = 0; break;
-	case ST_TYPE_UUID: c->ptype = PT_FLBA; c->type_length = 16; c->fixed_width = 16; break;
+	case ST_TYPE_BINARY:
+		c->ptype = PT_BYTE_ARRAY;
+		c->fixed_width = 0;
+		break;
+	case ST_TYPE_UUID:
+		c->ptype = PT_FLBA;
+		c->type_length = 16;
+		c->fixed_width = 16;
+		break;
 	case ST_TYPE_FIXED:
 		c->ptype = PT_FLBA;
 		c->type_length = (int)t->length;
@@ -501,31 +557,40 @@ static void map_type(struct pq_col *c)
 static int check_columns(const struct st_parquet_opts *o, struct fl_err *err)
 {
 	if (o->n_columns == 0)
-		return fl_err_set(err, FL_ERR_BAD_REQUEST, "parquet: at least one column is required");
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "parquet: at least one column is required");
 	for (size_t i = 0; i < o->n_columns; i++) {
 		const struct st_parquet_column *c = &o->columns[i];
 
 		if (c->name == NULL || c->name[0] == '\0')
-			return fl_err_set(err, FL_ERR_BAD_REQUEST, "parquet: column %zu has no name", i);
-		if ((unsigned)c->type.id > ST_TYPE_BINARY ||
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "parquet: column %zu has no name", i);
+		if ((unsigned)c->type.id > ST_TYPE_TIMESTAMPTZ_NS ||
 		    (c->type.id == ST_TYPE_DECIMAL &&
 		     (c->type.precision < 1 || c->type.precision > 38 || c->type.scale < 0 ||
 		      c->type.scale > c->type.precision)) ||
-		    (c->type.id == ST_TYPE_FIXED && (c->type.length == 0 || c->type.length > INT32_MAX)))
-			return fl_err_set(err, FL_ERR_BAD_REQUEST, "parquet: column %s has an invalid type",
-					  c->name);
+		    (c->type.id == ST_TYPE_FIXED &&
+		     (c->type.length == 0 || c->type.length > INT32_MAX)))
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "parquet: column %s has an invalid type", c->name);
+		if ((unsigned)c->metrics > ST_METRICS_FULL ||
+		    (c->metrics == ST_METRICS_TRUNCATE && c->metrics_truncate == 0))
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "parquet: column %s has an invalid metrics mode",
+			                  c->name);
 		for (size_t j = 0; j < i; j++) {
 			if (o->columns[j].field_id == c->field_id)
 				return fl_err_set(err, FL_ERR_BAD_REQUEST,
-						  "parquet: columns %s and %s share field id %d",
-						  o->columns[j].name, c->name, (int)c->field_id);
+				                  "parquet: columns %s and %s share field id %d",
+				                  o->columns[j].name, c->name, (int)c->field_id);
 			if (strcmp(o->columns[j].name, c->name) == 0)
 				return fl_err_set(err, FL_ERR_BAD_REQUEST,
-						  "parquet: column name %s appears twice", c->name);
+				                  "parquet: column name %s appears twice", c->name);
 		}
 	}
 	if (o->codec > ST_PARQUET_UNCOMPRESSED)
-		return fl_err_set(err, FL_ERR_BAD_REQUEST, "parquet: unknown codec %d", (int)o->codec);
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "parquet: unknown codec %d",
+		                  (int)o->codec);
 #ifndef ST_HAVE_SNAPPY
 	if (o->codec == ST_PARQUET_SNAPPY)
 		return fl_err_set(err, FL_ERR_UNSUPPORTED, "parquet: built without snappy");
@@ -617,7 +682,8 @@ static int open_codec(struct st_parquet_writer *w, struct fl_err *err)
 		if (w->level == 0)
 			w->level = 6;
 		/* windowBits 15 + 16: a gzip member, as Compression.md asks. */
-		if (deflateInit2(&w->zs, w->level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		if (deflateInit2(&w->zs, w->level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+		    Z_OK)
 			return fl_err_set(err, FL_ERR_NOMEM, "parquet: cannot start gzip");
 		w->zinit = true;
 	}
@@ -625,13 +691,13 @@ static int open_codec(struct st_parquet_writer *w, struct fl_err *err)
 }
 
 int st_parquet_writer_open(const struct st_parquet_opts *o, struct st_parquet_writer **out,
-			   struct fl_err *err)
+                           struct fl_err *err)
 {
 	static const int codecs[] = {
-		[ST_PARQUET_ZSTD] = CODEC_ZSTD,
-		[ST_PARQUET_SNAPPY] = CODEC_SNAPPY,
-		[ST_PARQUET_GZIP] = CODEC_GZIP,
-		[ST_PARQUET_UNCOMPRESSED] = CODEC_UNCOMPRESSED,
+	        [ST_PARQUET_ZSTD] = CODEC_ZSTD,
+	        [ST_PARQUET_SNAPPY] = CODEC_SNAPPY,
+	        [ST_PARQUET_GZIP] = CODEC_GZIP,
+	        [ST_PARQUET_UNCOMPRESSED] = CODEC_UNCOMPRESSED,
 	};
 	struct st_parquet_writer *w;
 
@@ -694,7 +760,8 @@ int st_parquet_writer_open(const struct st_parquet_opts *o, struct st_parquet_wr
 		for (size_t i = 0; i < o->n_kv; i++) {
 			w->n_kv++;
 			w->kv[i].key = st_strdup(w->alloc, o->kv[i].key);
-			w->kv[i].value = o->kv[i].value ? st_strdup(w->alloc, o->kv[i].value) : NULL;
+			w->kv[i].value =
+			        o->kv[i].value ? st_strdup(w->alloc, o->kv[i].value) : NULL;
 			if (w->kv[i].key == NULL || (o->kv[i].value && w->kv[i].value == NULL))
 				goto nomem;
 		}
@@ -721,8 +788,8 @@ static int check_value(const struct pq_col *c, const struct st_value *v, struct 
 	if (v->null) {
 		if (c->def.required)
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
-					  "parquet: column %s is required but the value is null",
-					  c->def.name);
+			                  "parquet: column %s is required but the value is null",
+			                  c->def.name);
 		return 0;
 	}
 	switch (t->id) {
@@ -731,7 +798,8 @@ static int check_value(const struct pq_col *c, const struct st_value *v, struct 
 			goto nobytes;
 		if (!st_utf8_valid(v->v.bin.p, v->v.bin.len))
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
-					  "parquet: column %s: the string is not valid UTF-8", c->def.name);
+			                  "parquet: column %s: the string is not valid UTF-8",
+			                  c->def.name);
 		/* Strings share binary's length limit. */
 		/* fall through */
 	case ST_TYPE_BINARY:
@@ -739,27 +807,28 @@ static int check_value(const struct pq_col *c, const struct st_value *v, struct 
 			goto nobytes;
 		if (v->v.bin.len > INT32_MAX / 2)
 			return fl_err_set(err, FL_ERR_TOO_LARGE,
-					  "parquet: column %s: a value of %zu bytes", c->def.name,
-					  v->v.bin.len);
+			                  "parquet: column %s: a value of %zu bytes", c->def.name,
+			                  v->v.bin.len);
 		return 0;
 	case ST_TYPE_UUID:
 	case ST_TYPE_FIXED:
 		if (v->v.bin.len != c->fixed_width || v->v.bin.p == NULL)
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
-					  "parquet: column %s needs %zu bytes, got %zu", c->def.name,
-					  c->fixed_width, v->v.bin.len);
+			                  "parquet: column %s needs %zu bytes, got %zu",
+			                  c->def.name, c->fixed_width, v->v.bin.len);
 		return 0;
 	case ST_TYPE_DECIMAL:
 		if (!dec_fits(v->v.dec, (int)c->fixed_width))
-			return fl_err_set(err, FL_ERR_BAD_REQUEST,
-					  "parquet: column %s: the decimal does not fit precision %d",
-					  c->def.name, t->precision);
+			return fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "parquet: column %s: the decimal does not fit precision %d",
+			        c->def.name, t->precision);
 		return 0;
 	default: return 0;
 	}
 nobytes:
 	return fl_err_set(err, FL_ERR_BAD_REQUEST, "parquet: column %s: value without bytes",
-			  c->def.name);
+	                  c->def.name);
 }
 
 static int append_value(struct st_parquet_writer *w, struct pq_col *c, const struct st_value *v)
@@ -785,7 +854,7 @@ static int append_value(struct st_parquet_writer *w, struct pq_col *c, const str
 		    st_buf_append(&c->indices, &idx, sizeof(idx)) != 0)
 			return -1;
 		w->rg_bytes += sizeof(idx) + (added ? p.head_len + p.tail_len : 0);
-		if (c->dict.plain.len > w->dict_bytes && dict_fallback(w, c) != 0)
+		if (dict_too_big(w, c) && dict_fallback(w, c) != 0)
 			return -1;
 	} else {
 		if (plain_append(&c->values, &p) != 0)
@@ -803,7 +872,7 @@ static int append_value(struct st_parquet_writer *w, struct pq_col *c, const str
 /* ---- pages ------------------------------------------------------------------ */
 
 static int compress_page(struct st_parquet_writer *w, const uint8_t *in, size_t n,
-			 const uint8_t **out, size_t *out_n, struct fl_err *err)
+                         const uint8_t **out, size_t *out_n, struct fl_err *err)
 {
 	st_buf_reset(&w->cbuf);
 	switch (w->codec) {
@@ -819,10 +888,10 @@ static int compress_page(struct st_parquet_writer *w, const uint8_t *in, size_t 
 		r = ZSTD_compressCCtx(w->zstd, w->cbuf.data, bound, in, n, w->level);
 		if (ZSTD_isError(r))
 			return fl_err_set(err,
-					  ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation
-						  ? FL_ERR_NOMEM
-						  : FL_ERR_INTERNAL,
-					  "parquet: zstd: %s", ZSTD_getErrorName(r));
+			                  ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation
+			                          ? FL_ERR_NOMEM
+			                          : FL_ERR_INTERNAL,
+			                  "parquet: zstd: %s", ZSTD_getErrorName(r));
 		*out_n = r;
 		break;
 	}
@@ -867,7 +936,7 @@ nomem:
 
 /* Compresses w->page and writes header + body; adds the sizes to ch. */
 static int emit_page(struct st_parquet_writer *w, struct pq_chunk *ch, int page_type,
-		     size_t num_values, int encoding, struct fl_err *err)
+                     size_t num_values, int encoding, struct fl_err *err)
 {
 	const uint8_t *body = NULL;
 	size_t body_len = 0;
@@ -898,7 +967,8 @@ static int emit_page(struct st_parquet_writer *w, struct pq_chunk *ch, int page_
 	st_thrift_end(&t);
 	if (t.failed)
 		return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory");
-	if (sink_write(w, w->hdr.data, w->hdr.len, err) != 0 || sink_write(w, body, body_len, err) != 0)
+	if (sink_write(w, w->hdr.data, w->hdr.len, err) != 0 ||
+	    sink_write(w, body, body_len, err) != 0)
 		return -1;
 	ch->total_uncompressed += (int64_t)(w->hdr.len + w->page.len);
 	ch->total_compressed += (int64_t)(w->hdr.len + body_len);
@@ -920,10 +990,18 @@ static int bitpack_bools(struct st_buf *out, const uint8_t *v, size_t n)
 	return 0;
 }
 
+/* Bits per dictionary index: at least 1, as some readers reject width 0. */
+static int dict_bit_width(const struct pq_col *c)
+{
+	int bw = st_bit_width((uint32_t)(c->dict.n_entries - 1));
+
+	return bw ? bw : 1;
+}
+
 /* Builds and writes one data page for rows [r0, r1) holding the non-null
  * values [v0, v0 + vn), whose PLAIN bytes are values[b0, b1). */
 static int data_page(struct st_parquet_writer *w, struct pq_col *c, struct pq_chunk *ch, size_t r0,
-		     size_t r1, size_t v0, size_t vn, size_t b0, size_t b1, struct fl_err *err)
+                     size_t r1, size_t v0, size_t vn, size_t b0, size_t b1, struct fl_err *err)
 {
 	struct st_buf *pg = &w->page;
 
@@ -932,16 +1010,15 @@ static int data_page(struct st_parquet_writer *w, struct pq_col *c, struct pq_ch
 		size_t at = pg->len;
 		uint32_t len;
 
-		if (st_buf_put_le32(pg, 0) != 0 || st_rle_encode_u8(pg, c->defs.data + r0, r1 - r0, 1) != 0)
+		if (st_buf_put_le32(pg, 0) != 0 ||
+		    st_rle_encode_u8(pg, c->defs.data + r0, r1 - r0, 1) != 0)
 			goto nomem;
 		len = (uint32_t)(pg->len - at - 4);
 		le_bytes(pg->data + at, len, 4);
 	}
 	if (c->dict_on) {
-		int bw = st_bit_width((uint32_t)(c->dict.n_entries - 1));
+		int bw = dict_bit_width(c);
 
-		if (bw == 0)
-			bw = 1; /* some readers reject width 0 */
 		if (st_buf_put_u8(pg, (uint8_t)bw) != 0 ||
 		    st_rle_encode_u32(pg, (const uint32_t *)c->indices.data + v0, vn, bw) != 0)
 			goto nomem;
@@ -953,7 +1030,8 @@ static int data_page(struct st_parquet_writer *w, struct pq_col *c, struct pq_ch
 	}
 	if (ch->data_page_offset < 0)
 		ch->data_page_offset = (int64_t)w->offset;
-	return emit_page(w, ch, PAGE_DATA, r1 - r0, c->dict_on ? ENC_RLE_DICTIONARY : ENC_PLAIN, err);
+	return emit_page(w, ch, PAGE_DATA, r1 - r0, c->dict_on ? ENC_RLE_DICTIONARY : ENC_PLAIN,
+	                 err);
 nomem:
 	return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory");
 }
@@ -962,7 +1040,7 @@ nomem:
  * floats normalised (-0.0 as a minimum, +0.0 as a maximum) per the
  * ColumnOrder rules. */
 static int stat_bytes(const struct pq_col *c, const struct st_value *v, bool is_max, uint8_t **out,
-		      size_t *len, const struct st_alloc *a)
+                      size_t *len, const struct st_alloc *a)
 {
 	struct st_value z = *v;
 	struct plain p;
@@ -987,7 +1065,7 @@ static int stat_bytes(const struct pq_col *c, const struct st_value *v, bool is_
 }
 
 static int write_chunk(struct st_parquet_writer *w, struct pq_col *c, struct pq_chunk *ch,
-		       struct fl_err *err)
+                       struct fl_err *err)
 {
 	size_t rows = w->rg_rows, r0 = 0, v0 = 0, b0 = 0, vi = 0, bi = 0, vbytes = 0;
 	const uint8_t *defs = c->defs.data;
@@ -1008,8 +1086,7 @@ static int write_chunk(struct st_parquet_writer *w, struct pq_col *c, struct pq_
 			return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory");
 		if (emit_page(w, ch, PAGE_DICTIONARY, c->dict.n_entries, ENC_PLAIN, err) != 0)
 			return -1;
-		bw = st_bit_width((uint32_t)(c->dict.n_entries - 1));
-		bw = bw ? bw : 1;
+		bw = dict_bit_width(c);
 	}
 	for (size_t r = 0; r < rows; r++) {
 		bool defined = c->def.required || defs[r];
@@ -1025,7 +1102,7 @@ static int write_chunk(struct st_parquet_writer *w, struct pq_col *c, struct pq_
 				const uint8_t *q = c->values.data + bi;
 
 				sz = 4 + ((size_t)q[0] | (size_t)q[1] << 8 | (size_t)q[2] << 16 |
-					  (size_t)q[3] << 24);
+				          (size_t)q[3] << 24);
 			}
 			bi += sz;
 			vi++;
@@ -1112,7 +1189,7 @@ int st_parquet_writer_flush(struct st_parquet_writer *w, struct fl_err *err)
 }
 
 int st_parquet_writer_write_row(struct st_parquet_writer *w, const struct st_value *row,
-				struct fl_err *err)
+                                struct fl_err *err)
 {
 	if (w->broken)
 		return fl_err_set(err, FL_ERR_IO, "parquet: the writer failed earlier");
@@ -1125,7 +1202,8 @@ int st_parquet_writer_write_row(struct st_parquet_writer *w, const struct st_val
 	for (size_t i = 0; i < w->n_cols; i++) {
 		if (append_value(w, &w->cols[i], &row[i]) != 0) {
 			w->broken = true; /* other columns already hold this row */
-			return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory buffering a row");
+			return fl_err_set(err, FL_ERR_NOMEM,
+			                  "parquet: out of memory buffering a row");
 		}
 	}
 	w->rg_rows++;
@@ -1145,6 +1223,7 @@ uint64_t st_parquet_writer_size(const struct st_parquet_writer *w)
 static void schema_element(struct st_thrift *t, const struct pq_col *c)
 {
 	const struct st_type *ty = &c->def.type;
+	bool nanos = ty->id == ST_TYPE_TIMESTAMP_NS || ty->id == ST_TYPE_TIMESTAMPTZ_NS;
 
 	st_thrift_elem_struct_begin(t);
 	st_thrift_i32(t, 1, c->ptype);
@@ -1190,11 +1269,15 @@ static void schema_element(struct st_thrift *t, const struct pq_col *c)
 	case ST_TYPE_TIME:
 	case ST_TYPE_TIMESTAMP:
 	case ST_TYPE_TIMESTAMPTZ:
+	case ST_TYPE_TIMESTAMP_NS:
+	case ST_TYPE_TIMESTAMPTZ_NS:
 		st_thrift_struct_begin(t, 10);
 		st_thrift_struct_begin(t, ty->id == ST_TYPE_TIME ? 7 : 8); /* TIME | TIMESTAMP */
-		st_thrift_bool(t, 1, ty->id == ST_TYPE_TIMESTAMPTZ);    /* isAdjustedToUTC */
-		st_thrift_struct_begin(t, 2);                           /* unit */
-		st_thrift_struct_begin(t, 2);                           /* MICROS */
+		/* isAdjustedToUTC */
+		st_thrift_bool(t, 1,
+		               ty->id == ST_TYPE_TIMESTAMPTZ || ty->id == ST_TYPE_TIMESTAMPTZ_NS);
+		st_thrift_struct_begin(t, 2); /* unit */
+		st_thrift_struct_begin(t, nanos ? 3 : 2); /* NANOS | MICROS */
 		st_thrift_end(t);
 		st_thrift_end(t);
 		st_thrift_end(t);
@@ -1212,7 +1295,7 @@ static void schema_element(struct st_thrift *t, const struct pq_col *c)
 }
 
 static void column_chunk(struct st_thrift *t, const struct pq_col *c, const struct pq_chunk *ch,
-			 int codec)
+                         int codec)
 {
 	st_thrift_elem_struct_begin(t);
 	st_thrift_i64(t, 2, 0); /* file_offset: deprecated, 0 per parquet.thrift */
@@ -1330,6 +1413,18 @@ void st_parquet_metrics_free(struct st_parquet_metrics *m)
 	m->n_columns = m->n_split_offsets = 0;
 }
 
+void st_parquet_metrics_to_data_file(const struct st_parquet_metrics *m, struct st_data_file *df)
+{
+	df->content = ST_CONTENT_DATA;
+	df->file_format = "PARQUET";
+	df->record_count = m->record_count;
+	df->file_size_in_bytes = m->file_size;
+	df->columns = m->columns;
+	df->n_columns = m->n_columns;
+	df->split_offsets = m->split_offsets;
+	df->n_split_offsets = m->n_split_offsets;
+}
+
 static uint8_t *buf_take(struct st_buf *b, size_t *len)
 {
 	uint8_t *p = b->data;
@@ -1341,8 +1436,8 @@ static uint8_t *buf_take(struct st_buf *b, size_t *len)
 }
 
 /* Iceberg bounds of one column: single-value serialized, truncate(N). */
-static int column_bounds(const struct st_parquet_writer *w, const struct pq_col *c,
-			 struct st_column_metrics *cm)
+static int column_bounds(const struct st_parquet_writer *w, const struct pq_col *c, size_t width,
+                         struct st_column_metrics *cm)
 {
 	const struct st_type *t = &c->def.type;
 	struct st_buf full, b;
@@ -1356,7 +1451,7 @@ static int column_bounds(const struct st_parquet_writer *w, const struct pq_col 
 		return 0;
 	if (st_value_serialize(t, &c->file_stat.min, &full) != 0)
 		goto out;
-	lower_len = st_bound_lower_len(t, full.data, full.len, w->truncate);
+	lower_len = st_bound_lower_len(t, full.data, full.len, width);
 	if (st_buf_append(&b, full.data, lower_len) != 0 || st_buf_put_u8(&b, 0) != 0)
 		goto out;
 	b.len--;
@@ -1364,7 +1459,7 @@ static int column_bounds(const struct st_parquet_writer *w, const struct pq_col 
 	cm->has_lower = true;
 	st_buf_reset(&full);
 	if (st_value_serialize(t, &c->file_stat.max, &full) != 0 ||
-	    st_bound_upper(t, full.data, full.len, w->truncate, &b, &has_upper) != 0 ||
+	    st_bound_upper(t, full.data, full.len, width, &b, &has_upper) != 0 ||
 	    st_buf_put_u8(&b, 0) != 0)
 		goto out;
 	b.len--;
@@ -1401,19 +1496,30 @@ static int metrics(const struct st_parquet_writer *w, struct st_parquet_metrics 
 		const struct pq_col *c = &w->cols[i];
 		struct st_column_metrics *cm = &m->columns[i];
 
+		size_t width = w->truncate;
+
 		cm->field_id = c->def.field_id;
+		cm->column_size = cm->value_count = cm->null_count = cm->nan_count = -1;
+		if (c->def.metrics == ST_METRICS_NONE)
+			continue;
 		cm->column_size = c->size;
 		cm->value_count = w->rows;
 		cm->null_count = c->nulls;
 		cm->nan_count = st_type_is_floating(&c->def.type) ? c->nans : -1;
-		if (column_bounds(w, c, cm) != 0)
+		if (c->def.metrics == ST_METRICS_COUNTS)
+			continue;
+		if (c->def.metrics == ST_METRICS_TRUNCATE)
+			width = c->def.metrics_truncate;
+		else if (c->def.metrics == ST_METRICS_FULL)
+			width = SIZE_MAX;
+		if (column_bounds(w, c, width, cm) != 0)
 			return -1;
 	}
 	return 0;
 }
 
 int st_parquet_writer_close(struct st_parquet_writer *w, struct st_parquet_metrics *m,
-			    struct fl_err *err)
+                            struct fl_err *err)
 {
 	struct st_parquet_metrics r;
 	int rc = -1;

@@ -58,7 +58,7 @@ static int put_rle_run(struct st_buf *out, uint32_t value, size_t count, int wid
 
 /* Packs values [i, i + groups * 8) (zeros past n) into width-bit fields. */
 static int put_packed(struct st_buf *out, const struct src *s, size_t i, size_t groups, size_t n,
-		      int width)
+                      int width)
 {
 	size_t nbytes = groups * (size_t)width;
 	uint64_t acc = 0;

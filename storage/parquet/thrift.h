@@ -37,8 +37,8 @@ enum st_thrift_type {
 struct st_thrift {
 	struct st_buf *out;
 	int16_t last[ST_THRIFT_MAX_DEPTH]; /* last field id written, per open struct */
-	int depth;                         /* open structs, the message itself included */
-	bool failed;                       /* out of memory, or nesting too deep */
+	int depth; /* open structs, the message itself included */
+	bool failed; /* out of memory, or nesting too deep */
 };
 
 /* Starts a message (the outermost struct) appended to out. */

@@ -1,0 +1,419 @@
+/* test_parquet.c - the Parquet writer (storage/parquet/parquet.c): the
+ * metrics it reports for Iceberg, the rows it refuses, row-group rolling,
+ * and allocation failures at every step.  Decoding the pages is left to the
+ * independent readers in tests/integration/write-path/. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "failalloc.h"
+#include "parquet/parquet.h"
+
+enum { C_ID, C_INT, C_DBL, C_STR, C_BIN, NCOL };
+
+static const struct st_parquet_column cols[NCOL] = {
+        {"id", 1, {ST_TYPE_LONG, 0, 0, 0}, true, ST_METRICS_DEFAULT, 0},
+        {"i", 2, {ST_TYPE_INT, 0, 0, 0}, false, ST_METRICS_DEFAULT, 0},
+        {"d", 3, {ST_TYPE_DOUBLE, 0, 0, 0}, false, ST_METRICS_DEFAULT, 0},
+        {"s", 4, {ST_TYPE_STRING, 0, 0, 0}, false, ST_METRICS_DEFAULT, 0},
+        {"b", 5, {ST_TYPE_BINARY, 0, 0, 0}, false, ST_METRICS_DEFAULT, 0},
+};
+
+static void set_bytes(struct st_value *v, const char *p, size_t n)
+{
+	v->null = false;
+	v->v.bin.p = (const uint8_t *)p;
+	v->v.bin.len = n;
+}
+
+static void open_writer(struct st_parquet_opts *o, struct st_buf *out, struct st_parquet_writer **w)
+{
+	struct fl_err err = {0};
+
+	o->columns = cols;
+	o->n_columns = NCOL;
+	o->iceberg_schema_json = "{}";
+	st_sink_to_buf(&o->sink, out);
+	assert_int_equal(st_parquet_writer_open(o, w, &err), 0);
+}
+
+static void check_bound(bool has, const uint8_t *p, size_t n, const void *want, size_t want_n)
+{
+	assert_true(has);
+	assert_int_equal(n, want_n);
+	if (n > 0)
+		assert_memory_equal(p, want, n);
+}
+
+static void test_metrics(void **state)
+{
+	struct st_parquet_opts o = {0};
+	struct st_parquet_writer *w;
+	struct st_parquet_metrics m;
+	struct fl_err err = {0};
+	struct st_value row[NCOL];
+	struct st_buf out;
+	static const uint8_t lo_i[] = {0xf9, 0xff, 0xff, 0xff}, hi_i[] = {9, 0, 0, 0};
+	static const uint8_t lo_d[] = {0, 0, 0, 0, 0, 0, 0, 0x80},
+	                     hi_d[] = {0, 0, 0, 0, 0, 0, 4, 0x40};
+	static const uint8_t lo_id[] = {1, 0, 0, 0, 0, 0, 0, 0}, hi_id[] = {4, 0, 0, 0, 0, 0, 0, 0};
+	uint32_t flen;
+
+	(void)state;
+	st_buf_init(&out, NULL);
+	open_writer(&o, &out, &w);
+	for (int r = 0; r < 4; r++) {
+		memset(row, 0, sizeof(row));
+		row[C_ID].v.l = r + 1;
+		switch (r) {
+		case 0:
+			row[C_INT].v.i = 5;
+			row[C_DBL].v.d = NAN;
+			set_bytes(&row[C_STR], "b", 1);
+			set_bytes(&row[C_BIN], "\xff\xff", 2);
+			break;
+		case 1:
+			row[C_INT].null = true;
+			row[C_DBL].v.d = -0.0;
+			row[C_STR].null = true;
+			set_bytes(&row[C_BIN], "\x01", 1);
+			break;
+		case 2:
+			row[C_INT].v.i = -7;
+			row[C_DBL].v.d = 0.0;
+			set_bytes(&row[C_STR], "aaaaaaaaaaaaaaaaaaaa", 20);
+			row[C_BIN].null = true;
+			break;
+		default:
+			row[C_INT].v.i = 9;
+			row[C_DBL].v.d = 2.5;
+			set_bytes(&row[C_STR], "a", 1);
+			set_bytes(&row[C_BIN], "", 0);
+			break;
+		}
+		assert_int_equal(st_parquet_writer_write_row(w, row, &err), 0);
+	}
+	assert_int_equal(st_parquet_writer_close(w, &m, &err), 0);
+
+	assert_memory_equal(out.data, "PAR1", 4);
+	assert_memory_equal(out.data + out.len - 4, "PAR1", 4);
+	memcpy(&flen, out.data + out.len - 8, 4);
+	assert_true(flen > 0 && flen < out.len - 12);
+	assert_int_equal(m.file_size, (int64_t)out.len);
+	assert_int_equal(m.record_count, 4);
+	assert_int_equal(m.n_split_offsets, 1);
+	assert_int_equal(m.split_offsets[0], 4);
+	assert_int_equal(m.n_columns, NCOL);
+	for (int c = 0; c < NCOL; c++) {
+		assert_int_equal(m.columns[c].field_id, c + 1);
+		assert_int_equal(m.columns[c].value_count, 4);
+		assert_true(m.columns[c].column_size > 0);
+	}
+	assert_int_equal(m.columns[C_ID].null_count, 0);
+	check_bound(m.columns[C_ID].has_lower, m.columns[C_ID].lower, m.columns[C_ID].lower_len,
+	            lo_id, 8);
+	check_bound(m.columns[C_ID].has_upper, m.columns[C_ID].upper, m.columns[C_ID].upper_len,
+	            hi_id, 8);
+	assert_int_equal(m.columns[C_INT].null_count, 1);
+	assert_int_equal(m.columns[C_INT].nan_count, -1);
+	check_bound(m.columns[C_INT].has_lower, m.columns[C_INT].lower, m.columns[C_INT].lower_len,
+	            lo_i, 4);
+	check_bound(m.columns[C_INT].has_upper, m.columns[C_INT].upper, m.columns[C_INT].upper_len,
+	            hi_i, 4);
+	/* NaN is counted, never a bound; -0.0 is the lower bound */
+	assert_int_equal(m.columns[C_DBL].null_count, 0);
+	assert_int_equal(m.columns[C_DBL].nan_count, 1);
+	check_bound(m.columns[C_DBL].has_lower, m.columns[C_DBL].lower, m.columns[C_DBL].lower_len,
+	            lo_d, 8);
+	check_bound(m.columns[C_DBL].has_upper, m.columns[C_DBL].upper, m.columns[C_DBL].upper_len,
+	            hi_d, 8);
+	assert_int_equal(m.columns[C_STR].null_count, 1);
+	check_bound(m.columns[C_STR].has_lower, m.columns[C_STR].lower, m.columns[C_STR].lower_len,
+	            "a", 1);
+	check_bound(m.columns[C_STR].has_upper, m.columns[C_STR].upper, m.columns[C_STR].upper_len,
+	            "b", 1);
+	/* the empty binary value is the minimum: a present, empty lower bound */
+	assert_int_equal(m.columns[C_BIN].null_count, 1);
+	check_bound(m.columns[C_BIN].has_lower, m.columns[C_BIN].lower, m.columns[C_BIN].lower_len,
+	            "", 0);
+	check_bound(m.columns[C_BIN].has_upper, m.columns[C_BIN].upper, m.columns[C_BIN].upper_len,
+	            "\xff\xff", 2);
+	st_parquet_metrics_free(&m);
+	st_buf_free(&out);
+}
+
+static void test_truncated_and_nan_only(void **state)
+{
+	static const struct st_parquet_column c2[] = {
+	        {"s", 1, {ST_TYPE_STRING, 0, 0, 0}, false, ST_METRICS_DEFAULT, 0},
+	        {"f", 2, {ST_TYPE_FLOAT, 0, 0, 0}, false, ST_METRICS_DEFAULT, 0},
+	};
+	static const char *strs[] = {
+	        "zzzzzzzzzzzzzzzzzzzz", /* max: upper bound zzz..{ */
+	        "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+	        "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", /* 18 x U+00E9 */
+	        "Aaaaaaaaaaaaaaaaaaaa", /* min: lower bound truncated */
+	};
+	struct st_parquet_opts o = {0};
+	struct st_parquet_writer *w;
+	struct st_parquet_metrics m;
+	struct fl_err err = {0};
+	struct st_buf out;
+
+	(void)state;
+	st_buf_init(&out, NULL);
+	o.columns = c2;
+	o.n_columns = 2;
+	st_sink_to_buf(&o.sink, &out);
+	assert_int_equal(st_parquet_writer_open(&o, &w, &err), 0);
+	for (int r = 0; r < 3; r++) {
+		struct st_value row[2] = {{0}};
+
+		set_bytes(&row[0], strs[r], strlen(strs[r]));
+		row[1].v.f = NAN;
+		assert_int_equal(st_parquet_writer_write_row(w, row, &err), 0);
+	}
+	assert_int_equal(st_parquet_writer_close(w, &m, &err), 0);
+	/* U+00E9 sorts above 'z', so the multibyte string is the maximum */
+	check_bound(m.columns[0].has_lower, m.columns[0].lower, m.columns[0].lower_len,
+	            "Aaaaaaaaaaaaaaaa", 16);
+	check_bound(
+	        m.columns[0].has_upper, m.columns[0].upper, m.columns[0].upper_len,
+	        "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+	        "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xaa",
+	        32);
+	assert_int_equal(m.columns[1].nan_count, 3);
+	assert_false(m.columns[1].has_lower);
+	assert_false(m.columns[1].has_upper);
+	st_parquet_metrics_free(&m);
+	st_buf_free(&out);
+}
+
+static void test_metrics_modes(void **state)
+{
+	static const struct st_parquet_column c4[] = {
+	        {"dflt", 1, {ST_TYPE_STRING, 0, 0, 0}, false, ST_METRICS_DEFAULT, 0},
+	        {"none", 2, {ST_TYPE_STRING, 0, 0, 0}, false, ST_METRICS_NONE, 0},
+	        {"counts", 3, {ST_TYPE_STRING, 0, 0, 0}, false, ST_METRICS_COUNTS, 0},
+	        {"trunc4", 4, {ST_TYPE_STRING, 0, 0, 0}, false, ST_METRICS_TRUNCATE, 4},
+	        {"full", 5, {ST_TYPE_STRING, 0, 0, 0}, false, ST_METRICS_FULL, 0},
+	};
+	static const char *vals[] = {"abcdefghijklmnopqrstuvwxyz", "zyxwvutsrqponmlkjihgfedcba"};
+	struct st_parquet_column bad = c4[3];
+	struct st_parquet_opts o = {0};
+	struct st_parquet_writer *w;
+	struct st_parquet_metrics m;
+	struct fl_err err = {0};
+	struct st_buf out;
+
+	(void)state;
+	st_buf_init(&out, NULL);
+	o.columns = c4;
+	o.n_columns = 5;
+	st_sink_to_buf(&o.sink, &out);
+	assert_int_equal(st_parquet_writer_open(&o, &w, &err), 0);
+	for (int r = 0; r < 2; r++) {
+		struct st_value row[5];
+
+		for (int c = 0; c < 5; c++)
+			set_bytes(&row[c], vals[r], 26);
+		assert_int_equal(st_parquet_writer_write_row(w, row, &err), 0);
+	}
+	assert_int_equal(st_parquet_writer_close(w, &m, &err), 0);
+	check_bound(m.columns[0].has_lower, m.columns[0].lower, m.columns[0].lower_len,
+	            "abcdefghijklmnop", 16);
+	check_bound(m.columns[0].has_upper, m.columns[0].upper, m.columns[0].upper_len,
+	            "zyxwvutsrqponmll", 16);
+	/* none: nothing at all, not even the size */
+	assert_int_equal(m.columns[1].column_size, -1);
+	assert_int_equal(m.columns[1].value_count, -1);
+	assert_int_equal(m.columns[1].null_count, -1);
+	assert_false(m.columns[1].has_lower || m.columns[1].has_upper);
+	/* counts: sizes and counts only */
+	assert_true(m.columns[2].column_size > 0);
+	assert_int_equal(m.columns[2].value_count, 2);
+	assert_int_equal(m.columns[2].null_count, 0);
+	assert_false(m.columns[2].has_lower || m.columns[2].has_upper);
+	check_bound(m.columns[3].has_lower, m.columns[3].lower, m.columns[3].lower_len, "abcd", 4);
+	check_bound(m.columns[3].has_upper, m.columns[3].upper, m.columns[3].upper_len, "zyxx", 4);
+	check_bound(m.columns[4].has_lower, m.columns[4].lower, m.columns[4].lower_len, vals[0],
+	            26);
+	check_bound(m.columns[4].has_upper, m.columns[4].upper, m.columns[4].upper_len, vals[1],
+	            26);
+	st_parquet_metrics_free(&m);
+	st_buf_free(&out);
+
+	bad.metrics_truncate = 0;
+	o.columns = &bad;
+	o.n_columns = 1;
+	assert_int_equal(st_parquet_writer_open(&o, &w, &err), -1);
+	assert_int_equal(err.kind, FL_ERR_BAD_REQUEST);
+}
+
+static void test_refusals(void **state)
+{
+	static const struct st_parquet_column c3[] = {
+	        {"req", 1, {ST_TYPE_INT, 0, 0, 0}, true, ST_METRICS_DEFAULT, 0},
+	        {"s", 2, {ST_TYPE_STRING, 0, 0, 0}, false, ST_METRICS_DEFAULT, 0},
+	        {"u", 3, {ST_TYPE_UUID, 0, 0, 0}, false, ST_METRICS_DEFAULT, 0},
+	        {"d", 4, {ST_TYPE_DECIMAL, 9, 2, 0}, false, ST_METRICS_DEFAULT, 0},
+	};
+	struct st_parquet_column dup[2] = {c3[0], c3[1]};
+	struct st_parquet_opts o = {0};
+	struct st_parquet_writer *w = NULL;
+	struct st_parquet_metrics m;
+	struct fl_err err = {0};
+	struct st_value row[4];
+	struct st_buf out;
+
+	(void)state;
+	st_buf_init(&out, NULL);
+	st_sink_to_buf(&o.sink, &out);
+	o.columns = dup;
+	o.n_columns = 2;
+	dup[1].field_id = 1;
+	assert_int_equal(st_parquet_writer_open(&o, &w, &err), -1);
+	assert_int_equal(err.kind, FL_ERR_BAD_REQUEST);
+	assert_non_null(strstr(err.msg, "field id 1"));
+	assert_null(w);
+	assert_int_equal(out.len, 0);
+
+	o.columns = c3;
+	o.n_columns = 4;
+	assert_int_equal(st_parquet_writer_open(&o, &w, &err), 0);
+	memset(row, 0, sizeof(row));
+	row[0].null = true;
+	row[1].null = row[2].null = row[3].null = true;
+	assert_int_equal(st_parquet_writer_write_row(w, row, &err), -1);
+	assert_int_equal(err.kind, FL_ERR_BAD_REQUEST);
+	assert_non_null(strstr(err.msg, "req"));
+	row[0].null = false;
+	set_bytes(&row[1], "\xc3\x28", 2);
+	assert_int_equal(st_parquet_writer_write_row(w, row, &err), -1);
+	assert_non_null(strstr(err.msg, "UTF-8"));
+	set_bytes(&row[1], "ok", 2);
+	set_bytes(&row[2], "short", 5);
+	assert_int_equal(st_parquet_writer_write_row(w, row, &err), -1);
+	assert_non_null(strstr(err.msg, "16 bytes"));
+	row[2].null = true;
+	st_value_set_decimal(&row[3], 5000000000LL); /* needs more than INT32 */
+	assert_int_equal(st_parquet_writer_write_row(w, row, &err), -1);
+	assert_non_null(strstr(err.msg, "precision 9"));
+	/* the refused rows left nothing behind; a good row still goes in */
+	st_value_set_decimal(&row[3], -12345);
+	assert_int_equal(st_parquet_writer_write_row(w, row, &err), 0);
+	assert_int_equal(st_parquet_writer_close(w, &m, &err), 0);
+	assert_int_equal(m.record_count, 1);
+	assert_int_equal(m.columns[1].null_count, 0);
+	assert_int_equal(m.columns[2].null_count, 1);
+	st_parquet_metrics_free(&m);
+	st_buf_free(&out);
+}
+
+/* Many rows, small row groups and pages, a dictionary that overflows. */
+static int write_many(const struct st_alloc *a, enum st_parquet_codec codec, int rows,
+                      struct st_buf *out, struct st_parquet_metrics *m, struct fl_err *err)
+{
+	struct st_parquet_opts o = {0};
+	struct st_parquet_writer *w;
+	char s[32];
+
+	o.columns = cols;
+	o.n_columns = NCOL;
+	o.iceberg_schema_json = "{\"type\":\"struct\"}";
+	o.codec = codec;
+	o.row_group_bytes = 4096;
+	o.page_bytes = 512;
+	o.dict_bytes = 256;
+	o.alloc = a;
+	st_sink_to_buf(&o.sink, out);
+	if (st_parquet_writer_open(&o, &w, err) != 0)
+		return -1;
+	for (int r = 0; r < rows; r++) {
+		struct st_value row[NCOL];
+
+		memset(row, 0, sizeof(row));
+		row[C_ID].v.l = r;
+		row[C_INT].v.i = r % 7;
+		row[C_INT].null = r % 5 == 0;
+		row[C_DBL].v.d = r % 11 == 0 ? NAN : r * 0.5;
+		snprintf(s, sizeof(s), "value-%d", r);
+		set_bytes(&row[C_STR], s, strlen(s));
+		set_bytes(&row[C_BIN], s, (size_t)(r % 4));
+		if (st_parquet_writer_write_row(w, row, err) != 0) {
+			st_parquet_writer_free(w);
+			return -1;
+		}
+	}
+	return st_parquet_writer_close(w, m, err);
+}
+
+static void test_row_groups(void **state)
+{
+	struct st_parquet_metrics m;
+	struct fl_err err = {0};
+	struct st_buf out;
+
+	(void)state;
+	st_buf_init(&out, NULL);
+	assert_int_equal(write_many(NULL, ST_PARQUET_ZSTD, 2000, &out, &m, &err), 0);
+	assert_true(m.n_split_offsets > 3);
+	assert_int_equal(m.split_offsets[0], 4);
+	for (size_t i = 1; i < m.n_split_offsets; i++)
+		assert_true(m.split_offsets[i] > m.split_offsets[i - 1]);
+	assert_int_equal(m.record_count, 2000);
+	assert_int_equal(m.columns[C_INT].null_count, 400);
+	assert_int_equal(m.columns[C_DBL].nan_count, 182);
+	st_parquet_metrics_free(&m);
+	st_buf_free(&out);
+}
+
+static void test_alloc_failures(void **state)
+{
+	(void)state;
+	for (int codec = 0; codec <= ST_PARQUET_UNCOMPRESSED; codec++) {
+		long k;
+
+		for (k = 1;; k++) {
+			struct failalloc fa;
+			struct st_parquet_metrics m = {0};
+			struct st_buf out;
+			struct fl_err err = {0};
+			int rc;
+
+			failalloc_init(&fa, k);
+			st_buf_init(&out, &fa.alloc);
+			rc = write_many(&fa.alloc, (enum st_parquet_codec)codec, 300, &out, &m,
+			                &err);
+			if (rc == 0)
+				st_parquet_metrics_free(&m);
+			st_buf_free(&out);
+			assert_int_equal(fa.live, 0);
+			if (!fa.failed) {
+				assert_int_equal(rc, 0);
+				break;
+			}
+			assert_int_equal(rc, -1);
+			assert_int_equal(err.kind, FL_ERR_NOMEM);
+		}
+		print_message("codec %d: %ld allocations failed in turn\n", codec, k - 1);
+		assert_true(k > 20);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_metrics),       cmocka_unit_test(test_truncated_and_nan_only),
+	        cmocka_unit_test(test_metrics_modes), cmocka_unit_test(test_refusals),
+	        cmocka_unit_test(test_row_groups),    cmocka_unit_test(test_alloc_failures),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
