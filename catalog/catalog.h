@@ -210,6 +210,18 @@ int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse 
                struct cat_change *changes, int n, const struct cat_limits *lim,
                const char *request_id, struct fl_err *err) FL_MUST_CHECK;
 
+/* Builds the updates of an in-process append from the table's current
+ * metadata, called under the table's row lock (so the result can never lose
+ * a race).  Set *updates (a new reference; an empty array = nothing to do). */
+typedef int (*cat_append_fn)(void *arg, const json_t *current, json_t **updates, struct fl_err *err);
+
+/* In-process commit for `floe ingest`: locks the table, calls build with its
+ * current metadata and commits what build returns, in one transaction.
+ * ch->ns and ch->name name the table; the result fields are filled. */
+int cat_table_append(struct cat_db *db, const struct cat_warehouse *wh, struct cat_change *ch,
+		     cat_append_fn build, void *arg, const struct cat_limits *lim, const char *request_id,
+		     struct fl_err *err) FL_MUST_CHECK;
+
 /* Per-table statistics for /metrics: fn is called once per table. */
 struct cat_table_stat {
 	const char *warehouse;

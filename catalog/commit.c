@@ -630,3 +630,57 @@ out:
 	free(order);
 	return ok ? 0 : -1;
 }
+
+int cat_table_append(struct cat_db *db, const struct cat_warehouse *wh, struct cat_change *ch,
+                     cat_append_fn build, void *arg, const struct cat_limits *lim,
+                     const char *request_id, struct fl_err *err)
+{
+	struct written w = {0};
+	struct cat_row row = {0};
+	struct cat_scope sc;
+	json_t *base = NULL, *updates = NULL, *reqs = json_array();
+	size_t budget = lim->max_updates;
+	char tbuf[520], nsid[24];
+	bool ok = false;
+	int found;
+
+	if (reqs == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	if (cat_scope_begin(db, NULL, true, &sc, err) != 0) {
+		json_decref(reqs);
+		return -1;
+	}
+	found = cat_row_lock(sc.c, wh->id, &ch->ns, ch->name, &row, err);
+	if (found <= 0) {
+		if (found == 0 &&
+		    cat_namespace_id(sc.c, wh->id, &ch->ns, nsid, sizeof(nsid), err) == 0)
+			fl_err_set(err, FL_ERR_NO_SUCH_TABLE, "table %s does not exist",
+			           table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
+		goto out;
+	}
+	base = json_loads(row.metadata, 0, NULL);
+	if (base == NULL) {
+		fl_err_set(err, FL_ERR_INTERNAL, "stored metadata is not JSON");
+		goto out;
+	}
+	if (build(arg, base, &updates, err) != 0)
+		goto out;
+	ch->requirements = reqs;
+	ch->updates = updates;
+	/* The row lock is held: commit_one sees exactly the state build saw. */
+	if (commit_one(&sc, wh, ch, lim, &budget, request_id, &w, err) != 0)
+		goto out;
+	ok = true;
+out:
+	if (cat_scope_end(&sc, ok, err) != 0)
+		ok = false;
+	if (!ok)
+		cat_changes_free(ch, 1);
+	written_done(&w, !ok && err->kind != FL_ERR_COMMIT_STATE_UNKNOWN);
+	ch->requirements = ch->updates = NULL;
+	cat_row_free(&row);
+	json_decref(base);
+	json_decref(updates);
+	json_decref(reqs);
+	return ok ? 0 : -1;
+}

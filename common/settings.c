@@ -109,8 +109,8 @@ int fl_settings_set(const struct fl_setting *s, void *cfg, const char *value, co
 	return fl_err_set(err, FL_ERR_INTERNAL, "setting %s: unknown type", s->name);
 }
 
-static const struct fl_setting *find(const struct fl_setting *t, size_t n, const char *name,
-                                     size_t len)
+const struct fl_setting *fl_settings_find(const struct fl_setting *t, size_t n, const char *name,
+                                          size_t len)
 {
 	for (size_t i = 0; i < n; i++)
 		if (strlen(t[i].name) == len && strncmp(t[i].name, name, len) == 0)
@@ -140,7 +140,7 @@ int fl_settings_load(const struct fl_setting *t, size_t n, void *cfg, int argc, 
 		name = a + 2;
 		eq = strchr(name, '=');
 		len = eq ? (size_t)(eq - name) : strlen(name);
-		s = find(t, n, name, len);
+		s = fl_settings_find(t, n, name, len);
 		if (s == NULL)
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
 			                  "unknown option --%.*s (see --help)", (int)len, name);

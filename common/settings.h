@@ -45,6 +45,10 @@ int fl_settings_load(const struct fl_setting *t, size_t n, void *cfg, int argc, 
 int fl_settings_set(const struct fl_setting *s, void *cfg, const char *value, const char *source,
                     struct fl_err *err) FL_MUST_CHECK;
 
+/* The row named by the len bytes at name, or NULL. */
+const struct fl_setting *fl_settings_find(const struct fl_setting *t, size_t n, const char *name,
+                                          size_t len);
+
 /* Prints the table as help text: flag, env, default, bounds, help. */
 void fl_settings_help(const struct fl_setting *t, size_t n, FILE *f);
 

@@ -47,7 +47,7 @@ CREATE TABLE maintenance_job (
     kind         text NOT NULL CHECK (kind IN ('purge')),
     warehouse_id uuid NOT NULL,
     location     text NOT NULL,
-    state        text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'done', 'failed')),
+    state        text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'done', 'failed', 'cancelled')),
     attempts     integer NOT NULL DEFAULT 0,
     last_error   text,
     run_after    timestamptz NOT NULL DEFAULT now(),

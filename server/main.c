@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "catalog.h"
+#include "cmd_ingest.h"
 #include "embedded_pg.h"
 #include "httpd.h"
 #include "log.h"
@@ -189,6 +190,8 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	if (strcmp(cmd, "ingest") == 0)
+		return srv_cmd_ingest(argc - 2, argv + 2);
 	if (strcmp(cmd, "serve") != 0 && strcmp(cmd, "migrate") != 0) {
 		fprintf(stderr, "floe: unknown command '%s'\n\n", cmd);
 		usage(stderr);

@@ -72,3 +72,8 @@ void srv_config_free(struct srv_config *cfg)
 {
 	fl_settings_free(srv_settings, NSETTINGS, cfg);
 }
+
+const struct fl_setting *srv_config_find(const char *name, size_t len)
+{
+	return fl_settings_find(srv_settings, NSETTINGS, name, len);
+}

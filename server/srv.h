@@ -17,6 +17,7 @@
 #include "buf.h"
 #include "catalog.h"
 #include "err.h"
+#include "settings.h"
 
 struct srv_config {
 	char *host;
@@ -46,6 +47,9 @@ struct srv_config {
 int srv_config_load(struct srv_config *cfg, int argc, char **argv, int *argi,
                     struct fl_err *err) FL_MUST_CHECK;
 void srv_config_help(FILE *f);
+
+/* The setting named by the len bytes at name, or NULL. */
+const struct fl_setting *srv_config_find(const char *name, size_t len);
 void srv_config_free(struct srv_config *cfg);
 
 struct srv_metrics;

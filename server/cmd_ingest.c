@@ -1,0 +1,922 @@
+/* cmd_ingest.c - `floe ingest`: CSV / NDJSON files into one table snapshot,
+ * exactly once, in process (through catalog/, under the table's row lock) or
+ * through any Iceberg REST catalog (--catalog-uri).
+ *
+ * Exactly once: the batch identity is a hash of the inputs (sorted paths,
+ * sizes and content hashes).  It travels in the snapshot summary
+ * (floe.batch-id) and, over REST, as the commit's Idempotency-Key.  Before
+ * writing anything, and again when committing, the table's history is
+ * checked for it; a repeat is reported as "already-committed" and changes
+ * nothing.  In process the final check happens under the row lock, so two
+ * runs of the same batch cannot both commit.  Over REST a 409 means
+ * "reload, rebuild the manifest list on the new parent, retry" and a 5xx
+ * means "reload and look for the batch before doing anything else". */
+#include "cmd_ingest.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "clock.h"
+#include "embedded_pg.h"
+#include "feed/csv.h"
+#include "feed/infer.h"
+#include "feed/ndjson.h"
+#include "iceberg/snapshot.h"
+#include "ingest.h"
+#include "json.h"
+#include "log.h"
+#include "rest.h"
+#include "settings.h"
+#include "srv.h"
+
+enum exit_code {
+	EXIT_OK = 0,
+	EXIT_FAIL = 1,
+	EXIT_USAGE = 2,
+	EXIT_BAD_INPUT = 3,
+	EXIT_CONFLICT = 4,
+	EXIT_UNKNOWN = 5
+};
+
+struct ingest_cfg {
+	char *table;
+	char *catalog_uri;
+	char *token;
+	char *format;
+	char *on_error;
+	char *new_columns;
+	int create;
+	char *delimiter;
+	char *null_marker;
+	char *codec;
+	int64_t target_file_bytes;
+	int64_t retries;
+	char *dead_letter_dir;
+	int tz_assume_utc;
+};
+
+#define OFF(f) offsetof(struct ingest_cfg, f)
+
+/* clang-format off */
+static const struct fl_setting ingest_settings[] = {
+	{"table", FL_SET_STR, "", 0, 2048, NULL, "FLOE_INGEST_TABLE", OFF(table),
+	 "target table as NAMESPACE.TABLE (nested namespaces: a.b.table)"},
+	{"catalog-uri", FL_SET_STR, "", 0, 2048, NULL, "FLOE_CATALOG_URI", OFF(catalog_uri),
+	 "commit through this Iceberg REST catalog instead of in process"},
+	{"token", FL_SET_STR, "", 0, 8192, NULL, "FLOE_CATALOG_TOKEN", OFF(token),
+	 "bearer token for --catalog-uri"},
+	{"format", FL_SET_ENUM, "auto", 0, 0, "auto|csv|ndjson", "FLOE_INGEST_FORMAT", OFF(format),
+	 "input format; auto = by file extension (.csv, .ndjson/.jsonl/.json)"},
+	{"on-error", FL_SET_ENUM, "strict", 0, 0, "strict|dead-letter", "FLOE_INGEST_ON_ERROR", OFF(on_error),
+	 "strict: any bad row fails the batch; dead-letter: bad rows are set aside, good rows commit"},
+	{"new-columns", FL_SET_ENUM, "reject", 0, 0, "reject|ignore|evolve", "FLOE_INGEST_NEW_COLUMNS", OFF(new_columns),
+	 "input columns missing from the table: fail, drop, or add as optional string columns"},
+	{"create", FL_SET_BOOL, "false", 0, 0, NULL, "FLOE_INGEST_CREATE", OFF(create),
+	 "create the table from the inferred schema of the inputs when it does not exist"},
+	{"delimiter", FL_SET_STR, ",", 0, 1, NULL, "FLOE_INGEST_DELIMITER", OFF(delimiter),
+	 "CSV field delimiter (one byte)"},
+	{"null-marker", FL_SET_STR, "", 0, 64, NULL, "FLOE_INGEST_NULL_MARKER", OFF(null_marker),
+	 "CSV: an unquoted field equal to this is null (empty fields always are)"},
+	{"codec", FL_SET_ENUM, "table", 0, 0, "table|zstd|snappy|gzip|none", "FLOE_INGEST_CODEC", OFF(codec),
+	 "Parquet compression; table = write.parquet.compression-codec (default zstd)"},
+	{"target-file-bytes", FL_SET_INT, "0", 0, INT64_MAX, NULL, "FLOE_INGEST_TARGET_FILE_BYTES", OFF(target_file_bytes),
+	 "roll data files past this size; 0 = write.target-file-size-bytes (default 512 MiB)"},
+	{"retries", FL_SET_INT, "8", 0, 100, NULL, "FLOE_INGEST_RETRIES", OFF(retries),
+	 "commit attempts after a conflict (REST mode)"},
+	{"dead-letter-dir", FL_SET_STR, "", 0, 2048, NULL, "FLOE_INGEST_DEAD_LETTER_DIR", OFF(dead_letter_dir),
+	 "where rejected rows go; empty = <table location>/dead-letter"},
+	{"tz-assume-utc", FL_SET_BOOL, "false", 0, 0, NULL, "FLOE_INGEST_TZ_ASSUME_UTC", OFF(tz_assume_utc),
+	 "timestamptz values without a zone are UTC (default: rejected)"},
+};
+/* clang-format on */
+#define NINGEST (sizeof(ingest_settings) / sizeof(ingest_settings[0]))
+
+/* Everything one run knows. */
+struct job {
+	struct ingest_cfg ic;
+	struct srv_config sc;
+	const char **inputs;
+	size_t n_inputs;
+	const char **levels;
+	int nlevels;
+	const char *name;
+	char batch_id[65];
+	char idem_key[40];
+	int64_t snapshot_id;
+	struct st_ingest_result res;
+	struct st_snapshot_manifest *manifest;
+	int attempt;
+	bool already;
+	int64_t committed_snapshot;
+	int64_t t0;
+};
+
+/* ---- small helpers ---- */
+
+static bool has_batch(const json_t *meta, const char *batch, int64_t *snapshot)
+{
+	json_t *snaps = json_object_get(meta, "snapshots"), *s;
+	size_t i;
+
+	json_array_foreach(snaps, i, s)
+	{
+		const char *b = json_string_value(
+		        json_object_get(json_object_get(s, "summary"), "floe.batch-id"));
+
+		if (b != NULL && strcmp(b, batch) == 0) {
+			*snapshot = json_integer_value(json_object_get(s, "snapshot-id"));
+			return true;
+		}
+	}
+	return false;
+}
+
+static const json_t *find_by_id(const json_t *arr, const char *key, json_int_t id)
+{
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(arr, i, v)
+	{
+		if (json_integer_value(json_object_get(v, key)) == id)
+			return v;
+	}
+	return NULL;
+}
+
+static const json_t *current_schema(const json_t *meta)
+{
+	return find_by_id(json_object_get(meta, "schemas"), "schema-id",
+	                  json_integer_value(json_object_get(meta, "current-schema-id")));
+}
+
+static const json_t *default_spec(const json_t *meta)
+{
+	return find_by_id(json_object_get(meta, "partition-specs"), "spec-id",
+	                  json_integer_value(json_object_get(meta, "default-spec-id")));
+}
+
+static const char *prop(const json_t *meta, const char *key)
+{
+	return json_string_value(json_object_get(json_object_get(meta, "properties"), key));
+}
+
+/* Hashes the inputs into the batch identity (hex SHA-256) and a UUIDv7-shaped
+ * Idempotency-Key derived from it. */
+static int batch_identity(struct job *j, struct fl_err *err)
+{
+	EVP_MD_CTX *all = EVP_MD_CTX_new();
+	unsigned char h[32], buf[65536];
+	unsigned int hl;
+	const char **sorted = malloc(sizeof(char *) * j->n_inputs);
+	int rc = -1;
+
+	if (all == NULL || sorted == NULL) {
+		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	memcpy(sorted, j->inputs, sizeof(char *) * j->n_inputs);
+	for (size_t a = 1; a < j->n_inputs; a++)
+		for (size_t b = a; b > 0 && strcmp(sorted[b - 1], sorted[b]) > 0; b--) {
+			const char *t = sorted[b];
+
+			sorted[b] = sorted[b - 1];
+			sorted[b - 1] = t;
+		}
+	EVP_DigestInit_ex(all, EVP_sha256(), NULL);
+	for (size_t k = 0; k < j->n_inputs; k++) {
+		char real[PATH_MAX], size[32];
+		EVP_MD_CTX *one = EVP_MD_CTX_new();
+		struct stat st;
+		ssize_t n;
+		int fd = open(sorted[k], O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0 || fstat(fd, &st) != 0 || realpath(sorted[k], real) == NULL ||
+		    one == NULL) {
+			fl_err_set(err, FL_ERR_BAD_REQUEST, "cannot read %.200s: %s", sorted[k],
+			           strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			EVP_MD_CTX_free(one);
+			goto out;
+		}
+		EVP_DigestInit_ex(one, EVP_sha256(), NULL);
+		while ((n = read(fd, buf, sizeof(buf))) > 0)
+			EVP_DigestUpdate(one, buf, (size_t)n);
+		close(fd);
+		EVP_DigestFinal_ex(one, h, &hl);
+		EVP_MD_CTX_free(one);
+		snprintf(size, sizeof(size), "%lld", (long long)st.st_size);
+		EVP_DigestUpdate(all, real, strlen(real) + 1);
+		EVP_DigestUpdate(all, size, strlen(size) + 1);
+		EVP_DigestUpdate(all, h, sizeof(h));
+	}
+	EVP_DigestFinal_ex(all, h, &hl);
+	for (int i = 0; i < 32; i++)
+		snprintf(j->batch_id + 2 * i, 3, "%02x", h[i]);
+	/* Version 7 and the RFC 4122 variant, so catalogs that check the shape
+	 * accept it; the "time" bits are hash bits, which keeps it deterministic. */
+	h[6] = (unsigned char)(0x70 | (h[6] & 0x0f));
+	h[8] = (unsigned char)(0x80 | (h[8] & 0x3f));
+	snprintf(j->idem_key, sizeof(j->idem_key),
+	         "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", h[0], h[1],
+	         h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11], h[12], h[13], h[14],
+	         h[15]);
+	rc = 0;
+out:
+	EVP_MD_CTX_free(all);
+	free(sorted);
+	return rc;
+}
+
+static enum st_ingest_format detect_format(const struct job *j)
+{
+	const char *f = j->ic.format, *ext;
+
+	if (strcmp(f, "csv") == 0)
+		return ST_INGEST_CSV;
+	if (strcmp(f, "ndjson") == 0)
+		return ST_INGEST_NDJSON;
+	ext = strrchr(j->inputs[0], '.');
+	if (ext != NULL && (strcmp(ext, ".ndjson") == 0 || strcmp(ext, ".jsonl") == 0 ||
+	                    strcmp(ext, ".json") == 0))
+		return ST_INGEST_NDJSON;
+	return ST_INGEST_CSV;
+}
+
+static enum st_parquet_codec codec_of(const struct job *j, const json_t *meta)
+{
+	const char *c = strcmp(j->ic.codec, "table") == 0
+	                        ? prop(meta, "write.parquet.compression-codec")
+	                        : j->ic.codec;
+
+	if (c == NULL || strcmp(c, "zstd") == 0)
+		return ST_PARQUET_ZSTD;
+	if (strcmp(c, "snappy") == 0)
+		return ST_PARQUET_SNAPPY;
+	if (strcmp(c, "gzip") == 0)
+		return ST_PARQUET_GZIP;
+	return ST_PARQUET_UNCOMPRESSED;
+}
+
+/* Infers a schema from the first input for --create. */
+static int infer_schema(struct job *j, json_t **schema, struct fl_err *err)
+{
+	struct st_infer *inf = NULL;
+	struct st_fd_source src;
+	int fd = open(j->inputs[0], O_RDONLY | O_CLOEXEC), rc = -1, got;
+
+	if (fd < 0)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "cannot open %.200s: %s", j->inputs[0],
+		                  strerror(errno));
+	st_fd_source_init(&src, fd, j->inputs[0]);
+	if (st_infer_open(NULL, 0, &inf, err) != 0)
+		goto out;
+	if (detect_format(j) == ST_INGEST_CSV) {
+		struct st_csv_opts co = {
+		        .source = &src.source, .delimiter = j->ic.delimiter[0], .header = true};
+		struct st_csv_reader *r = NULL;
+		const struct st_csv_record *rec;
+
+		if (st_csv_reader_open(&co, &r, err) != 0)
+			goto out;
+		got = 0;
+		if (st_csv_reader_header(r) == NULL ||
+		    st_infer_csv_header(inf, st_csv_reader_header(r), err) != 0)
+			got = -1;
+		for (int k = 0; got == 0 && k < 10000; k++) {
+			if (st_csv_reader_next(r, &rec, err) != 0)
+				got = -1;
+			else if (rec == NULL)
+				break;
+			else if (rec->error == NULL && st_infer_csv_row(inf, rec, err) != 0)
+				got = -1;
+		}
+		st_csv_reader_free(r);
+	} else {
+		struct st_ndjson_opts no = {.source = &src.source};
+		struct st_ndjson_reader *r = NULL;
+		const struct st_ndjson_record *rec;
+
+		if (st_ndjson_reader_open(&no, &r, err) != 0)
+			goto out;
+		got = 0;
+		for (int k = 0; k < 10000 && got == 0; k++) {
+			if (st_ndjson_reader_next(r, &rec, err) != 0)
+				got = -1;
+			else if (rec == NULL)
+				break;
+			else if (rec->obj != NULL && st_infer_json_object(inf, rec->obj, err) != 0)
+				got = -1;
+		}
+		st_ndjson_reader_free(r);
+	}
+	if (got < 0)
+		goto out;
+	rc = st_infer_schema(inf, schema, err);
+out:
+	st_infer_free(inf);
+	close(fd);
+	return rc;
+}
+
+/* ---- building the commit ---- */
+
+/* Writes the Parquet files for this table's current schema. */
+static int write_data(struct job *j, const json_t *meta, struct fl_err *err)
+{
+	const char *location = json_string_value(json_object_get(meta, "location"));
+	char data_uri[PATH_MAX], dl[PATH_MAX];
+	const json_t *schema = current_schema(meta);
+	const json_t *spec = default_spec(meta);
+	const char *tfs = prop(meta, "write.target-file-size-bytes");
+
+	if (location == NULL || schema == NULL)
+		return fl_err_set(err, FL_ERR_INTERNAL,
+		                  "table metadata has no location or current schema");
+	if (json_array_size(json_object_get(spec, "fields")) > 0)
+		return fl_err_set(
+		        err, FL_ERR_UNSUPPORTED,
+		        "table %s is partitioned; floe ingest writes unpartitioned tables only for now",
+		        j->name);
+	snprintf(data_uri, sizeof(data_uri), "%s/data", location);
+	if (j->ic.dead_letter_dir[0] != '\0')
+		snprintf(dl, sizeof(dl), "%s/%.16s.rejected", j->ic.dead_letter_dir, j->batch_id);
+	else
+		snprintf(dl, sizeof(dl), "%s/dead-letter/%.16s.rejected",
+		         strncmp(location, "file://", 7) == 0 ? location + 7 : location,
+		         j->batch_id);
+	if (strcmp(j->ic.on_error, "dead-letter") == 0) {
+		char dir[PATH_MAX];
+
+		snprintf(dir, sizeof(dir), "%s", dl);
+		*strrchr(dir, '/') = '\0';
+		if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+			return fl_err_set(err, FL_ERR_IO, "cannot create %s: %s", dir,
+			                  strerror(errno));
+	}
+	struct st_ingest_opts o = {
+	        .schema = schema,
+	        .last_column_id = json_integer_value(json_object_get(meta, "last-column-id")),
+	        .format = detect_format(j),
+	        .delimiter = j->ic.delimiter[0],
+	        .null_marker = j->ic.null_marker,
+	        .on_error = strcmp(j->ic.on_error, "dead-letter") == 0 ? ST_ON_ERROR_DEAD_LETTER
+	                                                               : ST_ON_ERROR_STRICT,
+	        .new_columns = strcmp(j->ic.new_columns, "evolve") == 0   ? ST_NEW_COLUMNS_EVOLVE
+	                       : strcmp(j->ic.new_columns, "ignore") == 0 ? ST_NEW_COLUMNS_IGNORE
+	                                                                  : ST_NEW_COLUMNS_REJECT,
+	        .data_uri = data_uri,
+	        .dead_letter_path = dl,
+	        .codec = codec_of(j, meta),
+	        .target_file_bytes = j->ic.target_file_bytes > 0 ? (uint64_t)j->ic.target_file_bytes
+	                             : tfs != NULL               ? strtoull(tfs, NULL, 10)
+	                                                         : 0,
+	        .tz_assume_utc = j->ic.tz_assume_utc != 0,
+	};
+	return st_ingest_run(&o, j->inputs, j->n_inputs, &j->res, err);
+}
+
+/* The schema id the evolved schema will get (the builder reuses an identical
+ * schema, which cannot exist: it has a column the current one lacks). */
+static int64_t next_schema_id(const json_t *meta)
+{
+	json_t *s;
+	size_t i;
+	int64_t max = -1;
+
+	json_array_foreach(json_object_get(meta, "schemas"), i, s)
+	{
+		int64_t id = json_integer_value(json_object_get(s, "schema-id"));
+
+		if (id > max)
+			max = id;
+	}
+	return max + 1;
+}
+
+/* The updates of one commit attempt on top of meta. */
+static int make_updates(struct job *j, const json_t *meta, json_t **out, struct fl_err *err)
+{
+	const json_t *schema = j->res.evolved ? j->res.schema : current_schema(meta);
+	int64_t schema_id =
+	        j->res.evolved ? next_schema_id(meta)
+	                       : json_integer_value(json_object_get(meta, "current-schema-id"));
+	const json_t *spec = default_spec(meta);
+	const char *location = json_string_value(json_object_get(meta, "location"));
+	char mdir[PATH_MAX];
+	json_t *schema_copy = NULL, *snapshot = NULL, *updates = NULL, *extra = NULL;
+	int64_t cur = json_integer_value(json_object_get(meta, "current-snapshot-id"));
+	int rc = -1;
+
+	snprintf(mdir, sizeof(mdir), "%s/metadata", location);
+	if (j->res.evolved) {
+		schema_copy = json_deep_copy(schema);
+		if (schema_copy == NULL)
+			goto nomem;
+		json_object_set_new(schema_copy, "schema-id", json_integer(schema_id));
+		schema = schema_copy;
+	}
+	struct st_snapshot_table t = {
+	        .format_version = (int)json_integer_value(json_object_get(meta, "format-version")),
+	        .schema = schema,
+	        .schema_id = (int32_t)schema_id,
+	        .spec = spec,
+	        .spec_id = (int32_t)json_integer_value(json_object_get(meta, "default-spec-id")),
+	        .metadata_dir = mdir,
+	        .codec = ST_AVRO_CODEC_DEFLATE,
+	};
+	if (j->manifest == NULL) {
+		struct st_data_file *files = calloc(j->res.n_files, sizeof(*files));
+
+		if (files == NULL)
+			goto nomem;
+		for (size_t i = 0; i < j->res.n_files; i++) {
+			st_parquet_metrics_to_data_file(&j->res.files[i].m, &files[i]);
+			files[i].file_path = j->res.files[i].uri;
+		}
+		rc = st_snapshot_manifest_write(&t, j->snapshot_id, files, j->res.n_files,
+		                                &j->manifest, err);
+		free(files);
+		if (rc != 0)
+			goto out;
+		rc = -1;
+	}
+	const json_t *psnap =
+	        cur > 0 || (cur == 0 && json_object_get(meta, "current-snapshot-id") != NULL)
+	                ? find_by_id(json_object_get(meta, "snapshots"), "snapshot-id", cur)
+	                : NULL;
+	struct st_snapshot_parent parent = {0};
+	if (psnap != NULL) {
+		parent.snapshot_id = cur;
+		parent.manifest_list = json_string_value(json_object_get(psnap, "manifest-list"));
+		parent.summary = json_object_get(psnap, "summary");
+	}
+	extra = json_pack("{s:s, s:s}", "floe.batch-id", j->batch_id, "floe.rows-dead-lettered",
+	                  "0");
+	if (extra == NULL)
+		goto nomem;
+	{
+		char n[24];
+
+		snprintf(n, sizeof(n), "%llu", (unsigned long long)j->res.rows_bad);
+		json_object_set_new(extra, "floe.rows-dead-lettered", json_string(n));
+	}
+	struct st_snapshot_opts so = {
+	        .table = &t,
+	        .parent = psnap ? &parent : NULL,
+	        .snapshot_id = j->snapshot_id,
+	        .sequence_number =
+	                json_integer_value(json_object_get(meta, "last-sequence-number")) + 1,
+	        .timestamp_ms = fl_now_ms(),
+	        .first_row_id = json_integer_value(json_object_get(meta, "next-row-id")),
+	        .attempt = ++j->attempt,
+	        .manifest = j->manifest,
+	        .extra_summary = extra,
+	};
+	if (st_snapshot_build(&so, &snapshot, err) != 0)
+		goto out;
+	updates = json_array();
+	if (updates == NULL)
+		goto nomem;
+	if (j->res.evolved) {
+		json_array_append_new(
+		        updates, json_pack("{s:s, s:O}", "action", "add-schema", "schema", schema));
+		json_array_append_new(updates, json_pack("{s:s, s:i}", "action",
+		                                         "set-current-schema", "schema-id", -1));
+	}
+	json_array_append_new(
+	        updates, json_pack("{s:s, s:O}", "action", "add-snapshot", "snapshot", snapshot));
+	json_array_append_new(updates,
+	                      json_pack("{s:s, s:s, s:s, s:I}", "action", "set-snapshot-ref",
+	                                "ref-name", "main", "type", "branch", "snapshot-id",
+	                                (json_int_t)j->snapshot_id));
+	*out = updates;
+	updates = NULL;
+	rc = 0;
+	goto out;
+nomem:
+	fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+out:
+	json_decref(schema_copy);
+	json_decref(snapshot);
+	json_decref(updates);
+	json_decref(extra);
+	return rc;
+}
+
+/* Called by the catalog under the row lock (in-process mode). */
+static int build_locked(void *arg, const json_t *current, json_t **updates, struct fl_err *err)
+{
+	struct job *j = arg;
+
+	if (has_batch(current, j->batch_id, &j->committed_snapshot)) {
+		j->already = true;
+		*updates = json_array();
+		return *updates ? 0 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	}
+	return make_updates(j, current, updates, err);
+}
+
+/* ---- the two commit modes ---- */
+
+static int parse_table(struct job *j, struct fl_err *err)
+{
+	char *s = j->ic.table, *dot;
+	int n = 1;
+
+	if (s[0] == '\0')
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "--table NAMESPACE.TABLE is required");
+	for (char *p = s; *p; p++)
+		n += *p == '.';
+	if (n < 2)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "--table must be NAMESPACE.TABLE, got '%.200s'", s);
+	j->levels = calloc((size_t)n, sizeof(char *));
+	if (j->levels == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	j->nlevels = 0;
+	while ((dot = strchr(s, '.')) != NULL) {
+		*dot = '\0';
+		if (s[0] == '\0')
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "--table has an empty namespace level");
+		j->levels[j->nlevels++] = s;
+		s = dot + 1;
+	}
+	if (s[0] == '\0')
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "--table has an empty table name");
+	j->name = s;
+	return 0;
+}
+
+static int run_in_process(struct job *j, struct fl_err *err)
+{
+	struct cat_ns ns = {j->levels, j->nlevels};
+	struct cat_change ch = {.ns = ns, .name = j->name};
+	struct cat_limits lim = {(size_t)j->sc.max_commit_updates,
+	                         (size_t)j->sc.max_metadata_bytes};
+	struct cat_warehouse wh;
+	struct srv_pg *pg = NULL;
+	struct cat_db *db = NULL;
+	char abs[PATH_MAX], *conninfo = NULL, *mloc = NULL, *text = NULL, type[16];
+	json_t *meta = NULL;
+	int applied, rc = -1;
+
+	if (j->sc.database_url[0] != '\0') {
+		conninfo = strdup(j->sc.database_url);
+	} else {
+		if (realpath(j->sc.data_dir, abs) == NULL) {
+			fl_err_set(err, FL_ERR_UNAVAILABLE,
+			           "no catalog: set --database-url, or run floe serve first in %s",
+			           j->sc.data_dir);
+			goto out;
+		}
+		if (srv_pg_start(abs, j->sc.pg_bin_dir, &conninfo, &pg, err) != 0)
+			goto out;
+	}
+	if (conninfo == NULL || cat_db_migrate(conninfo, &applied, err) != 0 ||
+	    cat_db_open(conninfo, 1, &db, err) != 0 || cat_db_load_secret(db, err) != 0 ||
+	    cat_warehouse_get(db, NULL, j->sc.warehouse, &wh, err) != 0)
+		goto out;
+	if (cat_table_load(db, NULL, j->sc.warehouse, &ns, j->name, &mloc, &text, type, err) != 0) {
+		json_t *schema = NULL, *req;
+
+		if (err->kind != FL_ERR_NO_SUCH_TABLE || !j->ic.create)
+			goto out;
+		if (infer_schema(j, &schema, err) != 0)
+			goto out;
+		req = json_pack("{s:s, s:o}", "name", j->name, "schema", schema);
+		if (req == NULL ||
+		    cat_table_create(db, NULL, &wh, &ns, req, false, &mloc, &text, err) != 0) {
+			json_decref(req);
+			goto out;
+		}
+		json_decref(req);
+	}
+	meta = json_loads(text, 0, NULL);
+	if (meta == NULL) {
+		fl_err_set(err, FL_ERR_INTERNAL, "stored metadata is not JSON");
+		goto out;
+	}
+	if (has_batch(meta, j->batch_id, &j->committed_snapshot)) {
+		j->already = true;
+		rc = 0;
+		goto out;
+	}
+	if (write_data(j, meta, err) != 0)
+		goto out;
+	if (j->res.rows_ok == 0) {
+		rc = 0;
+		goto out;
+	}
+	if (cat_table_append(db, &wh, &ch, build_locked, j, &lim, NULL, err) != 0) {
+		if (err->kind != FL_ERR_COMMIT_STATE_UNKNOWN)
+			st_ingest_result_discard(&j->res);
+		goto out;
+	}
+	if (j->already)
+		st_ingest_result_discard(&j->res);
+	else
+		j->committed_snapshot = j->snapshot_id;
+	cat_changes_free(&ch, 1);
+	rc = 0;
+out:
+	json_decref(meta);
+	free(mloc);
+	free(text);
+	cat_db_close(db);
+	free(conninfo);
+	/* The embedded cluster stays up if floe serve started it; srv_pg_stop
+	 * only stops what this process started. */
+	srv_pg_stop(pg);
+	return rc;
+}
+
+static int run_rest(struct job *j, struct fl_err *err)
+{
+	struct st_rest *c = NULL;
+	json_t *meta = NULL, *updates = NULL, *reqs = NULL, *out = NULL;
+	char *mloc = NULL, *oloc = NULL;
+	int rc = -1;
+
+	if (st_rest_open(j->ic.catalog_uri, j->sc.warehouse, j->ic.token, &c, err) != 0)
+		goto out;
+	if (st_rest_load_table(c, j->levels, j->nlevels, j->name, &meta, &mloc, err) != 0) {
+		json_t *schema = NULL;
+
+		if (err->kind != FL_ERR_NO_SUCH_TABLE || !j->ic.create ||
+		    infer_schema(j, &schema, err) != 0)
+			goto out;
+		rc = st_rest_create_table(c, j->levels, j->nlevels, j->name, schema, NULL, &meta,
+		                          &mloc, err);
+		json_decref(schema);
+		if (rc != 0)
+			goto out;
+		rc = -1;
+	}
+	if (has_batch(meta, j->batch_id, &j->committed_snapshot)) {
+		j->already = true;
+		rc = 0;
+		goto out;
+	}
+	if (write_data(j, meta, err) != 0)
+		goto out;
+	if (j->res.rows_ok == 0) {
+		rc = 0;
+		goto out;
+	}
+	for (int attempt = 0;; attempt++) {
+		int64_t cur = json_integer_value(json_object_get(meta, "current-snapshot-id"));
+		bool has_cur =
+		        cur >= 0 && json_is_integer(json_object_get(meta, "current-snapshot-id"));
+
+		json_decref(updates);
+		json_decref(reqs);
+		updates = NULL;
+		if (make_updates(j, meta, &updates, err) != 0)
+			goto out;
+		reqs = json_pack("[{s:s, s:s, s:o}, {s:s, s:O}]", "type", "assert-ref-snapshot-id",
+		                 "ref", "main", "snapshot-id",
+		                 has_cur ? json_integer(cur) : json_null(), "type",
+		                 "assert-table-uuid", "uuid", json_object_get(meta, "table-uuid"));
+		if (reqs == NULL) {
+			fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+			goto out;
+		}
+		if (j->res.evolved &&
+		    json_array_append_new(
+		            reqs, json_pack("{s:s, s:O}", "type", "assert-current-schema-id",
+		                            "current-schema-id",
+		                            json_object_get(meta, "current-schema-id"))) != 0)
+			goto out;
+		if (st_rest_commit(c, j->levels, j->nlevels, j->name, reqs, updates, j->idem_key,
+		                   &out, &oloc, err) == 0) {
+			j->committed_snapshot = j->snapshot_id;
+			rc = 0;
+			goto out;
+		}
+		if (err->kind == FL_ERR_COMMIT_STATE_UNKNOWN) {
+			/* Maybe applied: look before doing anything else. */
+			struct fl_err lerr = {0};
+
+			json_decref(meta);
+			meta = NULL;
+			free(mloc);
+			mloc = NULL;
+			if (st_rest_load_table(c, j->levels, j->nlevels, j->name, &meta, &mloc,
+			                       &lerr) == 0 &&
+			    has_batch(meta, j->batch_id, &j->committed_snapshot)) {
+				rc = 0;
+				goto out;
+			}
+			goto out; /* still unknown: keep the files, report it */
+		}
+		if (err->kind != FL_ERR_COMMIT_FAILED || attempt >= j->ic.retries) {
+			if (err->kind == FL_ERR_COMMIT_FAILED)
+				fl_err_prefix(err, "gave up after %d attempts", attempt + 1);
+			else
+				st_ingest_result_discard(&j->res);
+			goto out;
+		}
+		/* A conflict: reload, and retry on the new parent after a backoff. */
+		{
+			struct timespec ts = {
+			        0, (long)((50L << (attempt < 6 ? attempt : 6)) * 1000000L)};
+
+			nanosleep(&ts, NULL);
+		}
+		json_decref(meta);
+		meta = NULL;
+		free(mloc);
+		mloc = NULL;
+		if (st_rest_load_table(c, j->levels, j->nlevels, j->name, &meta, &mloc, err) != 0)
+			goto out;
+		if (has_batch(meta, j->batch_id, &j->committed_snapshot)) {
+			j->already = true;
+			rc = 0;
+			goto out;
+		}
+	}
+out:
+	json_decref(meta);
+	json_decref(updates);
+	json_decref(reqs);
+	json_decref(out);
+	free(mloc);
+	free(oloc);
+	st_rest_close(c);
+	return rc;
+}
+
+/* ---- the command ---- */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: floe ingest --table NS.TABLE [options] FILE...\n\n"
+	        "Commits the rows of CSV or NDJSON files to an Iceberg table as one snapshot, once.\n"
+	        "In process by default (the catalog database of --database-url or --data-dir);\n"
+	        "with --catalog-uri through any Iceberg REST catalog.\n\ningest options:\n");
+	fl_settings_help(ingest_settings, NINGEST, f);
+	fprintf(f,
+	        "\ncatalog options (in-process mode): --database-url, --data-dir, --warehouse, --pg-bin-dir\n"
+	        "exit status: 0 committed / already committed / nothing to commit, 2 usage, 3 bad input,\n"
+	        "4 commit conflicts exhausted, 5 commit state unknown, 1 other failures\n");
+}
+
+/* Splits argv into ingest flags, catalog flags and input files. */
+static int split_args(int argc, char **argv, char **ia, int *ni, char **sa, int *ns, struct job *j,
+                      struct fl_err *err)
+{
+	int k = 0;
+
+	*ni = *ns = 1;
+	ia[0] = sa[0] = "floe";
+	while (k < argc && strncmp(argv[k], "--", 2) == 0 && argv[k][2] != '\0') {
+		const char *name = argv[k] + 2, *eq = strchr(name, '=');
+		size_t len = eq ? (size_t)(eq - name) : strlen(name);
+		const struct fl_setting *s = fl_settings_find(ingest_settings, NINGEST, name, len);
+		bool ingest = s != NULL;
+
+		if (strncmp(name, "help", len) == 0 && len == 4)
+			return 1;
+		if (s == NULL)
+			s = srv_config_find(name, len);
+		if (s == NULL)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "unknown option --%.*s (see floe ingest --help)",
+			                  (int)len, name);
+		char **dst = ingest ? ia : sa;
+		int *n = ingest ? ni : ns;
+
+		dst[(*n)++] = argv[k++];
+		if (eq == NULL && s->type != FL_SET_BOOL) {
+			if (k >= argc)
+				return fl_err_set(err, FL_ERR_BAD_REQUEST,
+				                  "option --%s needs a value", s->name);
+			dst[(*n)++] = argv[k++];
+		}
+	}
+	j->inputs = (const char **)(argv + k);
+	j->n_inputs = (size_t)(argc - k);
+	return 0;
+}
+
+static void print_result(struct job *j, int code, const struct fl_err *err)
+{
+	json_t *o = json_object();
+	const char *status = code != EXIT_OK ? "failed"
+	                     : j->already    ? "already-committed"
+	                     : j->committed_snapshot != 0 && j->res.rows_ok > 0
+	                             ? "committed"
+	                             : "nothing-to-commit";
+	uint64_t bytes = 0;
+	char *s;
+
+	for (size_t i = 0; i < j->res.n_files; i++)
+		bytes += (uint64_t)j->res.files[i].m.file_size;
+	json_object_set_new(o, "status", json_string(status));
+	json_object_set_new(o, "table", json_string(j->ic.table[0] ? j->name : ""));
+	json_object_set_new(o, "batch-id", json_string(j->batch_id));
+	if (j->committed_snapshot != 0)
+		json_object_set_new(o, "snapshot-id", json_integer(j->committed_snapshot));
+	json_object_set_new(o, "rows-committed",
+	                    json_integer(j->already || code ? 0 : (json_int_t)j->res.rows_ok));
+	json_object_set_new(o, "rows-dead-lettered", json_integer((json_int_t)j->res.rows_bad));
+	json_object_set_new(o, "files-written",
+	                    json_integer(j->already || code ? 0 : (json_int_t)j->res.n_files));
+	json_object_set_new(o, "bytes-written",
+	                    json_integer(j->already || code ? 0 : (json_int_t)bytes));
+	json_object_set_new(o, "bytes-read", json_integer((json_int_t)j->res.bytes_in));
+	if (j->res.dead_letter_errors != NULL)
+		json_object_set_new(o, "dead-letter-errors",
+		                    json_string(j->res.dead_letter_errors));
+	json_object_set_new(o, "seconds", json_real((double)(fl_mono_ns() - j->t0) / 1e9));
+	if (code != EXIT_OK)
+		json_object_set_new(o, "error", json_string(err->msg));
+	s = json_dumps(o, JSON_COMPACT);
+	if (s != NULL)
+		printf("%s\n", s);
+	fflush(stdout);
+	free(s);
+	json_decref(o);
+}
+
+int srv_cmd_ingest(int argc, char **argv)
+{
+	struct job j = {0};
+	struct fl_err err = {0};
+	char **ia = calloc((size_t)argc + 2, sizeof(char *)),
+	     **sa = calloc((size_t)argc + 2, sizeof(char *));
+	int ni, ns, ai = 1, code = EXIT_FAIL, split;
+
+	j.t0 = fl_mono_ns();
+	if (ia == NULL || sa == NULL) {
+		free(ia);
+		free(sa);
+		return EXIT_FAIL;
+	}
+	split = split_args(argc, argv, ia, &ni, sa, &ns, &j, &err);
+	if (split == 1) {
+		usage(stdout);
+		code = EXIT_OK;
+		goto done;
+	}
+	if (split != 0 ||
+	    fl_settings_load(ingest_settings, NINGEST, &j.ic, ni, ia, &ai, &err) != 0 ||
+	    (ai = 1, srv_config_load(&j.sc, ns, sa, &ai, &err)) != 0 ||
+	    parse_table(&j, &err) != 0) {
+		fprintf(stderr, "floe ingest: %s\n", err.msg);
+		code = EXIT_USAGE;
+		goto done;
+	}
+	if (j.n_inputs == 0) {
+		fprintf(stderr, "floe ingest: no input files\n");
+		code = EXIT_USAGE;
+		goto done;
+	}
+	fl_log_set_level((enum fl_log_level)fl_log_level_parse(j.sc.log_level));
+	if (batch_identity(&j, &err) != 0) {
+		code = EXIT_BAD_INPUT;
+		goto report;
+	}
+	do {
+		if (RAND_bytes((unsigned char *)&j.snapshot_id, sizeof(j.snapshot_id)) != 1)
+			j.snapshot_id = fl_now_ms();
+		j.snapshot_id &= INT64_MAX;
+	} while (j.snapshot_id == 0);
+	if ((j.ic.catalog_uri[0] != '\0' ? run_rest(&j, &err) : run_in_process(&j, &err)) == 0)
+		code = EXIT_OK;
+	else if (err.kind == FL_ERR_COMMIT_STATE_UNKNOWN)
+		code = EXIT_UNKNOWN;
+	else if (err.kind == FL_ERR_COMMIT_FAILED)
+		code = EXIT_CONFLICT;
+	else if (err.kind == FL_ERR_BAD_REQUEST)
+		code = EXIT_BAD_INPUT;
+	else
+		code = EXIT_FAIL;
+report:
+	print_result(&j, code, &err);
+	if (code != EXIT_OK)
+		fprintf(stderr, "floe ingest: %s\n", err.msg);
+done:
+	st_snapshot_manifest_free(j.manifest);
+	st_ingest_result_free(&j.res);
+	fl_settings_free(ingest_settings, NINGEST, &j.ic);
+	srv_config_free(&j.sc);
+	free(j.levels);
+	free(ia);
+	free(sa);
+	return code;
+}

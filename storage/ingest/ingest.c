@@ -1,0 +1,654 @@
+/* ingest.c - feed files to Parquet data files.
+ *
+ * One pass over the inputs (two when evolving, to learn the new columns
+ * first).  Per record: the reader's own verdict (malformed CSV, bad JSON,
+ * invalid UTF-8), the field count against the header, a cast of every value
+ * to its column's Iceberg type, the required-column check, and the Parquet
+ * writer's own checks.  A record that fails any of them is rejected as a
+ * whole: in strict mode the run fails and deletes what it wrote; in
+ * dead-letter mode the record's exact input bytes are appended to the
+ * dead-letter file and the reason to its ".errors.ndjson" sidecar.
+ *
+ * Invariants: a record is either in exactly one Parquet file or in the
+ * dead-letter file, never both and never neither; memory is bounded by one
+ * record plus the Parquet writer's row group. */
+#include "ingest.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/sink.h"
+#include "feed/cast.h"
+#include "feed/csv.h"
+#include "feed/ndjson.h"
+#include "json.h"
+#include "uuid.h"
+
+#define DEFAULT_TARGET_FILE_BYTES (512ULL << 20)
+
+struct col {
+	const char *name;
+	int32_t id;
+	struct st_type type;
+	bool required;
+};
+
+struct run {
+	const struct st_ingest_opts *o;
+	struct st_ingest_result *res;
+	json_t *schema; /* what is written: the table's schema, maybe evolved */
+	struct col *cols;
+	size_t ncols;
+	struct st_parquet_column *pcols;
+	char *schema_json;
+	char batch[FL_UUID_STR];
+	unsigned file_seq;
+	/* The Parquet file being written. */
+	struct st_parquet_writer *w;
+	struct st_file_sink sink;
+	char *cur_uri;
+	/* The row being assembled. */
+	struct st_value *row;
+	struct st_cast_scratch scratch;
+	/* Dead letters, opened on the first rejected record. */
+	FILE *dl;
+	FILE *dle;
+};
+
+static const char *local_path(const char *uri)
+{
+	return strncmp(uri, "file://", 7) == 0 ? uri + 7 : uri;
+}
+
+/* Reads the schema's fields into cols; nested types are refused. */
+static int load_columns(struct run *r, struct fl_err *err)
+{
+	json_t *fields = json_object_get(r->schema, "fields"), *f;
+	size_t i;
+
+	if (!json_is_array(fields) || json_array_size(fields) == 0)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "the table schema has no fields");
+	free(r->cols);
+	r->ncols = json_array_size(fields);
+	r->cols = calloc(r->ncols, sizeof(*r->cols));
+	if (r->cols == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	json_array_foreach(fields, i, f)
+	{
+		struct col *c = &r->cols[i];
+		const char *type = json_string_value(json_object_get(f, "type"));
+
+		c->name = json_string_value(json_object_get(f, "name"));
+		c->id = (int32_t)json_integer_value(json_object_get(f, "id"));
+		c->required = json_is_true(json_object_get(f, "required"));
+		if (c->name == NULL)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST, "schema field %zu has no name",
+			                  i);
+		if (type == NULL)
+			return fl_err_set(
+			        err, FL_ERR_UNSUPPORTED,
+			        "column '%.100s' has a nested type; ingest writes primitive columns only",
+			        c->name);
+		if (st_type_parse(type, &c->type, err) != 0)
+			return fl_err_prefix(err, "column '%.100s'", c->name);
+	}
+	return 0;
+}
+
+static int find_col(const struct run *r, const char *name, size_t len)
+{
+	for (size_t i = 0; i < r->ncols; i++)
+		if (strlen(r->cols[i].name) == len && memcmp(r->cols[i].name, name, len) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* Appends an optional string column named name (len bytes) to the schema. */
+static int evolve_add(struct run *r, const char *name, size_t len, struct fl_err *err)
+{
+	json_t *fields = json_object_get(r->schema, "fields");
+	json_t *f =
+	        json_pack("{s:I, s:s%, s:b, s:s}", "id", (json_int_t)(r->res->last_column_id + 1),
+	                  "name", name, len, "required", 0, "type", "string");
+
+	if (f == NULL || json_array_append_new(fields, f) != 0)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	r->res->last_column_id++;
+	r->res->evolved = true;
+	return load_columns(r, err);
+}
+
+static int unknown_column(struct run *r, const char *name, size_t len, const char *file,
+                          struct fl_err *err)
+{
+	switch (r->o->new_columns) {
+	case ST_NEW_COLUMNS_IGNORE: return 0;
+	case ST_NEW_COLUMNS_EVOLVE: return evolve_add(r, name, len, err);
+	case ST_NEW_COLUMNS_REJECT: break;
+	}
+	return fl_err_set(
+	        err, FL_ERR_BAD_REQUEST,
+	        "%s: input column '%.*s' is not in the table schema (use --new-columns ignore or evolve)",
+	        file, (int)(len > 100 ? 100 : len), name);
+}
+
+/* ---- inputs ---- */
+
+struct input {
+	int fd;
+	struct st_fd_source src;
+	struct st_csv_reader *csv;
+	struct st_ndjson_reader *nd;
+};
+
+static int input_open(struct run *r, const char *path, struct input *in, struct fl_err *err)
+{
+	struct stat st;
+
+	memset(in, 0, sizeof(*in));
+	in->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (in->fd < 0)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "cannot open %.200s: %s", path,
+		                  strerror(errno));
+	if (fstat(in->fd, &st) == 0)
+		r->res->bytes_in += (uint64_t)st.st_size;
+	st_fd_source_init(&in->src, in->fd, path);
+	if (r->o->format == ST_INGEST_CSV) {
+		struct st_csv_opts co = {
+		        .source = &in->src.source, .delimiter = r->o->delimiter, .header = true};
+
+		if (st_csv_reader_open(&co, &in->csv, err) != 0)
+			goto fail;
+	} else {
+		struct st_ndjson_opts no = {.source = &in->src.source};
+
+		if (st_ndjson_reader_open(&no, &in->nd, err) != 0)
+			goto fail;
+	}
+	return 0;
+fail:
+	close(in->fd);
+	in->fd = -1;
+	return -1;
+}
+
+static void input_close(struct input *in)
+{
+	st_csv_reader_free(in->csv);
+	st_ndjson_reader_free(in->nd);
+	if (in->fd >= 0)
+		close(in->fd);
+	memset(in, 0, sizeof(*in));
+	in->fd = -1;
+}
+
+/* Learns the columns an evolving run must add, before anything is written. */
+static int prescan(struct run *r, const char *const *inputs, size_t n, struct fl_err *err)
+{
+	for (size_t k = 0; k < n; k++) {
+		struct input in;
+		int rc = 0;
+
+		if (input_open(r, inputs[k], &in, err) != 0)
+			return -1;
+		if (in.csv != NULL) {
+			const struct st_csv_record *h = st_csv_reader_header(in.csv);
+
+			for (size_t i = 0; h != NULL && i < h->n_fields && rc == 0; i++)
+				if (find_col(r, h->fields[i].p, h->fields[i].len) < 0)
+					rc = unknown_column(r, h->fields[i].p, h->fields[i].len,
+					                    inputs[k], err);
+		} else {
+			const struct st_ndjson_record *rec;
+			int got = 0;
+
+			while (rc == 0 && (got = st_ndjson_reader_next(in.nd, &rec, err)) == 0 &&
+			       rec != NULL) {
+				const char *key;
+				json_t *v;
+
+				if (rec->obj == NULL)
+					continue;
+				json_object_foreach(rec->obj, key, v)
+				{
+					if (rc == 0 && find_col(r, key, strlen(key)) < 0)
+						rc = unknown_column(r, key, strlen(key), inputs[k],
+						                    err);
+				}
+			}
+			if (got < 0)
+				rc = -1;
+		}
+		r->res->bytes_in = 0;
+		input_close(&in);
+		if (rc != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- Parquet output ---- */
+
+static int file_open(struct run *r, struct fl_err *err)
+{
+	struct st_parquet_opts po = {0};
+	char *uri;
+	int n;
+
+	n = snprintf(NULL, 0, "%s/%s-%05u.parquet", r->o->data_uri, r->batch, r->file_seq);
+	uri = malloc((size_t)n + 1);
+	if (uri == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	snprintf(uri, (size_t)n + 1, "%s/%s-%05u.parquet", r->o->data_uri, r->batch, r->file_seq++);
+	if (st_file_sink_open(&r->sink, local_path(uri), err) != 0) {
+		free(uri);
+		return -1;
+	}
+	po.columns = r->pcols;
+	po.n_columns = r->ncols;
+	po.iceberg_schema_json = r->schema_json;
+	po.codec = r->o->codec;
+	po.row_group_bytes = r->o->row_group_bytes;
+	po.sink = r->sink.sink;
+	if (st_parquet_writer_open(&po, &r->w, err) != 0) {
+		struct fl_err ignored;
+
+		if (st_file_sink_close(&r->sink, &ignored) != 0)
+			ignored.kind = FL_ERR_NONE;
+		unlink(local_path(uri));
+		free(uri);
+		return -1;
+	}
+	r->cur_uri = uri;
+	return 0;
+}
+
+static int file_close(struct run *r, struct fl_err *err)
+{
+	struct st_ingest_file *grown, *f;
+	struct st_parquet_metrics m = {0};
+	int rc;
+
+	if (r->w == NULL)
+		return 0;
+	rc = st_parquet_writer_close(r->w, &m, err);
+	r->w = NULL;
+	if (st_file_sink_close(&r->sink, rc == 0 ? err : &(struct fl_err){0}) != 0)
+		rc = -1;
+	if (rc != 0) {
+		unlink(local_path(r->cur_uri));
+		free(r->cur_uri);
+		r->cur_uri = NULL;
+		st_parquet_metrics_free(&m);
+		return -1;
+	}
+	grown = realloc(r->res->files, sizeof(*grown) * (r->res->n_files + 1));
+	if (grown == NULL) {
+		unlink(local_path(r->cur_uri));
+		free(r->cur_uri);
+		r->cur_uri = NULL;
+		st_parquet_metrics_free(&m);
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	}
+	r->res->files = grown;
+	f = &grown[r->res->n_files++];
+	f->uri = r->cur_uri;
+	f->m = m;
+	r->res->bytes_out += (uint64_t)m.file_size;
+	r->cur_uri = NULL;
+	return 0;
+}
+
+/* ---- rejected records ---- */
+
+static int reject(struct run *r, const char *file, uint64_t line, const char *raw, size_t raw_len,
+                  const char *reason, struct fl_err *err)
+{
+	json_t *e;
+	char *s;
+
+	if (r->o->on_error == ST_ON_ERROR_STRICT)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s:%llu: %s", file,
+		                  (unsigned long long)line, reason);
+	if (r->dl == NULL) {
+		size_t n = strlen(r->o->dead_letter_path) + 16;
+
+		r->res->dead_letter_errors = malloc(n);
+		if (r->res->dead_letter_errors == NULL)
+			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		snprintf(r->res->dead_letter_errors, n, "%s.errors.ndjson", r->o->dead_letter_path);
+		r->dl = fopen(r->o->dead_letter_path, "ab");
+		r->dle = fopen(r->res->dead_letter_errors, "ab");
+		if (r->dl == NULL || r->dle == NULL)
+			return fl_err_set(err, FL_ERR_IO,
+			                  "cannot open the dead-letter file %.200s: %s",
+			                  r->o->dead_letter_path, strerror(errno));
+	}
+	e = json_pack("{s:s, s:I, s:s}", "file", file, "line", (json_int_t)line, "reason", reason);
+	s = e ? json_dumps(e, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+	json_decref(e);
+	if (s == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	/* A record without its terminator (the last line of a file) gets one, so
+	 * the dead-letter file stays one record per line. */
+	if (fwrite(raw, 1, raw_len, r->dl) != raw_len ||
+	    ((raw_len == 0 || raw[raw_len - 1] != '\n') && fputc('\n', r->dl) == EOF) ||
+	    fprintf(r->dle, "%s\n", s) < 0) {
+		free(s);
+		return fl_err_set(err, FL_ERR_IO, "cannot write the dead-letter file: %s",
+		                  strerror(errno));
+	}
+	free(s);
+	r->res->rows_bad++;
+	return 0;
+}
+
+/* ---- rows ---- */
+
+static int scratch_reserve(struct run *r, size_t need, struct fl_err *err)
+{
+	if (r->scratch.cap >= need)
+		return 0;
+	uint8_t *p = realloc(r->scratch.p, need);
+
+	if (p == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	r->scratch.p = p;
+	r->scratch.cap = need;
+	return 0;
+}
+
+/* Writes r->row; 1 = written, 0 = rejected by the writer (reason in why). */
+static int emit(struct run *r, char *why, size_t why_cap, struct fl_err *err)
+{
+	struct fl_err werr = {0};
+	uint64_t target =
+	        r->o->target_file_bytes ? r->o->target_file_bytes : DEFAULT_TARGET_FILE_BYTES;
+
+	for (size_t i = 0; i < r->ncols; i++) {
+		if (r->row[i].null && r->cols[i].required) {
+			snprintf(why, why_cap, "required column '%.100s' is missing or null",
+			         r->cols[i].name);
+			return 0;
+		}
+	}
+	if (r->w == NULL && file_open(r, err) != 0)
+		return -1;
+	if (st_parquet_writer_write_row(r->w, r->row, &werr) != 0) {
+		if (werr.kind != FL_ERR_BAD_REQUEST) {
+			*err = werr;
+			return -1;
+		}
+		snprintf(why, why_cap, "%s", werr.msg);
+		return 0;
+	}
+	r->res->rows_ok++;
+	if (st_parquet_writer_size(r->w) >= target && file_close(r, err) != 0)
+		return -1;
+	return 1;
+}
+
+static int cast_cell(struct run *r, size_t c, const char *p, size_t len, bool quoted, char *why,
+                     size_t why_cap)
+{
+	struct st_cast_opts co = {.tz_assume_utc = r->o->tz_assume_utc};
+	const char *marker = r->o->null_marker;
+	struct fl_err cerr = {0};
+
+	/* An empty unquoted field, or the configured marker, is null; a quoted
+	 * empty field is an empty string. */
+	if ((!quoted && len == 0 && (marker == NULL || marker[0] == '\0')) ||
+	    (!quoted && marker != NULL && marker[0] != '\0' && strlen(marker) == len &&
+	     memcmp(p, marker, len) == 0) ||
+	    (len == 0 && r->cols[c].type.id != ST_TYPE_STRING &&
+	     r->cols[c].type.id != ST_TYPE_BINARY)) {
+		r->row[c].null = true;
+		return 1;
+	}
+	if (st_cast_text(&r->cols[c].type, p, len, &co, &r->scratch, &r->row[c], &cerr) != 0) {
+		snprintf(why, why_cap, "column '%.60s': %s", r->cols[c].name, cerr.msg);
+		return 0;
+	}
+	r->row[c].null = false;
+	return 1;
+}
+
+static int run_csv(struct run *r, const char *file, struct input *in, struct fl_err *err)
+{
+	const struct st_csv_record *rec, *h;
+	int *map = NULL;
+	size_t nh = 0;
+	char why[400];
+	int got, rc = -1;
+
+	h = st_csv_reader_header(in->csv);
+	if (h == NULL || h->n_fields == 0)
+		return 0; /* an empty file: nothing to read */
+	nh = h->n_fields;
+	map = malloc(sizeof(int) * (nh ? nh : 1));
+	if (map == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < nh; i++) {
+		map[i] = find_col(r, h->fields[i].p, h->fields[i].len);
+		if (map[i] < 0 && r->o->new_columns == ST_NEW_COLUMNS_REJECT) {
+			(void)unknown_column(r, h->fields[i].p, h->fields[i].len, file, err);
+			goto out;
+		}
+		for (size_t k = 0; k < i; k++) {
+			if (map[k] >= 0 && map[k] == map[i]) {
+				fl_err_set(err, FL_ERR_BAD_REQUEST,
+				           "%s: column '%.100s' appears twice in the header", file,
+				           r->cols[map[i]].name);
+				goto out;
+			}
+		}
+	}
+	while ((got = st_csv_reader_next(in->csv, &rec, err)) == 0 && rec != NULL) {
+		int ok = 1;
+
+		if (rec->error != NULL) {
+			snprintf(why, sizeof(why), "%s", rec->error);
+			ok = 0;
+		} else if (!rec->utf8_valid) {
+			snprintf(why, sizeof(why), "the record is not valid UTF-8");
+			ok = 0;
+		} else if (rec->n_fields != nh) {
+			snprintf(why, sizeof(why), "expected %zu fields as in the header, got %zu",
+			         nh, rec->n_fields);
+			ok = 0;
+		}
+		if (ok) {
+			if (scratch_reserve(r, rec->raw_len + 16 * r->ncols + 64, err) != 0)
+				goto out;
+			r->scratch.used = 0;
+			for (size_t c = 0; c < r->ncols; c++)
+				r->row[c].null = true;
+			for (size_t i = 0; i < nh && ok; i++)
+				if (map[i] >= 0)
+					ok = cast_cell(r, (size_t)map[i], rec->fields[i].p,
+					               rec->fields[i].len, rec->fields[i].quoted,
+					               why, sizeof(why));
+		}
+		if (ok) {
+			ok = emit(r, why, sizeof(why), err);
+			if (ok < 0)
+				goto out;
+		}
+		if (!ok && reject(r, file, rec->line, rec->raw, rec->raw_len, why, err) != 0)
+			goto out;
+	}
+	rc = got < 0 ? -1 : 0;
+out:
+	free(map);
+	return rc;
+}
+
+static int run_ndjson(struct run *r, const char *file, struct input *in, struct fl_err *err)
+{
+	struct st_cast_opts co = {.tz_assume_utc = r->o->tz_assume_utc};
+	const struct st_ndjson_record *rec;
+	char why[400];
+	int got;
+
+	while ((got = st_ndjson_reader_next(in->nd, &rec, err)) == 0 && rec != NULL) {
+		const char *key;
+		json_t *v;
+		int ok = 1;
+
+		if (rec->error != NULL) {
+			snprintf(why, sizeof(why), "%s", rec->error);
+			ok = 0;
+		}
+		if (ok) {
+			if (scratch_reserve(r, rec->raw_len + 16 * r->ncols + 64, err) != 0)
+				return -1;
+			r->scratch.used = 0;
+			for (size_t c = 0; c < r->ncols; c++)
+				r->row[c].null = true;
+			json_object_foreach(rec->obj, key, v)
+			{
+				int c = find_col(r, key, strlen(key));
+				struct fl_err cerr = {0};
+
+				if (!ok)
+					break;
+				if (c < 0) {
+					if (r->o->new_columns == ST_NEW_COLUMNS_REJECT)
+						return unknown_column(r, key, strlen(key), file,
+						                      err);
+					continue;
+				}
+				if (st_cast_json(&r->cols[c].type, v, &co, &r->scratch, &r->row[c],
+				                 &cerr) != 0) {
+					snprintf(why, sizeof(why), "column '%.60s': %s",
+					         r->cols[c].name, cerr.msg);
+					ok = 0;
+				}
+			}
+		}
+		if (ok) {
+			ok = emit(r, why, sizeof(why), err);
+			if (ok < 0)
+				return -1;
+		}
+		if (!ok && reject(r, file, rec->line, rec->raw, rec->raw_len, why, err) != 0)
+			return -1;
+	}
+	return got < 0 ? -1 : 0;
+}
+
+static int prepare_output(struct run *r, struct fl_err *err)
+{
+	r->pcols = calloc(r->ncols, sizeof(*r->pcols));
+	r->row = calloc(r->ncols, sizeof(*r->row));
+	r->schema_json = fl_json_dump(r->schema, NULL);
+	if (r->pcols == NULL || r->row == NULL || r->schema_json == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < r->ncols; i++) {
+		r->pcols[i].name = r->cols[i].name;
+		r->pcols[i].field_id = r->cols[i].id;
+		r->pcols[i].type = r->cols[i].type;
+		r->pcols[i].required = r->cols[i].required;
+	}
+	if (mkdir(local_path(r->o->data_uri), 0755) != 0 && errno != EEXIST)
+		return fl_err_set(err, FL_ERR_IO, "cannot create %.200s: %s", r->o->data_uri,
+		                  strerror(errno));
+	return 0;
+}
+
+int st_ingest_run(const struct st_ingest_opts *o, const char *const *inputs, size_t n,
+                  struct st_ingest_result *res, struct fl_err *err)
+{
+	struct run r = {.o = o, .res = res};
+	int rc = -1;
+
+	memset(res, 0, sizeof(*res));
+	res->last_column_id = o->last_column_id;
+	if (strncmp(o->data_uri, "file://", 7) != 0)
+		return fl_err_set(err, FL_ERR_UNSUPPORTED,
+		                  "ingest writes to file:// locations only, not %.200s",
+		                  o->data_uri);
+	if (o->on_error == ST_ON_ERROR_DEAD_LETTER && o->dead_letter_path == NULL)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "dead-letter mode needs a dead-letter path");
+	r.schema = json_deep_copy(o->schema);
+	if (r.schema == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	fl_uuid_v7(r.batch);
+	if (load_columns(&r, err) != 0)
+		goto out;
+	if (o->new_columns == ST_NEW_COLUMNS_EVOLVE && prescan(&r, inputs, n, err) != 0)
+		goto out;
+	if (prepare_output(&r, err) != 0)
+		goto out;
+	for (size_t k = 0; k < n; k++) {
+		struct input in;
+		int frc;
+
+		if (input_open(&r, inputs[k], &in, err) != 0)
+			goto out;
+		frc = o->format == ST_INGEST_CSV ? run_csv(&r, inputs[k], &in, err)
+		                                 : run_ndjson(&r, inputs[k], &in, err);
+		input_close(&in);
+		if (frc != 0)
+			goto out;
+	}
+	if (file_close(&r, err) != 0)
+		goto out;
+	if (r.dl != NULL && (fflush(r.dl) != 0 || fsync(fileno(r.dl)) != 0 || fflush(r.dle) != 0)) {
+		fl_err_set(err, FL_ERR_IO, "cannot write the dead-letter file: %s",
+		           strerror(errno));
+		goto out;
+	}
+	res->schema = r.schema;
+	r.schema = NULL;
+	rc = 0;
+out:
+	if (r.w != NULL) {
+		st_parquet_writer_free(r.w);
+		struct fl_err ignored;
+
+		if (st_file_sink_close(&r.sink, &ignored) != 0)
+			ignored.kind = FL_ERR_NONE;
+		unlink(local_path(r.cur_uri));
+	}
+	free(r.cur_uri);
+	if (r.dl != NULL)
+		fclose(r.dl);
+	if (r.dle != NULL)
+		fclose(r.dle);
+	if (rc != 0) {
+		st_ingest_result_discard(res);
+		st_ingest_result_free(res);
+	}
+	json_decref(r.schema);
+	free(r.cols);
+	free(r.pcols);
+	free(r.row);
+	free(r.schema_json);
+	free(r.scratch.p);
+	return rc;
+}
+
+void st_ingest_result_discard(struct st_ingest_result *res)
+{
+	for (size_t i = 0; i < res->n_files; i++)
+		unlink(local_path(res->files[i].uri));
+}
+
+void st_ingest_result_free(struct st_ingest_result *res)
+{
+	for (size_t i = 0; i < res->n_files; i++) {
+		free(res->files[i].uri);
+		st_parquet_metrics_free(&res->files[i].m);
+	}
+	free(res->files);
+	json_decref(res->schema);
+	free(res->dead_letter_errors);
+	memset(res, 0, sizeof(*res));
+}

@@ -1,0 +1,76 @@
+/* ingest.h - turning feed files (CSV, NDJSON) into Parquet data files for
+ * one Iceberg table, with per-row validation and dead-lettering.
+ *
+ * This is the part of `floe ingest` that needs no catalog: it reads the
+ * inputs, casts every value to the table schema, writes Parquet files with
+ * Iceberg field ids and column metrics under the table's data folder, and
+ * reports what it wrote.  Committing those files (manifest, manifest list,
+ * snapshot) is the caller's next step.  Not thread-safe per call; calls are
+ * independent. */
+#ifndef ST_INGEST_H
+#define ST_INGEST_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "parquet/parquet.h"
+
+enum st_ingest_format { ST_INGEST_CSV, ST_INGEST_NDJSON };
+enum st_on_error { ST_ON_ERROR_STRICT, ST_ON_ERROR_DEAD_LETTER };
+enum st_new_columns { ST_NEW_COLUMNS_REJECT, ST_NEW_COLUMNS_IGNORE, ST_NEW_COLUMNS_EVOLVE };
+
+struct st_ingest_opts {
+	const json_t *schema; /* the table's current schema (flat, primitive fields) */
+	int64_t last_column_id; /* the table's last-column-id, for evolve */
+	enum st_ingest_format format;
+	char delimiter; /* CSV; 0 = ',' */
+	const char *null_marker; /* CSV: an unquoted field equal to it is null; NULL = "" */
+	enum st_on_error on_error;
+	enum st_new_columns new_columns;
+	const char *data_uri; /* "file:///…/data": where Parquet files go */
+	const char *dead_letter_path; /* local file for rejected records (created when needed) */
+	enum st_parquet_codec codec;
+	uint64_t target_file_bytes; /* roll to a new file past this (compressed); 0 = 512 MiB */
+	size_t row_group_bytes; /* 0 = the writer's default */
+	bool tz_assume_utc; /* timestamptz without a zone is UTC */
+};
+
+struct st_ingest_file {
+	char *uri; /* file:///…/data/<uuid>-<n>.parquet */
+	struct st_parquet_metrics m;
+};
+
+struct st_ingest_result {
+	struct st_ingest_file *files;
+	size_t n_files;
+	json_t *schema; /* the schema written (new reference) */
+	bool evolved; /* columns were added: commit add-schema too */
+	int64_t last_column_id; /* after evolution */
+	uint64_t rows_ok;
+	uint64_t rows_bad;
+	uint64_t bytes_in;
+	uint64_t bytes_out;
+	char *dead_letter_errors; /* path of the reasons file, or NULL */
+};
+
+/* Reads the n input files (local paths) and writes Parquet.  In strict mode
+ * the first bad record fails the run (FL_ERR_BAD_REQUEST naming the file,
+ * line and reason) and every file written is removed; in dead-letter mode
+ * bad records go to dead_letter_path (their exact bytes) and
+ * dead_letter_path + ".errors.ndjson" (file, line, reason per record).
+ * Unknown input columns follow new_columns (reject: FL_ERR_BAD_REQUEST
+ * naming the column; evolve: added as optional string columns).  On
+ * failure res is left empty. */
+int st_ingest_run(const struct st_ingest_opts *o, const char *const *inputs, size_t n,
+                  struct st_ingest_result *res, struct fl_err *err) FL_MUST_CHECK;
+
+/* Deletes the Parquet files a result lists (after a failed commit). */
+void st_ingest_result_discard(struct st_ingest_result *res);
+
+/* Releases a result; accepts a zeroed one. */
+void st_ingest_result_free(struct st_ingest_result *res);
+
+#endif

@@ -1,0 +1,39 @@
+/* rest.h - a small Iceberg REST catalog client (libcurl), enough for
+ * `floe ingest --catalog-uri`: discover the prefix, load, create and commit
+ * tables.  It speaks to any catalog that follows the spec (Floe, Polaris,
+ * Lakekeeper, …).  One client per thread. */
+#ifndef ST_REST_H
+#define ST_REST_H
+
+#include <jansson.h>
+
+#include "err.h"
+
+struct st_rest;
+
+/* Connects to uri (e.g. http://127.0.0.1:8181): GET /v1/config?warehouse=…
+ * to learn the prefix.  token may be NULL (no Authorization header). */
+int st_rest_open(const char *uri, const char *warehouse, const char *token, struct st_rest **out,
+                 struct fl_err *err) FL_MUST_CHECK;
+void st_rest_close(struct st_rest *c);
+
+/* GET …/tables/{t}: *metadata (new reference) and *metadata_location
+ * (malloc'd).  FL_ERR_NO_SUCH_TABLE / FL_ERR_NO_SUCH_NAMESPACE on 404. */
+int st_rest_load_table(struct st_rest *c, const char *const *ns, int nlevels, const char *name,
+                       json_t **metadata, char **metadata_location,
+                       struct fl_err *err) FL_MUST_CHECK;
+
+/* POST …/tables with {name, schema, properties?}: the new table's metadata. */
+int st_rest_create_table(struct st_rest *c, const char *const *ns, int nlevels, const char *name,
+                         const json_t *schema, const json_t *properties, json_t **metadata,
+                         char **metadata_location, struct fl_err *err) FL_MUST_CHECK;
+
+/* POST …/tables/{t} with requirements and updates, sending idempotency_key
+ * (may be NULL).  409 → FL_ERR_COMMIT_FAILED; 500/502/503/504 and transport
+ * failures after the request was sent → FL_ERR_COMMIT_STATE_UNKNOWN; other
+ * 4xx → FL_ERR_BAD_REQUEST with the server's message. */
+int st_rest_commit(struct st_rest *c, const char *const *ns, int nlevels, const char *name,
+                   const json_t *requirements, const json_t *updates, const char *idempotency_key,
+                   json_t **metadata, char **metadata_location, struct fl_err *err) FL_MUST_CHECK;
+
+#endif
