@@ -494,6 +494,12 @@ static enum verdict parse_timestamp(const char *s, size_t n, bool tz, bool ns,
 	if (!ns && nanos % 1000 != 0)
 		return bad(w, RANGE, "nonzero digits below a microsecond");
 	secs += days * 86400 - off;
+	if (secs < 0 && nanos > 0) {
+		/* Borrow a second so that the product cannot overflow at the
+		 * bottom of the range before the positive fraction is added. */
+		secs++;
+		nanos -= 1000000000;
+	}
 	if (ns) {
 		if (__builtin_mul_overflow(secs, (int64_t)1000000000, &v) ||
 		    __builtin_add_overflow(v, nanos, &v))
@@ -765,6 +771,20 @@ int st_cast_text(const struct st_type *t, const char *s, size_t n, const struct 
 
 /* ---- JSON ------------------------------------------------------------- */
 
+/* The shortest %g text that reads back as d (at most 17 digits). */
+static void shortest_double(double d, char *buf, size_t cap)
+{
+	if (d == floor(d) && fabs(d) < 1e17) {
+		snprintf(buf, cap, "%.0f", d); /* 1000, not 1e+03 */
+		return;
+	}
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(buf, cap, "%.*g", prec, d);
+		if (strtod(buf, NULL) == d)
+			return;
+	}
+}
+
 static int fail_json(const struct st_type *t, const json_t *v, const struct why *w,
                      struct fl_err *err)
 {
@@ -775,7 +795,12 @@ static int fail_json(const struct st_type *t, const json_t *v, const struct why 
 	case JSON_INTEGER:
 		snprintf(shown, sizeof(shown), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
 		break;
-	case JSON_REAL: snprintf(shown, sizeof(shown), "%.17g", json_real_value(v)); break;
+	case JSON_REAL:
+		/* Shown as the number it is, and as a non-integer: 1.0, not 1. */
+		shortest_double(json_real_value(v), shown, sizeof(shown));
+		if (strpbrk(shown, ".en") == NULL)
+			snprintf(shown + strlen(shown), sizeof(shown) - strlen(shown), ".0");
+		break;
 	case JSON_TRUE: snprintf(shown, sizeof(shown), "true"); break;
 	case JSON_FALSE: snprintf(shown, sizeof(shown), "false"); break;
 	case JSON_OBJECT: snprintf(shown, sizeof(shown), "{...}"); break;
@@ -795,16 +820,6 @@ static const char *want_for(const struct st_type *t)
 	case ST_TYPE_DOUBLE: return "expected a JSON number";
 	case ST_TYPE_DECIMAL: return "expected a JSON number or string";
 	default: return "expected a JSON string";
-	}
-}
-
-/* The shortest %g text that reads back as d (at most 17 digits). */
-static void shortest_double(double d, char *buf, size_t cap)
-{
-	for (int prec = 1; prec <= 17; prec++) {
-		snprintf(buf, cap, "%.*g", prec, d);
-		if (strtod(buf, NULL) == d)
-			return;
 	}
 }
 

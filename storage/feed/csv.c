@@ -199,22 +199,10 @@ static int field_end(struct st_csv_reader *r)
 
 static int raw_put(struct st_csv_reader *r, const uint8_t *p, size_t n)
 {
-	size_t room = r->max_record - r->cur.raw.len;
-	char msg[160];
-
 	r->offset += n;
 	if (r->raw_trunc || n == 0)
 		return 0;
-	if (n > room) {
-		if (st_buf_append(&r->cur.raw, p, room) != 0)
-			return -1;
-		r->raw_trunc = true;
-		snprintf(msg, sizeof(msg), "line %llu: record exceeds max_record_bytes (%zu bytes)",
-		         (unsigned long long)r->rec_line, r->max_record);
-		fail(r, msg);
-		return 0;
-	}
-	return st_buf_append(&r->cur.raw, p, n);
+	return st_buf_append(&r->cur.raw, p, n); /* scan() keeps it within the limit */
 }
 
 /* Consumes the current chunk until the record ends (*done) or the chunk
@@ -227,6 +215,10 @@ static int scan(struct st_csv_reader *r, bool *done)
 	char msg[160];
 	uint8_t c;
 
+	/* Stop where the record would outgrow max_record_bytes, so that the
+	 * limit is noticed at the same byte however the input is chunked. */
+	if (!r->raw_trunc && end - pos > r->max_record - r->cur.raw.len)
+		end = pos + (r->max_record - r->cur.raw.len);
 	*done = false;
 	while (pos < end && !*done) {
 		c = in[pos];
@@ -344,7 +336,22 @@ static int scan(struct st_csv_reader *r, bool *done)
 		}
 	}
 	r->in_pos = pos;
-	return raw_put(r, in + mark, pos - mark);
+	if (raw_put(r, in + mark, pos - mark) != 0)
+		return -1;
+	if (!*done && pos == end && end < r->in_len) {
+		/* The next byte would be the record's (max_record_bytes + 1)th,
+		 * unless the record already ended with a CR it does not follow. */
+		if (r->state == S_AFTER_CR && in[pos] != '\n') {
+			*done = true;
+		} else {
+			r->raw_trunc = true;
+			snprintf(msg, sizeof(msg),
+			         "line %llu: record exceeds max_record_bytes (%zu bytes)",
+			         (unsigned long long)r->rec_line, r->max_record);
+			fail(r, msg);
+		}
+	}
+	return 0;
 }
 
 /* Ends the record at end of input, as its state requires. */

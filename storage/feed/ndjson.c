@@ -196,7 +196,7 @@ static int parse_line(struct st_ndjson_reader *r, struct fl_err *err)
 		r->rec.error = r->msg;
 		return 0;
 	}
-	v = json_loadb(s, n, JSON_REJECT_DUPLICATES, &je);
+	v = json_loadb(s, n, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
 	if (v == NULL) {
 		if (json_error_code(&je) == json_error_out_of_memory)
 			return nomem(err);
