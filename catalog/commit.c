@@ -434,6 +434,52 @@ static bool has_action(const json_t *updates, const char *action)
 	return false;
 }
 
+/* Rejects an update that is not an object with a known action. */
+static int check_actions(const json_t *updates, struct fl_err *err)
+{
+	static const char *const known[] = {
+	        "assign-uuid",
+	        "upgrade-format-version",
+	        "add-schema",
+	        "set-current-schema",
+	        "add-spec",
+	        "set-default-spec",
+	        "add-sort-order",
+	        "set-default-sort-order",
+	        "add-snapshot",
+	        "set-snapshot-ref",
+	        "remove-snapshots",
+	        "remove-snapshot-ref",
+	        "set-location",
+	        "set-properties",
+	        "remove-properties",
+	        "set-statistics",
+	        "remove-statistics",
+	        "set-partition-statistics",
+	        "remove-partition-statistics",
+	        "remove-partition-specs",
+	        "remove-schemas",
+	        "add-encryption-key",
+	        "remove-encryption-key",
+	};
+	size_t i;
+	json_t *u;
+
+	json_array_foreach((json_t *)updates, i, u)
+	{
+		const char *a = json_string_value(json_object_get(u, "action"));
+		bool ok = false;
+
+		for (size_t k = 0; a != NULL && k < sizeof(known) / sizeof(known[0]); k++)
+			ok = ok || strcmp(a, known[k]) == 0;
+		if (!ok)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "updates[%zu]: unknown action '%.60s'", i,
+			                  a ? a : "(missing)");
+	}
+	return 0;
+}
+
 /* One change under its row lock: requirements, builder, file, pointer. */
 static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, struct cat_change *ch,
                       const struct cat_limits *lim, size_t *budget, const char *request_id,
@@ -498,25 +544,15 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 			}
 		}
 	}
-	/* The updates are applied before the requirements are judged so that a
-	 * malformed update is a 400 whatever the requirements say (the spec
-	 * requires unknown updates to be rejected); a requirement failure then
-	 * outranks a retryable validation failure of the builder. */
-	struct fl_err apply_err = {0};
-	int applied = cat_meta_apply(base, found ? row.metadata_location : NULL, updates,
-	                             fl_now_ms(), lim->max_updates, &meta, &changed, &apply_err);
-
-	if (applied != 0 && apply_err.kind != FL_ERR_COMMIT_FAILED) {
-		*err = apply_err;
-		fl_err_prefix(err, "table %s", table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
-		goto out;
-	}
-	if (cat_meta_check_requirements(base, ch->requirements, err) != 0) {
-		fl_err_prefix(err, "table %s", table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
-		goto out;
-	}
-	if (applied != 0) {
-		*err = apply_err;
+	/* Requirements are judged first, on the locked state, as the Java
+	 * reference does: a stale client gets its 409 even when its updates
+	 * would not apply to the newer state.  An unknown update action is
+	 * rejected before that (the spec requires a 400 for it whatever else
+	 * the request says). */
+	if (check_actions(ch->updates, err) != 0 ||
+	    cat_meta_check_requirements(base, ch->requirements, err) != 0 ||
+	    cat_meta_apply(base, found ? row.metadata_location : NULL, updates, fl_now_ms(),
+	                   lim->max_updates, &meta, &changed, err) != 0) {
 		fl_err_prefix(err, "table %s", table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
 		goto out;
 	}
