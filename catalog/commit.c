@@ -434,48 +434,82 @@ static bool has_action(const json_t *updates, const char *action)
 	return false;
 }
 
-/* Rejects an update that is not an object with a known action. */
+/* The shape of each update action: its required member and that member's
+ * JSON type.  Checked before anything else so that a malformed update is a
+ * 400 even when a requirement would fail too (Java rejects such a request
+ * while deserializing it). */
+struct action_shape {
+	const char *action;
+	const char *member;
+	json_type type;
+};
+
+/* clang-format off */
+static const struct action_shape action_shapes[] = {
+	{"assign-uuid", "uuid", JSON_STRING},
+	{"upgrade-format-version", "format-version", JSON_INTEGER},
+	{"add-schema", "schema", JSON_OBJECT},
+	{"set-current-schema", "schema-id", JSON_INTEGER},
+	{"add-spec", "spec", JSON_OBJECT},
+	{"set-default-spec", "spec-id", JSON_INTEGER},
+	{"add-sort-order", "sort-order", JSON_OBJECT},
+	{"set-default-sort-order", "sort-order-id", JSON_INTEGER},
+	{"add-snapshot", "snapshot", JSON_OBJECT},
+	{"set-snapshot-ref", "ref-name", JSON_STRING},
+	{"remove-snapshots", "snapshot-ids", JSON_ARRAY},
+	{"remove-snapshot-ref", "ref-name", JSON_STRING},
+	{"set-location", "location", JSON_STRING},
+	{"set-properties", "updates", JSON_OBJECT},
+	{"remove-properties", "removals", JSON_ARRAY},
+	{"set-statistics", "statistics", JSON_OBJECT},
+	{"remove-statistics", "snapshot-id", JSON_INTEGER},
+	{"set-partition-statistics", "partition-statistics", JSON_OBJECT},
+	{"remove-partition-statistics", "snapshot-id", JSON_INTEGER},
+	{"remove-partition-specs", "spec-ids", JSON_ARRAY},
+	{"remove-schemas", "schema-ids", JSON_ARRAY},
+	{"add-encryption-key", "encryption-key", JSON_OBJECT},
+	{"remove-encryption-key", "key-id", JSON_STRING},
+};
+/* clang-format on */
+
 static int check_actions(const json_t *updates, struct fl_err *err)
 {
-	static const char *const known[] = {
-	        "assign-uuid",
-	        "upgrade-format-version",
-	        "add-schema",
-	        "set-current-schema",
-	        "add-spec",
-	        "set-default-spec",
-	        "add-sort-order",
-	        "set-default-sort-order",
-	        "add-snapshot",
-	        "set-snapshot-ref",
-	        "remove-snapshots",
-	        "remove-snapshot-ref",
-	        "set-location",
-	        "set-properties",
-	        "remove-properties",
-	        "set-statistics",
-	        "remove-statistics",
-	        "set-partition-statistics",
-	        "remove-partition-statistics",
-	        "remove-partition-specs",
-	        "remove-schemas",
-	        "add-encryption-key",
-	        "remove-encryption-key",
-	};
 	size_t i;
 	json_t *u;
 
 	json_array_foreach((json_t *)updates, i, u)
 	{
 		const char *a = json_string_value(json_object_get(u, "action"));
-		bool ok = false;
+		const struct action_shape *shape = NULL;
+		const json_t *m, *v;
+		const char *k;
 
-		for (size_t k = 0; a != NULL && k < sizeof(known) / sizeof(known[0]); k++)
-			ok = ok || strcmp(a, known[k]) == 0;
-		if (!ok)
+		for (size_t n = 0;
+		     a != NULL && n < sizeof(action_shapes) / sizeof(action_shapes[0]); n++)
+			if (strcmp(a, action_shapes[n].action) == 0)
+				shape = &action_shapes[n];
+		if (shape == NULL)
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
 			                  "updates[%zu]: unknown action '%.60s'", i,
 			                  a ? a : "(missing)");
+		m = json_object_get(u, shape->member);
+		if (m == NULL || json_typeof(m) != shape->type)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "updates[%zu] (%s): '%s' is missing or of the wrong type",
+			                  i, a, shape->member);
+		/* Property values are strings; removals are strings. */
+		if (strcmp(a, "set-properties") == 0) {
+			json_object_foreach((json_t *)m, k, v) if (!json_is_string(v)) return fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "updates[%zu] (set-properties): the value of '%.60s' must be a string",
+			        i, k);
+		} else if (strcmp(a, "remove-properties") == 0) {
+			size_t x;
+
+			json_array_foreach((json_t *)m, x, v) if (!json_is_string(v)) return fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "updates[%zu] (remove-properties): removals must be strings", i);
+		}
 	}
 	return 0;
 }

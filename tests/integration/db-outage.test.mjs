@@ -1,0 +1,76 @@
+// PostgreSQL goes away and comes back: floe answers 503 with Retry-After in the
+// error model while it is down (promptly, not hanging), reports not-ready, and
+// recovers by itself once PostgreSQL is back, without a restart.
+// Runs on a private cluster so stopping it cannot disturb other test files.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startPgCluster, startFloe, request, psql, withDatabase, waitFor } from './lib/harness.mjs';
+import { expectJson, expectError, expectNoContent } from './lib/checks.mjs';
+
+let cluster;
+let floe;
+let base;
+
+before(async () => {
+  cluster = await startPgCluster({ tag: 'outage' });
+  psql(cluster.url, 'CREATE DATABASE floe_outage');
+  floe = await startFloe({ databaseUrl: withDatabase(cluster.url, 'floe_outage') });
+  base = floe.baseUrl;
+});
+
+after(async () => {
+  await floe?.stop();
+  cluster?.destroy();
+});
+
+function expect503(res, what) {
+  const e = expectError(res, 503, null, /database|unavailable|postgres/i);
+  const ra = res.headers['retry-after'];
+  assert.ok(ra !== undefined, `${what}: 503 without Retry-After`);
+  assert.ok(/^\d+$/.test(ra) || !Number.isNaN(Date.parse(ra)), `${what}: Retry-After "${ra}"`);
+  return e;
+}
+
+test('PostgreSQL down -> 503 + Retry-After; back -> served again without restarting floe', async () => {
+  expectJson(await request(base, 'POST', '/v1/namespaces', { body: { namespace: ['before'] } }), 200);
+  expectJson(await request(base, 'GET', '/readyz'), 200);
+
+  cluster.stop('fast');
+
+  const t0 = Date.now();
+  expect503(await request(base, 'GET', '/v1/namespaces/before', { timeoutMs: 15000 }), 'GET namespace');
+  expect503(await request(base, 'GET', '/v1/namespaces', { timeoutMs: 15000 }), 'list');
+  expect503(
+    await request(base, 'POST', '/v1/namespaces', { body: { namespace: ['during'] }, timeoutMs: 15000 }),
+    'create',
+  );
+  expect503(await request(base, 'GET', '/v1/config', { timeoutMs: 15000 }), 'config');
+  assert.ok(Date.now() - t0 < 20000, `503s should come promptly, took ${Date.now() - t0} ms`);
+
+  // the process is alive, but not ready
+  expectJson(await request(base, 'GET', '/healthz'), 200);
+  const rd = await request(base, 'GET', '/readyz');
+  assert.equal(rd.status, 503, `readyz while PostgreSQL is down: ${rd.status} ${rd.text}`);
+
+  cluster.start();
+
+  await waitFor(
+    async () => (await request(base, 'GET', '/v1/namespaces/before')).status === 200,
+    { timeoutMs: 20000, what: 'floe to serve again after PostgreSQL restarted' },
+  );
+  const g = expectJson(await request(base, 'GET', '/v1/namespaces/before'), 200, 'GetNamespaceResponse');
+  assert.deepEqual(g.namespace, ['before']);
+  // the create attempted during the outage did not happen
+  expectError(await request(base, 'GET', '/v1/namespaces/during'), 404, 'NoSuchNamespaceException');
+  // every pooled connection recovers: a burst larger than the pool succeeds
+  const burst = await Promise.all(
+    Array.from({ length: 24 }, (_, i) =>
+      request(base, 'POST', '/v1/namespaces', { body: { namespace: [`after${i}`] } }),
+    ),
+  );
+  for (const res of burst) expectJson(res, 200, 'CreateNamespaceResponse');
+  const list = expectJson(await request(base, 'GET', '/v1/namespaces'), 200, 'ListNamespacesResponse');
+  assert.equal(list.namespaces.length, 25);
+  expectJson(await request(base, 'GET', '/readyz'), 200);
+  expectNoContent(await request(base, 'DELETE', '/v1/namespaces/after0'));
+});

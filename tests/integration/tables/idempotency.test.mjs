@@ -1,0 +1,204 @@
+// Idempotency-Key on table and namespace mutations (DESIGN §3): replays are byte
+// for byte and marked `Idempotent-Replayed: true`, terminal 4xx are replayed too,
+// the same key on a different body / route / method is 422, a malformed key 400,
+// concurrent duplicates execute once, and floe_idempotent_replays_total counts.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { parse, sum } from '../lib/prom.mjs';
+import { request } from '../lib/harness.mjs';
+import { startCatalog, call, assertError, tablePath, createBody, appendCommit, uuidv7 } from './lib.mjs';
+
+let c;
+const NS = ['idem'];
+
+before(async () => {
+  c = await startCatalog('tbl_idem');
+  await call(c.base, 'POST', `${c.p}/namespaces`, { body: { namespace: NS }, expect: 200 });
+});
+
+after(async () => {
+  await c?.floe.stop();
+});
+
+const keyed = (method, path, body, key, extra = {}) =>
+  call(c.base, method, path, { body, headers: { 'Idempotency-Key': key, ...extra } });
+
+async function replays() {
+  const r = await request(c.base, 'GET', '/metrics');
+  assert.equal(r.status, 200);
+  return sum(parse(r.text), 'floe_idempotent_replays_total');
+}
+
+async function load(name) {
+  return (await call(c.base, 'GET', tablePath(c.p, NS, name), { expect: 200 })).json;
+}
+
+function assertReplay(first, again) {
+  assert.equal(again.status, first.status, 'replayed status');
+  assert.equal(again.headers['idempotent-replayed'], 'true', 'replay is marked Idempotent-Replayed: true');
+  assert.equal(again.text, first.text, 'replayed body byte for byte');
+  assert.equal(again.headers['content-type'], first.headers['content-type']);
+  if (first.headers.etag) assert.equal(again.headers.etag, first.headers.etag, 'replayed ETag');
+}
+
+test('config advertises idempotency-key-lifetime', async () => {
+  const cfg = (await call(c.base, 'GET', '/v1/config?warehouse=default', { expect: 200 })).json;
+  assert.equal(cfg['idempotency-key-lifetime'], 'PT30M');
+});
+
+test('createTable and commit replay byte for byte, executing once; the replay counter grows', async () => {
+  const before = await replays();
+  const key = uuidv7();
+  const body = JSON.stringify(createBody('t1'));
+  const first = await keyed('POST', `${c.p}/namespaces/idem/tables`, body, key);
+  assert.equal(first.status, 200, first.text);
+  assert.equal(first.headers['idempotent-replayed'], undefined, 'a first execution is not marked replayed');
+  const again = await keyed('POST', `${c.p}/namespaces/idem/tables`, body, key);
+  assertReplay(first, again); // not 409 AlreadyExists: the create is not re-run
+
+  const ck = uuidv7();
+  const commitBody = JSON.stringify(appendCommit(first.json.metadata, { ns: NS, name: 't1' }).body);
+  const p = tablePath(c.p, NS, 't1');
+  const c1 = await keyed('POST', p, commitBody, ck);
+  assert.equal(c1.status, 200, c1.text);
+  const c2 = await keyed('POST', p, commitBody, ck);
+  const c3 = await keyed('POST', p, commitBody, ck);
+  assertReplay(c1, c2);
+  assertReplay(c1, c3);
+  const l = await load('t1');
+  assert.equal(l['metadata-location'], c1.json['metadata-location'], 'replays wrote no new version');
+  assert.equal(l.metadata.snapshots.length, 1, 'the append applied once');
+  assert.equal((await replays()) - before, 3, 'floe_idempotent_replays_total counted the 3 replays');
+});
+
+test('a terminal 4xx (409) is stored and replayed even after the conflict is gone', async () => {
+  await call(c.base, 'POST', `${c.p}/namespaces/idem/tables`, { body: createBody('t409'), expect: 200 });
+  const p = tablePath(c.p, NS, 't409');
+  const body = JSON.stringify({
+    requirements: [{ type: 'assert-current-schema-id', 'current-schema-id': 1 }],
+    updates: [{ action: 'set-properties', updates: { x: '1' } }],
+  });
+  const key = uuidv7();
+  const first = await keyed('POST', p, body, key);
+  assertError(first, 409, 'CommitFailedException');
+  // make the requirement true now
+  await call(c.base, 'POST', p, {
+    body: {
+      requirements: [],
+      updates: [
+        { action: 'add-schema', schema: { type: 'struct', 'schema-id': 1, fields: [{ id: 1, name: 'id', type: 'long', required: true }, { id: 2, name: 'data', type: 'string', required: false }, { id: 3, name: 'z', type: 'int', required: false }] } },
+        { action: 'set-current-schema', 'schema-id': -1 },
+      ],
+    },
+    expect: 200,
+  });
+  const again = await keyed('POST', p, body, key);
+  assertReplay(first, again);
+  assert.equal((await load('t409')).metadata.properties.x, undefined, 'the replayed 409 did not execute');
+});
+
+test('same key, different body / route / method → 422 UnprocessableEntityException, nothing applied', async () => {
+  await call(c.base, 'POST', `${c.p}/namespaces/idem/tables`, { body: createBody('t422'), expect: 200 });
+  await call(c.base, 'POST', `${c.p}/namespaces/idem/tables`, { body: createBody('t422b'), expect: 200 });
+  const p = tablePath(c.p, NS, 't422');
+  const key = uuidv7();
+  const body = { requirements: [], updates: [{ action: 'set-properties', updates: { v: '1' } }] };
+  const first = await keyed('POST', p, body, key);
+  assert.equal(first.status, 200);
+  const loc = first.json['metadata-location'];
+  assertError(
+    await keyed('POST', p, { requirements: [], updates: [{ action: 'set-properties', updates: { v: '2' } }] }, key),
+    422,
+    'UnprocessableEntityException',
+    'Idempotency-Key',
+  );
+  assertError(await keyed('POST', tablePath(c.p, NS, 't422b'), body, key), 422, 'UnprocessableEntityException');
+  assertError(await keyed('DELETE', p, undefined, key), 422, 'UnprocessableEntityException');
+  assertError(await keyed('POST', `${c.p}/namespaces`, { namespace: ['idem_other'] }, key), 422, 'UnprocessableEntityException');
+  const l = await load('t422');
+  assert.equal(l['metadata-location'], loc);
+  assert.equal(l.metadata.properties.v, '1');
+  assert.equal((await load('t422b')).metadata.properties.v, undefined);
+  assertError(await call(c.base, 'GET', `${c.p}/namespaces/idem_other`), 404);
+  // whitespace differences are a different body too: the fingerprint is over the bytes
+  assertError(await keyed('POST', p, `${JSON.stringify(body)} `, key), 422, 'UnprocessableEntityException');
+});
+
+test('malformed Idempotency-Key → 400, nothing applied', async () => {
+  await call(c.base, 'POST', `${c.p}/namespaces/idem/tables`, { body: createBody('t400'), expect: 200 });
+  const p = tablePath(c.p, NS, 't400');
+  const before = await load('t400');
+  const v4 = '0d5f9a6e-3b8a-4c1e-9f2a-6b7c8d9e0f1a';
+  for (const bad of ['not-a-uuid', v4, '', '01890a5d-ac96-774b-bcce-b302099a8057x', '01890A5D-AC96-774B-BCCE-B302099A8057'.replace(/7/, '4')]) {
+    const res = await keyed('POST', p, { requirements: [], updates: [{ action: 'set-properties', updates: { bad } }] }, bad);
+    assertError(res, 400, 'BadRequestException', 'Idempotency-Key');
+  }
+  const after = await load('t400');
+  assert.equal(after['metadata-location'], before['metadata-location'], 'a rejected key applied nothing');
+  // reads ignore the header
+  assert.equal((await call(c.base, 'GET', p, { headers: { 'Idempotency-Key': 'not-a-uuid' } })).status, 200);
+});
+
+test('concurrent duplicates: one execution, every caller gets the same body', async () => {
+  const created = await call(c.base, 'POST', `${c.p}/namespaces/idem/tables`, { body: createBody('tdup'), expect: 200 });
+  const p = tablePath(c.p, NS, 'tdup');
+  for (let round = 0; round < 5; round++) {
+    const l = await load('tdup');
+    const key = uuidv7();
+    const body = JSON.stringify(appendCommit(l.metadata, { ns: NS, name: 'tdup' }).body);
+    const res = await Promise.all(Array.from({ length: 6 }, () => keyed('POST', p, body, key)));
+    for (const r of res) assert.equal(r.status, 200, `round ${round}: ${r.status} ${r.text.slice(0, 300)}`);
+    assert.equal(new Set(res.map((r) => r.text)).size, 1, 'every duplicate got the same body');
+    assert.equal(res.filter((r) => r.headers['idempotent-replayed'] !== 'true').length, 1, 'exactly one execution');
+    const after = await load('tdup');
+    assert.equal(after.metadata.snapshots.length, round + 1, 'applied once');
+    assert.equal(after['metadata-location'], res[0].json['metadata-location']);
+  }
+  assert.ok(created);
+  // concurrent duplicate creates: one table, no 409 for the duplicates
+  const key = uuidv7();
+  const body = JSON.stringify(createBody('tdupc'));
+  const res = await Promise.all(Array.from({ length: 6 }, () => keyed('POST', `${c.p}/namespaces/idem/tables`, body, key)));
+  for (const r of res) assert.equal(r.status, 200, r.text.slice(0, 300));
+  assert.equal(new Set(res.map((r) => r.text)).size, 1);
+});
+
+test('transactions/commit and dropTable replay their 204', async () => {
+  for (const t of ['tx1', 'tx2', 'tdrop']) await call(c.base, 'POST', `${c.p}/namespaces/idem/tables`, { body: createBody(t), expect: 200 });
+  const [m1, m2] = [(await load('tx1')).metadata, (await load('tx2')).metadata];
+  const body = JSON.stringify({
+    'table-changes': [appendCommit(m1, { ns: NS, name: 'tx1' }).body, appendCommit(m2, { ns: NS, name: 'tx2' }).body],
+  });
+  const key = uuidv7();
+  const first = await keyed('POST', `${c.p}/transactions/commit`, body, key);
+  assert.equal(first.status, 204, first.text);
+  const again = await keyed('POST', `${c.p}/transactions/commit`, body, key);
+  assertReplay(first, again);
+  assert.equal((await load('tx1')).metadata.snapshots.length, 1);
+  assert.equal((await load('tx2')).metadata.snapshots.length, 1);
+
+  const dk = uuidv7();
+  const d1 = await keyed('DELETE', `${tablePath(c.p, NS, 'tdrop')}?purgeRequested=false`, undefined, dk);
+  assert.equal(d1.status, 204);
+  const d2 = await keyed('DELETE', `${tablePath(c.p, NS, 'tdrop')}?purgeRequested=false`, undefined, dk);
+  assertReplay(d1, d2); // not 404: the drop is not re-run
+});
+
+test('namespaces: create twice with one key → both 200, identical, one namespace', async () => {
+  const key = uuidv7();
+  const body = JSON.stringify({ namespace: ['idem_ns'], properties: { owner: 'x' } });
+  const a = await keyed('POST', `${c.p}/namespaces`, body, key);
+  const b = await keyed('POST', `${c.p}/namespaces`, body, key);
+  assert.equal(a.status, 200, a.text);
+  assertReplay(a, b);
+  // without the key the same create is a conflict: the replay above really was a replay
+  assertError(await call(c.base, 'POST', `${c.p}/namespaces`, { body }), 409, 'AlreadyExistsException');
+  const list = (await call(c.base, 'GET', `${c.p}/namespaces`, { expect: 200 })).json.namespaces;
+  assert.equal(list.filter((n) => n.length === 1 && n[0] === 'idem_ns').length, 1);
+  // concurrent duplicate namespace creates
+  const k2 = uuidv7();
+  const body2 = JSON.stringify({ namespace: ['idem_ns2'] });
+  const res = await Promise.all(Array.from({ length: 5 }, () => keyed('POST', `${c.p}/namespaces`, body2, k2)));
+  for (const r of res) assert.equal(r.status, 200, r.text);
+  assert.equal(new Set(res.map((r) => r.text)).size, 1);
+});

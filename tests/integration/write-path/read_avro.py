@@ -1,0 +1,54 @@
+"""Reads an Avro container file with Debian's python3-avro (run it with
+/usr/bin/python3) and prints its header metadata and records as JSON, in
+the normalised form the write-path node tests compare: integers as decimal
+strings, bytes as upper-case hex, floats as '%.17g' or 'NaN', dates as days,
+timestamps as microseconds, decimals as their unscaled integer."""
+import datetime
+import decimal
+import json
+import math
+import sys
+import warnings
+
+import avro.datafile
+import avro.io
+
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def norm(v):
+    if v is None or isinstance(v, bool) or isinstance(v, str):
+        return v
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return "NaN" if math.isnan(v) else format(v, ".17g")
+    if isinstance(v, (bytes, bytearray)):
+        return v.hex().upper()
+    if isinstance(v, decimal.Decimal):
+        sign, digits, exp = v.as_tuple()
+        unscaled = int("".join(map(str, digits)) or "0")
+        return str(-unscaled if sign else unscaled)
+    if isinstance(v, datetime.datetime):
+        if v.tzinfo is None:
+            v = v.replace(tzinfo=datetime.timezone.utc)
+        return str((v - EPOCH) // datetime.timedelta(microseconds=1))
+    if isinstance(v, datetime.date):
+        return str((v - datetime.date(1970, 1, 1)).days)
+    if isinstance(v, list):
+        return [norm(x) for x in v]
+    if isinstance(v, dict):
+        return {k: norm(x) for k, x in v.items()}
+    raise TypeError(type(v))
+
+
+def main():
+    warnings.simplefilter("ignore")
+    with open(sys.argv[1], "rb") as f:
+        reader = avro.datafile.DataFileReader(f, avro.io.DatumReader())
+        meta = {k: v.decode("utf-8", "replace") if k != "binary-meta" else v.hex() for k, v in reader.meta.items()}
+        records = [norm(r) for r in reader]
+    json.dump({"meta": meta, "records": records}, sys.stdout)
+
+
+main()
