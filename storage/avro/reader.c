@@ -84,6 +84,8 @@ struct st_avro_reader {
 	json_t *schema_json;
 	struct node **nodes; /* every node, for freeing */
 	size_t n_nodes, cap_nodes;
+	struct node **named; /* the named ones, to resolve references */
+	size_t n_named, cap_named;
 	struct node *root;
 	bool deflate;
 	uint8_t sync[16];
@@ -255,9 +257,9 @@ static int primitive_kind(const char *s, enum kind *out)
 
 static struct node *find_named(struct st_avro_reader *r, const char *fullname)
 {
-	for (size_t i = 0; i < r->n_nodes; i++) {
-		if (r->nodes[i]->fullname != NULL && strcmp(r->nodes[i]->fullname, fullname) == 0)
-			return r->nodes[i];
+	for (size_t i = 0; i < r->n_named; i++) {
+		if (strcmp(r->named[i]->fullname, fullname) == 0)
+			return r->named[i];
 	}
 	return NULL;
 }
@@ -311,32 +313,37 @@ static struct node *resolve(struct st_avro_reader *r, const char *name, const ch
 
 static struct node *compile(struct st_avro_reader *r, const json_t *s, const char *ns, int depth);
 
-/* Registers a named type (record, enum, fixed) under its full name; *ns_out
- * receives the namespace its children inherit (points into n->fullname). */
+/* Registers a named type (record, enum, fixed) under its full name; *ns_len
+ * receives the length of the namespace its children inherit (the prefix of
+ * n->fullname before its last dot). */
 static int name_node(struct st_avro_reader *r, struct node *n, const json_t *s, const char *ns,
                      size_t *ns_len)
 {
 	const char *name = json_string_value(json_object_get(s, "name"));
 	const char *own_ns = json_string_value(json_object_get(s, "namespace"));
 	const char *dot;
-	size_t named = 0;
 
 	if (name == NULL || name[0] == '\0')
 		return fail(r, FL_ERR_BAD_REQUEST, "avro: schema has a named type without a name");
-	for (size_t i = 0; i < r->n_nodes; i++)
-		named += r->nodes[i]->fullname != NULL;
-	if (named >= MAX_NAMED)
+	if (r->n_named >= MAX_NAMED)
 		return fail(r, FL_ERR_BAD_REQUEST, "avro: schema has more than %d named types",
 		            MAX_NAMED);
+	if (r->n_named == r->cap_named) {
+		size_t cap = r->cap_named ? 2 * r->cap_named : 16;
+		struct node **v = st_realloc(r->alloc, r->named, cap * sizeof(*v));
+
+		if (v == NULL)
+			return nomem(r);
+		r->named = v;
+		r->cap_named = cap;
+	}
 	n->fullname = join_name(r, own_ns != NULL ? own_ns : ns, name);
 	if (n->fullname == NULL)
 		return nomem(r);
-	for (size_t i = 0; i < r->n_nodes; i++) {
-		if (r->nodes[i] != n && r->nodes[i]->fullname != NULL &&
-		    strcmp(r->nodes[i]->fullname, n->fullname) == 0)
-			return fail(r, FL_ERR_BAD_REQUEST, "avro: schema defines \"%.64s\" twice",
-			            n->fullname);
-	}
+	if (find_named(r, n->fullname) != NULL)
+		return fail(r, FL_ERR_BAD_REQUEST, "avro: schema defines \"%.64s\" twice",
+		            n->fullname);
+	r->named[r->n_named++] = n;
 	dot = strrchr(n->fullname, '.');
 	*ns_len = dot != NULL ? (size_t)(dot - n->fullname) : 0;
 	return 0;
@@ -825,6 +832,7 @@ void st_avro_reader_free(struct st_avro_reader *r)
 		st_free(r->alloc, r->nodes[i]);
 	}
 	st_free(r->alloc, r->nodes);
+	st_free(r->alloc, r->named);
 	json_decref(r->schema_json);
 	st_buf_free(&r->inflated);
 	st_buf_free(&r->scratch);
@@ -907,8 +915,8 @@ static int parse_header(struct st_avro_reader *r)
 	if (fl_json_depth((const char *)p, len) > 4 * r->max_depth)
 		return fail(r, FL_ERR_BAD_REQUEST, "avro: avro.schema nests deeper than %d",
 		            4 * r->max_depth);
-	r->schema_json = json_loadb((const char *)p, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES,
-	                            &je);
+	r->schema_json =
+	        json_loadb((const char *)p, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
 	if (r->schema_json == NULL)
 		return fail(r, FL_ERR_BAD_REQUEST, "avro: avro.schema is not JSON: %s at column %d",
 		            je.text, je.column);

@@ -106,7 +106,11 @@ struct st_snapshot_opts {
  * recomputed from the parent's manifest list counts, and for sizes and
  * delete counts from its manifests.  The parent's manifests keep their
  * sequence numbers, counts, partition summaries, key_metadata and
- * first_row_id.
+ * first_row_id (a null partitions field is written as an empty list: see
+ * manifest_list.c).  v3: the new manifest gets first_row_id, and data
+ * manifests carried without one (written before an upgrade to v3) get the
+ * ids after it, as Java's list writer does; added-rows counts them all, so
+ * the table's next-row-id must grow by added-rows (spec "Row Lineage").
  * Fails with FL_ERR_BAD_REQUEST (bad options, an extra_summary key that
  * collides with a computed one or a non-string value, a manifest of
  * another snapshot id), FL_ERR_CONFLICT (the parent's list already holds

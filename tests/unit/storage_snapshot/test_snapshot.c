@@ -1,0 +1,799 @@
+/* test_snapshot.c - the snapshot builder (storage/iceberg/snapshot.c) on a
+ * real directory: three appends in a row and what their lists hold, a
+ * retry on a new parent that reuses the manifest, totals recomputed from a
+ * foreign parent's files (with delete manifests), v3 row ids, partitioned
+ * specs, refusals, and every allocation failed in turn.  Lists and
+ * manifests are read back with storage/avro/reader.c; the node tests in
+ * tests/integration/write-path-snapshot/ read them with other readers. */
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "avro/reader.h"
+#include "iceberg/manifest.h"
+#include "iceberg/manifest_list.h"
+#include "iceberg/snapshot.h"
+#include "io/io.h"
+#include "jfail.h"
+
+static const char schema_text[] =
+        "{\"type\":\"struct\",\"schema-id\":0,\"fields\":["
+        "{\"id\":1,\"name\":\"id\",\"required\":true,\"type\":\"long\"},"
+        "{\"id\":2,\"name\":\"s\",\"required\":false,\"type\":\"string\"},"
+        "{\"id\":3,\"name\":\"nested\",\"required\":false,\"type\":{\"type\":\"struct\","
+        "\"fields\":[{\"id\":4,\"name\":\"ts\",\"required\":false,\"type\":\"timestamp\"}]}}]}";
+
+struct fixture {
+	char dir[64]; /* the table directory */
+	char meta_uri[128]; /* file://<dir>/metadata */
+	json_t *schema;
+	json_t *spec;
+	struct st_snapshot_table t;
+};
+
+static void fixture_init(struct fixture *f, int version)
+{
+	struct fl_err err = {0};
+
+	memset(f, 0, sizeof(*f));
+	snprintf(f->dir, sizeof(f->dir), "/tmp/floe-snap-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(f->meta_uri, sizeof(f->meta_uri), "file://%s/metadata/", f->dir);
+	assert_int_equal(st_io_mkdirs(f->meta_uri, &err), 0);
+	f->schema = json_loads(schema_text, 0, NULL);
+	assert_non_null(f->schema);
+	f->spec = json_pack("{s:i,s:[]}", "spec-id", 0, "fields");
+	f->t.format_version = version;
+	f->t.schema = f->schema;
+	f->t.schema_id = 0;
+	f->t.spec = f->spec;
+	f->t.spec_id = 0;
+	f->t.metadata_dir = f->meta_uri;
+	f->t.codec = ST_AVRO_CODEC_DEFLATE;
+}
+
+static void fixture_done(struct fixture *f)
+{
+	char uri[128];
+	struct fl_err err = {0};
+
+	snprintf(uri, sizeof(uri), "file://%s", f->dir);
+	assert_int_equal(st_io_delete_tree(uri, &err), 0);
+	json_decref(f->schema);
+	json_decref(f->spec);
+}
+
+/* Counts the files in <dir>/metadata whose name ends with suffix. */
+static int count_files(const struct fixture *f, const char *suffix)
+{
+	char cmd[256];
+	FILE *p;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), "ls %s/metadata | grep -c -- '%s$'", f->dir, suffix);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	assert_int_equal(fscanf(p, "%d", &n), 1);
+	pclose(p);
+	return n;
+}
+
+/* All records of an Avro file, and its header key `key` (if not NULL). */
+static json_t *read_all(const char *uri, const char *key, char *val, size_t cap)
+{
+	char *data;
+	size_t len;
+	struct fl_err err = {0};
+	struct st_avro_reader *r;
+	json_t *all = json_array(), *v;
+
+	if (st_io_read(uri, 1 << 24, &data, &len, &err) != 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(st_avro_reader_open(data, len, NULL, &r, &err), 0);
+	if (key != NULL) {
+		size_t n;
+		const uint8_t *p = st_avro_reader_meta_get(r, key, &n);
+
+		assert_non_null(p);
+		assert_true(n < cap);
+		memcpy(val, p, n);
+		val[n] = '\0';
+	}
+	for (;;) {
+		assert_int_equal(st_avro_reader_next(r, &v, &err), 0);
+		if (v == NULL)
+			break;
+		json_array_append_new(all, v);
+	}
+	st_avro_reader_free(r);
+	free(data);
+	return all;
+}
+
+static const char *sget(const json_t *summary, const char *key)
+{
+	const char *s = json_string_value(json_object_get(summary, key));
+
+	if (s == NULL)
+		fail_msg("summary has no %s", key);
+	return s;
+}
+
+static int64_t iget(const json_t *o, const char *key)
+{
+	const json_t *v = json_object_get(o, key);
+
+	if (!json_is_integer(v))
+		fail_msg("%s is not an integer", key);
+	return json_integer_value(v);
+}
+
+/* n data files of the batch `batch`: paths, rows and sizes vary. */
+static void make_files(struct st_data_file *files, char paths[][96], size_t n, int batch,
+                       const struct st_value *parts, size_t n_parts)
+{
+	for (size_t i = 0; i < n; i++) {
+		memset(&files[i], 0, sizeof(files[i]));
+		snprintf(paths[i], 96, "file:///warehouse/t/data/b%d-%zu.parquet", batch, i);
+		files[i].content = ST_CONTENT_DATA;
+		files[i].file_path = paths[i];
+		files[i].file_format = "PARQUET";
+		files[i].record_count = 10 * batch + (int64_t)i;
+		files[i].file_size_in_bytes = 1000 * batch + (int64_t)i;
+		files[i].partition = n_parts ? &parts[i * n_parts] : NULL;
+	}
+}
+
+/* Appends `n` files as snapshot `id` on top of `parent` (a Snapshot JSON
+ * or NULL); returns the new Snapshot JSON. */
+static json_t *append(struct fixture *f, int64_t id, const json_t *parent, int batch, size_t n,
+                      int64_t first_row_id, const json_t *extra)
+{
+	struct st_data_file files[4];
+	char paths[4][96];
+	struct st_snapshot_manifest *m;
+	struct st_snapshot_parent p;
+	struct st_snapshot_opts o = {0};
+	struct fl_err err = {0};
+	json_t *snap;
+
+	make_files(files, paths, n, batch, NULL, 0);
+	if (st_snapshot_manifest_write(&f->t, id, files, n, &m, &err) != 0)
+		fail_msg("%s", err.msg);
+	o.table = &f->t;
+	if (parent != NULL) {
+		p.snapshot_id = iget(parent, "snapshot-id");
+		p.manifest_list = json_string_value(json_object_get(parent, "manifest-list"));
+		p.summary = json_object_get(parent, "summary");
+		o.parent = &p;
+	}
+	o.snapshot_id = id;
+	o.sequence_number = parent ? iget(parent, "sequence-number") + 1 : 1;
+	o.timestamp_ms = 1700000000000 + id;
+	o.first_row_id = first_row_id;
+	o.attempt = 1;
+	o.manifest = m;
+	o.extra_summary = extra;
+	if (st_snapshot_build(&o, &snap, &err) != 0)
+		fail_msg("%s", err.msg);
+	st_snapshot_manifest_free(m);
+	return snap;
+}
+
+static void test_three_appends(void **state)
+{
+	struct fixture f;
+	json_t *s[3], *extra, *list, *entries;
+	char meta[64];
+	int64_t records = 0, size = 0;
+
+	(void)state;
+	fixture_init(&f, 2);
+	extra = json_pack("{s:s}", "floe.batch-id", "b-1");
+	s[0] = append(&f, 101, NULL, 1, 2, 0, extra);
+	s[1] = append(&f, 102, s[0], 2, 3, 0, NULL);
+	s[2] = append(&f, 103, s[1], 3, 1, 0, NULL);
+	json_decref(extra);
+	for (int i = 0; i < 3; i++) {
+		const json_t *sum = json_object_get(s[i], "summary");
+		int n = i == 0 ? 2 : i == 1 ? 3 : 1;
+		int64_t rec = 0, sz = 0;
+		char want[32];
+
+		for (int k = 0; k < n; k++) {
+			rec += 10 * (i + 1) + k;
+			sz += 1000 * (i + 1) + k;
+		}
+		records += rec;
+		size += sz;
+		assert_int_equal(iget(s[i], "snapshot-id"), 101 + i);
+		assert_int_equal(iget(s[i], "sequence-number"), i + 1);
+		assert_int_equal(iget(s[i], "timestamp-ms"), 1700000000101 + i);
+		assert_int_equal(iget(s[i], "schema-id"), 0);
+		if (i == 0)
+			assert_null(json_object_get(s[i], "parent-snapshot-id"));
+		else
+			assert_int_equal(iget(s[i], "parent-snapshot-id"), 100 + i);
+		assert_null(json_object_get(s[i], "first-row-id"));
+		assert_null(json_object_get(s[i], "added-rows"));
+		assert_string_equal(sget(sum, "operation"), "append");
+		snprintf(want, sizeof(want), "%d", n);
+		assert_string_equal(sget(sum, "added-data-files"), want);
+		snprintf(want, sizeof(want), "%" PRId64, rec);
+		assert_string_equal(sget(sum, "added-records"), want);
+		snprintf(want, sizeof(want), "%" PRId64, sz);
+		assert_string_equal(sget(sum, "added-files-size"), want);
+		assert_string_equal(sget(sum, "changed-partition-count"), "1");
+		snprintf(want, sizeof(want), "%" PRId64, records);
+		assert_string_equal(sget(sum, "total-records"), want);
+		snprintf(want, sizeof(want), "%" PRId64, size);
+		assert_string_equal(sget(sum, "total-files-size"), want);
+		snprintf(want, sizeof(want), "%d", i == 0 ? 2 : i == 1 ? 5 : 6);
+		assert_string_equal(sget(sum, "total-data-files"), want);
+		assert_string_equal(sget(sum, "total-delete-files"), "0");
+		assert_string_equal(sget(sum, "total-position-deletes"), "0");
+		assert_string_equal(sget(sum, "total-equality-deletes"), "0");
+		/* the extra key only where it was given */
+		assert_true((json_object_get(sum, "floe.batch-id") != NULL) == (i == 0));
+		/* the list is named snap-<id>-<attempt>-<uuid>.avro in the metadata dir */
+		snprintf(want, sizeof(want), "/metadata/snap-%d-1-", 101 + i);
+		assert_non_null(
+		        strstr(json_string_value(json_object_get(s[i], "manifest-list")), want));
+	}
+	assert_string_equal(sget(json_object_get(s[0], "summary"), "floe.batch-id"), "b-1");
+
+	/* the third list: the new manifest first, then the parent's, newest first */
+	list = read_all(json_string_value(json_object_get(s[2], "manifest-list")),
+	                "parent-snapshot-id", meta, sizeof(meta));
+	assert_string_equal(meta, "102");
+	assert_int_equal(json_array_size(list), 3);
+	for (int k = 0; k < 3; k++) {
+		const json_t *mf = json_array_get(list, (size_t)k);
+
+		assert_int_equal(iget(mf, "sequence_number"), 3 - k);
+		assert_int_equal(iget(mf, "min_sequence_number"), 3 - k);
+		assert_int_equal(iget(mf, "added_snapshot_id"), 103 - k);
+		assert_int_equal(iget(mf, "added_files_count"), k == 0 ? 1 : k == 1 ? 3 : 2);
+		assert_int_equal(iget(mf, "existing_files_count"), 0);
+		assert_int_equal(iget(mf, "content"), 0);
+		assert_true(json_is_array(json_object_get(mf, "partitions")));
+	}
+	assert_int_equal(count_files(&f, "-m0.avro"), 3);
+	assert_int_equal(count_files(&f, ".avro"), 6);
+
+	/* the new manifest: ADDED entries of snapshot 103 inheriting their
+	 * sequence numbers */
+	entries = read_all(
+	        json_string_value(json_object_get(json_array_get(list, 0), "manifest_path")),
+	        "format-version", meta, sizeof(meta));
+	assert_string_equal(meta, "2");
+	assert_int_equal(json_array_size(entries), 1);
+	assert_int_equal(iget(json_array_get(entries, 0), "status"), 1);
+	assert_int_equal(iget(json_array_get(entries, 0), "snapshot_id"), 103);
+	assert_true(json_is_null(json_object_get(json_array_get(entries, 0), "sequence_number")));
+	assert_string_equal(
+	        json_string_value(json_object_get(
+	                json_object_get(json_array_get(entries, 0), "data_file"), "file_path")),
+	        "file:///warehouse/t/data/b3-0.parquet");
+	json_decref(entries);
+	json_decref(list);
+	for (int i = 0; i < 3; i++)
+		json_decref(s[i]);
+	fixture_done(&f);
+}
+
+static void test_retry(void **state)
+{
+	struct fixture f;
+	struct st_data_file files[2];
+	char paths[2][96];
+	struct st_snapshot_manifest *m;
+	struct st_snapshot_parent p = {0};
+	struct st_snapshot_opts o = {0};
+	struct fl_err err = {0};
+	json_t *base, *other, *first, *second, *list, *bad;
+
+	(void)state;
+	fixture_init(&f, 2);
+	base = append(&f, 1, NULL, 1, 1, 0, NULL);
+	make_files(files, paths, 2, 5, NULL, 0);
+	assert_int_equal(st_snapshot_manifest_write(&f.t, 7, files, 2, &m, &err), 0);
+	o.table = &f.t;
+	p.snapshot_id = 1;
+	p.manifest_list = json_string_value(json_object_get(base, "manifest-list"));
+	p.summary = json_object_get(base, "summary");
+	o.parent = &p;
+	o.snapshot_id = 7;
+	o.sequence_number = 2;
+	o.timestamp_ms = 5;
+	o.attempt = 1;
+	o.manifest = m;
+	assert_int_equal(st_snapshot_build(&o, &first, &err), 0);
+
+	/* someone else commits snapshot 2 first: our commit gets a 409 */
+	other = append(&f, 2, base, 2, 3, 0, NULL);
+	p.snapshot_id = 2;
+	p.manifest_list = json_string_value(json_object_get(other, "manifest-list"));
+	p.summary = json_object_get(other, "summary");
+	o.sequence_number = 3;
+	o.attempt = 2;
+	assert_int_equal(st_snapshot_build(&o, &second, &err), 0);
+	assert_int_equal(iget(second, "parent-snapshot-id"), 2);
+	assert_int_equal(iget(second, "sequence-number"), 3);
+	assert_non_null(
+	        strstr(json_string_value(json_object_get(second, "manifest-list")), "/snap-7-2-"));
+	/* 1 + 3 + 2 files; 10 + 20+21+22 + 50+51 rows */
+	assert_string_equal(sget(json_object_get(second, "summary"), "total-data-files"), "6");
+	assert_string_equal(sget(json_object_get(second, "summary"), "total-records"), "174");
+	list = read_all(json_string_value(json_object_get(second, "manifest-list")), NULL, NULL, 0);
+	assert_int_equal(json_array_size(list), 3);
+	assert_string_equal(
+	        json_string_value(json_object_get(json_array_get(list, 0), "manifest_path")),
+	        m->path);
+	assert_int_equal(iget(json_array_get(list, 0), "sequence_number"), 3);
+	assert_int_equal(iget(json_array_get(list, 1), "sequence_number"), 2);
+	assert_int_equal(iget(json_array_get(list, 2), "sequence_number"), 1);
+	json_decref(list);
+	/* the manifest was written once: base, ours, other */
+	assert_int_equal(count_files(&f, "-m0.avro"), 3);
+
+	/* on a parent that already holds our manifest: the earlier attempt landed */
+	bad = json_pack("{s:I,s:s,s:I,s:o}", "snapshot-id", (json_int_t)7, "manifest-list",
+	                json_string_value(json_object_get(second, "manifest-list")),
+	                "sequence-number", (json_int_t)3, "summary",
+	                json_incref(json_object_get(second, "summary")));
+	p.snapshot_id = 8;
+	p.manifest_list = json_string_value(json_object_get(bad, "manifest-list"));
+	assert_int_equal(st_snapshot_build(&o, &first, &err), -1);
+	assert_int_equal(err.kind, FL_ERR_CONFLICT);
+	json_decref(bad);
+	json_decref(first);
+	json_decref(second);
+	json_decref(other);
+	json_decref(base);
+	st_snapshot_manifest_free(m);
+	fixture_done(&f);
+}
+
+/* A parent written by "another engine": a data manifest and a delete
+ * manifest (position and equality deletes), and no totals in its summary. */
+static void write_foreign_parent(struct fixture *f, char *list_uri, size_t cap)
+{
+	static const uint8_t key[] = {0xca, 0xfe, 0x00, 0x01};
+	struct st_manifest_file mf[2];
+	char muri[2][160];
+	struct fl_err err = {0};
+
+	for (int k = 0; k < 2; k++) {
+		struct st_manifest_opts mo = {0};
+		struct st_manifest_writer *w;
+		struct st_buf b;
+
+		st_buf_init(&b, NULL);
+		mo.format_version = 2;
+		mo.content = k ? ST_MANIFEST_DELETES : ST_MANIFEST_DATA;
+		mo.schema_json = schema_text;
+		mo.snapshot_id = 50;
+		mo.codec = ST_AVRO_CODEC_NULL;
+		st_sink_to_buf(&mo.sink, &b);
+		assert_int_equal(st_manifest_writer_open(&mo, &w, &err), 0);
+		for (int i = 0; i < 3; i++) {
+			static const int32_t eq_ids[] = {1};
+			struct st_data_file df = {0};
+			struct st_manifest_entry e = {0};
+			char path[64];
+
+			snprintf(path, sizeof(path), "file:///w/t/data/foreign-%d-%d.parquet", k,
+			         i);
+			df.file_path = path;
+			df.file_format = "PARQUET";
+			df.record_count = 100 + i;
+			df.file_size_in_bytes = 10000 + i;
+			if (k == 1) {
+				df.content = i == 2 ? ST_CONTENT_EQUALITY_DELETES
+				                    : ST_CONTENT_POSITION_DELETES;
+				df.equality_ids = i == 2 ? eq_ids : NULL;
+				df.n_equality_ids = i == 2 ? 1 : 0;
+			}
+			e.file = &df;
+			/* one EXISTING entry from an older snapshot; the third data
+			 * file is DELETED and must not count */
+			e.status = i == 0 ? ST_ENTRY_EXISTING
+			                  : (k == 0 && i == 2 ? ST_ENTRY_DELETED : ST_ENTRY_ADDED);
+			if (e.status != ST_ENTRY_ADDED) {
+				e.has_snapshot_id = true;
+				e.snapshot_id = 40;
+				e.has_sequence_number = e.has_file_sequence_number = true;
+				e.sequence_number = e.file_sequence_number = 4;
+			}
+			assert_int_equal(st_manifest_writer_add(w, &e, &err), 0);
+		}
+		assert_int_equal(st_manifest_writer_close(w, &mf[k], &err), 0);
+		snprintf(muri[k], sizeof(muri[k]), "%sforeign-%d.avro", f->meta_uri, k);
+		assert_int_equal(st_io_write_new(muri[k], b.data, b.len, &err), 0);
+		mf[k].manifest_path = muri[k];
+		st_buf_free(&b);
+	}
+	mf[0].key_metadata = key;
+	mf[0].key_metadata_len = sizeof(key);
+	{
+		struct st_manifest_list_opts lo = {0};
+		struct st_manifest_list_writer *lw;
+		struct st_buf b;
+
+		st_buf_init(&b, NULL);
+		lo.format_version = 2;
+		lo.snapshot_id = 50;
+		lo.sequence_number = 5;
+		lo.codec = ST_AVRO_CODEC_DEFLATE;
+		st_sink_to_buf(&lo.sink, &b);
+		assert_int_equal(st_manifest_list_writer_open(&lo, &lw, &err), 0);
+		assert_int_equal(st_manifest_list_writer_add(lw, &mf[0], &err), 0);
+		assert_int_equal(st_manifest_list_writer_add(lw, &mf[1], &err), 0);
+		assert_int_equal(st_manifest_list_writer_close(lw, NULL, NULL, &err), 0);
+		snprintf(list_uri, cap, "%sforeign-list.avro", f->meta_uri);
+		assert_int_equal(st_io_write_new(list_uri, b.data, b.len, &err), 0);
+		st_buf_free(&b);
+	}
+	st_manifest_file_release(&mf[0], NULL);
+	st_manifest_file_release(&mf[1], NULL);
+}
+
+static void test_recompute(void **state)
+{
+	static const char *const keys[] = {"total-records",          "total-files-size",
+	                                   "total-data-files",       "total-delete-files",
+	                                   "total-position-deletes", "total-equality-deletes"};
+	/* data: EXISTING 100 + ADDED 101 (the DELETED 102 does not count);
+	 * deletes: pos 100 + 101, eq 102; sizes 10000 + 10001 + 10000..10002 */
+	static const char *const want[] = {"201", "50004", "2", "3", "201", "102"};
+	struct fixture f;
+	char list_uri[192];
+	json_t *parent_summaries[3];
+
+	(void)state;
+	fixture_init(&f, 2);
+	write_foreign_parent(&f, list_uri, sizeof(list_uri));
+	parent_summaries[0] = NULL;
+	parent_summaries[1] = json_pack("{s:s,s:s}", "operation", "append", "total-records", "x1");
+	/* present totals are trusted, even when they disagree with the files */
+	parent_summaries[2] = json_pack(
+	        "{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "operation", "append", "total-records", "1000",
+	        "total-files-size", "2000", "total-data-files", "30", "total-delete-files", "4",
+	        "total-position-deletes", "50", "total-equality-deletes", "60");
+	for (int c = 0; c < 3; c++) {
+		json_t *parent =
+		        json_pack("{s:I,s:s,s:I}", "snapshot-id", (json_int_t)50, "manifest-list",
+		                  list_uri, "sequence-number", (json_int_t)5);
+		json_t *s, *list;
+		const json_t *sum;
+
+		if (parent_summaries[c] != NULL)
+			json_object_set_new(parent, "summary", parent_summaries[c]);
+		s = append(&f, 60 + c, parent, 1, 1, 0, NULL); /* +10 rows, +1000 bytes */
+		sum = json_object_get(s, "summary");
+		for (int k = 0; k < 6; k++) {
+			int64_t base =
+			        c < 2 ? strtoll(want[k], NULL, 10)
+			              : strtoll(sget(parent_summaries[2], keys[k]), NULL, 10);
+			int64_t add = k == 0 ? 10 : k == 1 ? 1000 : k == 2 ? 1 : 0;
+			char buf[32];
+
+			snprintf(buf, sizeof(buf), "%" PRId64, base + add);
+			if (strcmp(sget(sum, keys[k]), buf) != 0)
+				fail_msg("case %d: %s is %s, want %s", c, keys[k],
+				         sget(sum, keys[k]), buf);
+		}
+		/* carried as read: sequence numbers, counts, content, key metadata */
+		list = read_all(json_string_value(json_object_get(s, "manifest-list")), NULL, NULL,
+		                0);
+		assert_int_equal(json_array_size(list), 3);
+		assert_int_equal(iget(json_array_get(list, 1), "sequence_number"), 5);
+		assert_int_equal(iget(json_array_get(list, 1), "min_sequence_number"), 4);
+		assert_int_equal(iget(json_array_get(list, 1), "existing_files_count"), 1);
+		assert_int_equal(iget(json_array_get(list, 1), "deleted_files_count"), 1);
+		assert_int_equal(iget(json_array_get(list, 1), "deleted_rows_count"), 102);
+		assert_string_equal(
+		        json_string_value(json_object_get(json_array_get(list, 1), "key_metadata")),
+		        "yv4AAQ==");
+		assert_int_equal(iget(json_array_get(list, 2), "content"), 1);
+		assert_true(json_is_null(json_object_get(json_array_get(list, 2), "key_metadata")));
+		json_decref(list);
+		json_decref(s);
+		json_decref(parent);
+	}
+	fixture_done(&f);
+}
+
+static void test_v3_row_ids(void **state)
+{
+	struct fixture f;
+	json_t *s[3], *list;
+	int64_t next = 1000;
+
+	(void)state;
+	fixture_init(&f, 3);
+	for (int i = 0; i < 3; i++) {
+		s[i] = append(&f, 201 + i, i ? s[i - 1] : NULL, i + 1, (size_t)(i + 1), next, NULL);
+		assert_int_equal(iget(s[i], "first-row-id"), next);
+		/* only the new manifest has no first_row_id: added-rows is its rows */
+		assert_int_equal(
+		        iget(s[i], "added-rows"),
+		        strtoll(sget(json_object_get(s[i], "summary"), "added-records"), NULL, 10));
+		next += iget(s[i], "added-rows");
+	}
+	list = read_all(json_string_value(json_object_get(s[2], "manifest-list")), NULL, NULL, 0);
+	assert_int_equal(json_array_size(list), 3);
+	/* newest first: 1000 + 10 + (20 + 21) = 1051, then 1010, then 1000 */
+	assert_int_equal(iget(json_array_get(list, 0), "first_row_id"), 1051);
+	assert_int_equal(iget(json_array_get(list, 1), "first_row_id"), 1010);
+	assert_int_equal(iget(json_array_get(list, 2), "first_row_id"), 1000);
+	assert_int_equal(next, 1051 + 30 + 31 + 32);
+	json_decref(list);
+	for (int i = 0; i < 3; i++)
+		json_decref(s[i]);
+	fixture_done(&f);
+}
+
+static void test_partitioned(void **state)
+{
+	struct fixture f;
+	struct st_value parts[4][2];
+	struct st_data_file files[4];
+	char paths[4][96];
+	struct st_snapshot_manifest *m;
+	struct st_snapshot_opts o = {0};
+	struct fl_err err = {0};
+	json_t *snap, *list, *entries, *bad_spec;
+	const json_t *ps;
+	static const char *const s[] = {"b", "a", "b", NULL};
+
+	(void)state;
+	fixture_init(&f, 2);
+	json_decref(f.spec);
+	f.spec = json_pack("{s:i,s:[{s:i,s:i,s:s,s:s},{s:i,s:i,s:s,s:s}]}", "spec-id", 3, "fields",
+	                   "field-id", 1000, "source-id", 2, "name", "s", "transform", "identity",
+	                   "field-id", 1001, "source-id", 4, "name", "ts_day", "transform", "day");
+	f.t.spec = f.spec;
+	f.t.spec_id = 3;
+	memset(parts, 0, sizeof(parts));
+	for (int i = 0; i < 4; i++) {
+		parts[i][0].null = s[i] == NULL;
+		if (s[i] != NULL) {
+			parts[i][0].v.bin.p = (const uint8_t *)s[i];
+			parts[i][0].v.bin.len = 1;
+		}
+		parts[i][1].v.i = 19000 + (i == 2); /* b/19000, a/19000, b/19001, null/19000 */
+	}
+	make_files(files, paths, 4, 1, &parts[0][0], 2);
+	assert_int_equal(st_snapshot_manifest_write(&f.t, 9, files, 4, &m, &err), 0);
+	assert_int_equal(m->changed_partitions, 4);
+	st_snapshot_manifest_free(m);
+	parts[2][1].v.i = 19000; /* now b/19000 twice */
+	assert_int_equal(st_snapshot_manifest_write(&f.t, 9, files, 4, &m, &err), 0);
+	assert_int_equal(m->changed_partitions, 3);
+	o.table = &f.t;
+	o.snapshot_id = 9;
+	o.sequence_number = 1;
+	o.attempt = 1;
+	o.manifest = m;
+	assert_int_equal(st_snapshot_build(&o, &snap, &err), 0);
+	assert_string_equal(sget(json_object_get(snap, "summary"), "changed-partition-count"), "3");
+	list = read_all(json_string_value(json_object_get(snap, "manifest-list")), NULL, NULL, 0);
+	assert_int_equal(iget(json_array_get(list, 0), "partition_spec_id"), 3);
+	ps = json_object_get(json_array_get(list, 0), "partitions");
+	assert_int_equal(json_array_size(ps), 2);
+	assert_true(json_is_true(json_object_get(json_array_get(ps, 0), "contains_null")));
+	assert_string_equal(
+	        json_string_value(json_object_get(json_array_get(ps, 0), "lower_bound")),
+	        "YQ=="); /* "a" */
+	assert_string_equal(
+	        json_string_value(json_object_get(json_array_get(ps, 0), "upper_bound")),
+	        "Yg=="); /* "b" */
+	entries = read_all(m->path, NULL, NULL, 0);
+	assert_string_equal(
+	        json_string_value(json_object_get(
+	                json_object_get(json_object_get(json_array_get(entries, 1), "data_file"),
+	                                "partition"),
+	                "s")),
+	        "a");
+	assert_int_equal(
+	        iget(json_object_get(json_object_get(json_array_get(entries, 1), "data_file"),
+	                             "partition"),
+	             "ts_day"),
+	        19000);
+	json_decref(entries);
+	json_decref(list);
+	json_decref(snap);
+	st_snapshot_manifest_free(m);
+
+	/* a source that is not a primitive field; a transform nobody knows */
+	bad_spec = json_pack("{s:i,s:[{s:i,s:i,s:s,s:s}]}", "spec-id", 4, "fields", "field-id",
+	                     1000, "source-id", 3, "name", "n", "transform", "identity");
+	f.t.spec = bad_spec;
+	assert_int_equal(st_snapshot_manifest_write(&f.t, 9, files, 4, &m, &err), -1);
+	assert_non_null(strstr(err.msg, "not a primitive field"));
+	json_object_set_new(json_array_get(json_object_get(bad_spec, "fields"), 0), "source-id",
+	                    json_integer(1));
+	json_object_set_new(json_array_get(json_object_get(bad_spec, "fields"), 0), "transform",
+	                    json_string("zorder"));
+	assert_int_equal(st_snapshot_manifest_write(&f.t, 9, files, 4, &m, &err), -1);
+	assert_non_null(strstr(err.msg, "unknown transform zorder"));
+	json_decref(bad_spec);
+	fixture_done(&f);
+}
+
+static void test_refusals(void **state)
+{
+	struct fixture f;
+	struct st_data_file files[1];
+	char paths[1][96];
+	struct st_snapshot_manifest *m = NULL, *m2 = NULL;
+	struct st_snapshot_parent p = {0};
+	struct st_snapshot_opts o = {0};
+	struct fl_err err = {0};
+	json_t *snap = NULL, *extra;
+	char missing[192];
+
+	(void)state;
+	fixture_init(&f, 2);
+	make_files(files, paths, 1, 1, NULL, 0);
+	assert_int_equal(st_snapshot_manifest_write(&f.t, 9, files, 0, &m, &err), -1);
+	assert_non_null(strstr(err.msg, "needs data files"));
+	files[0].content = ST_CONTENT_POSITION_DELETES;
+	assert_int_equal(st_snapshot_manifest_write(&f.t, 9, files, 1, &m, &err), -1);
+	assert_non_null(strstr(err.msg, "delete file"));
+	files[0].content = ST_CONTENT_DATA;
+	f.t.format_version = 1;
+	assert_int_equal(st_snapshot_manifest_write(&f.t, 9, files, 1, &m, &err), -1);
+	assert_non_null(strstr(err.msg, "format version 1"));
+	f.t.format_version = 2;
+	assert_null(m);
+	assert_int_equal(st_snapshot_manifest_write(&f.t, 9, files, 1, &m, &err), 0);
+	assert_int_equal(st_snapshot_manifest_write(&f.t, 10, files, 1, &m2, &err), 0);
+
+	o.table = &f.t;
+	o.snapshot_id = 9;
+	o.sequence_number = 1;
+	o.attempt = 1;
+	o.manifest = m;
+	o.attempt = 0;
+	assert_int_equal(st_snapshot_build(&o, &snap, &err), -1);
+	assert_non_null(strstr(err.msg, "attempt 0"));
+	o.attempt = 1;
+	o.manifest = m2;
+	assert_int_equal(st_snapshot_build(&o, &snap, &err), -1);
+	assert_non_null(strstr(err.msg, "belongs to snapshot 10"));
+	o.manifest = m;
+	o.sequence_number = 0;
+	assert_int_equal(st_snapshot_build(&o, &snap, &err), -1);
+	o.sequence_number = 1;
+	extra = json_pack("{s:s}", "total-records", "5");
+	o.extra_summary = extra;
+	assert_int_equal(st_snapshot_build(&o, &snap, &err), -1);
+	assert_non_null(strstr(err.msg, "total-records is computed"));
+	json_decref(extra);
+	extra = json_pack("{s:i}", "floe.n", 5);
+	o.extra_summary = extra;
+	assert_int_equal(st_snapshot_build(&o, &snap, &err), -1);
+	assert_non_null(strstr(err.msg, "floe.n is not a string"));
+	json_decref(extra);
+	o.extra_summary = NULL;
+	o.parent = &p;
+	p.snapshot_id = 3;
+	assert_int_equal(st_snapshot_build(&o, &snap, &err), -1);
+	assert_non_null(strstr(err.msg, "has no manifest list"));
+	snprintf(missing, sizeof(missing), "%snope.avro", f.meta_uri);
+	p.manifest_list = missing;
+	assert_int_equal(st_snapshot_build(&o, &snap, &err), -1);
+	assert_int_equal(err.kind, FL_ERR_NOT_FOUND);
+	assert_non_null(strstr(err.msg, "nope.avro"));
+	/* a parent list that is not Avro */
+	{
+		struct fl_err e2 = {0};
+
+		assert_int_equal(st_io_write_new(missing, "Obj\x01junk", 8, &e2), 0);
+	}
+	assert_int_equal(st_snapshot_build(&o, &snap, &err), -1);
+	assert_int_equal(err.kind, FL_ERR_BAD_REQUEST);
+	assert_non_null(strstr(err.msg, "nope.avro"));
+	assert_null(snap);
+	/* no new files: a snapshot that only carries the parent's manifests */
+	o.parent = NULL;
+	o.manifest = NULL;
+	assert_int_equal(st_snapshot_build(&o, &snap, &err), 0);
+	assert_null(json_object_get(json_object_get(snap, "summary"), "added-data-files"));
+	assert_string_equal(sget(json_object_get(snap, "summary"), "total-data-files"), "0");
+	json_decref(snap);
+	st_snapshot_manifest_free(m);
+	st_snapshot_manifest_free(m2);
+	fixture_done(&f);
+}
+
+/* Manifest, then a build on a parent with two manifests, with each
+ * allocation (storage's and jansson's) failed in turn. */
+static void test_alloc_failures(void **state)
+{
+	struct fixture f;
+	json_t *s0, *s1, *extra;
+	struct st_data_file files[3];
+	char paths[3][96];
+	long n;
+	bool done = false;
+
+	(void)state;
+	fixture_init(&f, 3);
+	s0 = append(&f, 1, NULL, 1, 2, 0, NULL);
+	s1 = append(&f, 2, s0, 2, 2, 20, NULL);
+	make_files(files, paths, 3, 3, NULL, 0);
+	extra = json_pack("{s:s}", "floe.batch-id", "x");
+	for (n = 1; !done && n < 100000; n++) {
+		struct failalloc fa;
+		struct st_snapshot_table t = f.t;
+		struct st_snapshot_manifest *m = NULL;
+		struct st_snapshot_parent p = {0};
+		struct st_snapshot_opts o = {0};
+		struct fl_err err = {0};
+		json_t *snap = NULL;
+		int rc;
+
+		failalloc_init(&fa, n);
+		jfail_install(&fa);
+		t.alloc = &fa.alloc;
+		rc = st_snapshot_manifest_write(&t, 3, files, 3, &m, &err);
+		if (rc == 0) {
+			p.snapshot_id = 2;
+			p.manifest_list = json_string_value(json_object_get(s1, "manifest-list"));
+			p.summary = NULL; /* recomputed: reads the parent's manifests too */
+			o.table = &t;
+			o.parent = &p;
+			o.snapshot_id = 3;
+			o.sequence_number = 3;
+			o.first_row_id = 100;
+			o.attempt = 1;
+			o.manifest = m;
+			o.extra_summary = extra;
+			rc = st_snapshot_build(&o, &snap, &err);
+		}
+		if (rc == 0)
+			assert_string_equal(sget(json_object_get(snap, "summary"), "total-records"),
+			                    "155"); /* 10+11 + 20+21 + 30+31+32 */
+		json_decref(snap);
+		st_snapshot_manifest_free(m);
+		jfail_remove();
+		if (!fa.failed) {
+			assert_int_equal(rc, 0);
+			done = true;
+		} else if (rc != -1 && !jfail_hit) {
+			fail_msg("failing allocation %ld went unreported", n);
+		}
+		if (fa.live != 0 || jfail_live != 0)
+			fail_msg("failing allocation %ld leaks %ld + %ld blocks", n, fa.live,
+			         jfail_live);
+	}
+	assert_true(done);
+	assert_true(n > 100);
+	json_decref(extra);
+	json_decref(s0);
+	json_decref(s1);
+	fixture_done(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_three_appends),  cmocka_unit_test(test_retry),
+	        cmocka_unit_test(test_recompute),      cmocka_unit_test(test_v3_row_ids),
+	        cmocka_unit_test(test_partitioned),    cmocka_unit_test(test_refusals),
+	        cmocka_unit_test(test_alloc_failures),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
