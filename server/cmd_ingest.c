@@ -344,11 +344,6 @@ static int write_data(struct job *j, const json_t *meta, struct fl_err *err)
 	if (location == NULL || schema == NULL)
 		return fl_err_set(err, FL_ERR_INTERNAL,
 		                  "table metadata has no location or current schema");
-	if (json_array_size(json_object_get(spec, "fields")) > 0)
-		return fl_err_set(
-		        err, FL_ERR_UNSUPPORTED,
-		        "table %s is partitioned; floe ingest writes unpartitioned tables only for now",
-		        j->name);
 	snprintf(data_uri, sizeof(data_uri), "%s/data", location);
 	if (j->ic.dead_letter_dir[0] != '\0')
 		snprintf(dl, sizeof(dl), "%s/%.16s.rejected", j->ic.dead_letter_dir, j->batch_id);
@@ -367,6 +362,7 @@ static int write_data(struct job *j, const json_t *meta, struct fl_err *err)
 	}
 	struct st_ingest_opts o = {
 	        .schema = schema,
+	        .spec = spec,
 	        .last_column_id = json_integer_value(json_object_get(meta, "last-column-id")),
 	        .format = detect_format(j),
 	        .delimiter = j->ic.delimiter[0],
@@ -444,6 +440,7 @@ static int make_updates(struct job *j, const json_t *meta, json_t **out, struct 
 		for (size_t i = 0; i < j->res.n_files; i++) {
 			st_parquet_metrics_to_data_file(&j->res.files[i].m, &files[i]);
 			files[i].file_path = j->res.files[i].uri;
+			files[i].partition = j->res.files[i].partition;
 		}
 		rc = st_snapshot_manifest_write(&t, j->snapshot_id, files, j->res.n_files,
 		                                &j->manifest, err);

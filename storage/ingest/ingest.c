@@ -26,6 +26,7 @@
 #include "feed/cast.h"
 #include "feed/csv.h"
 #include "feed/ndjson.h"
+#include "iceberg/transform.h"
 #include "json.h"
 #include "uuid.h"
 
@@ -38,6 +39,26 @@ struct col {
 	bool required;
 };
 
+struct part_field {
+	size_t col; /* source column */
+	struct st_transform tr;
+	struct st_type type; /* the transform's result type */
+};
+
+/* One open Parquet file, for one partition tuple. */
+struct output {
+	struct st_parquet_writer *w;
+	struct st_file_sink sink;
+	char *uri;
+	uint8_t *key; /* the serialized partition tuple: identity of this output */
+	size_t key_len;
+	struct st_value *tuple; /* copies; bytes live in key */
+};
+
+/* Open files at most; past this all are finished (and new ones started as
+ * rows arrive), which bounds memory by row groups × this. */
+#define MAX_OPEN_OUTPUTS 16
+
 struct run {
 	const struct st_ingest_opts *o;
 	struct st_ingest_result *res;
@@ -48,10 +69,14 @@ struct run {
 	char *schema_json;
 	char batch[FL_UUID_STR];
 	unsigned file_seq;
-	/* The Parquet file being written. */
-	struct st_parquet_writer *w;
-	struct st_file_sink sink;
-	char *cur_uri;
+	/* Partitioning: one entry per spec field, and the files being written,
+	 * one per partition tuple seen recently. */
+	struct part_field *pf;
+	size_t npf;
+	struct output *outs;
+	size_t nouts;
+	struct st_value *tuple; /* the current row's partition tuple */
+	struct st_buf key; /* its serialized form */
 	/* The row being assembled. */
 	struct st_value *row;
 	struct st_cast_scratch scratch;
@@ -234,19 +259,51 @@ static int prescan(struct run *r, const char *const *inputs, size_t n, struct fl
 
 /* ---- Parquet output ---- */
 
-static int file_open(struct run *r, struct fl_err *err)
+static void output_drop(struct output *o)
+{
+	free(o->uri);
+	free(o->key);
+	free(o->tuple);
+	memset(o, 0, sizeof(*o));
+}
+
+/* Opens a new Parquet file for the current row's partition tuple. */
+static int output_open(struct run *r, struct output *o, struct fl_err *err)
 {
 	struct st_parquet_opts po = {0};
-	char *uri;
 	int n;
 
+	memset(o, 0, sizeof(*o));
 	n = snprintf(NULL, 0, "%s/%s-%05u.parquet", r->o->data_uri, r->batch, r->file_seq);
-	uri = malloc((size_t)n + 1);
-	if (uri == NULL)
+	o->uri = malloc((size_t)n + 1);
+	o->key = malloc(r->key.len ? r->key.len : 1);
+	o->tuple = calloc(r->npf ? r->npf : 1, sizeof(*o->tuple));
+	if (o->uri == NULL || o->key == NULL || o->tuple == NULL) {
+		output_drop(o);
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-	snprintf(uri, (size_t)n + 1, "%s/%s-%05u.parquet", r->o->data_uri, r->batch, r->file_seq++);
-	if (st_file_sink_open(&r->sink, local_path(uri), err) != 0) {
-		free(uri);
+	}
+	snprintf(o->uri, (size_t)n + 1, "%s/%s-%05u.parquet", r->o->data_uri, r->batch,
+	         r->file_seq++);
+	memcpy(o->key, r->key.data, r->key.len);
+	o->key_len = r->key.len;
+	/* The tuple's bytes must outlive the row: point them into our key copy. */
+	for (size_t i = 0, off = 0; i < r->npf; i++) {
+		o->tuple[i] = r->tuple[i];
+		off++; /* the null flag */
+		if (!r->tuple[i].null) {
+			uint32_t len;
+
+			memcpy(&len, o->key + off, 4);
+			off += 4;
+			if (r->pf[i].type.id == ST_TYPE_STRING ||
+			    r->pf[i].type.id == ST_TYPE_BINARY ||
+			    r->pf[i].type.id == ST_TYPE_FIXED || r->pf[i].type.id == ST_TYPE_UUID)
+				o->tuple[i].v.bin.p = o->key + off;
+			off += len;
+		}
+	}
+	if (st_file_sink_open(&o->sink, local_path(o->uri), err) != 0) {
+		output_drop(o);
 		return -1;
 	}
 	po.columns = r->pcols;
@@ -254,54 +311,104 @@ static int file_open(struct run *r, struct fl_err *err)
 	po.iceberg_schema_json = r->schema_json;
 	po.codec = r->o->codec;
 	po.row_group_bytes = r->o->row_group_bytes;
-	po.sink = r->sink.sink;
-	if (st_parquet_writer_open(&po, &r->w, err) != 0) {
+	po.sink = o->sink.sink;
+	if (st_parquet_writer_open(&po, &o->w, err) != 0) {
 		struct fl_err ignored;
 
-		if (st_file_sink_close(&r->sink, &ignored) != 0)
+		if (st_file_sink_close(&o->sink, &ignored) != 0)
 			ignored.kind = FL_ERR_NONE;
-		unlink(local_path(uri));
-		free(uri);
+		unlink(local_path(o->uri));
+		output_drop(o);
 		return -1;
 	}
-	r->cur_uri = uri;
 	return 0;
 }
 
-static int file_close(struct run *r, struct fl_err *err)
+/* Finishes o's file and records it in the result. */
+static int output_close(struct run *r, struct output *o, struct fl_err *err)
 {
 	struct st_ingest_file *grown, *f;
 	struct st_parquet_metrics m = {0};
+	struct fl_err ignored;
 	int rc;
 
-	if (r->w == NULL)
-		return 0;
-	rc = st_parquet_writer_close(r->w, &m, err);
-	r->w = NULL;
-	if (st_file_sink_close(&r->sink, rc == 0 ? err : &(struct fl_err){0}) != 0)
+	rc = st_parquet_writer_close(o->w, &m, err);
+	o->w = NULL;
+	if (st_file_sink_close(&o->sink, rc == 0 ? err : &ignored) != 0)
 		rc = -1;
-	if (rc != 0) {
-		unlink(local_path(r->cur_uri));
-		free(r->cur_uri);
-		r->cur_uri = NULL;
+	grown = rc == 0 ? realloc(r->res->files, sizeof(*grown) * (r->res->n_files + 1)) : NULL;
+	if (rc != 0 || grown == NULL) {
+		unlink(local_path(o->uri));
 		st_parquet_metrics_free(&m);
-		return -1;
-	}
-	grown = realloc(r->res->files, sizeof(*grown) * (r->res->n_files + 1));
-	if (grown == NULL) {
-		unlink(local_path(r->cur_uri));
-		free(r->cur_uri);
-		r->cur_uri = NULL;
-		st_parquet_metrics_free(&m);
-		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		output_drop(o);
+		return rc != 0 ? -1 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	}
 	r->res->files = grown;
 	f = &grown[r->res->n_files++];
-	f->uri = r->cur_uri;
+	memset(f, 0, sizeof(*f));
+	f->uri = o->uri;
 	f->m = m;
+	f->partition = r->npf ? o->tuple : NULL;
+	f->n_partition = r->npf;
+	f->partition_bytes = o->key;
 	r->res->bytes_out += (uint64_t)m.file_size;
-	r->cur_uri = NULL;
+	if (r->npf == 0) {
+		free(o->tuple);
+		free(o->key);
+		f->partition_bytes = NULL;
+	}
+	memset(o, 0, sizeof(*o));
 	return 0;
+}
+
+static int outputs_close_all(struct run *r, struct fl_err *err)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < r->nouts; i++)
+		if (r->outs[i].w != NULL && output_close(r, &r->outs[i], err) != 0)
+			rc = -1;
+	r->nouts = 0;
+	return rc;
+}
+
+/* Computes the row's partition tuple and its key; 0, or -1 on OOM. */
+static int partition_key(struct run *r, struct fl_err *err)
+{
+	st_buf_reset(&r->key);
+	for (size_t i = 0; i < r->npf; i++) {
+		struct st_value *t = &r->tuple[i];
+		size_t at;
+		uint32_t len;
+
+		st_transform_apply(&r->pf[i].tr, &r->cols[r->pf[i].col].type, &r->row[r->pf[i].col],
+		                   t);
+		if (st_buf_append(&r->key, t->null ? "\0" : "\1", 1) != 0)
+			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		if (t->null)
+			continue;
+		at = r->key.len;
+		if (st_buf_append(&r->key, "\0\0\0\0", 4) != 0 ||
+		    st_value_serialize(&r->pf[i].type, t, &r->key) != 0)
+			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		len = (uint32_t)(r->key.len - at - 4);
+		memcpy(r->key.data + at, &len, 4);
+	}
+	return 0;
+}
+
+/* The output for the current row's partition, opened when new. */
+static struct output *output_for_row(struct run *r, struct fl_err *err)
+{
+	for (size_t i = 0; i < r->nouts; i++)
+		if (r->outs[i].key_len == r->key.len &&
+		    memcmp(r->outs[i].key, r->key.data, r->key.len) == 0)
+			return &r->outs[i];
+	if (r->nouts == MAX_OPEN_OUTPUTS && outputs_close_all(r, err) != 0)
+		return NULL;
+	if (output_open(r, &r->outs[r->nouts], err) != 0)
+		return NULL;
+	return &r->outs[r->nouts++];
 }
 
 /* ---- rejected records ---- */
@@ -377,9 +484,11 @@ static int emit(struct run *r, char *why, size_t why_cap, struct fl_err *err)
 			return 0;
 		}
 	}
-	if (r->w == NULL && file_open(r, err) != 0)
+	struct output *o;
+
+	if (partition_key(r, err) != 0 || (o = output_for_row(r, err)) == NULL)
 		return -1;
-	if (st_parquet_writer_write_row(r->w, r->row, &werr) != 0) {
+	if (st_parquet_writer_write_row(o->w, r->row, &werr) != 0) {
 		if (werr.kind != FL_ERR_BAD_REQUEST) {
 			*err = werr;
 			return -1;
@@ -388,8 +497,15 @@ static int emit(struct run *r, char *why, size_t why_cap, struct fl_err *err)
 		return 0;
 	}
 	r->res->rows_ok++;
-	if (st_parquet_writer_size(r->w) >= target && file_close(r, err) != 0)
-		return -1;
+	if (st_parquet_writer_size(o->w) >= target) {
+		/* Roll: finish this file; the next row of the partition opens another. */
+		size_t idx = (size_t)(o - r->outs);
+
+		if (output_close(r, o, err) != 0)
+			return -1;
+		r->outs[idx] = r->outs[--r->nouts];
+		memset(&r->outs[r->nouts], 0, sizeof(r->outs[0]));
+	}
 	return 1;
 }
 
@@ -555,6 +671,37 @@ static int prepare_output(struct run *r, struct fl_err *err)
 		r->pcols[i].type = r->cols[i].type;
 		r->pcols[i].required = r->cols[i].required;
 	}
+	r->outs = calloc(MAX_OPEN_OUTPUTS, sizeof(*r->outs));
+	if (r->outs == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	{
+		json_t *fields = json_object_get(r->o->spec, "fields"), *f;
+		size_t i;
+
+		r->npf = json_array_size(fields);
+		r->pf = calloc(r->npf ? r->npf : 1, sizeof(*r->pf));
+		r->tuple = calloc(r->npf ? r->npf : 1, sizeof(*r->tuple));
+		if (r->pf == NULL || r->tuple == NULL)
+			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		json_array_foreach(fields, i, f)
+		{
+			json_int_t src = json_integer_value(json_object_get(f, "source-id"));
+			const char *tr = json_string_value(json_object_get(f, "transform"));
+			size_t c;
+
+			for (c = 0; c < r->ncols && r->cols[c].id != src; c++)
+				;
+			if (c == r->ncols || tr == NULL)
+				return fl_err_set(
+				        err, FL_ERR_BAD_REQUEST,
+				        "partition field %zu: source column %lld is not a primitive column of the schema",
+				        i, (long long)src);
+			r->pf[i].col = c;
+			if (st_transform_parse(tr, &r->cols[c].type, &r->pf[i].tr, &r->pf[i].type,
+			                       err) != 0)
+				return -1;
+		}
+	}
 	if (mkdir(local_path(r->o->data_uri), 0755) != 0 && errno != EEXIST)
 		return fl_err_set(err, FL_ERR_IO, "cannot create %.200s: %s", r->o->data_uri,
 		                  strerror(errno));
@@ -598,7 +745,7 @@ int st_ingest_run(const struct st_ingest_opts *o, const char *const *inputs, siz
 		if (frc != 0)
 			goto out;
 	}
-	if (file_close(&r, err) != 0)
+	if (outputs_close_all(&r, err) != 0)
 		goto out;
 	if (r.dl != NULL && (fflush(r.dl) != 0 || fsync(fileno(r.dl)) != 0 || fflush(r.dle) != 0)) {
 		fl_err_set(err, FL_ERR_IO, "cannot write the dead-letter file: %s",
@@ -609,15 +756,19 @@ int st_ingest_run(const struct st_ingest_opts *o, const char *const *inputs, siz
 	r.schema = NULL;
 	rc = 0;
 out:
-	if (r.w != NULL) {
-		st_parquet_writer_free(r.w);
+	for (size_t i = 0; i < r.nouts; i++) {
 		struct fl_err ignored;
 
-		if (st_file_sink_close(&r.sink, &ignored) != 0)
+		st_parquet_writer_free(r.outs[i].w);
+		if (st_file_sink_close(&r.outs[i].sink, &ignored) != 0)
 			ignored.kind = FL_ERR_NONE;
-		unlink(local_path(r.cur_uri));
+		unlink(local_path(r.outs[i].uri));
+		output_drop(&r.outs[i]);
 	}
-	free(r.cur_uri);
+	free(r.outs);
+	free(r.pf);
+	free(r.tuple);
+	st_buf_free(&r.key);
 	if (r.dl != NULL)
 		fclose(r.dl);
 	if (r.dle != NULL)
@@ -645,6 +796,8 @@ void st_ingest_result_free(struct st_ingest_result *res)
 {
 	for (size_t i = 0; i < res->n_files; i++) {
 		free(res->files[i].uri);
+		free(res->files[i].partition);
+		free(res->files[i].partition_bytes);
 		st_parquet_metrics_free(&res->files[i].m);
 	}
 	free(res->files);

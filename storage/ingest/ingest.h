@@ -24,6 +24,7 @@ enum st_new_columns { ST_NEW_COLUMNS_REJECT, ST_NEW_COLUMNS_IGNORE, ST_NEW_COLUM
 
 struct st_ingest_opts {
 	const json_t *schema; /* the table's current schema (flat, primitive fields) */
+	const json_t *spec; /* the default partition spec (NULL or no fields: unpartitioned) */
 	int64_t last_column_id; /* the table's last-column-id, for evolve */
 	enum st_ingest_format format;
 	char delimiter; /* CSV; 0 = ',' */
@@ -41,6 +42,9 @@ struct st_ingest_opts {
 struct st_ingest_file {
 	char *uri; /* file:///…/data/<uuid>-<n>.parquet */
 	struct st_parquet_metrics m;
+	struct st_value *partition; /* one value per spec field; NULL when unpartitioned */
+	size_t n_partition;
+	uint8_t *partition_bytes; /* owns the bytes the partition values point into */
 };
 
 struct st_ingest_result {
@@ -61,6 +65,8 @@ struct st_ingest_result {
  * line and reason) and every file written is removed; in dead-letter mode
  * bad records go to dead_letter_path (their exact bytes) and
  * dead_letter_path + ".errors.ndjson" (file, line, reason per record).
+ * A partitioned table gets one file set per partition tuple (identity,
+ * bucket, truncate, year, month, day, hour, void).
  * Unknown input columns follow new_columns (reject: FL_ERR_BAD_REQUEST
  * naming the column; evolve: added as optional string columns).  On
  * failure res is left empty. */
