@@ -512,6 +512,21 @@ out:
 	return rc;
 }
 
+/* Before any commit attempt: a batch already in the history is done; else
+ * the data files are written, and a batch with no good rows is done too. */
+static int prepare_batch(struct job *j, const json_t *meta, bool *done, struct fl_err *err)
+{
+	*done = true;
+	if (has_batch(meta, j->batch_id, &j->committed_snapshot)) {
+		j->already = true;
+		return 0;
+	}
+	if (write_data(j, meta, err) != 0)
+		return -1;
+	*done = j->res.rows_ok == 0;
+	return 0;
+}
+
 /* Called by the catalog under the row lock (in-process mode). */
 static int build_locked(void *arg, const json_t *current, json_t **updates, struct fl_err *err)
 {
@@ -568,6 +583,7 @@ static int run_in_process(struct job *j, struct fl_err *err)
 	struct cat_db *db = NULL;
 	char abs[PATH_MAX], *conninfo = NULL, *mloc = NULL, *text = NULL, type[16];
 	json_t *meta = NULL;
+	bool done;
 	int applied, rc = -1;
 
 	if (j->sc.database_url[0] != '\0') {
@@ -606,14 +622,9 @@ static int run_in_process(struct job *j, struct fl_err *err)
 		fl_err_set(err, FL_ERR_INTERNAL, "stored metadata is not JSON");
 		goto out;
 	}
-	if (has_batch(meta, j->batch_id, &j->committed_snapshot)) {
-		j->already = true;
-		rc = 0;
+	if (prepare_batch(j, meta, &done, err) != 0)
 		goto out;
-	}
-	if (write_data(j, meta, err) != 0)
-		goto out;
-	if (j->res.rows_ok == 0) {
+	if (done) {
 		rc = 0;
 		goto out;
 	}
@@ -645,6 +656,7 @@ static int run_rest(struct job *j, struct fl_err *err)
 	struct st_rest *c = NULL;
 	json_t *meta = NULL, *updates = NULL, *reqs = NULL, *out = NULL;
 	char *mloc = NULL, *oloc = NULL;
+	bool done;
 	int rc = -1;
 
 	if (st_rest_open(j->ic.catalog_uri, j->sc.warehouse, j->ic.token, &c, err) != 0)
@@ -662,14 +674,9 @@ static int run_rest(struct job *j, struct fl_err *err)
 			goto out;
 		rc = -1;
 	}
-	if (has_batch(meta, j->batch_id, &j->committed_snapshot)) {
-		j->already = true;
-		rc = 0;
+	if (prepare_batch(j, meta, &done, err) != 0)
 		goto out;
-	}
-	if (write_data(j, meta, err) != 0)
-		goto out;
-	if (j->res.rows_ok == 0) {
+	if (done) {
 		rc = 0;
 		goto out;
 	}

@@ -422,6 +422,18 @@ out:
 	return rc;
 }
 
+/* Locks an existing table's row; FL_ERR_NO_SUCH_TABLE (or _NAMESPACE) when
+ * there is none. */
+static int lock_existing(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns,
+                         const char *name, struct cat_row *row, struct fl_err *err)
+{
+	int found = cat_row_lock(c, wh_id, ns, name, row, err);
+
+	if (found == 0)
+		(void)not_found(c, wh_id, ns, name, err);
+	return found > 0 ? 0 : -1;
+}
+
 int cat_table_drop(struct cat_db *db, struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns,
                    const char *name, bool purge, struct fl_err *err)
 {
@@ -429,16 +441,11 @@ int cat_table_drop(struct cat_db *db, struct cat_tx *tx, const char *wh_id, cons
 	struct cat_scope sc;
 	PGresult *r;
 	bool ok = false;
-	int found;
 
 	if (cat_scope_begin(db, tx, true, &sc, err) != 0)
 		return -1;
-	found = cat_row_lock(sc.c, wh_id, ns, name, &row, err);
-	if (found <= 0) {
-		if (found == 0)
-			(void)not_found(sc.c, wh_id, ns, name, err);
+	if (lock_existing(sc.c, wh_id, ns, name, &row, err) != 0)
 		goto out;
-	}
 	const char *p1[1] = {row.id};
 	r = cat_exec(sc.c, "DELETE FROM table_entry WHERE id = $1", 1, p1, err);
 	if (r == NULL || cat_scope_touch(&sc, row.id, err) != 0)
@@ -470,16 +477,11 @@ int cat_table_rename(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
 	struct cat_scope sc;
 	PGresult *r;
 	bool ok = false;
-	int found;
 
 	if (cat_scope_begin(db, tx, true, &sc, err) != 0)
 		return -1;
-	found = cat_row_lock(sc.c, wh_id, from_ns, from, &row, err);
-	if (found <= 0) {
-		if (found == 0)
-			(void)not_found(sc.c, wh_id, from_ns, from, err);
+	if (lock_existing(sc.c, wh_id, from_ns, from, &row, err) != 0)
 		goto out;
-	}
 	if (cat_namespace_id(sc.c, wh_id, to_ns, nsid, sizeof(nsid), err) != 0)
 		goto out;
 	const char *params[3] = {row.id, nsid, to};
@@ -512,17 +514,12 @@ int cat_table_report(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
 	char *text = NULL;
 	PGresult *r;
 	bool ok = false;
-	int found;
 
 	if (cat_scope_begin(db, tx, true, &sc, err) != 0)
 		return -1;
 	/* A share lock would do, but the row lock keeps one code path. */
-	found = cat_row_lock(sc.c, wh_id, ns, name, &row, err);
-	if (found <= 0) {
-		if (found == 0)
-			(void)not_found(sc.c, wh_id, ns, name, err);
+	if (lock_existing(sc.c, wh_id, ns, name, &row, err) != 0)
 		goto out;
-	}
 	text = fl_json_dump(report, NULL);
 	if (text == NULL) {
 		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
