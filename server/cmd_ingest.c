@@ -340,6 +340,7 @@ static int write_data(struct job *j, const json_t *meta, struct fl_err *err)
 	const json_t *schema = current_schema(meta);
 	const json_t *spec = default_spec(meta);
 	const char *tfs = prop(meta, "write.target-file-size-bytes");
+	const char *rgs = prop(meta, "write.parquet.row-group-size-bytes");
 
 	if (location == NULL || schema == NULL)
 		return fl_err_set(err, FL_ERR_INTERNAL,
@@ -378,6 +379,9 @@ static int write_data(struct job *j, const json_t *meta, struct fl_err *err)
 	        .target_file_bytes = j->ic.target_file_bytes > 0 ? (uint64_t)j->ic.target_file_bytes
 	                             : tfs != NULL               ? strtoull(tfs, NULL, 10)
 	                                                         : 0,
+	        /* Memory is bounded by the open row groups; 64 MiB keeps a run
+	         * well under 256 MB of RSS unless the table asks for more. */
+	        .row_group_bytes = rgs != NULL ? (size_t)strtoull(rgs, NULL, 10) : (size_t)64 << 20,
 	        .tz_assume_utc = j->ic.tz_assume_utc != 0,
 	};
 	return st_ingest_run(&o, j->inputs, j->n_inputs, &j->res, err);
