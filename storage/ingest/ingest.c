@@ -310,7 +310,13 @@ static int output_open(struct run *r, struct output *o, struct fl_err *err)
 	po.n_columns = r->ncols;
 	po.iceberg_schema_json = r->schema_json;
 	po.codec = r->o->codec;
+	/* Partitioned runs keep up to MAX_OPEN_OUTPUTS files open: share the
+	 * row-group budget between them so memory stays bounded. */
 	po.row_group_bytes = r->o->row_group_bytes;
+	if (r->npf > 0 && po.row_group_bytes > 0)
+		po.row_group_bytes = po.row_group_bytes / MAX_OPEN_OUTPUTS > (1u << 20)
+		                             ? po.row_group_bytes / MAX_OPEN_OUTPUTS
+		                             : (1u << 20);
 	po.sink = o->sink.sink;
 	if (st_parquet_writer_open(&po, &o->w, err) != 0) {
 		struct fl_err ignored;
