@@ -33,6 +33,7 @@
 #include "feed/ndjson.h"
 #include "iceberg/snapshot.h"
 #include "ingest.h"
+#include "io/io.h"
 #include "json.h"
 #include "log.h"
 #include "rest.h"
@@ -111,7 +112,6 @@ struct job {
 	int nlevels;
 	const char *name;
 	char batch_id[65];
-	char idem_key[40];
 	int64_t snapshot_id;
 	struct st_ingest_result res;
 	struct st_snapshot_manifest *manifest;
@@ -171,8 +171,37 @@ static const char *prop(const json_t *meta, const char *key)
 	return json_string_value(json_object_get(json_object_get(meta, "properties"), key));
 }
 
-/* Hashes the inputs into the batch identity (hex SHA-256) and a UUIDv7-shaped
- * Idempotency-Key derived from it. */
+/* The Idempotency-Key of one REST commit attempt: a hash of the batch, the
+ * table and the attempt number, shaped as a UUIDv7 (version 7, RFC 4122
+ * variant; the "time" bits are hash bits) so catalogs that check the shape
+ * accept it.  Each attempt has its own key because each attempt's body
+ * differs (a new parent): reusing one would replay the stored 409. */
+static void attempt_key(struct job *j, int attempt, char out[40])
+{
+	unsigned char h[32];
+	unsigned int hl = 0;
+	char a[16];
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+
+	snprintf(a, sizeof(a), "%d", attempt);
+	memset(h, 0, sizeof(h));
+	if (md != NULL && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1) {
+		EVP_DigestUpdate(md, j->batch_id, strlen(j->batch_id) + 1);
+		for (int i = 0; i < j->nlevels; i++)
+			EVP_DigestUpdate(md, j->levels[i], strlen(j->levels[i]) + 1);
+		EVP_DigestUpdate(md, j->name, strlen(j->name) + 1);
+		EVP_DigestUpdate(md, a, strlen(a));
+		EVP_DigestFinal_ex(md, h, &hl);
+	}
+	EVP_MD_CTX_free(md);
+	h[6] = (unsigned char)(0x70 | (h[6] & 0x0f));
+	h[8] = (unsigned char)(0x80 | (h[8] & 0x3f));
+	snprintf(out, 40, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+	         h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11], h[12],
+	         h[13], h[14], h[15]);
+}
+
+/* Hashes the inputs into the batch identity (hex SHA-256). */
 static int batch_identity(struct job *j, struct fl_err *err)
 {
 	EVP_MD_CTX *all = EVP_MD_CTX_new();
@@ -224,14 +253,6 @@ static int batch_identity(struct job *j, struct fl_err *err)
 	EVP_DigestFinal_ex(all, h, &hl);
 	for (int i = 0; i < 32; i++)
 		snprintf(j->batch_id + 2 * i, 3, "%02x", h[i]);
-	/* Version 7 and the RFC 4122 variant, so catalogs that check the shape
-	 * accept it; the "time" bits are hash bits, which keeps it deterministic. */
-	h[6] = (unsigned char)(0x70 | (h[6] & 0x0f));
-	h[8] = (unsigned char)(0x80 | (h[8] & 0x3f));
-	snprintf(j->idem_key, sizeof(j->idem_key),
-	         "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", h[0], h[1],
-	         h[2], h[3], h[4], h[5], h[6], h[7], h[8], h[9], h[10], h[11], h[12], h[13], h[14],
-	         h[15]);
 	rc = 0;
 out:
 	EVP_MD_CTX_free(all);
@@ -544,6 +565,15 @@ static int build_locked(void *arg, const json_t *current, json_t **updates, stru
 	return make_updates(j, current, updates, err);
 }
 
+/* Deletes the manifest this run wrote (it was never committed). */
+static void discard_manifest(struct job *j)
+{
+	struct fl_err ignored;
+
+	if (j->manifest != NULL && st_io_delete_tree(j->manifest->path, &ignored) != 0)
+		ignored.kind = FL_ERR_NONE;
+}
+
 /* ---- the two commit modes ---- */
 
 static int parse_table(struct job *j, struct fl_err *err)
@@ -708,8 +738,11 @@ static int run_rest(struct job *j, struct fl_err *err)
 		                            "current-schema-id",
 		                            json_object_get(meta, "current-schema-id"))) != 0)
 			goto out;
-		if (st_rest_commit(c, j->levels, j->nlevels, j->name, reqs, updates, j->idem_key,
-		                   &out, &oloc, err) == 0) {
+		char key[40];
+
+		attempt_key(j, attempt, key);
+		if (st_rest_commit(c, j->levels, j->nlevels, j->name, reqs, updates, key, &out,
+		                   &oloc, err) == 0) {
 			j->committed_snapshot = j->snapshot_id;
 			rc = 0;
 			goto out;
@@ -730,11 +763,19 @@ static int run_rest(struct job *j, struct fl_err *err)
 			}
 			goto out; /* still unknown: keep the files, report it */
 		}
-		if (err->kind != FL_ERR_COMMIT_FAILED || attempt >= j->ic.retries) {
-			if (err->kind == FL_ERR_COMMIT_FAILED)
+		/* 422: this attempt's key was used with another body, which only a
+		 * concurrent run of the same batch does: look at the table, like
+		 * after a conflict. */
+		bool retryable =
+		        err->kind == FL_ERR_COMMIT_FAILED || err->kind == FL_ERR_UNPROCESSABLE;
+
+		if (!retryable || attempt >= j->ic.retries) {
+			if (retryable) {
+				err->kind = FL_ERR_COMMIT_FAILED;
 				fl_err_prefix(err, "gave up after %d attempts", attempt + 1);
-			else
+			} else {
 				st_ingest_result_discard(&j->res);
+			}
 			goto out;
 		}
 		/* A conflict: reload, and retry on the new parent after a backoff. */
@@ -751,7 +792,10 @@ static int run_rest(struct job *j, struct fl_err *err)
 		if (st_rest_load_table(c, j->levels, j->nlevels, j->name, &meta, &mloc, err) != 0)
 			goto out;
 		if (has_batch(meta, j->batch_id, &j->committed_snapshot)) {
+			/* A concurrent run of the same batch won: ours is not needed. */
 			j->already = true;
+			st_ingest_result_discard(&j->res);
+			discard_manifest(j);
 			rc = 0;
 			goto out;
 		}

@@ -846,9 +846,18 @@ int st_cast_json(const struct st_type *t, const json_t *v, const struct st_cast_
 	case ST_TYPE_LONG: {
 		json_int_t i;
 
-		if (!json_is_integer(v))
+		/* With json_reals_are_ints (a line the NDJSON reader read with every
+		 * number as a real), an exact integer a double holds exactly
+		 * (|v| <= 2^53) is taken; otherwise reals are refused. */
+		if (o != NULL && o->json_reals_are_ints && json_is_real(v) &&
+		    json_real_value(v) == floor(json_real_value(v)) &&
+		    fabs(json_real_value(v)) <= 9007199254740992.0 &&
+		    (json_real_value(v) != 0 || !signbit(json_real_value(v))))
+			i = (json_int_t)json_real_value(v);
+		else if (json_is_integer(v))
+			i = json_integer_value(v);
+		else
 			goto wrong;
-		i = json_integer_value(v);
 		if (t->id == ST_TYPE_INT && (i < INT32_MIN || i > INT32_MAX)) {
 			bad(&w, RANGE, "out of range");
 			return fail_json(t, v, &w, err);
@@ -898,6 +907,36 @@ int st_cast_json(const struct st_type *t, const json_t *v, const struct st_cast_
 		r.null = false;
 		*out = r;
 		return 0;
+	case ST_TYPE_STRING:
+		/* A string column takes numbers and booleans as their JSON text:
+		 * inference widens mixed JSON kinds to string, and the values must
+		 * then fit the column it inferred. */
+		if (json_is_integer(v) || json_is_real(v) || json_is_boolean(v)) {
+			uint8_t *p;
+			size_t len;
+
+			if (json_is_integer(v))
+				snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT,
+				         json_integer_value(v));
+			else if (json_is_real(v))
+				shortest_double(json_real_value(v), buf, sizeof(buf));
+			else
+				snprintf(buf, sizeof(buf), "%s",
+				         json_is_true(v) ? "true" : "false");
+			len = strlen(buf);
+			p = scratch ? scratch_take(scratch, len) : NULL;
+			if (p == NULL)
+				return no_scratch(len, err);
+			memcpy(p, buf, len);
+			r.v.bin.p = p;
+			r.v.bin.len = len;
+			r.null = false;
+			*out = r;
+			return 0;
+		}
+		if (!json_is_string(v))
+			goto wrong;
+		break;
 	default:
 		if (!json_is_string(v))
 			goto wrong;

@@ -176,6 +176,7 @@ static int parse_line(struct st_ndjson_reader *r, struct fl_err *err)
 	size_t n = r->line.len;
 	json_error_t je;
 	json_t *v;
+	bool reals;
 	int depth;
 
 	if (n > 0 && s[n - 1] == '\n')
@@ -197,6 +198,17 @@ static int parse_line(struct st_ndjson_reader *r, struct fl_err *err)
 		return 0;
 	}
 	v = json_loadb(s, n, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+	reals = v == NULL && (strstr(je.text, "too big integer") != NULL ||
+	                      strstr(je.text, "too big negative integer") != NULL);
+	if (reals) {
+		/* A whole number beyond int64 (JavaScript writes 1e20 that way) can
+		 * only be a floating-point value: read the line with integers as
+		 * reals and say so (ints_as_reals), so that the cast takes the
+		 * line's exact small integers back and refuses the rest. */
+		v = json_loadb(s, n,
+		               JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL,
+		               &je);
+	}
 	if (v == NULL) {
 		if (json_error_code(&je) == json_error_out_of_memory)
 			return nomem(err);
@@ -213,6 +225,7 @@ static int parse_line(struct st_ndjson_reader *r, struct fl_err *err)
 		return 0;
 	}
 	r->rec.obj = v;
+	r->rec.ints_as_reals = reals;
 	return 0;
 }
 

@@ -42,6 +42,7 @@ struct st_ndjson_record {
 	const char *raw; /* the line's bytes, its LF (or CRLF) included */
 	size_t raw_len;
 	bool raw_truncated; /* the line exceeded max_line_bytes: raw holds its start */
+	bool ints_as_reals; /* a number past int64 made every number of the line a real */
 	const char *error; /* NULL, or why the line is not a usable object */
 };
 

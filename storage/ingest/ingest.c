@@ -435,8 +435,10 @@ static int reject(struct run *r, const char *file, uint64_t line, const char *ra
 		if (r->res->dead_letter_errors == NULL)
 			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		snprintf(r->res->dead_letter_errors, n, "%s.errors.ndjson", r->o->dead_letter_path);
-		r->dl = fopen(r->o->dead_letter_path, "ab");
-		r->dle = fopen(r->res->dead_letter_errors, "ab");
+		/* The file is named after the batch: a rerun of the same batch
+		 * (after a crash) rewrites it rather than adding duplicates. */
+		r->dl = fopen(r->o->dead_letter_path, "wb");
+		r->dle = fopen(r->res->dead_letter_errors, "wb");
 		if (r->dl == NULL || r->dle == NULL)
 			return fl_err_set(err, FL_ERR_IO,
 			                  "cannot open the dead-letter file %.200s: %s",
@@ -645,6 +647,7 @@ static int run_ndjson(struct run *r, const char *file, struct input *in, struct 
 						                      err);
 					continue;
 				}
+				co.json_reals_are_ints = rec->ints_as_reals;
 				if (st_cast_json(&r->cols[c].type, v, &co, &r->scratch, &r->row[c],
 				                 &cerr) != 0) {
 					snprintf(why, sizeof(why), "column '%.60s': %s",

@@ -300,6 +300,8 @@ int st_rest_commit(struct st_rest *c, const char *const *ns, int nlevels, const 
 		rc = table_result(&b, metadata, metadata_location, err);
 	else if (status == 409)
 		http_error(status, &b, FL_ERR_COMMIT_FAILED, err);
+	else if (status == 422)
+		http_error(status, &b, FL_ERR_UNPROCESSABLE, err);
 	else if (status >= 500 || status == 0)
 		http_error(status, &b, FL_ERR_COMMIT_STATE_UNKNOWN, err);
 	else

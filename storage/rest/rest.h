@@ -30,8 +30,9 @@ int st_rest_create_table(struct st_rest *c, const char *const *ns, int nlevels, 
 
 /* POST …/tables/{t} with requirements and updates, sending idempotency_key
  * (may be NULL).  409 → FL_ERR_COMMIT_FAILED; 500/502/503/504 and transport
- * failures after the request was sent → FL_ERR_COMMIT_STATE_UNKNOWN; other
- * 4xx → FL_ERR_BAD_REQUEST with the server's message. */
+ * failures after the request was sent → FL_ERR_COMMIT_STATE_UNKNOWN; 422
+ * (the Idempotency-Key was used with another body) → FL_ERR_UNPROCESSABLE;
+ * other 4xx → FL_ERR_BAD_REQUEST with the server's message. */
 int st_rest_commit(struct st_rest *c, const char *const *ns, int nlevels, const char *name,
                    const json_t *requirements, const json_t *updates, const char *idempotency_key,
                    json_t **metadata, char **metadata_location, struct fl_err *err) FL_MUST_CHECK;
