@@ -42,9 +42,10 @@ CREATE TABLE table_entry (
     version            bigint NOT NULL DEFAULT 0,
     location           text COLLATE "C" NOT NULL,
     created_at         timestamptz NOT NULL DEFAULT now(),
-    updated_at         timestamptz NOT NULL DEFAULT now(),
-    dropped_at         timestamptz
+    updated_at         timestamptz NOT NULL DEFAULT now()
 );
-CREATE UNIQUE INDEX table_entry_name ON table_entry (namespace_id, name) WHERE dropped_at IS NULL;
-CREATE INDEX table_entry_location ON table_entry (warehouse_id, location)
-    WHERE dropped_at IS NULL;
+-- A table or view name is unique in its namespace; the commit path's row
+-- lock and loadTable probe it.
+CREATE UNIQUE INDEX table_entry_name ON table_entry (namespace_id, name);
+-- Location overlap checks are equality and range probes on this index.
+CREATE INDEX table_entry_location ON table_entry (warehouse_id, location);

@@ -27,6 +27,7 @@ static int conn_open(struct cat_db *db, struct cat_conn *c, struct fl_err *err)
 	if (now < c->retry_at_ns)
 		return fl_err_set(err, FL_ERR_UNAVAILABLE, "database unavailable (reconnecting)");
 	c->nstmts = 0;
+	c->nstmts = 0; /* a new session has no prepared statements */
 	c->pg = PQconnectdb(db->conninfo);
 	if (PQstatus(c->pg) != CONNECTION_OK) {
 		char msg[160];
@@ -163,10 +164,39 @@ void cat_conn_put(struct cat_db *db, struct cat_conn *c)
 	pthread_mutex_unlock(&db->mu);
 }
 
+/* The prepared name of sql on c, preparing it on first use; NULL when the
+ * cache is full (the statement then runs unprepared) or preparing failed. */
+static const char *prepared(struct cat_conn *c, const char *sql, char name[16])
+{
+	PGresult *r;
+	int i;
+
+	for (i = 0; i < c->nstmts; i++) {
+		if (c->stmts[i] == sql) {
+			snprintf(name, 16, "s%d", i);
+			return name;
+		}
+	}
+	if (c->nstmts == CAT_STMT_CACHE)
+		return NULL;
+	snprintf(name, 16, "s%d", i);
+	r = PQprepare(c->pg, name, sql, 0, NULL);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+		PQclear(r);
+		return NULL;
+	}
+	PQclear(r);
+	c->stmts[c->nstmts++] = sql;
+	return name;
+}
+
 PGresult *cat_exec(struct cat_conn *c, const char *sql, int n, const char *const *params,
                    struct fl_err *err)
 {
-	PGresult *r = PQexecParams(c->pg, sql, n, NULL, params, NULL, NULL, 0);
+	char name[16];
+	const char *stmt = n > 0 ? prepared(c, sql, name) : NULL;
+	PGresult *r = stmt ? PQexecPrepared(c->pg, stmt, n, params, NULL, NULL, 0)
+	                   : PQexecParams(c->pg, sql, n, NULL, params, NULL, NULL, 0);
 	ExecStatusType st = PQresultStatus(r);
 	const char *state;
 
