@@ -284,7 +284,8 @@ static int output_open(struct run *r, struct output *o, struct fl_err *err)
 	}
 	snprintf(o->uri, (size_t)n + 1, "%s/%s-%05u.parquet", r->o->data_uri, r->batch,
 	         r->file_seq++);
-	memcpy(o->key, r->key.data, r->key.len);
+	if (r->key.len > 0)
+		memcpy(o->key, r->key.data, r->key.len);
 	o->key_len = r->key.len;
 	/* The tuple's bytes must outlive the row: point them into our key copy. */
 	for (size_t i = 0, off = 0; i < r->npf; i++) {
@@ -408,7 +409,7 @@ static struct output *output_for_row(struct run *r, struct fl_err *err)
 {
 	for (size_t i = 0; i < r->nouts; i++)
 		if (r->outs[i].key_len == r->key.len &&
-		    memcmp(r->outs[i].key, r->key.data, r->key.len) == 0)
+		    (r->key.len == 0 || memcmp(r->outs[i].key, r->key.data, r->key.len) == 0))
 			return &r->outs[i];
 	if (r->nouts == MAX_OPEN_OUTPUTS && outputs_close_all(r, err) != 0)
 		return NULL;
