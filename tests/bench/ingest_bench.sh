@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# Ingest benchmark: `floe ingest` (CSV -> Parquet data file + manifests + one committed
+# snapshot, in process) against DuckDB's single-thread CSV -> zstd Parquet on the same file,
+# in one run; then the cold-start wall time of `floe ingest` for a 1,000-row file.
+#
+# Usage: tests/bench/ingest_bench.sh [--big]
+#   --big   also the 1 GB case (7,600,000 rows; needs ~3 GB free in TMPDIR, ~1 min more)
+# Environment:
+#   FLOE_BIN          the binary to measure (default: release build in build-bench/, built here)
+#   FLOE_SHARED_DIR   where bench/gencsv.c is (default: ../shared)
+#   BENCH_ROWS (760000)   rows of the main file (~100 MB)
+#   BENCH_SMALL_RUNS (10) runs of the 1,000-row cold start, each with a different file
+#   FLOE_DUCKDB_MODULES   node_modules holding @duckdb/node-api (default tests/integration's)
+#
+# The table is created over REST with the types that cast gencsv's text exactly:
+#   id long, user_id long, qty int, amount decimal(9,2) (2 decimals, < 100,000),
+#   score double (6 decimals), category/name/comment string, created_at timestamp
+#   (microseconds, no zone), updated_at timestamp.
+# DuckDB infers BIGINT x3, DOUBLE x2, VARCHAR x3, TIMESTAMP x2 for the same file. Both write
+# zstd Parquet (Floe: the table default write.parquet.compression-codec=zstd). Floe's time
+# includes writing the manifest, the manifest list, metadata.json (fsynced) and the commit
+# in PostgreSQL (durable); DuckDB writes one Parquet file. Peak RSS is /usr/bin/time -v's
+# "Maximum resident set size" (for DuckDB that includes node itself).
+# The input is in the page cache for both (it was just generated). Prints figures and
+# ratios; fails only when it cannot measure.
+set -euo pipefail
+
+# shellcheck source=tests/bench/bench_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
+big=0
+for a in "$@"; do
+	case $a in
+	--big) big=1 ;;
+	-h | --help)
+		sed -n '2,12p' "$0"
+		exit 0
+		;;
+	*)
+		echo "ingest_bench: unknown argument $a" >&2
+		exit 2
+		;;
+	esac
+done
+bench_init ingest_bench
+bench_need curl jq cc node
+[ -x /usr/bin/time ] || bench_die "/usr/bin/time not found (Debian package time)"
+
+rows=${BENCH_ROWS:-760000}
+small_runs=${BENCH_SMALL_RUNS:-10}
+here=$bench_repo/tests/bench
+[ -f "$SHARED/bench/gencsv.c" ] || bench_die "no $SHARED/bench/gencsv.c"
+bench_build_c gencsv "$SHARED/bench/gencsv.c"
+
+bench_pg_start || bench_die "could not start PostgreSQL"
+bench_floe_start --log-level=info
+
+schema='{"type":"struct","schema-id":0,"fields":[
+ {"id":1,"name":"id","type":"long","required":true},
+ {"id":2,"name":"user_id","type":"long","required":false},
+ {"id":3,"name":"qty","type":"int","required":false},
+ {"id":4,"name":"amount","type":"decimal(9, 2)","required":false},
+ {"id":5,"name":"score","type":"double","required":false},
+ {"id":6,"name":"category","type":"string","required":false},
+ {"id":7,"name":"name","type":"string","required":false},
+ {"id":8,"name":"comment","type":"string","required":false},
+ {"id":9,"name":"created_at","type":"timestamp","required":false},
+ {"id":10,"name":"updated_at","type":"timestamp","required":false}]}'
+curl -fsS -X POST -H 'Content-Type: application/json' -d '{"namespace":["ing"]}' \
+	"$BASE$P/namespaces" >/dev/null || bench_die "create namespace failed"
+create_table()
+{
+	curl -fsS -X POST -H 'Content-Type: application/json' \
+		-d "{\"name\":\"$1\",\"schema\":$schema}" "$BASE$P/namespaces/ing/tables" >/dev/null ||
+		bench_die "create table ing.$1 failed"
+}
+create_table events
+create_table small
+[ "$big" = 1 ] && create_table events_big
+# The in-process ingest needs only PostgreSQL; the daemon is not part of the measurement.
+bench_floe_stop
+
+now_ns()
+{
+	date +%s%N
+}
+
+# run_floe TABLE FILE -> sets I_SEC I_RSS_KB I_BYTES I_ROWS I_STATUS (JSON line in $BT/ingest.json)
+run_floe()
+{
+	local t0 t1
+	t0=$(now_ns)
+	/usr/bin/time -v -o "$BT/time.txt" "$FLOE_BIN" ingest --database-url="$DB_URL" \
+		--table "ing.$1" "$2" >"$BT/ingest.json" 2>"$BT/ingest.err" || {
+		cat "$BT/ingest.json" "$BT/ingest.err" >&2
+		bench_die "floe ingest $2 failed"
+	}
+	t1=$(now_ns)
+	I_SEC=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
+	I_RSS_KB=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$BT/time.txt")
+	I_BYTES=$(jq -r '."bytes-written"' "$BT/ingest.json")
+	I_ROWS=$(jq -r '."rows-committed"' "$BT/ingest.json")
+	I_STATUS=$(jq -r '.status' "$BT/ingest.json")
+}
+
+# run_duck FILE -> sets D_SEC (COPY only) D_WALL (process) D_RSS_KB D_BYTES D_ROWS D_VER
+run_duck()
+{
+	local out t0 t1
+	t0=$(now_ns)
+	out=$(/usr/bin/time -v -o "$BT/time.txt" node "$here/duckdb_copy.mjs" "$1" "$BT/duck.parquet" 1) ||
+		bench_die "DuckDB COPY failed"
+	t1=$(now_ns)
+	D_WALL=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
+	D_SEC=$(jq -r '.seconds' <<<"$out")
+	D_ROWS=$(jq -r '.rows' <<<"$out")
+	D_BYTES=$(jq -r '.bytes_out' <<<"$out")
+	D_VER=$(jq -r '.duckdb' <<<"$out")
+	D_RSS_KB=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$BT/time.txt")
+	rm -f "$BT/duck.parquet"
+}
+
+# compare LABEL TABLE FILE: one Floe and one DuckDB run on FILE, a table of figures.
+compare()
+{
+	local label=$1 table=$2 file=$3 bytes nrows
+	bytes=$(stat -c %s "$file")
+	nrows=$(($(wc -l <"$file") - 1))
+	echo "ingest_bench: $label: floe ingest..." >&2
+	run_floe "$table" "$file"
+	[ "$I_STATUS" = committed ] || bench_die "floe ingest status $I_STATUS"
+	[ "$I_ROWS" = "$nrows" ] || bench_die "floe committed $I_ROWS rows, the file has $nrows"
+	echo "ingest_bench: $label: DuckDB..." >&2
+	run_duck "$file"
+	[ "$D_ROWS" = "$nrows" ] || bench_die "DuckDB wrote $D_ROWS rows, the file has $nrows"
+	echo "-- $label: $(awk -v b="$bytes" 'BEGIN { printf "%.1f MB", b / 1e6 }'), $nrows rows --"
+	printf '%-40s %9s %12s %9s %10s %14s %7s\n' "" "seconds" "rows/s" "MB/s in" "peak RSS" "output bytes" "out/in"
+	line()
+	{
+		awk -v l="$1" -v s="$2" -v n="$nrows" -v b="$bytes" -v r="$3" -v o="$4" 'BEGIN {
+			printf "%-40s %9.3f %12.0f %9.1f %7.1f MB %14d %7.3f\n", l, s, n / s, b / 1e6 / s, r / 1024, o, o / b }'
+	}
+	line "floe ingest (1 thread, committed)" "$I_SEC" "$I_RSS_KB" "$I_BYTES"
+	line "DuckDB $D_VER COPY, threads=1" "$D_SEC" "$D_RSS_KB" "$D_BYTES"
+	echo "(floe: process wall time, start to committed snapshot; DuckDB: the COPY statement," \
+		"process wall $D_WALL s; RSS of DuckDB includes node)"
+	echo "ratio floe/DuckDB: rows/s $(bench_ratio "$D_SEC" "$I_SEC"), peak RSS $(bench_ratio "$I_RSS_KB" "$D_RSS_KB")x," \
+		"output bytes $(bench_ratio "$I_BYTES" "$D_BYTES")x"
+	echo
+}
+
+echo "ingest_bench: generating $rows rows..." >&2
+"$BT/gencsv" "$rows" >"$BT/x.csv"
+if [ "$big" = 1 ]; then
+	echo "ingest_bench: generating 7600000 rows..." >&2
+	"$BT/gencsv" 7600000 >"$BT/x1g.csv"
+fi
+# Ten different 1,000-row files (the batch identity is a content hash: the same file twice
+# would be an already-committed no-op).
+"$BT/gencsv" $((1000 * small_runs)) >"$BT/small_all.csv"
+for i in $(seq 0 $((small_runs - 1))); do
+	{
+		head -n 1 "$BT/small_all.csv"
+		sed -n "$((2 + 1000 * i)),$((1001 + 1000 * i))p" "$BT/small_all.csv"
+	} >"$BT/small$i.csv"
+done
+
+echo "== ingest_bench: floe ingest vs DuckDB CSV -> zstd Parquet (same run, same file) =="
+bench_env_line
+echo "floe: $("$FLOE_BIN" version 2>/dev/null | head -n 1), in process (--database-url), warehouse on $(df -T "$BT" | awk 'NR == 2 { print $2 }') ($BT)"
+echo
+
+compare "gencsv $rows" events "$BT/x.csv"
+[ "$big" = 1 ] && compare "gencsv 7600000 (--big)" events_big "$BT/x1g.csv"
+
+echo "ingest_bench: cold start, $small_runs runs..." >&2
+times=()
+for i in $(seq 0 $((small_runs - 1))); do
+	run_floe small "$BT/small$i.csv"
+	if [ "$I_STATUS" != committed ] || [ "$I_ROWS" != 1000 ]; then
+		bench_die "small run $i: $I_STATUS, $I_ROWS rows"
+	fi
+	times+=("$I_SEC")
+	rss=$I_RSS_KB
+done
+echo "-- cold start: floe ingest of a 1,000-row file ($(stat -c %s "$BT/small0.csv") bytes), process start to committed snapshot --"
+printf '%s\n' "${times[@]}" | sort -n | awk -v n="$small_runs" -v rss="$rss" '
+	{ t[NR] = $1 * 1000 }
+	END { m = (n % 2) ? t[(n + 1) / 2] : (t[n / 2] + t[n / 2 + 1]) / 2
+	      printf "%d runs, different files each: median %.1f ms, min %.1f ms, max %.1f ms; peak RSS %.1f MB\n",
+	             n, m, t[1], t[n], rss / 1024 }'
+echo "(a loop of separate processes timed with date +%s%N; each run adds one snapshot to ing.small)"
+bench_load_line
