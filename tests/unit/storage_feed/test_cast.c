@@ -324,7 +324,7 @@ static void test_text(void **state)
 		struct fl_err err = {0};
 		uint8_t room[64];
 		struct st_cast_scratch sc = {room, sizeof(room), 0};
-		struct st_cast_opts o;
+		struct st_cast_opts o = {0};
 		char got[128];
 		int rc;
 
@@ -496,7 +496,7 @@ static void test_json(void **state)
 		struct fl_err err = {0};
 		uint8_t room[64];
 		struct st_cast_scratch sc = {room, sizeof(room), 0};
-		struct st_cast_opts o;
+		struct st_cast_opts o = {0};
 		json_error_t je;
 		json_t *j = json_loads(c->in, JSON_DECODE_ANY, &je);
 		char got[128];
