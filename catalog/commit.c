@@ -606,13 +606,23 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 		goto out;
 	row_stats(meta, &st);
 	if (found) {
-		if (cat_row_update(c, row.id, path, text, row.version + 1, cat_meta_location(meta),
-		                   &st, err) != 0 ||
-		    cat_scope_touch(sc, row.id, err) != 0 ||
-		    cat_event_insert(c, row.id, wh->id, &ch->ns, ch->name, row.version + 1, path,
-		                     cat_meta_current_snapshot_id(meta), operation(meta),
-		                     request_id, err) != 0)
+		/* The pointer, the commit event and the NOTIFY in one round trip. */
+		struct cat_row_move mv = {
+		        .id = row.id,
+		        .metadata_location = path,
+		        .metadata = text,
+		        .version = row.version + 1,
+		        .location = cat_meta_location(meta),
+		        .stats = &st,
+		        .ns = &ch->ns,
+		        .name = ch->name,
+		        .snapshot_id = cat_meta_current_snapshot_id(meta),
+		        .operation = operation(meta),
+		        .request_id = request_id,
+		};
+		if (cat_row_move(c, &mv, err) != 0)
 			goto out;
+		cat_scope_touched(sc, row.id);
 	} else {
 		const char *uuid = cat_meta_uuid(meta);
 

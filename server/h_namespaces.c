@@ -11,6 +11,7 @@
 #include "handlers.h"
 #include "json.h"
 #include "reply.h"
+#include "whcache.h"
 
 int srv_warehouse(struct srv_req *r, struct cat_warehouse *wh, struct fl_err *err)
 {
@@ -20,7 +21,14 @@ int srv_warehouse(struct srv_req *r, struct cat_warehouse *wh, struct fl_err *er
 		return fl_err_set(
 		        err, FL_ERR_BAD_REQUEST,
 		        "no warehouse: use the prefix from GET /v1/config?warehouse=NAME");
-	return cat_warehouse_get(r->ctx->db, r->tx, name, wh, err);
+	/* Inside an idempotency transaction, read through it; otherwise a
+	 * recent lookup will do (whcache.h says why that is safe). */
+	if (r->tx == NULL && srv_whcache_get(r->ctx->whcache, name, wh))
+		return 0;
+	if (cat_warehouse_get(r->ctx->db, r->tx, name, wh, err) != 0)
+		return -1;
+	srv_whcache_put(r->ctx->whcache, wh);
+	return 0;
 }
 
 static int check_level(struct srv_req *r, const char *s, size_t n, struct fl_err *err)

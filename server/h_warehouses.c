@@ -4,6 +4,7 @@
 #include "handlers.h"
 #include "reply.h"
 #include "router.h"
+#include "whcache.h"
 
 static int reply_json(struct srv_req *r, json_t *v, bool created, struct fl_err *err)
 {
@@ -51,5 +52,6 @@ int srv_h_wh_delete(struct srv_req *r, struct fl_err *err)
 {
 	if (cat_warehouse_delete(r->ctx->db, r->name, err) != 0)
 		return -1;
+	srv_whcache_clear(r->ctx->whcache);
 	return srv_reply_no_content(r) == 0 ? 0 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 }

@@ -17,6 +17,7 @@
 #include "router.h"
 #include "scheduler.h"
 #include "srv.h"
+#include "whcache.h"
 
 static void usage(FILE *f)
 {
@@ -144,7 +145,8 @@ static int cmd_serve(struct srv_config *cfg)
 	    default_warehouse(&ctx, abs, &err) != 0)
 		goto fail;
 	ctx.metrics = srv_metrics_new();
-	if (ctx.metrics == NULL) {
+	ctx.whcache = srv_whcache_new();
+	if (ctx.metrics == NULL || ctx.whcache == NULL) {
 		fl_err_set(&err, FL_ERR_NOMEM, "out of memory");
 		goto fail;
 	}
@@ -168,6 +170,7 @@ out:
 	srv_scheduler_stop(sched);
 	cat_db_close(ctx.db);
 	srv_metrics_free(ctx.metrics);
+	srv_whcache_free(ctx.whcache);
 	free(conninfo);
 	srv_pg_stop(pg);
 	if (rc == 0)

@@ -60,6 +60,7 @@ struct srv_ctx {
 	struct cat_db *db;
 	struct srv_metrics *metrics;
 	const char *default_warehouse; /* NULL when none */
+	struct srv_whcache *whcache; /* warehouse lookups; may be NULL */
 };
 
 #define SRV_MAX_SEGS 32

@@ -95,6 +95,10 @@ struct cat_scope {
 	struct cat_touched touched;
 };
 
+/* Records a table as changed by this scope (its NOTIFY was sent by the
+ * caller's own statement): invalidated locally after COMMIT. */
+void cat_scope_touched(struct cat_scope *s, const char *table_id);
+
 /* Marks a table as changed by this scope: NOTIFY now (delivered at COMMIT),
  * local invalidation after COMMIT. */
 int cat_scope_touch(struct cat_scope *s, const char *table_id, struct fl_err *err) FL_MUST_CHECK;
@@ -138,6 +142,24 @@ int cat_row_insert(struct cat_conn *c, const char *wh_id, const char *ns_id, con
                    const char *name, const char *location, const char *metadata_location,
                    const char *metadata, int64_t version, const struct cat_row_stats *st,
                    struct fl_err *err) FL_MUST_CHECK;
+
+/* One commit's writes to a locked row: the new pointer and stored
+ * metadata, the commit event, and NOTIFY floe_table — one statement. */
+struct cat_row_move {
+	const char *id;
+	const char *metadata_location;
+	const char *metadata;
+	int64_t version;
+	const char *location;
+	const struct cat_row_stats *stats;
+	const struct cat_ns *ns;
+	const char *name;
+	int64_t snapshot_id; /* -1 = none */
+	const char *operation;
+	const char *request_id; /* may be NULL */
+};
+int cat_row_move(struct cat_conn *c, const struct cat_row_move *m,
+                 struct fl_err *err) FL_MUST_CHECK;
 
 /* Takes the warehouse's transaction advisory lock, which serializes table
  * creation and location changes within a warehouse. */

@@ -22,10 +22,11 @@ int cat_jobs_run_one(struct cat_db *db, bool *did, struct fl_err *err)
 		return -1;
 	if (cat_exec_cmd(c, "BEGIN", err) != 0)
 		goto out;
-	r = cat_exec(c,
-	             "SELECT id, location, attempts, warehouse_id FROM maintenance_job WHERE state = 'pending'"
-	             " AND run_after <= now() ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED",
-	             0, NULL, err);
+	r = cat_exec(
+	        c,
+	        "SELECT id, location, attempts, warehouse_id FROM maintenance_job WHERE state = 'pending'"
+	        " AND run_after <= now() ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED",
+	        0, NULL, err);
 	if (r == NULL)
 		goto out;
 	if (PQntuples(r) == 0) {

@@ -133,6 +133,46 @@ int cat_row_update(struct cat_conn *c, const char *id, const char *metadata_loca
 	return 0;
 }
 
+int cat_row_move(struct cat_conn *c, const struct cat_row_move *m, struct fl_err *err)
+{
+	char v[24], a[24], b[24], d[24], snap[24], *arr = cat_text_array(m->ns, m->ns->n);
+	const char *params[13] = {m->id, m->metadata_location, m->metadata, v, m->location};
+	PGresult *r;
+
+	if (arr == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	snprintf(v, sizeof(v), "%lld", (long long)m->version);
+	stat_text(m->stats->records, a, sizeof(a), &params[5]);
+	stat_text(m->stats->files, b, sizeof(b), &params[6]);
+	stat_text(m->stats->bytes, d, sizeof(d), &params[7]);
+	snprintf(snap, sizeof(snap), "%lld", (long long)m->snapshot_id);
+	params[8] = arr;
+	params[9] = m->name;
+	params[10] = m->snapshot_id >= 0 ? snap : NULL;
+	params[11] = m->operation;
+	params[12] = m->request_id;
+	r = cat_exec(
+	        c,
+	        "WITH u AS (UPDATE table_entry SET metadata_location = $2, metadata = $3,"
+	        "   version = $4::bigint, location = $5, updated_at = now(), last_commit_at = now(),"
+	        "   total_records = $6::bigint, total_data_files = $7::bigint, total_files_size = $8::bigint"
+	        "   WHERE id = $1 RETURNING id, warehouse_id),"
+	        " e AS (INSERT INTO commit_event (table_id, warehouse_id, namespace, table_name, version,"
+	        "   metadata_location, snapshot_id, operation, request_id)"
+	        "   SELECT id, warehouse_id, $9::text[], $10, $4::bigint, $2, $11::bigint, $12, $13 FROM u)"
+	        " SELECT pg_notify('floe_table', id::text) FROM u",
+	        13, params, err);
+	free(arr);
+	if (r == NULL)
+		return -1;
+	if (PQntuples(r) != 1) {
+		PQclear(r);
+		return fl_err_set(err, FL_ERR_COMMIT_FAILED, "table was dropped concurrently");
+	}
+	PQclear(r);
+	return 0;
+}
+
 int cat_location_check(struct cat_conn *c, const struct cat_warehouse *wh, const char *location,
                        const char *exclude_id, struct fl_err *err)
 {

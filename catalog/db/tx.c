@@ -36,6 +36,11 @@ static void touched_flush(struct cat_db *db, struct cat_touched *t)
 	t->overflow = false;
 }
 
+void cat_scope_touched(struct cat_scope *s, const char *table_id)
+{
+	touched_add(s->outer ? &s->outer->touched : &s->touched, table_id);
+}
+
 int cat_scope_touch(struct cat_scope *s, const char *table_id, struct fl_err *err)
 {
 	const char *params[1] = {table_id};
