@@ -178,9 +178,9 @@ int cat_table_register(struct cat_db *db, struct cat_tx *tx, const struct cat_wa
 /* One round trip: the current metadata location and JSON text, byte for
  * byte as stored, and the warehouse's storage type, looked up by warehouse
  * name.  FL_ERR_NO_SUCH_WAREHOUSE / _NAMESPACE / _TABLE on a miss. */
-int cat_table_load(struct cat_db *db, struct cat_tx *tx, const char *wh_name, const struct cat_ns *ns,
-		   const char *name, char **metadata_location, char **metadata, char storage_type[16],
-		   struct fl_err *err) FL_MUST_CHECK;
+int cat_table_load(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
+                   const struct cat_ns *ns, const char *name, char **metadata_location,
+                   char **metadata, char storage_type[16], struct fl_err *err) FL_MUST_CHECK;
 
 /* {identifiers:[{namespace, name}…], next-page-token} in byte order of name. */
 int cat_table_list(struct cat_db *db, struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns,
@@ -213,14 +213,15 @@ int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse 
 /* Builds the updates of an in-process append from the table's current
  * metadata, called under the table's row lock (so the result can never lose
  * a race).  Set *updates (a new reference; an empty array = nothing to do). */
-typedef int (*cat_append_fn)(void *arg, const json_t *current, json_t **updates, struct fl_err *err);
+typedef int (*cat_append_fn)(void *arg, const json_t *current, json_t **updates,
+                             struct fl_err *err);
 
 /* In-process commit for `floe ingest`: locks the table, calls build with its
  * current metadata and commits what build returns, in one transaction.
  * ch->ns and ch->name name the table; the result fields are filled. */
 int cat_table_append(struct cat_db *db, const struct cat_warehouse *wh, struct cat_change *ch,
-		     cat_append_fn build, void *arg, const struct cat_limits *lim, const char *request_id,
-		     struct fl_err *err) FL_MUST_CHECK;
+                     cat_append_fn build, void *arg, const struct cat_limits *lim,
+                     const char *request_id, struct fl_err *err) FL_MUST_CHECK;
 
 /* Per-table statistics for /metrics: fn is called once per table. */
 struct cat_table_stat {
