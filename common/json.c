@@ -185,8 +185,18 @@ bool fl_utf8_valid(const char *s, size_t n)
 		size_t len;
 		unsigned cp;
 
+		/* ASCII runs, eight bytes at a time: most feed data is ASCII. */
 		if (c < 0x80) {
-			p++;
+			uint64_t w;
+
+			while ((size_t)(end - p) >= 8) {
+				memcpy(&w, p, 8);
+				if (w & 0x8080808080808080ULL)
+					break;
+				p += 8;
+			}
+			while (p < end && *p < 0x80)
+				p++;
 			continue;
 		}
 		if (c >= 0xc2 && c <= 0xdf) {

@@ -721,7 +721,7 @@ static int cast_text(const struct st_type *t, const char *s, size_t n, const str
 			return 1;
 		break;
 	case ST_TYPE_STRING:
-		if (!fl_utf8_valid(s, n)) {
+		if (!(o != NULL && o->utf8_checked) && !fl_utf8_valid(s, n)) {
 			bad(w, INVALID, "not valid UTF-8");
 			return 1;
 		}

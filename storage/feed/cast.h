@@ -55,6 +55,7 @@
 struct st_cast_opts {
 	bool tz_assume_utc; /* a timestamptz without a zone is UTC (default: refused) */
 	bool json_reals_are_ints; /* int/long take exact integral reals (|v| <= 2^53) */
+	bool utf8_checked; /* the text is known to be valid UTF-8 (the CSV reader checked it) */
 };
 
 /* Caller-owned room for decoded bytes (binary, fixed, uuid), handed out

@@ -311,6 +311,9 @@ static int output_open(struct run *r, struct output *o, struct fl_err *err)
 	po.n_columns = r->ncols;
 	po.iceberg_schema_json = r->schema_json;
 	po.codec = r->o->codec;
+	/* Strings reach the writer only through the cast, which validated them
+	 * (or the CSV reader did): skip the writer's own UTF-8 pass. */
+	po.utf8_checked = true;
 	/* Partitioned runs keep up to MAX_OPEN_OUTPUTS files open: share the
 	 * row-group budget between them so memory stays bounded. */
 	po.row_group_bytes = r->o->row_group_bytes;
@@ -521,7 +524,9 @@ static int emit(struct run *r, char *why, size_t why_cap, struct fl_err *err)
 static int cast_cell(struct run *r, size_t c, const char *p, size_t len, bool quoted, char *why,
                      size_t why_cap)
 {
-	struct st_cast_opts co = {.tz_assume_utc = r->o->tz_assume_utc};
+	/* The CSV reader validated every field's UTF-8 (invalid records never
+	 * get here), so neither the cast nor the Parquet writer checks again. */
+	struct st_cast_opts co = {.tz_assume_utc = r->o->tz_assume_utc, .utf8_checked = true};
 	const char *marker = r->o->null_marker;
 	struct fl_err cerr = {0};
 

@@ -146,6 +146,7 @@ struct st_parquet_writer {
 	int level;
 	size_t row_group_bytes, page_bytes, dict_bytes, truncate;
 	bool no_dictionary;
+	bool utf8_checked;
 	char *created_by, *iceberg_schema;
 	struct st_parquet_kv *kv; /* owned copies */
 	size_t n_kv;
@@ -717,6 +718,7 @@ int st_parquet_writer_open(const struct st_parquet_opts *o, struct st_parquet_wr
 	w->dict_bytes = o->dict_bytes ? o->dict_bytes : DEFAULT_DICT_BYTES;
 	w->truncate = o->truncate_length ? o->truncate_length : DEFAULT_TRUNCATE;
 	w->no_dictionary = o->no_dictionary;
+	w->utf8_checked = o->utf8_checked;
 	if (w->page_bytes > INT32_MAX / 4)
 		w->page_bytes = INT32_MAX / 4;
 	if (w->dict_bytes > INT32_MAX / 4)
@@ -781,7 +783,8 @@ fail:
 
 /* ---- rows ------------------------------------------------------------------ */
 
-static int check_value(const struct pq_col *c, const struct st_value *v, struct fl_err *err)
+static int check_value(const struct pq_col *c, const struct st_value *v, bool utf8_checked,
+                       struct fl_err *err)
 {
 	const struct st_type *t = &c->def.type;
 
@@ -796,7 +799,7 @@ static int check_value(const struct pq_col *c, const struct st_value *v, struct 
 	case ST_TYPE_STRING:
 		if (v->v.bin.len > 0 && v->v.bin.p == NULL)
 			goto nobytes;
-		if (!st_utf8_valid(v->v.bin.p, v->v.bin.len))
+		if (!utf8_checked && !st_utf8_valid(v->v.bin.p, v->v.bin.len))
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
 			                  "parquet: column %s: the string is not valid UTF-8",
 			                  c->def.name);
@@ -1194,7 +1197,7 @@ int st_parquet_writer_write_row(struct st_parquet_writer *w, const struct st_val
 	if (w->broken)
 		return fl_err_set(err, FL_ERR_IO, "parquet: the writer failed earlier");
 	for (size_t i = 0; i < w->n_cols; i++) {
-		if (check_value(&w->cols[i], &row[i], err) != 0)
+		if (check_value(&w->cols[i], &row[i], w->utf8_checked, err) != 0)
 			return -1;
 	}
 	if (w->rg_rows >= (size_t)INT32_MAX && st_parquet_writer_flush(w, err) != 0)

@@ -74,6 +74,7 @@ struct st_parquet_opts {
 	size_t page_bytes; /* 0: 1 MiB (write.parquet.page-size-bytes) */
 	size_t dict_bytes; /* 0: 2 MiB (write.parquet.dict-size-bytes) */
 	bool no_dictionary; /* PLAIN only */
+	bool utf8_checked; /* the caller has validated every string: skip the check */
 	size_t truncate_length; /* metrics truncate(N) for string/binary bounds; 0: 16 */
 	const char *created_by; /* NULL: "floe version 0.1.0" */
 	struct st_sink sink;
