@@ -158,26 +158,30 @@ static void written_done(struct written *w, bool remove)
 	w->n = 0;
 }
 
-/* Writes meta as a new metadata file; *path and *text are malloc'd. */
+/* Writes meta as a new metadata file; on success *path and *text are
+ * malloc'd, on failure both are left untouched. */
 static int write_metadata(const json_t *meta, int64_t version, struct written *w, char **path,
                           char **text, struct fl_err *err)
 {
+	char *t, *p;
 	size_t n;
 
-	*text = fl_json_dump(meta, &n);
-	*path = metadata_file(meta, version);
-	if (*text == NULL || *path == NULL || written_add(w, *path) != 0) {
-		free(*text);
-		free(*path);
+	t = fl_json_dump(meta, &n);
+	p = metadata_file(meta, version);
+	if (t == NULL || p == NULL || written_add(w, p) != 0) {
+		free(t);
+		free(p);
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	}
-	if (st_io_write_new(*path, *text, n, err) != 0) {
+	if (st_io_write_new(p, t, n, err) != 0) {
 		w->n--;
 		free(w->paths[w->n]);
-		free(*text);
-		free(*path);
+		free(t);
+		free(p);
 		return -1;
 	}
+	*path = p;
+	*text = t;
 	return 0;
 }
 

@@ -4,6 +4,7 @@
 // concurrent duplicates execute once, and floe_idempotent_replays_total counts.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { parse, sum } from '../lib/prom.mjs';
 import { request } from '../lib/harness.mjs';
 import { startCatalog, call, assertError, tablePath, createBody, appendCommit, uuidv7 } from './lib.mjs';
@@ -95,6 +96,35 @@ test('a terminal 4xx (409) is stored and replayed even after the conflict is gon
   const again = await keyed('POST', p, body, key);
   assertReplay(first, again);
   assert.equal((await load('t409')).metadata.properties.x, undefined, 'the replayed 409 did not execute');
+});
+
+// A 5xx outcome is never stored: after a commit fails on the server (its metadata
+// folder is replaced by a plain file, so the metadata write fails even as root),
+// the same key runs the request again once the fault is gone.
+test('a 5xx is not stored: the same key executes again after the fault is repaired', async () => {
+  const created = await call(c.base, 'POST', `${c.p}/namespaces/idem/tables`, { body: createBody('t5xx'), expect: 200 });
+  const dir = new URL(`${created.json.metadata.location}/metadata`).pathname;
+  const saved = `${dir}.saved`;
+  const p = tablePath(c.p, NS, 't5xx');
+  const body = JSON.stringify({ requirements: [], updates: [{ action: 'set-properties', updates: { after: 'repair' } }] });
+  const key = uuidv7();
+  fs.renameSync(dir, saved);
+  fs.writeFileSync(dir, 'not a directory');
+  let first;
+  try {
+    first = await keyed('POST', p, body, key);
+  } finally {
+    fs.rmSync(dir);
+    fs.renameSync(saved, dir);
+  }
+  assert.ok(first.status >= 500, `the broken write must be a 5xx, got ${first.status} ${first.text}`);
+  assert.equal((await load('t5xx')).metadata.properties.after, undefined, 'nothing applied by the failed commit');
+  const again = await keyed('POST', p, body, key);
+  assert.equal(again.status, 200, again.text);
+  assert.equal(again.headers['idempotent-replayed'], undefined, 'executed, not replayed');
+  assert.equal((await load('t5xx')).metadata.properties.after, 'repair');
+  const third = await keyed('POST', p, body, key);
+  assertReplay(again, third); // and the 200 is stored
 });
 
 test('same key, different body / route / method → 422 UnprocessableEntityException, nothing applied', async () => {
