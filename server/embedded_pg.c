@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "path.h"
 
 struct srv_pg {
 	char bin[1024];
@@ -143,22 +144,6 @@ static int mkdir_owned(struct srv_pg *pg, const char *dir, mode_t mode, struct f
 	return 0;
 }
 
-static int mkdir_p(const char *path)
-{
-	char tmp[1100];
-
-	snprintf(tmp, sizeof(tmp), "%s", path);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p == '/') {
-			*p = '\0';
-			if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-				return -1;
-			*p = '/';
-		}
-	}
-	return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 static int choose_dirs(struct srv_pg *pg, const char *data_dir, struct fl_err *err)
 {
 	bool ok =
@@ -176,7 +161,7 @@ static int choose_dirs(struct srv_pg *pg, const char *data_dir, struct fl_err *e
 	EVP_Digest(data_dir, strlen(data_dir), h, &hl, EVP_sha256(), NULL);
 	snprintf(base, sizeof(base), "/var/lib/floe/pg-%02x%02x%02x%02x%02x%02x", h[0], h[1], h[2],
 	         h[3], h[4], h[5]);
-	if (mkdir_p(base) != 0)
+	if (fl_mkdir_p(base) != 0)
 		return fl_err_set(err, FL_ERR_IO, "cannot create %s: %s", base, strerror(errno));
 	fl_info(NULL,
 	        "embedded PostgreSQL lives in %s (%s is not usable by the postgres user or too long)",

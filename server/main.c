@@ -13,6 +13,7 @@
 #include "embedded_pg.h"
 #include "httpd.h"
 #include "log.h"
+#include "path.h"
 #include "metrics.h"
 #include "router.h"
 #include "scheduler.h"
@@ -32,23 +33,6 @@ static void usage(FILE *f)
 	srv_config_help(f);
 }
 
-static int mkdir_p(const char *path)
-{
-	char tmp[PATH_MAX];
-
-	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
-		return -1;
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p == '/') {
-			*p = '\0';
-			if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-				return -1;
-			*p = '/';
-		}
-	}
-	return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 /* Resolves the database: the configured URL, or the embedded cluster. */
 static int database(struct srv_config *cfg, char *abs_data, char **conninfo, struct srv_pg **pg,
                     struct fl_err *err)
@@ -62,7 +46,7 @@ static int database(struct srv_config *cfg, char *abs_data, char **conninfo, str
 
 static int prepare_data_dir(struct srv_config *cfg, char *abs, struct fl_err *err)
 {
-	if (mkdir_p(cfg->data_dir) != 0 || realpath(cfg->data_dir, abs) == NULL)
+	if (fl_mkdir_p(cfg->data_dir) != 0 || realpath(cfg->data_dir, abs) == NULL)
 		return fl_err_set(err, FL_ERR_IO, "setting data-dir: cannot create %s: %s",
 		                  cfg->data_dir, strerror(errno));
 	return 0;
@@ -83,7 +67,7 @@ static int default_warehouse(struct srv_ctx *ctx, const char *abs_data, struct f
 		snprintf(loc, sizeof(loc), "%s", cfg->warehouse_location);
 	else
 		snprintf(loc, sizeof(loc), "file://%s/warehouse", abs_data);
-	if (strncmp(loc, "file://", 7) == 0 && mkdir_p(loc + 7) != 0)
+	if (strncmp(loc, "file://", 7) == 0 && fl_mkdir_p(loc + 7) != 0)
 		return fl_err_set(err, FL_ERR_IO, "cannot create warehouse directory %s: %s",
 		                  loc + 7, strerror(errno));
 	if (cat_warehouse_ensure(ctx->db, cfg->warehouse, loc, err) != 0)

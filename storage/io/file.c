@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "io.h"
+#include "path.h"
 
 int st_io_supported(const char *uri)
 {
@@ -37,21 +38,6 @@ static int local_path(const char *uri, char *out, size_t cap, struct fl_err *err
 	return 0;
 }
 
-static int mkdirs(char *path)
-{
-	for (char *p = path + 1; *p; p++) {
-		if (*p == '/') {
-			*p = '\0';
-			if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-				*p = '/';
-				return -1;
-			}
-			*p = '/';
-		}
-	}
-	return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 int st_io_mkdirs(const char *uri, struct fl_err *err)
 {
 	char path[PATH_MAX];
@@ -60,7 +46,7 @@ int st_io_mkdirs(const char *uri, struct fl_err *err)
 		return 0;
 	if (local_path(uri, path, sizeof(path), err) != 0)
 		return -1;
-	if (mkdirs(path) != 0)
+	if (fl_mkdir_p(path) != 0)
 		return fl_err_set(err, FL_ERR_IO, "cannot create directory %.200s: %s", path,
 		                  strerror(errno));
 	return 0;
@@ -79,7 +65,7 @@ int st_io_write_new(const char *uri, const void *p, size_t n, struct fl_err *err
 	snprintf(dir, sizeof(dir), "%s", path);
 	slash = strrchr(dir, '/');
 	*slash = '\0';
-	if (dir[0] != '\0' && mkdirs(dir) != 0)
+	if (dir[0] != '\0' && fl_mkdir_p(dir) != 0)
 		return fl_err_set(err, FL_ERR_IO, "cannot create directory %.200s: %s", dir,
 		                  strerror(errno));
 	snprintf(tmp, sizeof(tmp), "%s.tmp-%ld", path, (long)getpid() ^ (long)(size_t)&fd);
