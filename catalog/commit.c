@@ -367,13 +367,22 @@ int cat_table_register(struct cat_db *db, struct cat_tx *tx, const struct cat_wa
 	if (found) {
 		if (fver <= row.version)
 			fver = row.version + 1;
-		if (cat_row_update(sc.c, row.id, metadata_location, text, fver, loc, &st, err) !=
-		            0 ||
-		    cat_scope_touch(&sc, row.id, err) != 0 ||
-		    cat_event_insert(sc.c, row.id, wh->id, ns, name, fver, metadata_location,
-		                     cat_meta_current_snapshot_id(meta), "register", NULL,
-		                     err) != 0)
+		struct cat_row_move mv = {
+		        .id = row.id,
+		        .metadata_location = metadata_location,
+		        .metadata = text,
+		        .version = fver,
+		        .location = loc,
+		        .stats = &st,
+		        .ns = ns,
+		        .name = name,
+		        .snapshot_id = cat_meta_current_snapshot_id(meta),
+		        .operation = "register",
+		        .request_id = NULL,
+		};
+		if (cat_row_move(sc.c, &mv, err) != 0)
 			goto out;
+		cat_scope_touched(&sc, row.id);
 	} else {
 		fl_uuid_v4(id);
 		if (cat_row_insert(sc.c, wh->id, nsid, id, name, loc, metadata_location, text, fver,

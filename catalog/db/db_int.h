@@ -165,11 +165,6 @@ int cat_row_move(struct cat_conn *c, const struct cat_row_move *m,
  * creation and location changes within a warehouse. */
 int cat_warehouse_lock(struct cat_conn *c, const char *wh_id, struct fl_err *err) FL_MUST_CHECK;
 
-/* Moves the pointer of a locked row to the next version. */
-int cat_row_update(struct cat_conn *c, const char *id, const char *metadata_location,
-                   const char *metadata, int64_t version, const char *location,
-                   const struct cat_row_stats *st, struct fl_err *err) FL_MUST_CHECK;
-
 /* FL_ERR_BAD_REQUEST when location lies outside the warehouse or overlaps
  * another table's location (excluding the table exclude_id). Serializes
  * location changes per warehouse with a transaction advisory lock. */

@@ -105,34 +105,6 @@ int cat_row_insert(struct cat_conn *c, const char *wh_id, const char *ns_id, con
 	return 0;
 }
 
-int cat_row_update(struct cat_conn *c, const char *id, const char *metadata_location,
-                   const char *metadata, int64_t version, const char *location,
-                   const struct cat_row_stats *st, struct fl_err *err)
-{
-	char v[24], a[24], b[24], d[24];
-	const char *params[8] = {id, metadata_location, metadata, v, location};
-	PGresult *r;
-
-	snprintf(v, sizeof(v), "%lld", (long long)version);
-	stat_text(st->records, a, sizeof(a), &params[5]);
-	stat_text(st->files, b, sizeof(b), &params[6]);
-	stat_text(st->bytes, d, sizeof(d), &params[7]);
-	r = cat_exec(
-	        c,
-	        "UPDATE table_entry SET metadata_location = $2, metadata = $3, version = $4::bigint,"
-	        " location = $5, updated_at = now(), last_commit_at = now(), total_records = $6,"
-	        " total_data_files = $7, total_files_size = $8 WHERE id = $1",
-	        8, params, err);
-	if (r == NULL)
-		return -1;
-	if (strcmp(PQcmdTuples(r), "1") != 0) {
-		PQclear(r);
-		return fl_err_set(err, FL_ERR_COMMIT_FAILED, "table was dropped concurrently");
-	}
-	PQclear(r);
-	return 0;
-}
-
 int cat_row_move(struct cat_conn *c, const struct cat_row_move *m, struct fl_err *err)
 {
 	char v[24], a[24], b[24], d[24], snap[24], *arr = cat_text_array(m->ns, m->ns->n);
