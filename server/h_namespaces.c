@@ -13,14 +13,22 @@
 #include "reply.h"
 #include "whcache.h"
 
-int srv_warehouse(struct srv_req *r, struct cat_warehouse *wh, struct fl_err *err)
+int srv_warehouse_name(struct srv_req *r, const char **name, struct fl_err *err)
 {
-	const char *name = r->prefix ? r->prefix : r->ctx->default_warehouse;
-
-	if (name == NULL)
+	*name = r->prefix ? r->prefix : r->ctx->default_warehouse;
+	if (*name == NULL)
 		return fl_err_set(
 		        err, FL_ERR_BAD_REQUEST,
 		        "no warehouse: use the prefix from GET /v1/config?warehouse=NAME");
+	return 0;
+}
+
+int srv_warehouse(struct srv_req *r, struct cat_warehouse *wh, struct fl_err *err)
+{
+	const char *name;
+
+	if (srv_warehouse_name(r, &name, err) != 0)
+		return -1;
 	/* Inside an idempotency transaction, read through it; otherwise a
 	 * recent lookup will do (whcache.h says why that is safe). */
 	if (r->tx == NULL && srv_whcache_get(r->ctx->whcache, name, wh))

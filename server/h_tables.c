@@ -152,24 +152,13 @@ static int check_delegation(struct srv_req *r, const char *storage_type, struct 
 	        d);
 }
 
-/* The warehouse name of the request (the prefix or the default). */
-static int wh_name(struct srv_req *r, const char **name, struct fl_err *err)
-{
-	*name = r->prefix ? r->prefix : r->ctx->default_warehouse;
-	if (*name == NULL)
-		return fl_err_set(
-		        err, FL_ERR_BAD_REQUEST,
-		        "no warehouse: use the prefix from GET /v1/config?warehouse=NAME");
-	return 0;
-}
-
 /* Path namespace and table without a warehouse lookup (the load query joins it). */
 static int path_names(struct srv_req *r, struct cat_ns *ns, const char **wh, struct fl_err *err)
 {
 	if (srv_namespace(r, r->namespace_raw, ns, err) != 0 ||
 	    check_name(r, r->table, "table name", err) != 0)
 		return -1;
-	return wh_name(r, wh, err);
+	return srv_warehouse_name(r, wh, err);
 }
 
 int srv_h_tbl_list(struct srv_req *r, struct fl_err *err)

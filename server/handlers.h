@@ -36,6 +36,10 @@ int srv_h_readyz(struct srv_req *r, struct fl_err *err);
 int srv_h_metrics(struct srv_req *r, struct fl_err *err);
 int srv_h_openapi(struct srv_req *r, struct fl_err *err);
 
+/* The warehouse name of the request: its prefix, or the default warehouse;
+ * FL_ERR_BAD_REQUEST when there is neither. */
+int srv_warehouse_name(struct srv_req *r, const char **name, struct fl_err *err) FL_MUST_CHECK;
+
 /* Shared by handlers: resolves r->prefix (or the default warehouse). */
 int srv_warehouse(struct srv_req *r, struct cat_warehouse *wh, struct fl_err *err) FL_MUST_CHECK;
 
