@@ -6,6 +6,7 @@
 #include "metrics.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,10 +21,15 @@ static const double buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05
                                  0.1,    0.25,  0.5,    1,     2.5,  5};
 #define NBUCKET (sizeof(buckets) / sizeof(buckets[0]))
 
+/* A latency histogram: counts per bucket (last = +Inf) and the sum. */
+struct hist {
+	atomic_ullong bucket[NBUCKET + 1];
+	atomic_ullong sum_ns;
+};
+
 struct route_stats {
 	atomic_ullong count[NMETHOD][NSTATUS];
-	atomic_ullong bucket[NBUCKET + 1]; /* last = +Inf */
-	atomic_ullong sum_ns;
+	struct hist latency;
 };
 
 static const char *const commit_results[] = {"ok", "conflict", "rejected", "unknown"};
@@ -32,10 +38,41 @@ static const char *const commit_results[] = {"ok", "conflict", "rejected", "unkn
 struct srv_metrics {
 	struct route_stats *routes; /* srv_route_count + 1 (unmatched) */
 	atomic_ullong commits[NRESULT];
-	atomic_ullong commit_bucket[NBUCKET + 1];
-	atomic_ullong commit_sum_ns;
+	struct hist commit_latency;
 	atomic_ullong replays;
 };
+
+static void hist_observe(struct hist *h, int64_t ns)
+{
+	double secs = (double)ns / 1e9;
+	size_t b = 0;
+
+	while (b < NBUCKET && secs > buckets[b])
+		b++;
+	atomic_fetch_add_explicit(&h->bucket[b], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&h->sum_ns, (unsigned long long)ns, memory_order_relaxed);
+}
+
+/* Appends name_bucket/_sum/_count lines; labels is "" or `route="…"`. */
+static int hist_render(struct fl_buf *out, const char *name, const char *labels, struct hist *h)
+{
+	const char *sep = labels[0] ? "," : "";
+	unsigned long long cum = 0;
+	int rc = 0;
+
+	for (size_t b = 0; b < NBUCKET; b++) {
+		cum += atomic_load(&h->bucket[b]);
+		rc |= fl_buf_printf(out, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels, sep,
+		                    buckets[b], cum);
+	}
+	cum += atomic_load(&h->bucket[NBUCKET]);
+	rc |= fl_buf_printf(out, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels, sep, cum);
+	rc |= fl_buf_printf(out, "%s_sum%s%s%s %.9f\n", name, labels[0] ? "{" : "", labels,
+	                    labels[0] ? "}" : "", (double)atomic_load(&h->sum_ns) / 1e9);
+	rc |= fl_buf_printf(out, "%s_count%s%s%s %llu\n", name, labels[0] ? "{" : "", labels,
+	                    labels[0] ? "}" : "", cum);
+	return rc;
+}
 
 struct srv_metrics *srv_metrics_new(void)
 {
@@ -63,8 +100,7 @@ void srv_metrics_request(struct srv_metrics *m, int route, const char *method, u
                          int64_t ns)
 {
 	struct route_stats *s = &m->routes[route];
-	size_t mi = NMETHOD - 1, si = NSTATUS - 1, b = 0;
-	double secs = (double)ns / 1e9;
+	size_t mi = NMETHOD - 1, si = NSTATUS - 1;
 
 	for (size_t i = 0; i + 1 < NMETHOD; i++)
 		if (strcmp(methods[i], method) == 0)
@@ -72,25 +108,16 @@ void srv_metrics_request(struct srv_metrics *m, int route, const char *method, u
 	for (size_t i = 0; i + 1 < NSTATUS; i++)
 		if (statuses[i] == status)
 			si = i;
-	while (b < NBUCKET && secs > buckets[b])
-		b++;
 	atomic_fetch_add_explicit(&s->count[mi][si], 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&s->bucket[b], 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&s->sum_ns, (unsigned long long)ns, memory_order_relaxed);
+	hist_observe(&s->latency, ns);
 }
 
 void srv_metrics_commit(struct srv_metrics *m, const char *result, int64_t ns)
 {
-	double secs = (double)ns / 1e9;
-	size_t b = 0;
-
 	for (size_t i = 0; i < NRESULT; i++)
 		if (strcmp(commit_results[i], result) == 0)
 			atomic_fetch_add_explicit(&m->commits[i], 1, memory_order_relaxed);
-	while (b < NBUCKET && secs > buckets[b])
-		b++;
-	atomic_fetch_add_explicit(&m->commit_bucket[b], 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&m->commit_sum_ns, (unsigned long long)ns, memory_order_relaxed);
+	hist_observe(&m->commit_latency, ns);
 }
 
 void srv_metrics_replay(struct srv_metrics *m)
@@ -177,31 +204,15 @@ int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx, struct fl_buf
 	                  "# TYPE floe_http_request_duration_seconds histogram\n");
 	for (int r = 0; r <= srv_route_count; r++) {
 		struct route_stats *s = &m->routes[r];
-		unsigned long long cum = 0;
+		unsigned long long seen = 0;
+		char labels[200];
 
 		for (size_t b = 0; b <= NBUCKET; b++)
-			cum += atomic_load(&s->bucket[b]);
-		if (cum == 0)
+			seen += atomic_load(&s->latency.bucket[b]);
+		if (seen == 0)
 			continue;
-		cum = 0;
-		for (size_t b = 0; b < NBUCKET; b++) {
-			cum += atomic_load(&s->bucket[b]);
-			rc |= fl_buf_printf(
-			        out,
-			        "floe_http_request_duration_seconds_bucket{route=\"%s\",le=\"%g\"} %llu\n",
-			        route_label(r), buckets[b], cum);
-		}
-		cum += atomic_load(&s->bucket[NBUCKET]);
-		rc |= fl_buf_printf(
-		        out,
-		        "floe_http_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} %llu\n",
-		        route_label(r), cum);
-		rc |= fl_buf_printf(out,
-		                    "floe_http_request_duration_seconds_sum{route=\"%s\"} %.9f\n",
-		                    route_label(r), (double)atomic_load(&s->sum_ns) / 1e9);
-		rc |= fl_buf_printf(out,
-		                    "floe_http_request_duration_seconds_count{route=\"%s\"} %llu\n",
-		                    route_label(r), cum);
+		snprintf(labels, sizeof(labels), "route=\"%s\"", route_label(r));
+		rc |= hist_render(out, "floe_http_request_duration_seconds", labels, &s->latency);
 	}
 	rc |= fl_buf_puts(out, "# HELP floe_commits_total Table commits by result.\n"
 	                       "# TYPE floe_commits_total counter\n");
@@ -210,23 +221,7 @@ int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx, struct fl_buf
 		                    commit_results[i], atomic_load(&m->commits[i]));
 	rc |= fl_buf_puts(out, "# HELP floe_commit_duration_seconds Commit latency.\n"
 	                       "# TYPE floe_commit_duration_seconds histogram\n");
-	{
-		unsigned long long cum = 0;
-
-		for (size_t b = 0; b < NBUCKET; b++) {
-			cum += atomic_load(&m->commit_bucket[b]);
-			rc |= fl_buf_printf(out,
-			                    "floe_commit_duration_seconds_bucket{le=\"%g\"} %llu\n",
-			                    buckets[b], cum);
-		}
-		cum += atomic_load(&m->commit_bucket[NBUCKET]);
-		rc |= fl_buf_printf(out, "floe_commit_duration_seconds_bucket{le=\"+Inf\"} %llu\n",
-		                    cum);
-		rc |= fl_buf_printf(
-		        out,
-		        "floe_commit_duration_seconds_sum %.9f\nfloe_commit_duration_seconds_count %llu\n",
-		        (double)atomic_load(&m->commit_sum_ns) / 1e9, cum);
-	}
+	rc |= hist_render(out, "floe_commit_duration_seconds", "", &m->commit_latency);
 	rc |= fl_buf_puts(
 	        out,
 	        "# HELP floe_idempotent_replays_total Responses replayed for a repeated Idempotency-Key.\n"
