@@ -190,6 +190,22 @@ test('register reads an S3 metadata file; locations outside the warehouse or ove
   }), 400, 'BadRequestException');
 });
 
+test('concurrent creates and commits share the warehouse\'s connections safely', async (t) => {
+  if (skip(t)) return;
+  const names = Array.from({ length: 16 }, (_, i) => `par${i}`);
+  const made = await Promise.all(names.map((name) => request(ctx.base, 'POST', `${P}/namespaces/ns/tables`, { body: { name, schema } })));
+  made.forEach((r) => expectJson(r, 200));
+  const commits = await Promise.all(names.flatMap((name) => [1, 2].map((k) => request(ctx.base, 'POST', `${P}/namespaces/ns/tables/${name}`, {
+    body: { requirements: [], updates: [{ action: 'set-properties', updates: { [`k${k}`]: 'v' } }] },
+  }))));
+  // Two commits on one table race for the row lock: both land (no requirement asserts).
+  commits.forEach((r) => expectJson(r, 200));
+  for (const name of names) {
+    const files = await keys(`wh/ns/${name}/metadata/`);
+    assert.equal(files.length, 3, `${name}: ${files}`);
+  }
+});
+
 test('drop with purge deletes every object of the table (batch deletes), and only those', async (t) => {
   if (skip(t)) return;
   // A sibling whose name extends the dropped table's: t2 must survive t's purge.
