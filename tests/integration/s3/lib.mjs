@@ -5,8 +5,10 @@
 // DuckDB for Parquet).
 import fs from 'node:fs';
 import path from 'node:path';
+import { spawn } from 'node:child_process';
 import { startMoto } from '../lib/moto.mjs';
-import { freshDatabase, startFloe, request, tmpDir } from '../lib/harness.mjs';
+import { freshDatabase, startFloe, request, tmpDir, floeBin } from '../lib/harness.mjs';
+import { parseJsonBig } from '../ingest/lib.mjs';
 
 export const AK_ENV = 'FLOE_TEST_S3_AK';
 export const SK_ENV = 'FLOE_TEST_S3_SK';
@@ -83,3 +85,27 @@ export async function eventually(fn, timeoutMs = 20000, stepMs = 200) {
 }
 
 export { tmpDir };
+
+// Runs `floe ingest --warehouse WH --database-url … --table ns.TABLE FILES` in process
+// with the keys in its environment (asynchronously: a fault proxy in this process must
+// keep serving).  onSpawn(proc) may kill it.  Resolves {code, signal, out (the JSON
+// line or null), stdout, stderr}.
+export function ingestInto(ctx, wh, table, files, { args = [], onSpawn } = {}) {
+  const argv = ['ingest', '--warehouse', wh, '--database-url', ctx.dbUrl, '--table', `ns.${table}`,
+    '--log-level', 'error', ...args, ...files];
+  const env = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('FLOE_')) env[k] = v;
+  Object.assign(env, ctx.env);
+  const proc = spawn(floeBin, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  proc.stdout.on('data', (d) => { stdout += d; });
+  proc.stderr.on('data', (d) => { stderr += d; });
+  if (onSpawn) onSpawn(proc);
+  return new Promise((resolve) => proc.on('close', (code, signal) => {
+    const line = stdout.trim().split('\n').filter(Boolean).at(-1);
+    let out = null;
+    try { out = line ? parseJsonBig(line) : null; } catch { out = null; }
+    resolve({ code, signal, out, stdout, stderr });
+  }));
+}
