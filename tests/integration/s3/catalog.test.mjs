@@ -10,8 +10,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { request } from '../lib/harness.mjs';
 import { expectError, expectJson } from '../lib/checks.mjs';
-import { NO_S3 } from '../lib/moto.mjs';
-import { startS3Catalog, s3Profile, createWarehouse, eventually, tmpDir, AK_ENV, SK_ENV } from './lib.mjs';
+import { startS3Catalog, s3Profile, createWarehouse, eventually, tmpDir, AK_ENV, SK_ENV, noS3 } from './lib.mjs';
 
 let ctx = null;
 const WH = 'lake';
@@ -25,11 +24,7 @@ after(async () => {
   if (ctx) await ctx.stop();
 });
 
-const skip = (t) => {
-  if (ctx) return false;
-  t.skip(NO_S3);
-  return true;
-};
+const skip = (t) => noS3(ctx, t);
 const keys = async (prefix) => (await ctx.s3.list(ctx.bucket, prefix)).map((o) => o.key).sort();
 const keyOf = (uri) => uri.replace(`s3://${ctx.bucket}/`, '');
 

@@ -11,9 +11,8 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import { request } from '../lib/harness.mjs';
 import { expectJson } from '../lib/checks.mjs';
-import { NO_S3 } from '../lib/moto.mjs';
 import { readAvro, duck, sqlStr, parseJsonBig } from '../ingest/lib.mjs';
-import { startS3Catalog, s3Profile, createWarehouse, mirror, mirrored, ingestInto, tmpDir } from './lib.mjs';
+import { startS3Catalog, s3Profile, createWarehouse, mirror, mirrored, ingestInto, tmpDir, noS3 } from './lib.mjs';
 
 let ctx = null;
 let proxy = null;
@@ -71,11 +70,7 @@ after(async () => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const skip = (t) => {
-  if (ctx) return false;
-  t.skip(NO_S3);
-  return true;
-};
+const skip = (t) => noS3(ctx, t);
 const profile = () => s3Profile(ctx.s3, ctx.bucket, 'flaky', { endpoint: proxy.endpoint });
 const injected = (status) => proxy.seen.filter((s) => s.action === status).length;
 

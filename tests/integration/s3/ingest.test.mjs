@@ -12,9 +12,8 @@ import path from 'node:path';
 import crypto from 'node:crypto';
 import { request } from '../lib/harness.mjs';
 import { expectJson } from '../lib/checks.mjs';
-import { NO_S3 } from '../lib/moto.mjs';
 import { readAvro, duck, sqlStr, parseJsonBig } from '../ingest/lib.mjs';
-import { startS3Catalog, s3Profile, createWarehouse, mirror, mirrored, eventually, ingestInto, tmpDir } from './lib.mjs';
+import { startS3Catalog, s3Profile, createWarehouse, mirror, mirrored, eventually, ingestInto, tmpDir, noS3 } from './lib.mjs';
 
 let ctx = null;
 let dir;
@@ -33,11 +32,7 @@ after(async () => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const skip = (t) => {
-  if (ctx) return false;
-  t.skip(NO_S3);
-  return true;
-};
+const skip = (t) => noS3(ctx, t);
 
 const ingest = (table, files, opts) => ingestInto(ctx, WH, table, files, opts);
 const show = (r) => `exit ${r.code} ${r.signal ?? ''}\n${r.stdout}\n${r.stderr}`;

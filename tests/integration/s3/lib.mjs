@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
-import { startMoto } from '../lib/moto.mjs';
+import { startMoto, NO_S3 } from '../lib/moto.mjs';
 import { freshDatabase, startFloe, request, tmpDir, floeBin } from '../lib/harness.mjs';
 import { parseJsonBig } from '../ingest/lib.mjs';
 
@@ -49,6 +49,13 @@ export async function startS3Catalog(tag, { bucket = 'lake', floeEnv = {} } = {}
       await s3.stop();
     },
   };
+}
+
+// True (and the test skipped with "skipped: no S3 server") when ctx is null.
+export function noS3(ctx, t) {
+  if (ctx) return false;
+  t.skip(NO_S3);
+  return true;
 }
 
 // POST /management/v1/warehouses; returns the response.
