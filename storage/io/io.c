@@ -11,7 +11,8 @@
 
 #include "uuid.h"
 
-int st_io_open(const struct st_profile *p, struct st_io **out, struct fl_err *err)
+static int io_open(const struct st_profile *p, const struct st_creds *creds, struct st_io **out,
+                   struct fl_err *err)
 {
 	struct st_io *io = calloc(1, sizeof(*io));
 	int rc;
@@ -20,13 +21,24 @@ int st_io_open(const struct st_profile *p, struct st_io **out, struct fl_err *er
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	io->profile = *p;
 	atomic_init(&io->refs, 1);
-	rc = p->type == ST_STORAGE_S3 ? st_io_s3_init(io, err) : st_io_file_init(io, err);
+	rc = p->type == ST_STORAGE_S3 ? st_io_s3_init(io, creds, err) : st_io_file_init(io, err);
 	if (rc != 0) {
 		free(io);
 		return -1;
 	}
 	*out = io;
 	return 0;
+}
+
+int st_io_open(const struct st_profile *p, struct st_io **out, struct fl_err *err)
+{
+	return io_open(p, NULL, out, err);
+}
+
+int st_io_open_creds(const struct st_profile *p, const struct st_creds *creds, struct st_io **out,
+                     struct fl_err *err)
+{
+	return io_open(p, creds, out, err);
 }
 
 void st_io_retain(struct st_io *io)

@@ -34,6 +34,12 @@ struct st_io_writer;
  * nowhere else.  *out holds one reference. */
 int st_io_open(const struct st_profile *p, struct st_io **out, struct fl_err *err) FL_MUST_CHECK;
 
+/* Like st_io_open, but an s3 handle signs with the given keys (copied)
+ * instead of resolving the profile's: for credentials a catalog vended
+ * (`floe ingest --catalog-uri`).  A file profile ignores creds. */
+int st_io_open_creds(const struct st_profile *p, const struct st_creds *creds, struct st_io **out,
+                     struct fl_err *err) FL_MUST_CHECK;
+
 /* Adds a reference. */
 void st_io_retain(struct st_io *io);
 
