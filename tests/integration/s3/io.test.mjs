@@ -67,6 +67,20 @@ test('io.h on S3 with keys handed to the handle (st_io_open_creds), not from the
   assert.match(bad.out, /SignatureDoesNotMatch/);
 });
 
+test('io.h on S3 with virtual-host addressing (bucket.localhost)', async (t) => {
+  if (!s3) {
+    t.skip(NO_S3);
+    return;
+  }
+  // libcurl resolves *.localhost to the loopback address; moto reads the bucket from
+  // the Host header, which Floe signs.
+  const profile = s3Profile(s3, 'iocheck', 'root', { endpoint: `http://localhost:${s3.port}`, 'path-style-access': false });
+  const r = await run(profile, 's3://iocheck/root/vhost', { [AK_ENV]: s3.accessKeyId, [SK_ENV]: s3.secretAccessKey });
+  assert.equal(r.code, 0, r.out);
+  assert.match(r.out, /0 failure\(s\)/);
+  assert.match(s3.logs(), /"PUT \/root\/vhost\//, 'the bucket was not in the path');
+});
+
 test('io.h on the local disk', async () => {
   const root = path.join(dir, 'wh');
   const r = await run({ type: 'file', location: `file://${root}` }, `file://${root}/scratch`);
