@@ -5,17 +5,16 @@
 #include <stdio.h>
 #include <string.h>
 
-int fl_err_set(struct fl_err *err, enum fl_err_kind kind, const char *fmt, ...)
+void fl_err_put(struct fl_err *err, enum fl_err_kind kind, const char *fmt, ...)
 {
 	va_list ap;
 
 	if (err == NULL)
-		return -1;
+		return;
 	err->kind = kind;
 	va_start(ap, fmt);
 	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 	va_end(ap);
-	return -1;
 }
 
 int fl_err_prefix(struct fl_err *err, const char *fmt, ...)
