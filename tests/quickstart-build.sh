@@ -16,10 +16,14 @@ keep=0
 [ "${1:-}" = --keep ] && keep=1
 
 copy=$(mktemp -d "${TMPDIR:-/tmp}/floe-quickstart-build.XXXXXX")
-cleanup() { [ "$keep" = 1 ] && echo "kept $copy" || rm -rf "$copy"; }
+cleanup()
+{
+	if [ "$keep" = 1 ]; then echo "kept $copy"; else rm -rf "$copy"; fi
+}
 trap cleanup EXIT
 
 # Tracked files plus new ones that are not ignored: no build directories, no .floe.
+# shellcheck disable=SC2016 # the sh -c script is meant to be single-quoted
 (cd "$repo" && git ls-files -z --cached --others --exclude-standard |
 	xargs -0 -r sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
 	tar --null -T - -cf -) | tar -C "$copy" -xf -
