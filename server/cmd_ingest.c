@@ -362,7 +362,7 @@ out:
 
 /* ---- progress on a terminal ---- */
 
-/* Appends n bytes as "12.3 MiB" (binary units, one decimal). */
+/* Formats n bytes as "12.3 MiB" (binary units, one decimal). */
 static void put_bytes(char *out, size_t cap, uint64_t n)
 {
 	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
