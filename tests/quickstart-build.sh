@@ -22,11 +22,17 @@ cleanup()
 }
 trap cleanup EXIT
 
-# Tracked files plus new ones that are not ignored: no build directories, no .floe.
-# shellcheck disable=SC2016 # the sh -c script is meant to be single-quoted
-(cd "$repo" && git ls-files -z --cached --others --exclude-standard |
-	xargs -0 -r sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
-	tar --null -T - -cf -) | tar -C "$copy" -xf -
+# What a clone would have: tracked files plus new ones that are not ignored (no build
+# directories, no .floe); without git (a copied checkout), everything but those.
+if git -C "$repo" rev-parse --git-dir >/dev/null 2>&1; then
+	# shellcheck disable=SC2016 # the sh -c script is meant to be single-quoted
+	(cd "$repo" && git ls-files -z --cached --others --exclude-standard |
+		xargs -0 -r sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
+		tar --null -T - -cf -) | tar -C "$copy" -xf -
+else
+	tar -C "$repo" --exclude='./build*' --exclude='./.floe' --exclude='node_modules' -cf - . |
+		tar -C "$copy" -xf -
+fi
 
 fail() { echo "quickstart-build: FAILED: $*" >&2; exit 1; }
 buildtype() { meson introspect --buildoptions "$copy/build" | jq -r '.[] | select(.name == "buildtype") | .value'; }
