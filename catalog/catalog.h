@@ -205,10 +205,11 @@ int cat_table_report(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
  * table's row lock taken in a fixed order.  Requirement failures are
  * FL_ERR_COMMIT_FAILED (nothing applied); invalid updates FL_ERR_BAD_REQUEST;
  * an unknown COMMIT outcome FL_ERR_COMMIT_STATE_UNKNOWN (metadata files
- * kept).  request_id goes into the commit events. */
+ * kept).  request_id and actor (the acting principal; NULL = Floe itself)
+ * go into the commit events. */
 int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
                struct cat_change *changes, int n, const struct cat_limits *lim,
-               const char *request_id, struct fl_err *err) FL_MUST_CHECK;
+               const char *request_id, const char *actor, struct fl_err *err) FL_MUST_CHECK;
 
 /* Builds the updates of an in-process append from the table's current
  * metadata, called under the table's row lock (so the result can never lose

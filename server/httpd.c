@@ -22,6 +22,7 @@
 
 #include <openssl/evp.h>
 
+#include "auth.h"
 #include "clock.h"
 #include "json.h"
 #include "log.h"
@@ -200,6 +201,8 @@ static void dispatch(struct srv_req *r)
 		srv_reply_error(r, &err, allow);
 		return;
 	}
+	if (srv_auth_request(r, &err) != 0)
+		goto fail;
 	key = srv_header(r, "Idempotency-Key");
 	if (key != NULL && mutating(r->method))
 		run_idempotent(r, key);

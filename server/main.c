@@ -8,6 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
+#include "auth.h"
+#include "access.h"
 #include "catalog.h"
 #include "cmd_ingest.h"
 #include "embedded_pg.h"
@@ -26,6 +30,10 @@ static void usage(FILE *f)
 	        "floe %s - an Apache Iceberg REST catalog\n\n"
 	        "usage: floe serve [options]    run the catalog server\n"
 	        "       floe migrate [options]  apply database migrations and exit\n"
+	        "       floe admin bootstrap [options]\n"
+	        "                               create the first admin principal once and\n"
+	        "                               print its credentials\n"
+	        "       floe routes --json      print the route table\n"
 	        "       floe version            print the version\n"
 	        "       floe help               this text\n\n"
 	        "options (each also an environment variable):\n",
@@ -98,6 +106,64 @@ out:
 	return rc;
 }
 
+/* FLOE_BOOTSTRAP_CLIENT_ID/_SECRET: the first admin, on a start that finds none. */
+static int bootstrap_env(struct srv_ctx *ctx, struct fl_err *err)
+{
+	const struct srv_config *cfg = ctx->cfg;
+	bool created = false;
+
+	if (cfg->bootstrap_client_id[0] == '\0' && cfg->bootstrap_client_secret[0] == '\0')
+		return 0;
+	if (srv_auth_bootstrap(ctx->db, cfg->bootstrap_client_id, cfg->bootstrap_client_secret,
+	                       &created, err) != 0)
+		return fl_err_prefix(err, "bootstrap");
+	if (created)
+		fl_info(NULL, "bootstrap: created admin principal '%s'", cfg->bootstrap_client_id);
+	else
+		fl_info(NULL,
+		        "bootstrap: an admin principal exists already; bootstrap settings ignored");
+	return 0;
+}
+
+/* floe admin bootstrap: the first admin, its secret printed once on stdout. */
+static int cmd_bootstrap(struct srv_config *cfg)
+{
+	char abs[PATH_MAX], *conninfo = NULL, secret[64];
+	const char *id = cfg->bootstrap_client_id[0] ? cfg->bootstrap_client_id : "admin";
+	struct srv_pg *pg = NULL;
+	struct cat_db *db = NULL;
+	struct fl_err err = {0};
+	bool created = false;
+	int applied, rc = 1;
+
+	if (cfg->bootstrap_client_secret[0] != '\0')
+		snprintf(secret, sizeof(secret), "%s", cfg->bootstrap_client_secret);
+	else if (cat_secret_new(secret, &err) != 0)
+		goto fail;
+	if (prepare_data_dir(cfg, abs, &err) != 0 ||
+	    database(cfg, abs, &conninfo, &pg, &err) != 0 ||
+	    cat_db_migrate(conninfo, &applied, &err) != 0 ||
+	    cat_db_open(conninfo, 1, &db, &err) != 0 ||
+	    srv_auth_bootstrap(db, id, secret, &created, &err) != 0)
+		goto fail;
+	if (created)
+		printf("created admin principal (shown once; store the secret now)\n"
+		       "client_id: %s\nclient_secret: %s\n",
+		       id, secret);
+	else
+		printf("an admin principal exists already; nothing changed\n");
+	rc = 0;
+	goto out;
+fail:
+	fl_error(NULL, "admin bootstrap: %s", err.msg);
+out:
+	OPENSSL_cleanse(secret, sizeof(secret));
+	cat_db_close(db);
+	free(conninfo);
+	srv_pg_stop(pg);
+	return rc;
+}
+
 static int cmd_serve(struct srv_config *cfg)
 {
 	struct srv_ctx ctx = {.cfg = cfg};
@@ -126,7 +192,8 @@ static int cmd_serve(struct srv_config *cfg)
 		        cat_schema_version());
 	if (cat_db_open(conninfo, (int)cfg->db_pool_size, &ctx.db, &err) != 0 ||
 	    cat_db_load_secret(ctx.db, &err) != 0 || cat_db_enable_cache(ctx.db, &err) != 0 ||
-	    default_warehouse(&ctx, abs, &err) != 0)
+	    default_warehouse(&ctx, abs, &err) != 0 ||
+	    srv_auth_start(cfg, ctx.db, &ctx.auth, &err) != 0 || bootstrap_env(&ctx, &err) != 0)
 		goto fail;
 	ctx.metrics = srv_metrics_new();
 	ctx.whcache = srv_whcache_new();
@@ -155,6 +222,7 @@ out:
 	cat_db_close(ctx.db);
 	srv_metrics_free(ctx.metrics);
 	srv_whcache_free(ctx.whcache);
+	srv_auth_free(ctx.auth);
 	free(conninfo);
 	srv_pg_stop(pg);
 	if (rc == 0)
@@ -179,7 +247,17 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "ingest") == 0)
 		return srv_cmd_ingest(argc - 2, argv + 2);
-	if (strcmp(cmd, "serve") != 0 && strcmp(cmd, "migrate") != 0) {
+	if (strcmp(cmd, "routes") == 0) {
+		srv_routes_json(stdout);
+		return 0;
+	}
+	if (strcmp(cmd, "admin") == 0) {
+		if (argc < 3 || strcmp(argv[2], "bootstrap") != 0) {
+			fprintf(stderr, "floe: usage: floe admin bootstrap [options]\n");
+			return 2;
+		}
+		argi = 3;
+	} else if (strcmp(cmd, "serve") != 0 && strcmp(cmd, "migrate") != 0) {
 		fprintf(stderr, "floe: unknown command '%s'\n\n", cmd);
 		usage(stderr);
 		return 2;
@@ -195,7 +273,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	fl_log_set_level((enum fl_log_level)fl_log_level_parse(cfg.log_level));
-	rc = strcmp(cmd, "serve") == 0 ? cmd_serve(&cfg) : cmd_migrate(&cfg);
+	if (strcmp(cmd, "admin") == 0)
+		rc = cmd_bootstrap(&cfg);
+	else
+		rc = strcmp(cmd, "serve") == 0 ? cmd_serve(&cfg) : cmd_migrate(&cfg);
 	srv_config_free(&cfg);
 	return rc;
 }
