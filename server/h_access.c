@@ -192,9 +192,9 @@ int srv_h_oauth_tokens(struct srv_req *r, struct fl_err *err)
 		goto oauth;
 	}
 	if (srv_auth_token(r, id, secret, scope, &out, &retry, err) != 0) {
-		if (err->kind == FL_ERR_NOT_AUTHORIZED)
+		if (err->kind == FL_ERR_NOT_AUTHORIZED || err->kind == FL_ERR_TOO_MANY_REQUESTS)
 			code = "invalid_client";
-		else if (err->kind != FL_ERR_TOO_MANY_REQUESTS)
+		else
 			return -1; /* the database or the signer failed: the error model */
 		goto oauth;
 	}

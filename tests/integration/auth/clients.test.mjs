@@ -93,8 +93,8 @@ test('iceberg-js session with a token from the endpoint', async () => {
   const t = await tokenFor(env.base, writer.id, writer.secret);
   const c = catalog(env.base, { token: t });
   await c.createNamespace({ namespace: ['js'] });
-  const list = await c.listNamespaces();
-  assert.ok(list.some((n) => n.namespace.join('.') === 'js'));
+  const { namespaces } = await c.listNamespaces();
+  assert.ok(namespaces.some((n) => n.namespace.join('.') === 'js'));
 });
 
 test('OAuth errors: shape and status', async () => {

@@ -26,6 +26,9 @@ export function remember(s) {
   return s;
 }
 
+// Every secret and token remembered so far.
+export const remembered = () => [...secrets];
+
 // Generates an RSA key pair (PEM files) in dir; returns their paths and the KeyObjects.
 export function makeRsaKey(dir, name = 'signing') {
   const { privateKey, publicKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
