@@ -845,7 +845,8 @@ int srv_auth_request(struct srv_req *r, struct fl_err *err)
 	struct cat_ns ns = {NULL, 0};
 	enum srv_priv priv = r->route->priv;
 
-	if (priv == SRV_PRIV_PUBLIC || !srv_auth_enabled(r->ctx->auth))
+	if (priv == SRV_PRIV_PUBLIC || !srv_auth_enabled(r->ctx->auth) ||
+	    (priv == SRV_PRIV_METRICS && r->ctx->cfg->metrics_public))
 		return 0;
 	hdr = srv_header(r, "Authorization");
 	if (hdr == NULL) {

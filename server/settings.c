@@ -83,6 +83,8 @@ static const struct fl_setting srv_settings[] = {
 	 "client id of the first admin, created at start when no admin exists"},
 	{"bootstrap-client-secret", FL_SET_STR, "", 0, 255, NULL, "FLOE_BOOTSTRAP_CLIENT_SECRET", OFF(bootstrap_client_secret),
 	 "secret of that first admin (16 bytes at least)"},
+	{"metrics-public", FL_SET_BOOL, "false", 0, 0, NULL, "FLOE_METRICS_PUBLIC", OFF(metrics_public),
+	 "serve /metrics without a token (for a Prometheus inside a trusted network)"},
 };
 /* clang-format on */
 

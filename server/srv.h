@@ -57,6 +57,7 @@ struct srv_config {
 	int64_t auth_max_failures;
 	char *bootstrap_client_id;
 	char *bootstrap_client_secret;
+	int metrics_public;
 };
 
 /* Loads the settings table (defaults < FLOE_* env < flags from argv[*argi]). */
