@@ -36,16 +36,17 @@ bool cat_secret_verify(const char *secret, const char *stored);
 /* ---- principals ---- */
 
 /* What authorization needs of one principal:
- * {name, kind, rotated-at: epoch seconds (0 = never), roles: [names],
+ * {name, kind, secret-version: 16 hex digits of SHA-256 over the stored
+ *  secret hash (changes with every rotation, and differs for a principal
+ *  deleted and created again; "" hashed for external principals),
  *  grants: [{warehouse, namespace: [levels]|null, table: name|null, privilege}]}.
  * Looked up by name (issuer == NULL) or by external issuer + subject. */
 int cat_principal_access(struct cat_db *db, const char *name_or_subject, const char *issuer,
                          json_t **out, struct fl_err *err) FL_MUST_CHECK;
 
-/* The stored secret hash of client `name` (malloc'd) and its rotation time
- * (epoch seconds, 0 = never).  FL_ERR_NOT_FOUND for an unknown or external
- * principal. */
-int cat_principal_secret(struct cat_db *db, const char *name, char **hash, int64_t *rotated_at,
+/* The stored secret hash of client `name` (malloc'd).  FL_ERR_NOT_FOUND for
+ * an unknown or external principal. */
+int cat_principal_secret(struct cat_db *db, const char *name, char **hash,
                          struct fl_err *err) FL_MUST_CHECK;
 
 /* Creates a principal: a client with secret_hash, or (secret_hash NULL) an

@@ -81,7 +81,7 @@ struct srv_principal {
 	atomic_int refs;
 	struct fl_arena *arena;
 	const char *name;
-	int64_t rotated_at;
+	char fsv[24]; /* secret version: tokens of Floe must carry it */
 	int n;
 	struct srv_grant *g;
 };
@@ -97,9 +97,10 @@ struct srv_principal {
 struct token_slot {
 	unsigned char h[32];
 	bool used;
-	bool own; /* issued by Floe (iat checked against secret rotation) */
+	bool own; /* issued by Floe (its fsv must be the principal's secret version) */
 	char key[KEY_MAX]; /* principal cache key */
-	int64_t exp, iat;
+	char fsv[24];
+	int64_t exp;
 };
 
 struct principal_slot {
@@ -477,7 +478,7 @@ static struct srv_principal *principal_build(const json_t *v)
 	atomic_init(&p->refs, 1);
 	p->arena = ar;
 	p->name = fl_arena_strdup(ar, jstr(v, "name"));
-	p->rotated_at = json_integer_value(json_object_get(v, "rotated-at"));
+	snprintf(p->fsv, sizeof(p->fsv), "%s", jstr(v, "secret-version"));
 	p->n = (int)json_array_size(grants);
 	p->g = fl_arena_alloc(ar, sizeof(*p->g) * (size_t)(p->n ? p->n : 1));
 	if (p->name == NULL || p->g == NULL)
@@ -615,7 +616,7 @@ static int verify_token(struct srv_auth *a, const char *tok, struct token_slot *
 		return fl_err_set(err, FL_ERR_NOT_AUTHORIZED, "invalid token: unknown issuer");
 	}
 	res->exp = c.exp;
-	res->iat = c.iat;
+	snprintf(res->fsv, sizeof(res->fsv), "%s", c.fsv);
 	return 0;
 }
 
@@ -656,7 +657,9 @@ static int authenticate(struct srv_req *r, const char *tok, struct fl_err *err)
 		principal_unref(p);
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	}
-	if (res.own && res.iat < p->rotated_at)
+	/* A rotation (or a delete and re-create) changes the secret version:
+	 * tokens issued before it stop working at once. */
+	if (res.own && strcmp(res.fsv, p->fsv) != 0)
 		return fl_err_set(
 		        err, FL_ERR_NOT_AUTHORIZED,
 		        "invalid token: issued before the principal's secret was rotated");
@@ -961,7 +964,9 @@ int srv_auth_token(struct srv_req *r, const char *client_id, const char *secret,
 	struct srv_auth *a = r->ctx->auth;
 	const struct srv_config *cfg = a->cfg;
 	char ckey[300], akey[64], jti[FL_UUID_STR], *hash = NULL, *tok = NULL;
-	int64_t now = now_s(), wait, rotated;
+	int64_t now = now_s(), wait;
+	unsigned char hv[32];
+	char fsv[24] = "";
 	json_t *claims;
 	int rc = -1;
 
@@ -977,10 +982,14 @@ int srv_auth_token(struct srv_req *r, const char *client_id, const char *secret,
 		return fl_err_set(err, FL_ERR_TOO_MANY_REQUESTS,
 		                  "too many failed attempts; retry after %lld s", (long long)wait);
 	}
-	if (cat_principal_secret(a->db, client_id, &hash, &rotated, err) != 0) {
+	if (cat_principal_secret(a->db, client_id, &hash, err) != 0) {
 		if (err->kind != FL_ERR_NOT_FOUND)
 			return -1;
 	} else if (secret_ok(a, hash, secret, now)) {
+		/* The same fingerprint the database computes (cat_principal_access). */
+		sha256(hash, strlen(hash), NULL, 0, hv);
+		for (int i = 0; i < 8; i++)
+			snprintf(fsv + 2 * i, 3, "%02x", hv[i]);
 		rc = 0;
 	}
 	free(hash);
@@ -992,10 +1001,11 @@ int srv_auth_token(struct srv_req *r, const char *client_id, const char *secret,
 		return fl_err_set(err, FL_ERR_NOT_AUTHORIZED, "unknown client or wrong secret");
 	}
 	fl_uuid_v4(jti);
-	claims = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:s, s:s}", "iss", cfg->token_issuer,
-	                   "sub", client_id, "aud", cfg->token_audience, "iat", (json_int_t)now,
-	                   "nbf", (json_int_t)now, "exp", (json_int_t)(now + cfg->token_lifetime),
-	                   "jti", jti, "scope", scope);
+	claims =
+	        json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:s, s:s, s:s}", "iss", cfg->token_issuer,
+	                  "sub", client_id, "aud", cfg->token_audience, "iat", (json_int_t)now,
+	                  "nbf", (json_int_t)now, "exp", (json_int_t)(now + cfg->token_lifetime),
+	                  "jti", jti, "scope", scope, "fsv", fsv);
 	if (claims == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	rc = srv_jwt_sign(&a->signing, claims, &tok, err);

@@ -16,6 +16,7 @@
 #include <openssl/param_build.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -521,7 +522,7 @@ static int check_claims(const json_t *c, const struct srv_jwt_expect *x, struct 
                         struct fl_err *err)
 {
 	const char *iss = json_string_value(json_object_get(c, "iss"));
-	const char *sub = json_string_value(json_object_get(c, "sub"));
+	const char *sub = json_string_value(json_object_get(c, "sub")), *fsv;
 	int64_t exp, nbf, iat;
 	bool has_exp, has_nbf, has_iat;
 
@@ -544,6 +545,9 @@ static int check_claims(const json_t *c, const struct srv_jwt_expect *x, struct 
 	if (sub == NULL || sub[0] == '\0' || strlen(sub) >= sizeof(out->sub))
 		return bad(err, "no usable sub claim");
 	memcpy(out->sub, sub, strlen(sub) + 1);
+	fsv = json_string_value(json_object_get(c, "fsv"));
+	snprintf(out->fsv, sizeof(out->fsv), "%s",
+	         fsv && strlen(fsv) < sizeof(out->fsv) ? fsv : "");
 	out->exp = exp;
 	out->iat = has_iat ? iat : 0;
 	return 0;

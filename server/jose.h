@@ -87,6 +87,7 @@ struct srv_jwt_claims {
 	char sub[256];
 	int64_t exp;
 	int64_t iat; /* 0 when absent */
+	char fsv[24]; /* Floe's "fsv" claim (secret version); "" when absent */
 };
 
 /* Verifies token against ks and x.  Failure is FL_ERR_NOT_AUTHORIZED with

@@ -74,7 +74,8 @@ int cat_principal_access(struct cat_db *db, const char *name_or_subject, const c
 	return run(
 	        db,
 	        "SELECT json_build_object('name', p.name, 'kind', p.kind,"
-	        " 'rotated-at', coalesce(floor(extract(epoch FROM p.rotated_at))::bigint, 0),"
+	        " 'secret-version', left(encode(sha256(convert_to(coalesce(p.secret_hash, ''), 'UTF8')),"
+	        "   'hex'), 16),"
 	        " 'grants', coalesce((SELECT json_agg(json_build_object('warehouse', g.warehouse,"
 	        "   'namespace', g.namespace, 'table', g.table_name, 'privilege', g.privilege))"
 	        "   FROM principal_role pr JOIN role_grant g ON g.role_id = pr.role_id"
@@ -84,8 +85,7 @@ int cat_principal_access(struct cat_db *db, const char *name_or_subject, const c
 	        2, params, "unknown principal", out, err);
 }
 
-int cat_principal_secret(struct cat_db *db, const char *name, char **hash, int64_t *rotated_at,
-                         struct fl_err *err)
+int cat_principal_secret(struct cat_db *db, const char *name, char **hash, struct fl_err *err)
 {
 	const char *params[1] = {name};
 	struct cat_conn *c;
@@ -110,7 +110,6 @@ int cat_principal_secret(struct cat_db *db, const char *name, char **hash, int64
 		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	*rotated_at = cat_i64(PQgetvalue(r, 0, 1));
 	rc = 0;
 out:
 	PQclear(r);

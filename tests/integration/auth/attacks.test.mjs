@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import http from 'node:http';
-import { request, sleep } from '../lib/harness.mjs';
+import { psql, request, sleep } from '../lib/harness.mjs';
 import { expectError } from '../lib/checks.mjs';
 import { ADMIN_ID, ADMIN_SECRET, assertNoLeaks, bearer, kidOf, mgmt, principal, remember, startAuthFloe, tokenFor } from './lib.mjs';
 
@@ -91,10 +91,20 @@ async function accepted(token) {
   assert.equal(res.status, 200, `control token refused: ${res.text}`);
 }
 
+// The secret version Floe puts in its tokens (fsv): a fingerprint of the stored hash.
+function fsvOf(name) {
+  return psql(env.db.url, `SELECT left(encode(sha256(convert_to(secret_hash, 'UTF8')), 'hex'), 16) FROM principal WHERE name = '${name}'`);
+}
+
 test('control: tokens built here the right way are accepted', async () => {
-  await accepted(floeTok());
+  await accepted(floeTok({ fsv: fsvOf('reader1') }));
   await accepted(jwt({ alg: 'RS256', kid: 'rsa-1' }, extClaims(), extRsa.privateKey));
   await accepted(jwt({ alg: 'ES256', kid: 'ec-1' }, extClaims(), extEc.privateKey));
+});
+
+test('signed with Floe\'s key but without the secret version (fsv)', async () => {
+  await refused(floeTok(), 'rotated');
+  await refused(floeTok({ fsv: '0000000000000000' }), 'rotated');
 });
 
 test('expired', () => refused(floeTok({ exp: now() - 60, iat: now() - 400, nbf: now() - 400 }), 'expired'));
