@@ -12,34 +12,11 @@
 #include <string.h>
 
 #include "access.h"
+#include "b64.h"
 
 #define SECRET_ITERATIONS 600000 /* OWASP's figure for PBKDF2-HMAC-SHA256 */
 #define SALT_BYTES 16
 #define HASH_BYTES 32
-
-static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-/* Unpadded base64url of n bytes into out (room for 4 * n / 3 + 4). */
-static void enc(const unsigned char *p, size_t n, char *out)
-{
-	size_t o = 0;
-
-	for (size_t i = 0; i < n; i += 3) {
-		unsigned v = (unsigned)p[i] << 16;
-
-		if (i + 1 < n)
-			v |= (unsigned)p[i + 1] << 8;
-		if (i + 2 < n)
-			v |= p[i + 2];
-		out[o++] = b64url[(v >> 18) & 63];
-		out[o++] = b64url[(v >> 12) & 63];
-		if (i + 1 < n)
-			out[o++] = b64url[(v >> 6) & 63];
-		if (i + 2 < n)
-			out[o++] = b64url[v & 63];
-	}
-	out[o] = '\0';
-}
 
 static int derive(const char *secret, const unsigned char *salt, long iter,
                   unsigned char out[HASH_BYTES])
@@ -56,7 +33,7 @@ int cat_secret_new(char out[64], struct fl_err *err)
 
 	if (RAND_bytes(b, sizeof(b)) != 1)
 		return fl_err_set(err, FL_ERR_INTERNAL, "no randomness for a secret");
-	enc(b, sizeof(b), out);
+	fl_b64url_encode(b, sizeof(b), out);
 	OPENSSL_cleanse(b, sizeof(b));
 	return 0;
 }
@@ -69,8 +46,8 @@ int cat_secret_hash(const char *secret, char **out, struct fl_err *err)
 
 	if (RAND_bytes(salt, sizeof(salt)) != 1 || derive(secret, salt, SECRET_ITERATIONS, h) != 0)
 		return fl_err_set(err, FL_ERR_INTERNAL, "cannot hash the secret");
-	enc(salt, sizeof(salt), s64);
-	enc(h, sizeof(h), h64);
+	fl_b64url_encode(salt, sizeof(salt), s64);
+	fl_b64url_encode(h, sizeof(h), h64);
 	text = malloc(cap);
 	if (text == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
@@ -79,28 +56,12 @@ int cat_secret_hash(const char *secret, char **out, struct fl_err *err)
 	return 0;
 }
 
-/* Decodes unpadded base64url of exactly n output bytes; -1 on bad input. */
+/* Decodes base64url of exactly n bytes; -1 otherwise. */
 static int dec(const char *s, size_t len, unsigned char *out, size_t n)
 {
-	unsigned v = 0;
-	size_t o = 0;
-	int bits = 0;
+	size_t got;
 
-	for (size_t i = 0; i < len; i++) {
-		const char *p = strchr(b64url, s[i]);
-
-		if (s[i] == '\0' || p == NULL)
-			return -1;
-		v = (v << 6) | (unsigned)(p - b64url);
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			if (o == n)
-				return -1;
-			out[o++] = (unsigned char)(v >> bits);
-		}
-	}
-	return o == n ? 0 : -1;
+	return fl_b64_decode(s, len, out, n, &got) == 0 && got == n ? 0 : -1;
 }
 
 bool cat_secret_verify(const char *secret, const char *stored)

@@ -383,6 +383,12 @@ int srv_auth_start(const struct srv_config *cfg, struct cat_db *db, struct srv_a
 			           "setting oidc-issuer must differ from token-issuer");
 			goto fail;
 		}
+		/* libcurl's global state must be set up before threads use it; this
+		 * runs at start, before the HTTP workers exist. */
+		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+			fl_err_set(err, FL_ERR_INTERNAL, "cannot initialise libcurl");
+			goto fail;
+		}
 		pthread_mutex_lock(&a->ext_mu);
 		if (refresh_jwks(a, err) != 0)
 			fl_warn(NULL, "auth: %s; will retry when a token of %s arrives", err->msg,

@@ -14,6 +14,7 @@
 
 #include "access.h"
 #include "auth.h"
+#include "b64.h"
 #include "handlers.h"
 #include "json.h"
 #include "jose.h"
@@ -104,7 +105,7 @@ static int basic_parse(struct srv_req *r, const char *hdr, const char **id, cons
 
 	for (hdr += 6; *hdr == ' ';)
 		hdr++;
-	if (srv_b64_decode(hdr, strlen(hdr), buf, sizeof(buf) - 1, &n) != 0)
+	if (fl_b64_decode(hdr, strlen(hdr), buf, sizeof(buf) - 1, &n) != 0)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "Basic credentials are not base64");
 	buf[n] = '\0';
 	if (memchr(buf, '\0', n) != NULL || (colon = strchr((char *)buf, ':')) == NULL)

@@ -20,69 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "b64.h"
 #include "json.h"
 
 static int nomem(struct fl_err *err)
 {
 	return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-}
-
-int srv_b64_decode(const char *s, size_t n, unsigned char *out, size_t cap, size_t *out_len)
-{
-	unsigned v = 0;
-	size_t o = 0;
-	int bits = 0;
-
-	while (n > 0 && s[n - 1] == '=')
-		n--;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		int d;
-
-		if (c >= 'A' && c <= 'Z')
-			d = c - 'A';
-		else if (c >= 'a' && c <= 'z')
-			d = c - 'a' + 26;
-		else if (c >= '0' && c <= '9')
-			d = c - '0' + 52;
-		else if (c == '+' || c == '-')
-			d = 62;
-		else if (c == '/' || c == '_')
-			d = 63;
-		else
-			return -1;
-		v = (v << 6) | (unsigned)d;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			if (o == cap)
-				return -1;
-			out[o++] = (unsigned char)(v >> bits);
-		}
-	}
-	if (bits >= 6) /* a lone trailing character encodes no whole byte */
-		return -1;
-	*out_len = o;
-	return 0;
-}
-
-static void b64url(const unsigned char *p, size_t n, char *out)
-{
-	static const char a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-	size_t o = 0;
-
-	for (size_t i = 0; i < n; i += 3) {
-		unsigned v = (unsigned)p[i] << 16 | (i + 1 < n ? (unsigned)p[i + 1] << 8 : 0) |
-		             (i + 2 < n ? p[i + 2] : 0);
-
-		out[o++] = a[(v >> 18) & 63];
-		out[o++] = a[(v >> 12) & 63];
-		if (i + 1 < n)
-			out[o++] = a[(v >> 6) & 63];
-		if (i + 2 < n)
-			out[o++] = a[v & 63];
-	}
-	out[o] = '\0';
 }
 
 /* PEM text of pkey's public part (and private part when priv) into k. */
@@ -153,7 +96,7 @@ static int classify(EVP_PKEY *pkey, struct srv_key *k, struct fl_err *err)
 	}
 	OPENSSL_free(der);
 	if (k->kid[0] == '\0')
-		b64url(h, 12, k->kid);
+		fl_b64url_encode(h, 12, k->kid);
 	return 0;
 }
 
@@ -272,7 +215,7 @@ static int jwk_bytes(const json_t *jwk, const char *name, unsigned char *buf, si
 {
 	const char *s = json_string_value(json_object_get(jwk, name));
 
-	if (s == NULL || srv_b64_decode(s, strlen(s), buf, cap, n) != 0 || *n == 0)
+	if (s == NULL || fl_b64_decode(s, strlen(s), buf, cap, n) != 0 || *n == 0)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "JWK member %s is missing or invalid",
 		                  name);
 	return 0;
@@ -456,7 +399,7 @@ static int part_json(const char *token, int part, json_t **out, struct fl_err *e
 		return bad(err, "not a compact JWS (three non-empty parts)");
 	s = part == 0 ? token : d1 + 1;
 	e = part == 0 ? d1 : d2;
-	if (srv_b64_decode(s, (size_t)(e - s), buf, sizeof(buf), &dn) != 0)
+	if (fl_b64_decode(s, (size_t)(e - s), buf, sizeof(buf), &dn) != 0)
 		return bad(err, "a part is not base64url");
 	if (fl_json_parse((const char *)buf, dn, 8, &v, err) != 0 || !json_is_object(v)) {
 		json_decref(v);

@@ -97,8 +97,4 @@ struct srv_jwt_claims {
 int srv_jwt_verify(const char *token, const struct srv_keyset *ks, const struct srv_jwt_expect *x,
                    struct srv_jwt_claims *out, bool *unknown_kid, struct fl_err *err) FL_MUST_CHECK;
 
-/* Decodes base64 (standard or url alphabet, padding optional) into out
- * (cap bytes); -1 on an invalid character or when out is too small. */
-int srv_b64_decode(const char *s, size_t n, unsigned char *out, size_t cap, size_t *out_len);
-
 #endif
