@@ -6,10 +6,12 @@
 // model does not know fails the test until someone classifies it.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import { request, encodeNs } from '../lib/harness.mjs';
 import { expectError } from '../lib/checks.mjs';
 import {
-  ADMIN_ID, ADMIN_SECRET, assertNoLeaks, bearer, createRole, mgmt, principal, routeTable, startAuthFloe, tokenFor,
+  ADMIN_ID, ADMIN_SECRET, assertNoLeaks, bearer, createRole, mgmt, principal, remember, routeTable, startAuthFloe,
+  tokenFor,
 } from './lib.mjs';
 
 const READ = new Set(['catalog-read', 'namespace-read', 'table-read']);
@@ -197,4 +199,38 @@ test('management: principals, roles and grants round-trip, built-ins cannot be d
   expectError(await mgmt(base, t, 'POST', '/roles/custom/grants', { privilege: 'fly', warehouse: 'default' }), 400, undefined, 'unknown privilege');
   expectError(await mgmt(base, t, 'POST', '/principals', { name: 'c1' }), 409, undefined, 'already exists');
   expectError(await mgmt(base, t, 'POST', '/principals', { name: 'bad name!' }), 400, undefined, 'principal name');
+});
+
+test('secrets shown at creation or rotation are never stored for Idempotency-Key replay', async () => {
+  const { base } = env;
+  const key = () => {
+    const b = crypto.randomBytes(16);
+    b.writeUIntBE(Date.now(), 0, 6);
+    b[6] = 0x70 | (b[6] & 0x0f);
+    b[8] = 0x80 | (b[8] & 0x3f);
+    const h = b.toString('hex');
+    return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+  };
+  const headers = { ...bearer(tokens.admin), 'Idempotency-Key': key() };
+  const made = await request(base, 'POST', '/management/v1/principals', { headers, body: { name: 'idem1' } });
+  assert.equal(made.status, 201, made.text);
+  remember(made.json['client-secret']);
+  const again = await request(base, 'POST', '/management/v1/principals', { headers, body: { name: 'idem1' } });
+  assert.equal(again.status, 409, 'not replayed: the key is ignored on this route');
+  const rot = await request(base, 'POST', '/management/v1/principals/idem1/rotate', { headers: { ...bearer(tokens.admin), 'Idempotency-Key': key() } });
+  assert.equal(rot.status, 200, rot.text);
+  remember(rot.json['client-secret']);
+  const tok = await request(base, 'POST', '/v1/oauth/tokens', {
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Idempotency-Key': key() },
+    body: `grant_type=client_credentials&client_id=idem1&client_secret=${rot.json['client-secret']}`,
+  });
+  assert.equal(tok.status, 200, tok.text);
+  remember(tok.json.access_token);
+  const { psql } = await import('../lib/harness.mjs');
+  const stored = psql(env.db.url, "SELECT count(*) FROM idempotency_record WHERE convert_from(body, 'UTF8') LIKE '%client-secret%' OR convert_from(body, 'UTF8') LIKE '%access_token%'");
+  assert.equal(stored, '0');
+  // A catalog mutation under a key is still recorded (the key works where it should).
+  const ns = await request(base, 'POST', '/v1/namespaces', { headers: { ...bearer(tokens.admin), 'Idempotency-Key': key() }, body: { namespace: ['idem_ns'] } });
+  assert.equal(ns.status, 200, ns.text);
+  assert.equal(psql(env.db.url, "SELECT count(*) FROM idempotency_record WHERE route = '/v1/{prefix}/namespaces'"), '1');
 });
