@@ -40,7 +40,8 @@ bool cat_secret_verify(const char *secret, const char *stored);
  *  secret hash (changes with every rotation, and differs for a principal
  *  deleted and created again; "" hashed for external principals),
  *  grants: [{warehouse, namespace: [levels]|null, table: name|null, privilege}]}.
- * Looked up by name (issuer == NULL) or by external issuer + subject. */
+ * Looked up as a client by name (issuer == NULL) or as an external
+ * principal by issuer + subject. */
 int cat_principal_access(struct cat_db *db, const char *name_or_subject, const char *issuer,
                          json_t **out, struct fl_err *err) FL_MUST_CHECK;
 

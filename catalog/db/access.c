@@ -80,7 +80,7 @@ int cat_principal_access(struct cat_db *db, const char *name_or_subject, const c
 	        "   'namespace', g.namespace, 'table', g.table_name, 'privilege', g.privilege))"
 	        "   FROM principal_role pr JOIN role_grant g ON g.role_id = pr.role_id"
 	        "   WHERE pr.principal_id = p.id), '[]'))::text"
-	        " FROM principal p WHERE CASE WHEN $2::text IS NULL THEN p.name = $1"
+	        " FROM principal p WHERE CASE WHEN $2::text IS NULL THEN p.kind = 'client' AND p.name = $1"
 	        "   ELSE p.kind = 'external' AND p.issuer = $2 AND p.subject = $1 END",
 	        2, params, "unknown principal", out, err);
 }
