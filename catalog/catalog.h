@@ -163,17 +163,19 @@ struct cat_limits {
  * write there before the first commit) and *metadata_location is NULL.
  * FL_ERR_NO_SUCH_NAMESPACE, FL_ERR_ALREADY_EXISTS, FL_ERR_BAD_REQUEST for an
  * invalid request or a location outside the warehouse or overlapping another
- * table.  *metadata is JSON text (malloc'd). */
+ * table.  *metadata is JSON text (malloc'd).  actor (the acting principal,
+ * or NULL) goes into the commit event. */
 int cat_table_create(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
                      const struct cat_ns *ns, const json_t *req, bool stage,
-                     char **metadata_location, char **metadata, struct fl_err *err) FL_MUST_CHECK;
+                     char **metadata_location, char **metadata, const char *actor,
+                     struct fl_err *err) FL_MUST_CHECK;
 
 /* Registers an existing metadata file as a table (overwrite replaces the
- * pointer of an existing table). */
+ * pointer of an existing table); actor as for cat_table_create. */
 int cat_table_register(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
                        const struct cat_ns *ns, const char *name, const char *metadata_location,
                        bool overwrite, const struct cat_limits *lim, char **metadata,
-                       struct fl_err *err) FL_MUST_CHECK;
+                       const char *actor, struct fl_err *err) FL_MUST_CHECK;
 
 /* One round trip: the current metadata location and JSON text, byte for
  * byte as stored, and the warehouse's storage type, looked up by warehouse

@@ -208,7 +208,8 @@ static int64_t file_version(const char *location)
 
 int cat_table_create(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
                      const struct cat_ns *ns, const json_t *req, bool stage,
-                     char **metadata_location, char **metadata, struct fl_err *err)
+                     char **metadata_location, char **metadata, const char *actor,
+                     struct fl_err *err)
 {
 	const char *name = json_string_value(json_object_get(req, "name"));
 	const char *given = json_string_value(json_object_get(req, "location"));
@@ -284,7 +285,7 @@ int cat_table_create(struct cat_db *db, struct cat_tx *tx, const struct cat_ware
 	row_stats(meta, &st);
 	if (cat_row_insert(sc.c, wh->id, nsid, uuid, name, location, path, text, 0, &st, err) !=
 	            0 ||
-	    cat_event_insert(sc.c, uuid, wh->id, ns, name, 0, path, -1, "create", NULL, NULL,
+	    cat_event_insert(sc.c, uuid, wh->id, ns, name, 0, path, -1, "create", NULL, actor,
 	                     err) != 0)
 		goto out;
 	*metadata_location = path;
@@ -311,7 +312,7 @@ out:
 int cat_table_register(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
                        const struct cat_ns *ns, const char *name, const char *metadata_location,
                        bool overwrite, const struct cat_limits *lim, char **metadata,
-                       struct fl_err *err)
+                       const char *actor, struct fl_err *err)
 {
 	char nsid[24], id[FL_UUID_STR], tbuf[520], *raw = NULL, *text = NULL;
 	size_t wl = strlen(wh->location), n;
@@ -380,6 +381,7 @@ int cat_table_register(struct cat_db *db, struct cat_tx *tx, const struct cat_wa
 		        .snapshot_id = cat_meta_current_snapshot_id(meta),
 		        .operation = "register",
 		        .request_id = NULL,
+		        .actor = actor,
 		};
 		if (cat_row_move(sc.c, &mv, err) != 0)
 			goto out;
@@ -389,7 +391,7 @@ int cat_table_register(struct cat_db *db, struct cat_tx *tx, const struct cat_wa
 		if (cat_row_insert(sc.c, wh->id, nsid, id, name, loc, metadata_location, text, fver,
 		                   &st, err) != 0 ||
 		    cat_event_insert(sc.c, id, wh->id, ns, name, fver, metadata_location,
-		                     cat_meta_current_snapshot_id(meta), "register", NULL, NULL,
+		                     cat_meta_current_snapshot_id(meta), "register", NULL, actor,
 		                     err) != 0)
 			goto out;
 	}

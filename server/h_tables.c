@@ -218,7 +218,8 @@ int srv_h_tbl_create(struct srv_req *r, struct fl_err *err)
 		return -1;
 	}
 	if (path_table(r, &wh, &ns, err) != 0 || check_delegation(r, wh.storage_type, err) != 0 ||
-	    cat_table_create(r->ctx->db, r->tx, &wh, &ns, body, stage, &mloc, &meta, err) != 0)
+	    cat_table_create(r->ctx->db, r->tx, &wh, &ns, body, stage, &mloc, &meta, srv_actor(r),
+	                     err) != 0)
 		return -1;
 	rc = reply_table(r, mloc, meta, false, true, err);
 	free(mloc);
@@ -245,7 +246,7 @@ int srv_h_tbl_register(struct srv_req *r, struct fl_err *err)
 	    fl_json_get_bool(body, "overwrite", false, what, &overwrite, err) != 0 ||
 	    check_name(r, name, "table name", err) != 0 || path_table(r, &wh, &ns, err) != 0 ||
 	    cat_table_register(r->ctx->db, r->tx, &wh, &ns, name, mloc, overwrite, &lim, &meta,
-	                       err) != 0)
+	                       srv_actor(r), err) != 0)
 		return -1;
 	rc = reply_table(r, mloc, meta, false, true, err);
 	free(meta);

@@ -178,6 +178,8 @@ test('a commit records the acting principal', async () => {
   const { psql } = await import('../lib/harness.mjs');
   const actor = psql(env.db.url, "SELECT actor FROM commit_event WHERE table_name = 't' ORDER BY id DESC LIMIT 1");
   assert.equal(actor, 'c1');
+  const creator = psql(env.db.url, "SELECT actor FROM commit_event WHERE table_name = 't' AND operation = 'create'");
+  assert.equal(creator, ADMIN_ID, 'the create event names who created the table');
   // The same principal may read but not drop it.
   const drop = await request(base, 'DELETE', '/v1/namespaces/m/tables/t', { headers: bearer(tokens.custom) });
   expectError(drop, 403, 'ForbiddenException', 'table-drop');
