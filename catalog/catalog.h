@@ -26,6 +26,13 @@ int cat_db_open(const char *conninfo, int size, struct cat_db **out,
  * the coherence rules).  Optional: without it every load reads the database. */
 int cat_db_enable_cache(struct cat_db *db, struct fl_err *err) FL_MUST_CHECK;
 
+/* The access-data generation: it changes whenever principals, roles, grants
+ * or assignments change in the database (NOTIFY floe_auth, from any
+ * replica) and whenever the listener reconnects.  False when it cannot be
+ * known (cache not enabled or listener not connected): then callers must
+ * bound how long they trust what they cached. */
+bool cat_db_access_generation(struct cat_db *db, unsigned long *gen);
+
 /* Closes every connection.  Callers must have stopped using the pool. */
 void cat_db_close(struct cat_db *db);
 

@@ -53,5 +53,21 @@ INSERT INTO role_grant (role_id, warehouse, privilege)
     SELECT id, '*', CASE name WHEN 'admin' THEN 'all' WHEN 'writer' THEN 'write' ELSE 'read' END
     FROM role WHERE builtin;
 
+-- Any change to access data notifies floe_auth (delivered at COMMIT), so every
+-- replica drops its cached principals at once.
+CREATE FUNCTION floe_auth_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('floe_auth', '');
+    RETURN NULL;
+END $$;
+CREATE TRIGGER principal_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON principal
+    FOR EACH STATEMENT EXECUTE FUNCTION floe_auth_changed();
+CREATE TRIGGER role_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON role
+    FOR EACH STATEMENT EXECUTE FUNCTION floe_auth_changed();
+CREATE TRIGGER role_grant_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON role_grant
+    FOR EACH STATEMENT EXECUTE FUNCTION floe_auth_changed();
+CREATE TRIGGER principal_role_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON principal_role
+    FOR EACH STATEMENT EXECUTE FUNCTION floe_auth_changed();
+
 -- NULL = Floe itself (feeds, maintenance) or a server running with auth none.
 ALTER TABLE commit_event ADD COLUMN actor text;

@@ -8,8 +8,10 @@
  *   hash slot).  The principal it names is looked up on every request in a
  *   second cache whose entries live auth-cache-ttl seconds and are dropped
  *   when this process changes access data (srv_auth_changed), so a revoked
- *   principal or role stops working on its next request here, and within the
- *   TTL on other replicas.
+ *   principal or role stops working on its next request here; other replicas
+ *   drop theirs when PostgreSQL delivers NOTIFY floe_auth (a trigger on the
+ *   access tables sends it at COMMIT), or after auth-cache-ttl seconds while
+ *   that notification channel is down.
  * - Failed token requests are counted per client id and per address in a
  *   bounded table (one minute windows); past auth-max-failures the endpoint
  *   answers 429 before it spends any time on the secret.
@@ -108,6 +110,8 @@ struct principal_slot {
 	struct srv_principal *p; /* NULL = empty */
 	int64_t loaded_ns;
 	unsigned gen;
+	bool db_known; /* db_gen was known when loaded */
+	unsigned long db_gen;
 };
 
 struct limit_slot {
@@ -527,13 +531,19 @@ static int principal_get(struct srv_auth *a, const char *key, struct srv_princip
 	unsigned gen = atomic_load(&a->gen);
 	int64_t now = fl_mono_ns();
 	struct srv_principal *p = NULL, *old = NULL;
+	unsigned long db_gen = 0;
+	bool db_known = cat_db_access_generation(a->db, &db_gen);
 	char issuer[KEY_MAX];
 	const char *subject;
 	json_t *v = NULL;
 
+	/* Fresh while nothing changed here and, when the database's change
+	 * notifications are being received, nothing changed anywhere; without
+	 * them, for auth-cache-ttl at most. */
 	pthread_mutex_lock(&a->mu);
 	if (s->p != NULL && strcmp(s->key, key) == 0 && s->gen == gen &&
-	    now - s->loaded_ns < a->cfg->auth_cache_ttl * 1000000000LL) {
+	    (db_known ? s->db_known && s->db_gen == db_gen
+	              : now - s->loaded_ns < a->cfg->auth_cache_ttl * 1000000000LL)) {
 		p = s->p;
 		atomic_fetch_add(&p->refs, 1);
 	}
@@ -569,6 +579,8 @@ static int principal_get(struct srv_auth *a, const char *key, struct srv_princip
 	s->p = p;
 	s->loaded_ns = now;
 	s->gen = gen;
+	s->db_known = db_known;
+	s->db_gen = db_gen;
 	pthread_mutex_unlock(&a->mu);
 	principal_unref(old);
 	*out = p;

@@ -16,8 +16,9 @@
  * see (srv_auth_visible).
  *
  * Hot path: a verified token is cached (by SHA-256 of its text, until its
- * exp) and a principal's grants are cached for auth-cache-ttl seconds (and
- * dropped at once when this process changes any principal, role or grant),
+ * exp) and a principal's grants are cached until the access data changes
+ * (in this process, or anywhere as announced by NOTIFY floe_auth; for at
+ * most auth-cache-ttl seconds while those notifications are unavailable),
  * so an authorized request with a known token costs two hash lookups. */
 #ifndef SRV_AUTH_H
 #define SRV_AUTH_H

@@ -76,7 +76,7 @@ static const struct fl_setting srv_settings[] = {
 	{"oidc-jwks-refresh", FL_SET_SECONDS, "60", 1, 86400, NULL, "FLOE_OIDC_JWKS_REFRESH", OFF(oidc_jwks_refresh),
 	 "least time between two JWKS fetches (one is made on an unknown kid)"},
 	{"auth-cache-ttl", FL_SET_SECONDS, "5", 0, 3600, NULL, "FLOE_AUTH_CACHE_TTL", OFF(auth_cache_ttl),
-	 "how long a principal's grants are cached (other replicas see changes after this)"},
+	 "how long a principal's grants are trusted when change notifications (NOTIFY floe_auth) are not received"},
 	{"auth-max-failures", FL_SET_INT, "10", 1, 100000, NULL, "FLOE_AUTH_MAX_FAILURES", OFF(auth_max_failures),
 	 "failed token requests per client id and per address per minute before 429"},
 	{"bootstrap-client-id", FL_SET_STR, "", 0, 255, NULL, "FLOE_BOOTSTRAP_CLIENT_ID", OFF(bootstrap_client_id),

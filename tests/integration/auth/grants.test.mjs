@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { freshDatabase, psql, request, runFloe, startFloe, encodeNs } from '../lib/harness.mjs';
+import { freshDatabase, psql, request, runFloe, startFloe, encodeNs, waitFor } from '../lib/harness.mjs';
 import { expectError } from '../lib/checks.mjs';
 import {
   ADMIN_ID, ADMIN_SECRET, assertNoLeaks, bearer, createRole, makeRsaKey, mgmt, principal, remember, remembered,
@@ -81,6 +81,28 @@ test('revoking a role or a grant, and deleting a principal, take effect on the n
   const again = await principal(env.base, adminToken, 'revokee', ['reader']);
   expectError(await get(p.token, '/v1/namespaces'), 401, 'NotAuthorizedException', 'rotated');
   assert.equal((await get(again.token, '/v1/namespaces')).status, 200);
+});
+
+test('a revoke on one replica takes effect on another at once (NOTIFY, not the TTL)', async () => {
+  // A second floe over the same database and key, trusting its cache for an hour unless told.
+  const replica = await startFloe({
+    databaseUrl: env.db.url,
+    args: ['--auth', 'token', '--token-signing-key', env.key.priv, '--auth-cache-ttl', '3600'],
+  });
+  try {
+    await createRole(env.base, adminToken, 'z-only', [{ privilege: 'read', warehouse: 'default', namespace: ['z'] }]);
+    const p = await principal(env.base, adminToken, 'twin', ['z-only']);
+    const onReplica = () => request(replica.baseUrl, 'GET', tbl(['z'], 't'), { headers: bearer(p.token) });
+    assert.equal((await onReplica()).status, 200, 'the replica accepts a token the first one issued');
+    const res = await mgmt(env.base, adminToken, 'DELETE', '/principals/twin/roles/z-only');
+    assert.equal(res.status, 204);
+    const t0 = Date.now();
+    await waitFor(async () => (await onReplica()).status === 403, { timeoutMs: 3000, intervalMs: 20, what: 'the replica to see the revoke' });
+    assert.ok(Date.now() - t0 < 3000);
+    await assertNoLeaks(replica);
+  } finally {
+    await replica.stop();
+  }
 });
 
 test('a rotated secret invalidates the old secret and the tokens issued with it', async () => {
