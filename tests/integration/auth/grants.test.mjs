@@ -182,6 +182,7 @@ test('floe admin bootstrap creates the admin once', async () => {
   const t = await tokenFor(f.baseUrl, id, secret);
   assert.equal((await request(f.baseUrl, 'GET', '/management/v1/principals', { headers: bearer(t) })).status, 200);
   assert.match(f.logs(), /ephemeral key/);
+  await assertNoLeaks(f, t);
   await f.stop();
 });
 
