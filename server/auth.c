@@ -95,6 +95,7 @@ struct srv_principal {
 #define LIMIT_WINDOW_S 60
 #define SECRET_CACHE_S 60
 #define KEY_MAX 560
+#define LOCK_STRIPES 64 /* so that concurrent requests rarely share a lock */
 
 struct token_slot {
 	unsigned char h[32];
@@ -134,7 +135,8 @@ struct srv_auth {
 	struct srv_keyset ext; /* the external issuer's JWKS */
 	pthread_mutex_t ext_mu;
 	int64_t ext_fetched_ns; /* 0 = never */
-	pthread_mutex_t mu; /* the tables below */
+	pthread_mutex_t mu; /* limits and secrets */
+	pthread_mutex_t stripes[LOCK_STRIPES]; /* tokens and principals, by slot */
 	struct token_slot tokens[TOKEN_SLOTS];
 	struct principal_slot principals[PRINCIPAL_SLOTS];
 	struct limit_slot limits[LIMIT_SLOTS];
@@ -158,12 +160,17 @@ static uint64_t fnv(const char *s)
 
 static void sha256(const void *a, size_t an, const void *b, size_t bn, unsigned char out[32])
 {
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	EVP_MD_CTX *md;
 	unsigned int n = 0;
 
 	memset(out, 0, 32);
+	if (bn == 0) { /* the hot path (a token): one call, no context */
+		EVP_Digest(a, an, out, &n, EVP_sha256(), NULL);
+		return;
+	}
+	md = EVP_MD_CTX_new();
 	if (md != NULL && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1 &&
-	    EVP_DigestUpdate(md, a, an) == 1 && (bn == 0 || EVP_DigestUpdate(md, b, bn) == 1))
+	    EVP_DigestUpdate(md, a, an) == 1 && EVP_DigestUpdate(md, b, bn) == 1)
 		EVP_DigestFinal_ex(md, out, &n);
 	EVP_MD_CTX_free(md);
 }
@@ -359,6 +366,8 @@ int srv_auth_start(const struct srv_config *cfg, struct cat_db *db, struct srv_a
 	a->cfg = cfg;
 	a->db = db;
 	pthread_mutex_init(&a->mu, NULL);
+	for (int i = 0; i < LOCK_STRIPES; i++)
+		pthread_mutex_init(&a->stripes[i], NULL);
 	pthread_mutex_init(&a->ext_mu, NULL);
 	if (strcmp(cfg->auth, "auto") == 0)
 		a->enabled = !loopback(cfg->host);
@@ -428,6 +437,8 @@ void srv_auth_free(struct srv_auth *a)
 	srv_keyset_free(&a->own);
 	srv_keyset_free(&a->ext);
 	pthread_mutex_destroy(&a->mu);
+	for (int i = 0; i < LOCK_STRIPES; i++)
+		pthread_mutex_destroy(&a->stripes[i]);
 	pthread_mutex_destroy(&a->ext_mu);
 	OPENSSL_cleanse(a, sizeof(*a));
 	free(a);
@@ -527,7 +538,9 @@ fail:
 static int principal_get(struct srv_auth *a, const char *key, struct srv_principal **out,
                          struct fl_err *err)
 {
-	struct principal_slot *s = &a->principals[fnv(key) % PRINCIPAL_SLOTS];
+	size_t slot = fnv(key) % PRINCIPAL_SLOTS;
+	struct principal_slot *s = &a->principals[slot];
+	pthread_mutex_t *mu = &a->stripes[slot % LOCK_STRIPES];
 	unsigned gen = atomic_load(&a->gen);
 	int64_t now = fl_mono_ns();
 	struct srv_principal *p = NULL, *old = NULL;
@@ -540,14 +553,14 @@ static int principal_get(struct srv_auth *a, const char *key, struct srv_princip
 	/* Fresh while nothing changed here and, when the database's change
 	 * notifications are being received, nothing changed anywhere; without
 	 * them, for auth-cache-ttl at most. */
-	pthread_mutex_lock(&a->mu);
+	pthread_mutex_lock(mu);
 	if (s->p != NULL && strcmp(s->key, key) == 0 && s->gen == gen &&
 	    (db_known ? s->db_known && s->db_gen == db_gen
 	              : now - s->loaded_ns < a->cfg->auth_cache_ttl * 1000000000LL)) {
 		p = s->p;
 		atomic_fetch_add(&p->refs, 1);
 	}
-	pthread_mutex_unlock(&a->mu);
+	pthread_mutex_unlock(mu);
 	if (p != NULL) {
 		*out = p;
 		return 0;
@@ -573,7 +586,7 @@ static int principal_get(struct srv_auth *a, const char *key, struct srv_princip
 	if (p == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	atomic_fetch_add(&p->refs, 1); /* one for the cache, one for the caller */
-	pthread_mutex_lock(&a->mu);
+	pthread_mutex_lock(mu);
 	old = s->p;
 	snprintf(s->key, sizeof(s->key), "%s", key);
 	s->p = p;
@@ -581,7 +594,7 @@ static int principal_get(struct srv_auth *a, const char *key, struct srv_princip
 	s->gen = gen;
 	s->db_known = db_known;
 	s->db_gen = db_gen;
-	pthread_mutex_unlock(&a->mu);
+	pthread_mutex_unlock(mu);
 	principal_unref(old);
 	*out = p;
 	return 0;
@@ -643,6 +656,8 @@ static int authenticate(struct srv_req *r, const char *tok, struct fl_err *err)
 {
 	struct srv_auth *a = r->ctx->auth;
 	struct token_slot res = {0}, *s;
+	pthread_mutex_t *mu;
+	size_t slot;
 	struct srv_principal *p = NULL;
 	int64_t now = now_s();
 	bool hit = false;
@@ -650,8 +665,10 @@ static int authenticate(struct srv_req *r, const char *tok, struct fl_err *err)
 	if (strlen(tok) > SRV_JWT_MAX_BYTES)
 		return fl_err_set(err, FL_ERR_NOT_AUTHORIZED, "invalid token: too long");
 	sha256(tok, strlen(tok), NULL, 0, res.h);
-	s = &a->tokens[(res.h[0] | res.h[1] << 8 | (unsigned)res.h[2] << 16) % TOKEN_SLOTS];
-	pthread_mutex_lock(&a->mu);
+	slot = (res.h[0] | res.h[1] << 8 | (unsigned)res.h[2] << 16) % TOKEN_SLOTS;
+	s = &a->tokens[slot];
+	mu = &a->stripes[slot % LOCK_STRIPES];
+	pthread_mutex_lock(mu);
 	if (s->used && memcmp(s->h, res.h, 32) == 0) {
 		if (s->exp + a->cfg->token_clock_skew > now) {
 			res = *s;
@@ -660,14 +677,14 @@ static int authenticate(struct srv_req *r, const char *tok, struct fl_err *err)
 			s->used = false;
 		}
 	}
-	pthread_mutex_unlock(&a->mu);
+	pthread_mutex_unlock(mu);
 	if (!hit) {
 		if (verify_token(a, tok, &res, err) != 0)
 			return -1;
 		res.used = true;
-		pthread_mutex_lock(&a->mu);
+		pthread_mutex_lock(mu);
 		*s = res;
-		pthread_mutex_unlock(&a->mu);
+		pthread_mutex_unlock(mu);
 	}
 	if (principal_get(a, res.key, &p, err) != 0)
 		return -1;
