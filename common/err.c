@@ -71,6 +71,7 @@ const char *fl_err_kind_name(enum fl_err_kind kind)
 	        [FL_ERR_COMMIT_FAILED] = "commit-failed",
 	        [FL_ERR_CONFLICT] = "conflict",
 	        [FL_ERR_TOO_LARGE] = "too-large",
+	        [FL_ERR_TOO_MANY_REQUESTS] = "too-many-requests",
 	        [FL_ERR_UNPROCESSABLE] = "unprocessable",
 	        [FL_ERR_COMMIT_STATE_UNKNOWN] = "commit-state-unknown",
 	        [FL_ERR_UNAVAILABLE] = "unavailable",

@@ -29,6 +29,7 @@ enum fl_err_kind {
 	FL_ERR_COMMIT_FAILED, /* definitely not applied; retry on fresh state */
 	FL_ERR_CONFLICT, /* other state conflicts (e.g. key in flight) */
 	FL_ERR_TOO_LARGE, /* a configured limit was exceeded */
+	FL_ERR_TOO_MANY_REQUESTS, /* rate limited; retry later */
 	FL_ERR_UNPROCESSABLE, /* well-formed but contradictory */
 	FL_ERR_COMMIT_STATE_UNKNOWN, /* maybe applied: the client must not assume either */
 	FL_ERR_UNAVAILABLE, /* dependency down; retry later */

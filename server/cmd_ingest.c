@@ -719,8 +719,8 @@ static int run_in_process(struct job *j, struct fl_err *err)
 		if (infer_schema(j, &schema, err) != 0)
 			goto out;
 		req = json_pack("{s:s, s:o}", "name", j->name, "schema", schema);
-		if (req == NULL ||
-		    cat_table_create(db, NULL, &wh, &ns, req, false, &mloc, &text, err) != 0) {
+		if (req == NULL || cat_table_create(db, NULL, &wh, &ns, req, false, &mloc, &text,
+		                                    NULL, err) != 0) {
 			json_decref(req);
 			goto out;
 		}

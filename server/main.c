@@ -12,6 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
+#include "auth.h"
+#include "access.h"
 #include "catalog.h"
 #include "cmd_ingest.h"
 #include "embedded_pg.h"
@@ -89,6 +93,64 @@ out:
 	return rc;
 }
 
+/* FLOE_BOOTSTRAP_CLIENT_ID/_SECRET: the first admin, on a start that finds none. */
+static int bootstrap_env(struct srv_ctx *ctx, struct fl_err *err)
+{
+	const struct srv_config *cfg = ctx->cfg;
+	bool created = false;
+
+	if (cfg->bootstrap_client_id[0] == '\0' && cfg->bootstrap_client_secret[0] == '\0')
+		return 0;
+	if (srv_auth_bootstrap(ctx->db, cfg->bootstrap_client_id, cfg->bootstrap_client_secret,
+	                       &created, err) != 0)
+		return fl_err_prefix(err, "bootstrap");
+	if (created)
+		fl_info(NULL, "bootstrap: created admin principal '%s'", cfg->bootstrap_client_id);
+	else
+		fl_info(NULL,
+		        "bootstrap: an admin principal exists already; bootstrap settings ignored");
+	return 0;
+}
+
+/* floe admin bootstrap: the first admin, its secret printed once on stdout. */
+static int cmd_bootstrap(struct srv_config *cfg)
+{
+	char abs[PATH_MAX], *conninfo = NULL, secret[64];
+	const char *id = cfg->bootstrap_client_id[0] ? cfg->bootstrap_client_id : "admin";
+	struct srv_pg *pg = NULL;
+	struct cat_db *db = NULL;
+	struct fl_err err = {0};
+	bool created = false;
+	int applied, rc = 1;
+
+	if (cfg->bootstrap_client_secret[0] != '\0')
+		snprintf(secret, sizeof(secret), "%s", cfg->bootstrap_client_secret);
+	else if (cat_secret_new(secret, &err) != 0)
+		goto fail;
+	if (prepare_data_dir(cfg, abs, &err) != 0 ||
+	    database(cfg, abs, &conninfo, &pg, &err) != 0 ||
+	    cat_db_migrate(conninfo, &applied, &err) != 0 ||
+	    cat_db_open(conninfo, 1, &db, &err) != 0 ||
+	    srv_auth_bootstrap(db, id, secret, &created, &err) != 0)
+		goto fail;
+	if (created)
+		printf("created admin principal (shown once; store the secret now)\n"
+		       "client_id: %s\nclient_secret: %s\n",
+		       id, secret);
+	else
+		printf("an admin principal exists already; nothing changed\n");
+	rc = 0;
+	goto out;
+fail:
+	fl_error(NULL, "admin bootstrap: %s", err.msg);
+out:
+	OPENSSL_cleanse(secret, sizeof(secret));
+	cat_db_close(db);
+	free(conninfo);
+	srv_pg_stop(pg);
+	return rc;
+}
+
 static int cmd_serve(struct srv_config *cfg)
 {
 	struct srv_ctx ctx = {.cfg = cfg};
@@ -117,7 +179,8 @@ static int cmd_serve(struct srv_config *cfg)
 		        cat_schema_version());
 	if (cat_db_open(conninfo, (int)cfg->db_pool_size, &ctx.db, &err) != 0 ||
 	    cat_db_load_secret(ctx.db, &err) != 0 || cat_db_enable_cache(ctx.db, &err) != 0 ||
-	    default_warehouse(&ctx, abs, &err) != 0)
+	    default_warehouse(&ctx, abs, &err) != 0 ||
+	    srv_auth_start(cfg, ctx.db, &ctx.auth, &err) != 0 || bootstrap_env(&ctx, &err) != 0)
 		goto fail;
 	ctx.metrics = srv_metrics_new();
 	ctx.whcache = srv_whcache_new();
@@ -146,6 +209,7 @@ out:
 	cat_db_close(ctx.db);
 	srv_metrics_free(ctx.metrics);
 	srv_whcache_free(ctx.whcache);
+	srv_auth_free(ctx.auth);
 	free(conninfo);
 	srv_pg_stop(pg);
 	if (rc == 0)
@@ -185,6 +249,25 @@ static int run_migrate(int argc, char **argv)
 	return with_config(argc, argv, cmd_migrate);
 }
 
+static int run_admin(int argc, char **argv)
+{
+	if (argc < 1 || strcmp(argv[0], "bootstrap") != 0) {
+		fprintf(stderr, "floe: usage: floe admin bootstrap [options]\n");
+		return 2;
+	}
+	return with_config(argc - 1, argv + 1, cmd_bootstrap);
+}
+
+static int run_routes(int argc, char **argv)
+{
+	if (argc != 1 || strcmp(argv[0], "--json") != 0) {
+		fprintf(stderr, "floe: usage: floe routes --json\n");
+		return 2;
+	}
+	srv_routes_json(stdout);
+	return 0;
+}
+
 static int run_version(int argc, char **argv)
 {
 	(void)argc;
@@ -219,6 +302,10 @@ static const struct command commands[] = {
 	 "floe migrate --database-url postgresql://floe@127.0.0.1/floe", run_migrate, server_options},
 	{"ingest", "--table NS.TABLE [options] FILE...", "commit CSV or NDJSON files to a table as one snapshot",
 	 "floe ingest --table demo.events /tmp/events.csv", srv_cmd_ingest, srv_cmd_ingest_help},
+	{"admin", "bootstrap [options]", "create the first admin principal once and print its credentials",
+	 "floe admin bootstrap --data-dir ./.floe", run_admin, server_options},
+	{"routes", "--json", "print the route table (method, path, privilege) as JSON",
+	 "floe routes --json", run_routes, NULL},
 	{"version", "", "print the version", "floe version", run_version, NULL},
 	{"help", "[COMMAND]", "list the commands, or show one command's options",
 	 "floe help ingest", run_help, NULL},
