@@ -235,15 +235,18 @@ static void test_hs256_with_rsa_public_key(void **state)
 
 static void test_tampered_and_unknown_kid(void **state)
 {
-	char *tok = sign(&rsa_key, claims()), *dot = strchr(tok, '.'), *p, hdr[200];
+	char *tok = sign(&rsa_key, claims()), hdr[200];
 	struct srv_jwt_claims c;
 	struct fl_err err = {0};
+	size_t at;
 	bool unknown;
 
 	(void)state;
 	/* Flip one payload character: the signature no longer matches. */
-	p = dot + 5;
-	*p = *p == 'A' ? 'B' : 'A';
+	assert_non_null(tok);
+	at = strcspn(tok, ".") + 5;
+	assert_true(at < strlen(tok));
+	tok[at] = tok[at] == 'A' ? 'B' : 'A';
 	expect_refused(tok, "");
 	free(tok);
 	snprintf(hdr, sizeof(hdr), "{\"alg\":\"ES256\",\"kid\":\"nope\"}");
