@@ -108,6 +108,16 @@ test('a 4xx is never retried: one request, and the error names the store\'s code
   assert.equal(proxy.seen.length, 1, JSON.stringify(proxy.seen));
 });
 
+test('a store whose clock differs is named as such by the probe (RequestTimeTooSkewed)', async (t) => {
+  if (skip(t)) return;
+  proxy.reset();
+  proxy.setPlan(() => ({ status: 403, code: 'RequestTimeTooSkewed' }));
+  const r = await createWarehouse(ctx.base, 'skewed', s3Profile(ctx.s3, ctx.bucket, 'skewed', { endpoint: proxy.endpoint }));
+  assert.equal(r.status, 400, r.text);
+  assert.match(r.json.error.message, /RequestTimeTooSkewed \(the clocks of Floe and the store differ by more than 15 minutes\)/);
+  assert.equal(proxy.seen.length, 1, 'a 403 is not retried');
+});
+
 test('retries give up after five attempts with the store\'s answer', async (t) => {
   if (skip(t)) return;
   proxy.reset();
