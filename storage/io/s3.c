@@ -262,7 +262,9 @@ static int attempt(struct st_io *io, struct call *c, CURLcode *cc, struct fl_err
 	*cc = curl_easy_perform(e);
 	c->easy = NULL;
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &c->status);
-	if (*cc != CURLE_OK && *cc != CURLE_WRITE_ERROR)
+	if (*cc == CURLE_WRITE_ERROR && !c->too_large)
+		fl_err_set(err, FL_ERR_NOMEM, "out of memory reading the answer");
+	else if (*cc != CURLE_OK && *cc != CURLE_WRITE_ERROR)
 		fl_err_set(err, FL_ERR_UNAVAILABLE, "cannot reach %.200s: %s",
 		           io->profile.endpoint[0] ? io->profile.endpoint : host,
 		           curl_easy_strerror(*cc));
