@@ -43,17 +43,23 @@ function startProxy(target) {
     const u = new URL(target);
     const up = http.request({ host: u.hostname, port: u.port, method: req.method, path: req.url, headers: req.headers, agent: false },
       (ur) => {
-        res.writeHead(ur.statusCode, ur.headers);
+        // moto (werkzeug) closes every connection; the proxy keeps its side open so
+        // that Floe's connection reuse shows.
+        const { connection: _c, 'keep-alive': _k, ...headers } = ur.headers;
+        res.writeHead(ur.statusCode, headers);
         ur.pipe(res);
       });
     up.on('error', () => req.socket.destroy());
     req.pipe(up);
   });
+  let connections = 0;
+  server.on('connection', () => { connections++; });
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({
     endpoint: `http://127.0.0.1:${server.address().port}`,
     seen,
+    connections: () => connections,
     setPlan(p) { plan = p; },
-    reset() { seen.length = 0; plan = () => 'forward'; },
+    reset() { seen.length = 0; connections = 0; plan = () => 'forward'; },
     close: () => new Promise((r) => { server.closeAllConnections(); server.close(r); }),
   })));
 }
@@ -141,6 +147,10 @@ test('a multipart floe ingest survives 503s on its part uploads', async (t) => {
   const r = await ingestInto(ctx, WH, 't', [csv]);
   assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
   assert.ok(injected(503) >= 1, 'a part upload was refused');
+  // One process, one storage handle: its requests share a kept-alive connection (a
+  // refused upload closes its connection: curl stops sending the body mid-way).
+  assert.ok(proxy.seen.length >= 8 && proxy.connections() <= injected(503) + 1,
+    `${proxy.seen.length} requests over ${proxy.connections()} connections, ${injected(503)} refused`);
   // Read back: manifests with python3-avro, data with DuckDB.
   const l = parseJsonBig((await request(ctx.base, 'GET', `${P}/namespaces/ns/tables/t`)).text);
   const snap = l.metadata.snapshots.at(-1);
