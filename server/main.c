@@ -1,4 +1,4 @@
-/* main.c - the floe program: serve, migrate, version, help. */
+/* main.c - the floe program: serve, migrate, status, version, help. */
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -17,6 +17,7 @@
 #include "metrics.h"
 #include "router.h"
 #include "scheduler.h"
+#include "serve_lock.h"
 #include "srv.h"
 #include "whcache.h"
 
@@ -26,6 +27,7 @@ static void usage(FILE *f)
 	        "floe %s - an Apache Iceberg REST catalog\n\n"
 	        "usage: floe serve [options]    run the catalog server\n"
 	        "       floe migrate [options]  apply database migrations and exit\n"
+	        "       floe status [options]   where the data and embedded PostgreSQL live, who uses them\n"
 	        "       floe version            print the version\n"
 	        "       floe help               this text\n\n"
 	        "options (each also an environment variable):\n",
@@ -98,6 +100,31 @@ out:
 	return rc;
 }
 
+/* Reports without starting or locking anything (srv_pg_status). */
+static int cmd_status(struct srv_config *cfg)
+{
+	struct fl_err err = {0};
+	char abs[PATH_MAX];
+
+	if (realpath(cfg->data_dir, abs) == NULL) {
+		fprintf(stderr, "floe: status: no data directory %s: %s\n", cfg->data_dir,
+		        strerror(errno));
+		return 1;
+	}
+	printf("data directory: %s\n", abs);
+	srv_serve_lock_list(abs, stdout);
+	if (cfg->database_url[0] != '\0') {
+		printf("database:       the database-url setting (no embedded PostgreSQL)\n");
+		return 0;
+	}
+	printf("database:       embedded PostgreSQL\n");
+	if (srv_pg_status(abs, cfg->pg_bin_dir, stdout, &err) != 0) {
+		fprintf(stderr, "floe: status: %s\n", err.msg);
+		return 1;
+	}
+	return 0;
+}
+
 static int cmd_serve(struct srv_config *cfg)
 {
 	struct srv_ctx ctx = {.cfg = cfg};
@@ -108,7 +135,7 @@ static int cmd_serve(struct srv_config *cfg)
 	char abs[PATH_MAX], *conninfo = NULL;
 	sigset_t sigs;
 	unsigned port;
-	int applied, sig, rc = 1;
+	int applied, sig, port_lock = -1, rc = 1;
 
 	/* Signals are taken synchronously by this thread only; workers never see them. */
 	sigemptyset(&sigs);
@@ -117,7 +144,10 @@ static int cmd_serve(struct srv_config *cfg)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	if (prepare_data_dir(cfg, abs, &err) != 0 || database(cfg, abs, &conninfo, &pg, &err) != 0)
+	if (prepare_data_dir(cfg, abs, &err) != 0 ||
+	    (cfg->port != 0 &&
+	     srv_serve_lock_take(abs, (unsigned)cfg->port, &port_lock, &err) != 0) ||
+	    database(cfg, abs, &conninfo, &pg, &err) != 0)
 		goto fail;
 	if (cat_db_migrate(conninfo, &applied, &err) != 0)
 		goto fail;
@@ -157,6 +187,7 @@ out:
 	srv_whcache_free(ctx.whcache);
 	free(conninfo);
 	srv_pg_stop(pg);
+	srv_serve_lock_release(port_lock);
 	if (rc == 0)
 		fl_info(NULL, "stopped");
 	return rc;
@@ -179,7 +210,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "ingest") == 0)
 		return srv_cmd_ingest(argc - 2, argv + 2);
-	if (strcmp(cmd, "serve") != 0 && strcmp(cmd, "migrate") != 0) {
+	if (strcmp(cmd, "serve") != 0 && strcmp(cmd, "migrate") != 0 &&
+	    strcmp(cmd, "status") != 0) {
 		fprintf(stderr, "floe: unknown command '%s'\n\n", cmd);
 		usage(stderr);
 		return 2;
@@ -195,7 +227,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	fl_log_set_level((enum fl_log_level)fl_log_level_parse(cfg.log_level));
-	rc = strcmp(cmd, "serve") == 0 ? cmd_serve(&cfg) : cmd_migrate(&cfg);
+	rc = strcmp(cmd, "serve") == 0     ? cmd_serve(&cfg)
+	     : strcmp(cmd, "migrate") == 0 ? cmd_migrate(&cfg)
+	                                   : cmd_status(&cfg);
 	srv_config_free(&cfg);
 	return rc;
 }
