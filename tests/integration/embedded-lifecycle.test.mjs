@@ -9,6 +9,7 @@
 // floe running and the cluster stopped, which the harness checks again after the file.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
@@ -16,6 +17,7 @@ import {
   asPostgres,
   floeBin,
   freePort,
+  isRoot,
   pgBinDir,
   postmastersUnder,
   request,
@@ -162,4 +164,33 @@ test('two floe serve on one data directory: either may stop first; the same port
   assert.match(st2.stdout, /^state: +stopped$/m);
   assert.match(st2.stdout, /^floe users: +none$/m);
   assert.match(st2.stdout, /^floe serve: +none on a fixed port/m);
+});
+
+test('a data directory the postgres user cannot reach: the cluster lives under /var/lib/floe and the log says why', { skip: !isRoot && 'needs root (the cluster runs as postgres)' }, async () => {
+  const root = tmpDir('private');
+  fs.chmodSync(root, 0o700); // postgres cannot traverse it
+  const dir = path.join(root, 'data');
+  const abs = path.join(fs.realpathSync(root), 'data');
+  const base = `/var/lib/floe/pg-${crypto.createHash('sha256').update(abs).digest('hex').slice(0, 12)}`;
+  try {
+    const floe = await startFloe({ databaseUrl: null, dataDir: dir, timeoutMs: 90000 });
+    assert.match(
+      floe.logs(),
+      new RegExp(`embedded PostgreSQL lives in ${base}, not in ${abs}: the postgres user cannot reach the data directory`),
+    );
+    const st = runFloe(['status', '--data-dir', dir]);
+    assert.equal(st.code, 0, st.stderr);
+    assert.match(st.stdout, new RegExp(`^cluster: +${base}/pg$`, 'm'));
+    assert.match(st.stdout, /^ +\(not in the data directory: the postgres user cannot reach/m);
+    assert.match(st.stdout, /^state: +running/m);
+    await stopClean(floe, 'floe serve');
+    assert.deepEqual(postmastersUnder([base]), [], 'the fallback cluster stopped with its last user');
+  } finally {
+    fs.rmSync(base, { recursive: true, force: true });
+    try {
+      fs.rmdirSync('/var/lib/floe'); // only when this test made it and it is empty
+    } catch {
+      /* in use by other clusters */
+    }
+  }
 });
