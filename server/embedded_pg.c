@@ -22,7 +22,8 @@
  *  - Start, under pg.start.lock: initdb if needed; start the cluster if it is
  *    not running; if it runs and pg.users.lock has no holder, a floe process
  *    that died left it behind: adopt it and say so; otherwise share it.  Then
- *    take the shared user lock.
+ *    create the floe database if missing and take the shared user lock.  A
+ *    start that fails once the cluster runs applies the stop rule below.
  *  - Stop, under pg.start.lock: upgrade the user lock to exclusive without
  *    waiting.  Granted means no other live user: `pg_ctl stop -m fast`.
  *    Refused means others still use it: leave it running.  Whether this
@@ -265,8 +266,7 @@ static int lock_start(struct srv_pg *pg, struct fl_err *err)
 
 	if (fl_lockfile_set(pg->start_fd, F_WRLCK, false) == 0)
 		return 0;
-	other = fl_lockfile_holder(pg->start_fd, F_WRLCK);
-	if (errno == EAGAIN && other > 0)
+	if (errno == EAGAIN && (other = fl_lockfile_holder(pg->start_fd, F_WRLCK)) > 0)
 		fl_info(NULL,
 		        "waiting for floe process %ld, which is starting or stopping the embedded "
 		        "PostgreSQL in %s",
@@ -291,6 +291,30 @@ static bool cluster_running(struct srv_pg *pg)
 	snprintf(prog, sizeof(prog), "%s/pg_ctl", pg->bin);
 	char *argv[] = {prog, "-D", pg->pgdata, "status", NULL};
 	return run(pg, argv, false) == 0;
+}
+
+/* With pg.start.lock held: stops the cluster when no other process holds
+ * pg.users.lock, whether or not this one does. */
+static void stop_if_last(struct srv_pg *pg)
+{
+	char prog[1100];
+	long other;
+
+	if (fl_lockfile_set(pg->users_fd, F_WRLCK, false) != 0) {
+		other = fl_lockfile_holder(pg->users_fd, F_WRLCK);
+		fl_info(NULL,
+		        "embedded PostgreSQL left running for floe process %ld, which still uses it",
+		        other);
+		return;
+	}
+	if (!cluster_running(pg))
+		return;
+	snprintf(prog, sizeof(prog), "%s/pg_ctl", pg->bin);
+	char *argv[] = {prog, "-D", pg->pgdata, "-m", "fast", "-w", "-t", "60", "stop", NULL};
+	if (run(pg, argv, false) != 0)
+		fl_warn(NULL, "embedded PostgreSQL did not stop cleanly; see %s", pg->log);
+	else
+		fl_info(NULL, "embedded PostgreSQL stopped (this was its last floe user)");
 }
 
 static int ensure_database(const char *run, struct fl_err *err)
@@ -330,7 +354,7 @@ int srv_pg_start(const char *data_dir, const char *bin_dir, char **conninfo, str
 {
 	struct srv_pg *pg = NULL;
 	char version_file[1200], prog[1100], opts[1300], ci[1200];
-	bool locked = false;
+	bool locked = false, running = false;
 	long user;
 
 	if (resolve(data_dir, bin_dir, true, &pg, err) != 0)
@@ -357,7 +381,8 @@ int srv_pg_start(const char *data_dir, const char *bin_dir, char **conninfo, str
 		}
 	}
 	user = fl_lockfile_holder(pg->users_fd, F_WRLCK);
-	if (cluster_running(pg)) {
+	running = cluster_running(pg);
+	if (running) {
 		if (user > 0)
 			fl_info(NULL,
 			        "sharing the embedded PostgreSQL in %s with floe process %ld (and "
@@ -379,8 +404,12 @@ int srv_pg_start(const char *data_dir, const char *bin_dir, char **conninfo, str
 			           "embedded PostgreSQL did not start; see %s", pg->log);
 			goto fail;
 		}
+		running = true;
 		fl_info(NULL, "started the embedded PostgreSQL in %s", pg->pgdata);
 	}
+	/* Still under pg.start.lock, so two first starts never both create it. */
+	if (ensure_database(pg->run, err) != 0)
+		goto fail;
 	/* Cannot wait long: only a holder of pg.start.lock ever locks it exclusively. */
 	if (fl_lockfile_set(pg->users_fd, F_RDLCK, true) != 0) {
 		fl_err_set(err, FL_ERR_IO, "cannot lock %s/pg.users.lock: %s", pg->base,
@@ -388,10 +417,6 @@ int srv_pg_start(const char *data_dir, const char *bin_dir, char **conninfo, str
 		goto fail;
 	}
 	unlock_start(pg);
-	if (ensure_database(pg->run, err) != 0) {
-		srv_pg_stop(pg);
-		return -1;
-	}
 	snprintf(ci, sizeof(ci), "host=%s user=postgres dbname=floe", pg->run);
 	*conninfo = strdup(ci);
 	if (*conninfo == NULL) {
@@ -401,8 +426,10 @@ int srv_pg_start(const char *data_dir, const char *bin_dir, char **conninfo, str
 	*out = pg;
 	return 0;
 fail:
-	/* No user lock is left behind; a cluster this call started stays up
-	 * without users, and the next start adopts it. */
+	/* Not a user: the same rule as srv_pg_stop, so a failed start leaves no
+	 * cluster running that nobody uses. */
+	if (running)
+		stop_if_last(pg);
 	if (locked)
 		unlock_start(pg);
 	free_pg(pg);
@@ -412,8 +439,6 @@ fail:
 void srv_pg_stop(struct srv_pg *pg)
 {
 	struct fl_err err = {0};
-	char prog[1100];
-	long other;
 
 	if (pg == NULL)
 		return;
@@ -422,20 +447,7 @@ void srv_pg_stop(struct srv_pg *pg)
 		fl_warn(NULL, "embedded PostgreSQL left running: %s", err.msg);
 		goto out;
 	}
-	if (fl_lockfile_set(pg->users_fd, F_WRLCK, false) != 0) {
-		other = fl_lockfile_holder(pg->users_fd, F_WRLCK);
-		fl_info(NULL,
-		        "embedded PostgreSQL left running for floe process %ld, which still uses it",
-		        other);
-	} else if (cluster_running(pg)) {
-		snprintf(prog, sizeof(prog), "%s/pg_ctl", pg->bin);
-		char *argv[] = {prog, "-D", pg->pgdata, "-m",   "fast",
-		                "-w", "-t", "60",       "stop", NULL};
-		if (run(pg, argv, false) != 0)
-			fl_warn(NULL, "embedded PostgreSQL did not stop cleanly; see %s", pg->log);
-		else
-			fl_info(NULL, "embedded PostgreSQL stopped (this was its last floe user)");
-	}
+	stop_if_last(pg);
 	/* Drop the user lock before the start lock: a process starting next then
 	 * finds the cluster stopped and nobody using it. */
 	close(pg->users_fd);
