@@ -7,15 +7,13 @@
 //
 // One data directory serves the whole file (initdb runs once); every test ends with no
 // floe running and the cluster stopped, which the harness checks again after the file.
-import { test } from 'node:test';
+import { afterEach, test } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
 import {
   asPostgres,
-  floeBin,
   freePort,
   isRoot,
   pgBinDir,
@@ -30,8 +28,17 @@ import { expectJson } from './lib/checks.mjs';
 const dataDir = path.join(tmpDir('lifecycle'), 'data');
 const pgData = path.join(dataDir, 'pg');
 
-function serve(port = 0) {
-  return startFloe({ databaseUrl: null, dataDir, args: ['--port', String(port)], timeoutMs: 90000 });
+// Every server a test starts; one a failed test left running is stopped after it.
+const servers = new Set();
+afterEach(async () => {
+  await Promise.all([...servers].map((f) => f.stop('SIGTERM')));
+  servers.clear();
+});
+
+async function serve(port = 0) {
+  const floe = await startFloe({ databaseUrl: null, dataDir, args: ['--port', String(port)], timeoutMs: 90000 });
+  servers.add(floe);
+  return floe;
 }
 
 // pg_ctl status exits 0 when the cluster runs and 3 when it does not.
@@ -130,13 +137,13 @@ test('two floe serve on one data directory, started at once: either may stop fir
   await assertServes(b.baseUrl, P, want, 'server B after A stopped');
 
   // Same data directory and port as B: refused before touching the database, naming B.
-  const dup = spawn(floeBin, ['serve', '--host', '127.0.0.1', '--port', String(pb), '--data-dir', dataDir], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let dupLog = '';
-  dup.stderr.on('data', (d) => (dupLog += d));
-  dup.stdout.on('data', (d) => (dupLog += d));
-  const dupExit = await new Promise((resolve) => dup.on('exit', (code) => resolve(code)));
+  let dup;
+  try {
+    dup = runFloe(['serve', '--host', '127.0.0.1', '--port', String(pb), '--data-dir', dataDir], { timeoutMs: 30000 });
+  } catch (e) {
+    assert.fail(`a second server on port ${pb} did not exit within 30 s (${e.message}): it must be refused`);
+  }
+  const [dupExit, dupLog] = [dup.code, dup.stderr + dup.stdout];
   assert.notEqual(dupExit, 0, `a second server on port ${pb} must exit non-zero\n${dupLog}`);
   assert.ok(
     dupLog.includes(`floe process ${b.proc.pid} already serves data directory ${dataDir} on port ${pb}`),
@@ -174,8 +181,9 @@ test('a data directory the postgres user cannot reach: the cluster lives under /
   const dir = path.join(root, 'data');
   const abs = path.join(fs.realpathSync(root), 'data');
   const base = `/var/lib/floe/pg-${crypto.createHash('sha256').update(abs).digest('hex').slice(0, 12)}`;
+  let floe;
   try {
-    const floe = await startFloe({ databaseUrl: null, dataDir: dir, timeoutMs: 90000 });
+    floe = await startFloe({ databaseUrl: null, dataDir: dir, timeoutMs: 90000 });
     assert.match(
       floe.logs(),
       new RegExp(`embedded PostgreSQL lives in ${base}, not in ${abs}: the postgres user cannot reach the data directory`),
@@ -188,6 +196,11 @@ test('a data directory the postgres user cannot reach: the cluster lives under /
     await stopClean(floe, 'floe serve');
     assert.deepEqual(postmastersUnder([base]), [], 'the fallback cluster stopped with its last user');
   } finally {
+    await floe?.stop('SIGTERM');
+    // Outside every tmpDir: stop whatever a failure left before removing it.
+    if (fs.existsSync(path.join(base, 'pg', 'postmaster.pid'))) {
+      asPostgres(path.join(pgBinDir(), 'pg_ctl'), ['-D', path.join(base, 'pg'), '-m', 'immediate', '-w', 'stop']);
+    }
     fs.rmSync(base, { recursive: true, force: true });
     try {
       fs.rmdirSync('/var/lib/floe'); // when no other cluster lives there

@@ -10,11 +10,10 @@
 //   never see each other's state.
 // - Child floe processes get no FLOE_* variables from the environment unless a test
 //   passes them, so a developer's shell settings cannot change what is tested.
-// - After every test file (a root `after` hook), floe processes the file left running
-//   are stopped with SIGTERM, and no embedded PostgreSQL of a data directory used here
-//   may still run: floe's rule is that its last user stops it (server/embedded_pg.c).
-//   At exit, no postmaster of any cluster started here may survive the cleanup.
-import { after } from 'node:test';
+// - When a test file is done (its event loop is empty: every floe it started has
+//   exited), no embedded PostgreSQL of a data directory it used may still run -- the
+//   last floe using it must stop it (server/embedded_pg.c) -- or the file fails. At
+//   exit, no postmaster of any cluster started here may survive the cleanup either.
 import { spawn, execFileSync, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -28,7 +27,6 @@ const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
 const live = new Set(); // { killSync(): void } run synchronously at process exit
 
 const tmpDirs = []; // removed at exit, after every process using them is stopped
-const floes = new Set(); // running `floe serve` handles, for the after-file check
 const embeddedDataDirs = new Set(); // data dirs a floe used with its embedded PostgreSQL
 
 // Where floe keeps the embedded cluster of dataDir (server/embedded_pg.c: inside it,
@@ -67,14 +65,19 @@ export function trackEmbeddedDataDir(dataDir) {
   embeddedDataDirs.add(dataDir);
 }
 
-after(async () => {
-  await Promise.all([...floes].map((f) => f.stop('SIGTERM', 15000)));
-  const dirs = [...embeddedDataDirs].flatMap(embeddedClusterDirs);
-  const left = postmastersUnder(dirs);
+// 'beforeExit' rather than a node:test `after` hook: this module may be imported inside
+// a test or hook, where `after` would attach to that test instead of the file. A file
+// whose exit code is not 0 fails in `node --test`.
+let checkedEmbedded = false;
+process.on('beforeExit', () => {
+  if (checkedEmbedded) return;
+  checkedEmbedded = true;
+  const left = postmastersUnder([...embeddedDataDirs].flatMap(embeddedClusterDirs));
   if (left.length) {
-    throw new Error(
-      `embedded PostgreSQL still running after every floe using it stopped (orphaned cluster):\n${left.join('\n')}`,
+    process.stderr.write(
+      `harness: FAIL: an embedded PostgreSQL still runs after every floe using it exited (orphaned cluster):\n${left.join('\n')}\n`,
     );
+    process.exitCode = 1;
   }
 });
 
@@ -86,10 +89,19 @@ process.on('exit', () => {
       /* best effort at exit */
     }
   }
-  const left = postmastersUnder(tmpDirs);
+  const left = postmastersUnder([...tmpDirs, ...[...embeddedDataDirs].flatMap(embeddedClusterDirs)]);
   if (left.length) {
-    process.stderr.write(`harness: postmasters started by this test file survived its cleanup:\n${left.join('\n')}\n`);
+    process.stderr.write(`harness: FAIL: postmasters started by this test file survived its cleanup:\n${left.join('\n')}\n`);
     process.exitCode = 1;
+    // Their data directories may be gone (pg_ctl cannot stop them then): an immediate
+    // shutdown by pid, so a failed run leaks nothing.
+    for (const l of left) {
+      try {
+        process.kill(Number(l.trim().split(/\s+/)[0]), 'SIGQUIT');
+      } catch {
+        /* already gone */
+      }
+    }
   }
   if (process.env.FLOE_TEST_KEEP_TMP) return;
   for (const d of tmpDirs) {
@@ -323,7 +335,7 @@ export async function startFloe({
     });
   });
 
-  const floe = {
+  return {
     baseUrl,
     port: Number(new URL(baseUrl).port),
     proc,
@@ -341,9 +353,6 @@ export async function startFloe({
       return r;
     },
   };
-  floes.add(floe);
-  exited.then(() => floes.delete(floe));
-  return floe;
 }
 
 // One HTTP request with full control of the bytes (node:http: no URL normalisation,
