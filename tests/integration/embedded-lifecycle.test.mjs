@@ -6,8 +6,8 @@
 // says where the cluster lives and who uses it.
 //
 // One data directory serves the whole file (initdb runs once), so the tests run in order
-// and build on each other's namespaces; every test ends with no
-// floe running and the cluster stopped, which the harness checks again after the file.
+// and build on each other's namespaces; every test ends with no floe running and the
+// cluster stopped, which the harness checks again after the file.
 import { afterEach, test } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
