@@ -12,11 +12,10 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "lock_child.h"
 #include "path.h"
 
 static char dir[64];
@@ -58,36 +57,24 @@ static void test_mkdir_p(void **state)
 	assert_int_equal(fl_mkdir_p(p), 0); /* existing: fine */
 }
 
-/* Forks a child that opens path, takes a lock of type and reports on the
- * pipe, then waits to be killed.  Returns its pid. */
-static pid_t holder(const char *path, short type)
+struct hold {
+	const char *path;
+	short type;
+};
+
+static int take_lock(const void *arg)
 {
-	int p[2];
-	pid_t pid;
-	char c = 0;
+	const struct hold *h = arg;
+	int fd = fl_lockfile_open(h->path);
 
-	assert_int_equal(pipe(p), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int fd = fl_lockfile_open(path);
-
-		c = fd >= 0 && fl_lockfile_set(fd, type, false) == 0 ? 'y' : 'n';
-		(void)!write(p[1], &c, 1);
-		pause();
-		_exit(0);
-	}
-	close(p[1]);
-	assert_int_equal(read(p[0], &c, 1), 1);
-	close(p[0]);
-	assert_int_equal(c, 'y');
-	return pid;
+	return fd >= 0 ? fl_lockfile_set(fd, h->type, false) : -1;
 }
 
-static void reap(pid_t pid)
+static pid_t holder(const char *path, short type)
 {
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	struct hold h = {path, type};
+
+	return lock_child(take_lock, &h);
 }
 
 static void test_lockfile_shared_and_exclusive(void **state)
@@ -115,10 +102,10 @@ static void test_lockfile_shared_and_exclusive(void **state)
 	assert_int_equal(fl_lockfile_holder(fd, F_RDLCK), 0);
 
 	/* A killed holder never counts: the kernel drops its lock. */
-	reap(a);
+	lock_child_kill(a);
 	assert_int_equal(fl_lockfile_holder(fd, F_WRLCK), b);
 	assert_int_equal(fl_lockfile_set(fd, F_WRLCK, false), -1);
-	reap(b);
+	lock_child_kill(b);
 	/* The failed upgrade kept the shared lock; now the upgrade succeeds. */
 	assert_int_equal(fl_lockfile_holder(fd, F_WRLCK), 0);
 	assert_int_equal(fl_lockfile_set(fd, F_WRLCK, false), 0);
@@ -129,7 +116,7 @@ static void test_lockfile_shared_and_exclusive(void **state)
 	assert_int_equal(fl_lockfile_holder(fd, F_RDLCK), a);
 	assert_int_equal(fl_lockfile_set(fd, F_RDLCK, false), -1);
 	assert_int_equal(errno, EAGAIN);
-	reap(a);
+	lock_child_kill(a);
 	assert_int_equal(fl_lockfile_set(fd, F_RDLCK, true), 0);
 	close(fd);
 }

@@ -10,36 +10,24 @@
 #include <string.h>
 
 #include <cmocka.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "lock_child.h"
 #include "serve_lock.h"
 
 static char dir[64];
 
-/* Forks a process that claims port on dir, reports on a pipe and waits. */
-static pid_t other_server(unsigned port)
+static int take_port(const void *arg)
 {
 	struct fl_err err = {0};
-	int p[2], fd = -1;
-	pid_t pid;
-	char c = 0;
+	int fd;
 
-	assert_int_equal(pipe(p), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		c = srv_serve_lock_take(dir, port, &fd, &err) == 0 ? 'y' : 'n';
-		(void)!write(p[1], &c, 1);
-		pause();
-		_exit(0);
-	}
-	close(p[1]);
-	assert_int_equal(read(p[0], &c, 1), 1);
-	close(p[0]);
-	assert_int_equal(c, 'y');
-	return pid;
+	return srv_serve_lock_take(dir, *(const unsigned *)arg, &fd, &err);
+}
+
+static pid_t other_server(unsigned port)
+{
+	return lock_child(take_port, &port);
 }
 
 static void test_same_port_refused_other_port_allowed(void **state)
@@ -78,8 +66,7 @@ static void test_same_port_refused_other_port_allowed(void **state)
 	assert_string_equal(listing, want);
 
 	/* A server that died (kill -9) no longer holds its port. */
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	lock_child_kill(pid);
 	assert_int_equal(srv_serve_lock_take(dir, 18181, &fd, &err), 0);
 	srv_serve_lock_release(fd);
 	srv_serve_lock_release(fd2);
