@@ -18,6 +18,7 @@
 #include "router.h"
 #include "scheduler.h"
 #include "srv.h"
+#include "vend.h"
 #include "whcache.h"
 
 static void usage(FILE *f)
@@ -130,7 +131,8 @@ static int cmd_serve(struct srv_config *cfg)
 		goto fail;
 	ctx.metrics = srv_metrics_new();
 	ctx.whcache = srv_whcache_new();
-	if (ctx.metrics == NULL || ctx.whcache == NULL) {
+	ctx.vend = srv_vend_new(256);
+	if (ctx.metrics == NULL || ctx.whcache == NULL || ctx.vend == NULL) {
 		fl_err_set(&err, FL_ERR_NOMEM, "out of memory");
 		goto fail;
 	}
@@ -155,6 +157,7 @@ out:
 	cat_db_close(ctx.db);
 	srv_metrics_free(ctx.metrics);
 	srv_whcache_free(ctx.whcache);
+	srv_vend_free(ctx.vend);
 	free(conninfo);
 	srv_pg_stop(pg);
 	if (rc == 0)

@@ -61,6 +61,7 @@ struct srv_ctx {
 	struct srv_metrics *metrics;
 	const char *default_warehouse; /* NULL when none */
 	struct srv_whcache *whcache; /* warehouse lookups; may be NULL */
+	struct srv_vend *vend; /* vended-credential cache (vend.h) */
 };
 
 #define SRV_MAX_SEGS 32

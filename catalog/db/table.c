@@ -588,3 +588,61 @@ int cat_table_stats(struct cat_db *db, int limit, void (*fn)(const struct cat_ta
 	PQclear(r);
 	return 0;
 }
+
+int cat_table_find_by_object(struct cat_db *db, const char *object, struct cat_table_ref *out,
+                             int max, int *found, struct fl_err *err)
+{
+	size_t ol = strlen(object), start;
+	struct fl_buf anc = FL_BUF_INIT;
+	struct cat_scope sc;
+	PGresult *r = NULL;
+	int rc = -1, n;
+
+	*found = 0;
+	if (strncmp(object, "s3://", 5) != 0 || (start = strcspn(object + 5, "/") + 5) >= ol)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "'%.200s' names no object", object);
+	/* Every proper ancestor of the object below its bucket, as text[]. */
+	if (fl_buf_puts(&anc, "{") != 0)
+		goto nomem;
+	for (size_t i = start + 1; i < ol; i++) {
+		if (object[i] != '/')
+			continue;
+		if (fl_buf_puts(&anc, anc.len > 1 ? ",\"" : "\"") != 0)
+			goto nomem;
+		for (size_t k = 0; k < i; k++)
+			if (((object[k] == '"' || object[k] == '\\') &&
+			     fl_buf_append(&anc, "\\", 1) != 0) ||
+			    fl_buf_append(&anc, object + k, 1) != 0)
+				goto nomem;
+		if (fl_buf_puts(&anc, "\"") != 0)
+			goto nomem;
+	}
+	if (fl_buf_puts(&anc, "}") != 0)
+		goto nomem;
+	if (cat_scope_begin(db, NULL, false, &sc, err) != 0)
+		goto out;
+	const char *params[1] = {anc.data};
+	r = cat_exec(sc.c,
+	             "SELECT w.name, t.location FROM table_entry t JOIN warehouse w"
+	             " ON w.id = t.warehouse_id WHERE t.kind = 'TABLE'"
+	             " AND t.location = ANY($1::text[]) ORDER BY length(t.location) DESC LIMIT 8",
+	             1, params, err);
+	if (cat_scope_end(&sc, r != NULL, err) != 0 || r == NULL)
+		goto out;
+	n = PQntuples(r);
+	for (int i = 0; i < n && *found < max; i++) {
+		snprintf(out[*found].warehouse, sizeof(out[*found].warehouse), "%s",
+		         PQgetvalue(r, i, 0));
+		snprintf(out[*found].location, sizeof(out[*found].location), "%s",
+		         PQgetvalue(r, i, 1));
+		(*found)++;
+	}
+	rc = 0;
+	goto out;
+nomem:
+	fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+out:
+	PQclear(r);
+	fl_buf_free(&anc);
+	return rc;
+}

@@ -1,0 +1,51 @@
+/* vend.h - credential vending and remote-signing settings for table
+ * responses (X-Iceberg-Access-Delegation), with a per-process cache of
+ * vended credentials.
+ *
+ * DESIGN §4: vended credentials come from STS AssumeRole with a session
+ * policy limited to the table's location; they are cached per (warehouse,
+ * table location, access) until 80% of their lifetime has passed.  The
+ * delegation header is a hint on loads (a warehouse without STS answers
+ * without credentials, logged once per table and counted in /metrics) and
+ * a demand on GET …/credentials (a 4xx naming the cause). */
+#ifndef SRV_VEND_H
+#define SRV_VEND_H
+
+#include <jansson.h>
+
+#include "catalog.h"
+#include "policy.h"
+#include "srv.h"
+
+struct srv_vend;
+
+/* A cache of at most cap credentials; NULL when out of memory. */
+struct srv_vend *srv_vend_new(size_t cap);
+void srv_vend_free(struct srv_vend *v);
+
+/* The caller's access to the objects of the table at location: the one
+ * place authorization decides it (today everyone may read and write). */
+enum st_access srv_access_level(struct srv_req *r, const struct cat_warehouse *wh,
+                                const char *location);
+
+enum srv_vend_mode {
+	SRV_VEND_HINT, /* load/create/register: honour the header if possible */
+	SRV_VEND_DEMAND, /* GET …/credentials: credentials or a 4xx */
+};
+
+/* The "config" object and "storage-credentials" array of a table response
+ * for the table ns.table at location in wh (new references; *creds is NULL
+ * when none are vended).  A file warehouse gets an empty config.  An s3
+ * warehouse always gets its endpoint, region and addressing style; with
+ * "vended-credentials" requested (or in DEMAND mode) and an STS role
+ * configured, also short-lived keys; with "remote-signing" requested and
+ * enabled, the signer settings.  STS failures are returned as errors. */
+int srv_vend_table(struct srv_req *r, const struct cat_warehouse *wh, const struct cat_ns *ns,
+                   const char *table, const char *location, enum srv_vend_mode mode,
+                   json_t **config, json_t **creds, struct fl_err *err) FL_MUST_CHECK;
+
+/* The "location" of a stored metadata JSON text, copied into out. */
+int srv_metadata_location(const char *metadata, char *out, size_t cap,
+                          struct fl_err *err) FL_MUST_CHECK;
+
+#endif
