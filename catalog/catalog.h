@@ -16,6 +16,7 @@
 #include "io/profile.h"
 
 struct cat_db;
+struct st_io;
 
 /* Opens a pool of `size` connections (connected lazily, the first one
  * eagerly so that a wrong URL fails at startup).  The conninfo string is
@@ -72,6 +73,10 @@ struct cat_warehouse {
 	char location[1024]; /* storage root, "file:///…" or "s3://…", no trailing '/' */
 	char storage_type[16]; /* "file" or "s3" */
 	struct st_profile profile; /* parsed; names no secret */
+	/* The warehouse's storage, for calls that touch files (create,
+	 * register, commit); set by the caller, borrowed.  cat_warehouse_get
+	 * leaves it NULL. */
+	struct st_io *io;
 };
 
 /* Creates a warehouse from {name, storage-profile} (storage/io/profile.h

@@ -161,6 +161,7 @@ int cat_warehouse_get(struct cat_db *db, struct cat_tx *tx, const char *name,
 	snprintf(out->location, sizeof(out->location), "%s", out->profile.location);
 	snprintf(out->storage_type, sizeof(out->storage_type), "%s",
 	         out->profile.type == ST_STORAGE_S3 ? "s3" : "file");
+	out->io = NULL;
 	rc = 0;
 out:
 	json_decref(prof);

@@ -14,6 +14,8 @@
  * s3:DeleteObject and s3:AbortMultipartUpload. */
 #include "policy.h"
 
+#include "io/profile.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -29,34 +31,12 @@ const char *st_access_name(enum st_access a)
 
 int st_s3_loc_parse(const char *uri, struct st_s3_loc *out, struct fl_err *err)
 {
-	static const char *const schemes[] = {"s3://", "s3a://", "s3n://"};
 	struct st_s3_loc loc;
-	const char *p = NULL, *slash;
-	size_t bl, pl;
+	const char *p;
+	size_t pl;
 
-	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]) && p == NULL; i++)
-		if (strncmp(uri, schemes[i], strlen(schemes[i])) == 0)
-			p = uri + strlen(schemes[i]);
-	if (p == NULL)
-		return fl_err_set(err, FL_ERR_BAD_REQUEST, "location '%.200s' is not an s3:// URI",
-		                  uri);
-	slash = strchr(p, '/');
-	bl = slash ? (size_t)(slash - p) : strlen(p);
-	if (bl < 3 || bl > 63)
-		return fl_err_set(err, FL_ERR_BAD_REQUEST,
-		                  "location '%.200s': bucket name must have 3 to 63 characters",
-		                  uri);
-	for (size_t i = 0; i < bl; i++) {
-		char c = p[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-'))
-			return fl_err_set(
-			        err, FL_ERR_BAD_REQUEST,
-			        "location '%.200s': bucket name may hold only a-z 0-9 . -", uri);
-	}
-	memcpy(loc.bucket, p, bl);
-	loc.bucket[bl] = '\0';
-	p = slash ? slash + 1 : p + bl;
+	if (st_s3_uri_split(uri, loc.bucket, sizeof(loc.bucket), &p, err) != 0)
+		return -1;
 	pl = strlen(p);
 	while (pl > 0 && p[pl - 1] == '/')
 		pl--;

@@ -27,8 +27,8 @@ struct st_s3_loc {
 	char prefix[1024]; /* the key prefix without leading or trailing '/'; may be "" */
 };
 
-/* Splits "s3://bucket/some/prefix/" (also s3a://, s3n://).  The bucket must
- * be a valid S3 bucket name (3-63 of a-z 0-9 . -); the prefix must not hold
+/* Splits "s3://bucket/some/prefix/" (st_s3_uri_split checks the bucket
+ * name); the prefix must not hold
  * empty, "." or ".." segments, backslashes or control bytes.
  * FL_ERR_BAD_REQUEST naming the problem otherwise. */
 int st_s3_loc_parse(const char *uri, struct st_s3_loc *out, struct fl_err *err) FL_MUST_CHECK;

@@ -19,7 +19,8 @@ static void test_loc_parse(void **state)
 	} cases[] = {
 	        {"s3://warehouse/ns/t", "warehouse", "ns/t"},
 	        {"s3://warehouse/ns/t/", "warehouse", "ns/t"},
-	        {"s3a://my.bucket-1/a", "my.bucket-1", "a"},
+	        {"s3://my.bucket-1/a", "my.bucket-1", "a"},
+	        {"s3a://my.bucket-1/a", NULL, NULL},
 	        {"s3://warehouse", "warehouse", ""},
 	        {"s3://warehouse/", "warehouse", ""},
 	        {"s3://wh/x", NULL, NULL}, /* too short */
