@@ -147,16 +147,8 @@ static int sign_checked(struct srv_req *r, const struct cat_warehouse *wh, const
 		}
 	}
 	st_sigv4_amz_date(fl_now_ms(), date);
-	server = calloc(1, sizeof(*server));
-	if (server == NULL)
-		goto nomem;
-	if (st_profile_credentials(p, server, err) != 0) {
-		fl_err_prefix(err, "warehouse '%s': the server's own S3 credentials", wh->name);
-		err->kind = FL_ERR_UNAVAILABLE;
+	if (srv_server_keys(wh, &server, &sc, err) != 0)
 		goto out;
-	}
-	sc = (struct st_sigv4_creds){server->access_key_id, server->secret_access_key,
-	                             server->session_token[0] ? server->session_token : NULL};
 	payload = delete_objects ? body_sha : client_sha ? client_sha : "UNSIGNED-PAYLOAD";
 	h[nh++] = (struct st_sigv4_header){"x-amz-date", date};
 	h[nh++] = (struct st_sigv4_header){"x-amz-content-sha256", payload};
@@ -182,10 +174,7 @@ static int sign_checked(struct srv_req *r, const struct cat_warehouse *wh, const
 nomem:
 	nomem(err);
 out:
-	if (server != NULL) {
-		memset(server, 0, sizeof(*server));
-		free(server);
-	}
+	srv_server_keys_free(server);
 	json_decref(out);
 	fl_buf_free(&auth);
 	return rc;

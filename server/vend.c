@@ -82,6 +82,33 @@ enum st_access srv_access_level(struct srv_req *r, const struct cat_warehouse *w
 	return ST_ACCESS_READ_WRITE;
 }
 
+int srv_server_keys(const struct cat_warehouse *wh, struct st_creds **keys,
+                    struct st_sigv4_creds *sc, struct fl_err *err)
+{
+	struct st_creds *k = calloc(1, sizeof(*k));
+
+	if (k == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	if (st_profile_credentials(&wh->profile, k, err) != 0) {
+		srv_server_keys_free(k);
+		fl_err_prefix(err, "warehouse '%s': the server's own S3 credentials", wh->name);
+		err->kind = FL_ERR_UNAVAILABLE;
+		return -1;
+	}
+	*sc = (struct st_sigv4_creds){k->access_key_id, k->secret_access_key,
+	                              k->session_token[0] ? k->session_token : NULL};
+	*keys = k;
+	return 0;
+}
+
+void srv_server_keys_free(struct st_creds *keys)
+{
+	if (keys == NULL)
+		return;
+	memset(keys, 0, sizeof(*keys));
+	free(keys);
+}
+
 /* Still good: less than 80% of its lifetime has passed. */
 static bool fresh(const struct vend_entry *e, int64_t now)
 {
@@ -196,18 +223,8 @@ static int vend(struct srv_req *r, const struct cat_warehouse *wh, const char *l
 	if (st_s3_loc_parse(location, &loc, err) != 0 ||
 	    st_policy_session(&loc, access, &policy, &plen, err) != 0)
 		return -1;
-	server = calloc(1, sizeof(*server));
-	if (server == NULL) {
-		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	if (srv_server_keys(wh, &server, &sc, err) != 0)
 		goto out;
-	}
-	if (st_profile_credentials(p, server, err) != 0) {
-		fl_err_prefix(err, "warehouse '%s': the server's own S3 credentials", wh->name);
-		err->kind = FL_ERR_UNAVAILABLE;
-		goto out;
-	}
-	sc = (struct st_sigv4_creds){server->access_key_id, server->secret_access_key,
-	                             server->session_token[0] ? server->session_token : NULL};
 	endpoint = p->sts_endpoint[0] ? p->sts_endpoint
 	           : p->endpoint[0]   ? p->endpoint
 	                              : "https://sts.amazonaws.com";
@@ -232,10 +249,7 @@ static int vend(struct srv_req *r, const struct cat_warehouse *wh, const char *l
 	cache_put(r->ctx->vend, key, out, t0);
 	rc = 0;
 out:
-	if (server != NULL) {
-		memset(server, 0, sizeof(*server));
-		free(server);
-	}
+	srv_server_keys_free(server);
 	free(policy);
 	return rc;
 }

@@ -145,6 +145,19 @@ int cat_row_move(struct cat_conn *c, const struct cat_row_move *m, struct fl_err
 	return 0;
 }
 
+/* Appends the n bytes at s as one quoted element of a text[] literal that
+ * b is building after its "{" (a comma first unless it is the first). */
+static int text_array_add(struct fl_buf *b, const char *s, size_t n)
+{
+	if (fl_buf_puts(b, b->len > 1 ? ",\"" : "\"") != 0)
+		return -1;
+	for (size_t k = 0; k < n; k++)
+		if (((s[k] == '"' || s[k] == '\\') && fl_buf_append(b, "\\", 1) != 0) ||
+		    fl_buf_append(b, s + k, 1) != 0)
+			return -1;
+	return fl_buf_puts(b, "\"");
+}
+
 int cat_location_check(struct cat_conn *c, const struct cat_warehouse *wh, const char *location,
                        const char *exclude_id, struct fl_err *err)
 {
@@ -165,21 +178,9 @@ int cat_location_check(struct cat_conn *c, const struct cat_warehouse *wh, const
 	 * as a text[] literal: a table at any of them would contain this one. */
 	if (fl_buf_puts(&anc, "{") != 0)
 		goto nomem;
-	for (size_t i = wl + 1; i <= ll; i++) {
-		if (i == ll || location[i] == '/') {
-			if (fl_buf_puts(&anc, anc.len > 1 ? ",\"" : "\"") != 0)
-				goto nomem;
-			for (size_t k = 0; k < i; k++) {
-				if ((location[k] == '"' || location[k] == '\\') &&
-				    fl_buf_append(&anc, "\\", 1) != 0)
-					goto nomem;
-				if (fl_buf_append(&anc, location + k, 1) != 0)
-					goto nomem;
-			}
-			if (fl_buf_puts(&anc, "\"") != 0)
-				goto nomem;
-		}
-	}
+	for (size_t i = wl + 1; i <= ll; i++)
+		if ((i == ll || location[i] == '/') && text_array_add(&anc, location, i) != 0)
+			goto nomem;
 	if (fl_buf_puts(&anc, "}") != 0)
 		goto nomem;
 	lo = malloc(ll + 2);
@@ -604,19 +605,9 @@ int cat_table_find_by_object(struct cat_db *db, const char *object, struct cat_t
 	/* Every proper ancestor of the object below its bucket, as text[]. */
 	if (fl_buf_puts(&anc, "{") != 0)
 		goto nomem;
-	for (size_t i = start + 1; i < ol; i++) {
-		if (object[i] != '/')
-			continue;
-		if (fl_buf_puts(&anc, anc.len > 1 ? ",\"" : "\"") != 0)
+	for (size_t i = start + 1; i < ol; i++)
+		if (object[i] == '/' && text_array_add(&anc, object, i) != 0)
 			goto nomem;
-		for (size_t k = 0; k < i; k++)
-			if (((object[k] == '"' || object[k] == '\\') &&
-			     fl_buf_append(&anc, "\\", 1) != 0) ||
-			    fl_buf_append(&anc, object + k, 1) != 0)
-				goto nomem;
-		if (fl_buf_puts(&anc, "\"") != 0)
-			goto nomem;
-	}
 	if (fl_buf_puts(&anc, "}") != 0)
 		goto nomem;
 	if (cat_scope_begin(db, NULL, false, &sc, err) != 0)
