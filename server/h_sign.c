@@ -21,7 +21,7 @@
 #include "metrics.h"
 #include "reply.h"
 #include "signcheck.h"
-#include "sigv4.h"
+#include "io/sigv4.h"
 #include "vend.h"
 
 #define MAX_CLIENT_HEADERS 48
@@ -106,10 +106,9 @@ static int sign_checked(struct srv_req *r, const struct cat_warehouse *wh, const
 	struct st_sigv4_header h[MAX_CLIENT_HEADERS * 2 + 4];
 	struct fl_buf auth = FL_BUF_INIT;
 	struct st_creds *server = NULL;
-	const char *client_sha = NULL, *payload, *k,
+	const char *client_sha = NULL, *payload, *token, *k,
 	           *region = p->region[0] ? p->region : "us-east-1";
 	char date[17], body_sha[65];
-	struct st_sigv4_creds sc;
 	struct st_sigv4_req req;
 	struct st_url u;
 	json_t *out = NULL, *hv, *v;
@@ -138,7 +137,8 @@ static int sign_checked(struct srv_req *r, const struct cat_warehouse *wh, const
 	}
 	if (delete_objects) {
 		/* Bind the signature to the body that was checked. */
-		st_sha256_hex(s->body ? s->body : "", s->body ? strlen(s->body) : 0, body_sha);
+		st_sigv4_sha256_hex(s->body ? s->body : "", s->body ? strlen(s->body) : 0,
+		                    body_sha);
 		if (client_sha != NULL && strcmp(client_sha, body_sha) != 0) {
 			fl_err_set(err, FL_ERR_FORBIDDEN,
 			           "x-amz-content-sha256 of a DeleteObjects request must be the "
@@ -146,16 +146,27 @@ static int sign_checked(struct srv_req *r, const struct cat_warehouse *wh, const
 			goto out;
 		}
 	}
-	st_sigv4_amz_date(fl_now_ms(), date);
-	if (srv_server_keys(wh, &server, &sc, err) != 0)
+	st_sigv4_date(fl_now_ms() / 1000, date);
+	if (srv_server_keys(wh, &server, err) != 0)
 		goto out;
 	payload = delete_objects ? body_sha : client_sha ? client_sha : "UNSIGNED-PAYLOAD";
 	h[nh++] = (struct st_sigv4_header){"x-amz-date", date};
 	h[nh++] = (struct st_sigv4_header){"x-amz-content-sha256", payload};
-	if (sc.session_token != NULL)
-		h[nh++] = (struct st_sigv4_header){"x-amz-security-token", sc.session_token};
-	req = (struct st_sigv4_req){s->method, u.path, u.query, h, nh, payload, true};
-	if (st_sigv4_authorization(&req, &sc, region, "s3", date, &auth, err) != 0)
+	token = server->session_token[0] ? server->session_token : NULL;
+	if (token != NULL)
+		h[nh++] = (struct st_sigv4_header){"x-amz-security-token", token};
+	req = (struct st_sigv4_req){.method = s->method,
+	                            .path = u.path,
+	                            .query = u.query,
+	                            .headers = h,
+	                            .n_headers = nh,
+	                            .payload_hash = payload,
+	                            .region = region,
+	                            .service = "s3",
+	                            .amz_date = date,
+	                            .access_key_id = server->access_key_id,
+	                            .secret_access_key = server->secret_access_key};
+	if (st_sigv4_authorization(&req, &auth, err) != 0)
 		goto out;
 	out = json_pack("{s:s,s:{s:[s],s:[s]}}", "uri", s->uri, "headers", "Authorization",
 	                auth.data, "x-amz-date", date);
@@ -164,9 +175,8 @@ static int sign_checked(struct srv_req *r, const struct cat_warehouse *wh, const
 	hv = json_object_get(out, "headers");
 	if ((client_sha == NULL &&
 	     json_object_set_new(hv, "x-amz-content-sha256", json_pack("[s]", payload)) != 0) ||
-	    (sc.session_token != NULL &&
-	     json_object_set_new(hv, "x-amz-security-token", json_pack("[s]", sc.session_token)) !=
-	             0))
+	    (token != NULL &&
+	     json_object_set_new(hv, "x-amz-security-token", json_pack("[s]", token)) != 0))
 		goto nomem;
 	srv_metrics_vend(r->ctx->metrics, SRV_VEND_SIGNED);
 	rc = srv_reply_ok_private(r, out) == 0 ? 0 : nomem(err);

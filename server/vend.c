@@ -24,7 +24,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "pct.h"
-#include "sigv4.h"
+#include "io/sigv4.h"
 #include "sts.h"
 
 #define WARNED_MAX 1024
@@ -82,8 +82,7 @@ enum st_access srv_access_level(struct srv_req *r, const struct cat_warehouse *w
 	return ST_ACCESS_READ_WRITE;
 }
 
-int srv_server_keys(const struct cat_warehouse *wh, struct st_creds **keys,
-                    struct st_sigv4_creds *sc, struct fl_err *err)
+int srv_server_keys(const struct cat_warehouse *wh, struct st_creds **keys, struct fl_err *err)
 {
 	struct st_creds *k = calloc(1, sizeof(*k));
 
@@ -95,8 +94,6 @@ int srv_server_keys(const struct cat_warehouse *wh, struct st_creds **keys,
 		err->kind = FL_ERR_UNAVAILABLE;
 		return -1;
 	}
-	*sc = (struct st_sigv4_creds){k->access_key_id, k->secret_access_key,
-	                              k->session_token[0] ? k->session_token : NULL};
 	*keys = k;
 	return 0;
 }
@@ -207,7 +204,6 @@ static int vend(struct srv_req *r, const struct cat_warehouse *wh, const char *l
 {
 	const struct st_profile *p = &wh->profile;
 	struct st_creds *server = NULL;
-	struct st_sigv4_creds sc;
 	struct st_sts_assume a;
 	struct st_s3_loc loc;
 	char key[1200], hash[65], session[40];
@@ -223,21 +219,26 @@ static int vend(struct srv_req *r, const struct cat_warehouse *wh, const char *l
 	if (st_s3_loc_parse(location, &loc, err) != 0 ||
 	    st_policy_session(&loc, access, &policy, &plen, err) != 0)
 		return -1;
-	if (srv_server_keys(wh, &server, &sc, err) != 0)
+	if (srv_server_keys(wh, &server, err) != 0)
 		goto out;
 	endpoint = p->sts_endpoint[0] ? p->sts_endpoint
 	           : p->endpoint[0]   ? p->endpoint
 	                              : "https://sts.amazonaws.com";
 	/* The session name shows in the store's audit log: "floe-" and a hash
 	 * of the table location (names have a narrow alphabet). */
-	st_sha256_hex(location, strlen(location), hash);
+	st_sigv4_sha256_hex(location, strlen(location), hash);
 	snprintf(session, sizeof(session), "floe-%.24s", hash);
 	a = (struct st_sts_assume){
-	        endpoint, p->region[0] ? p->region : "us-east-1",
-	        &sc,      p->sts_role_arn,
-	        session,  p->sts_external_id[0] ? p->sts_external_id : NULL,
-	        policy,   p->credential_lifetime_s > 0 ? p->credential_lifetime_s : 3600,
-	        10};
+	        .endpoint = endpoint,
+	        .region = p->region[0] ? p->region : "us-east-1",
+	        .creds = server,
+	        .role_arn = p->sts_role_arn,
+	        .session_name = session,
+	        .external_id = p->sts_external_id[0] ? p->sts_external_id : NULL,
+	        .policy = policy,
+	        .duration_s = p->credential_lifetime_s > 0 ? p->credential_lifetime_s : 3600,
+	        .timeout_s = 10,
+	};
 	t0 = fl_now_ms();
 	srv_metrics_vend(r->ctx->metrics, SRV_VEND_STS_CALL);
 	if (st_sts_assume_role(&a, out, err) != 0) {

@@ -16,7 +16,6 @@
 #include "catalog.h"
 #include "io/profile.h"
 #include "policy.h"
-#include "sigv4.h"
 #include "srv.h"
 
 struct srv_vend;
@@ -46,12 +45,11 @@ int srv_vend_table(struct srv_req *r, const struct cat_warehouse *wh, const stru
                    const char *table, const char *location, enum srv_vend_mode mode,
                    json_t **config, json_t **creds, struct fl_err *err) FL_MUST_CHECK;
 
-/* The warehouse's own S3 keys (st_profile_credentials) as signing
- * credentials pointing into *keys, which the caller wipes and frees with
- * srv_server_keys_free.  FL_ERR_UNAVAILABLE naming the variable or file
- * (never a value) when they cannot be read. */
+/* The warehouse's own S3 keys (st_profile_credentials) in *keys, which the
+ * caller wipes and frees with srv_server_keys_free.  FL_ERR_UNAVAILABLE
+ * naming the variable or file (never a value) when they cannot be read. */
 int srv_server_keys(const struct cat_warehouse *wh, struct st_creds **keys,
-                    struct st_sigv4_creds *sc, struct fl_err *err) FL_MUST_CHECK;
+                    struct fl_err *err) FL_MUST_CHECK;
 void srv_server_keys_free(struct st_creds *keys);
 
 /* The "location" of a stored metadata JSON text, copied into out. */

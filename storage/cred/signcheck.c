@@ -13,7 +13,7 @@
 #include <strings.h>
 
 #include "pct.h"
-#include "xml.h"
+#include "sts.h"
 
 #define MAX_DELETE_KEYS 1000
 
@@ -216,12 +216,12 @@ static int delete_body(const struct st_signcheck_scope *s, const struct st_signc
                        struct fl_err *err)
 {
 	char key[1100];
-	size_t pos = 0;
+	const char *p = r->body, *end = r->body ? r->body + r->body_len : NULL;
 	int count = 0, f;
 
 	if (r->body == NULL || r->body_len == 0)
 		return forbid(err, "DeleteObjects needs its body to be signed");
-	while ((f = st_xml_next(r->body, r->body_len, &pos, "Key", key, sizeof(key), err)) == 1) {
+	while ((f = st_xml_text(p, (size_t)(end - p), "Key", key, sizeof(key), &p, err)) == 1) {
 		if (++count > MAX_DELETE_KEYS)
 			return forbid(err, "DeleteObjects names more than 1000 keys");
 		for (char *k = key; *k; k++)

@@ -14,7 +14,7 @@
 
 #include "err.h"
 #include "policy.h"
-#include "sigv4.h"
+#include "io/sigv4.h"
 
 /* The parts of an absolute http(s) URI, as sent (still percent-encoded). */
 struct st_url {

@@ -11,9 +11,10 @@
 #include <time.h>
 
 #include "clock.h"
+#include "io/s3_int.h"
+#include "io/sigv4.h"
 #include "pct.h"
 #include "signcheck.h"
-#include "xml.h"
 
 #define STS_MAX_RESPONSE (64u << 10)
 
@@ -53,13 +54,39 @@ int64_t st_iso8601_ms(const char *s)
 	return (int64_t)timegm(&tm) * 1000 + ms;
 }
 
-/* The text of the first element named tag; 1 found, 0 absent, -1 error. */
+int st_xml_text(const char *xml, size_t n, const char *tag, char *out, size_t cap,
+                const char **next, struct fl_err *err)
+{
+	struct fl_buf b = FL_BUF_INIT;
+	const char *v = NULL, *after;
+	size_t vl = 0;
+	int rc = -1;
+
+	after = st_xml_next(xml, n, tag, &v, &vl);
+	if (after == NULL)
+		return 0;
+	if (next != NULL)
+		*next = after;
+	if (memchr(v, '<', vl) != NULL) {
+		fl_err_set(err, FL_ERR_BAD_REQUEST, "XML element <%s> holds markup, not text", tag);
+		goto out;
+	}
+	if (st_xml_unescape(&b, v, vl) != 0 || b.len >= cap || memchr(b.data, '\0', b.len)) {
+		fl_err_set(err, FL_ERR_BAD_REQUEST,
+		           "XML element <%s>: a bad entity or more than %zu bytes", tag, cap - 1);
+		goto out;
+	}
+	memcpy(out, b.data, b.len + 1);
+	rc = 1;
+out:
+	fl_buf_free(&b);
+	return rc;
+}
+
 static int first(const char *xml, size_t n, const char *tag, char *out, size_t cap,
                  struct fl_err *err)
 {
-	size_t pos = 0;
-
-	return st_xml_next(xml, n, &pos, tag, out, cap, err);
+	return st_xml_text(xml, n, tag, out, cap, NULL, err);
 }
 
 int st_sts_parse(const char *xml, size_t n, struct st_sts_creds *out, struct fl_err *err)
@@ -171,16 +198,27 @@ int st_sts_assume_role(const struct st_sts_assume *a, struct st_sts_creds *out, 
 	    (a->policy != NULL && form(&body, "Policy", a->policy) != 0) ||
 	    (a->external_id != NULL && form(&body, "ExternalId", a->external_id) != 0))
 		goto nomem;
-	st_sigv4_amz_date(fl_now_ms(), date);
-	st_sha256_hex(body.data, body.len, hash);
+	st_sigv4_date(fl_now_ms() / 1000, date);
+	st_sigv4_sha256_hex(body.data, body.len, hash);
 	h[nh++] = (struct st_sigv4_header){"content-type",
 	                                   "application/x-www-form-urlencoded; charset=utf-8"};
 	h[nh++] = (struct st_sigv4_header){"host", u.host};
 	h[nh++] = (struct st_sigv4_header){"x-amz-date", date};
-	if (a->creds->session_token != NULL)
+	if (a->creds->session_token[0] != '\0')
 		h[nh++] = (struct st_sigv4_header){"x-amz-security-token", a->creds->session_token};
-	req = (struct st_sigv4_req){"POST", u.path, u.query, h, nh, hash, false};
-	if (st_sigv4_authorization(&req, a->creds, a->region, "sts", date, &auth, err) != 0)
+	req = (struct st_sigv4_req){.method = "POST",
+	                            .path = u.path,
+	                            .query = u.query,
+	                            .headers = h,
+	                            .n_headers = nh,
+	                            .payload_hash = hash,
+	                            .region = a->region,
+	                            .service = "sts",
+	                            .amz_date = date,
+	                            .access_key_id = a->creds->access_key_id,
+	                            .secret_access_key = a->creds->secret_access_key,
+	                            .normalize_path = true};
+	if (st_sigv4_authorization(&req, &auth, err) != 0)
 		goto out;
 	for (size_t i = 0; i < nh; i++) {
 		if (strcmp(h[i].name, "host") == 0)

@@ -1,4 +1,4 @@
-/* sts.h - STS AssumeRole over libcurl, signed with sigv4.h.
+/* sts.h - STS AssumeRole over libcurl, signed with io/sigv4.h.
  *
  * The catalog assumes the warehouse's role with an inline session policy
  * (policy.h) to vend credentials limited to one table.  One call per
@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "err.h"
-#include "sigv4.h"
+#include "io/profile.h"
 
 struct st_sts_creds {
 	char access_key_id[128];
@@ -22,7 +22,7 @@ struct st_sts_creds {
 struct st_sts_assume {
 	const char *endpoint; /* "https://sts.amazonaws.com", "http://127.0.0.1:5055" */
 	const char *region; /* signing region */
-	const struct st_sigv4_creds *creds; /* the server's own credentials */
+	const struct st_creds *creds; /* the server's own credentials */
 	const char *role_arn;
 	const char *session_name; /* 2-64 of [\w+=,.@-] */
 	const char *external_id; /* NULL when none */
@@ -43,6 +43,14 @@ int st_sts_assume_role(const struct st_sts_assume *a, struct st_sts_creds *out,
  * bytes at xml.  Pure; used by st_sts_assume_role and the unit tests. */
 int st_sts_parse(const char *xml, size_t n, struct st_sts_creds *out,
                  struct fl_err *err) FL_MUST_CHECK;
+
+/* The text of the first element named tag in the n bytes at xml, entities
+ * decoded, into out (cap bytes with the NUL): 1 when found, 0 when absent,
+ * -1 (FL_ERR_BAD_REQUEST) when it holds markup, a bad entity, a NUL or
+ * more than cap - 1 bytes.  *next, when not NULL, receives where the
+ * scan may continue.  A bounded layer over io/s3_int.h's scanner. */
+int st_xml_text(const char *xml, size_t n, const char *tag, char *out, size_t cap,
+                const char **next, struct fl_err *err) FL_MUST_CHECK;
 
 /* Parses an ISO-8601 UTC time ("2026-12-01T15:39:46Z", fractional seconds
  * allowed) into ms since the epoch; -1 when malformed. */
