@@ -29,6 +29,20 @@ int st_io_open(const struct st_profile *p, struct st_io **out, struct fl_err *er
 	return 0;
 }
 
+int st_io_open_creds(const struct st_profile *p, const struct st_creds *creds, struct st_io **out,
+                     struct fl_err *err)
+{
+	struct st_io *io;
+
+	if (p->type != ST_STORAGE_S3)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "explicit credentials are for s3 only");
+	if (st_io_open(p, &io, err) != 0)
+		return -1;
+	st_io_s3_use_creds(io, creds);
+	*out = io;
+	return 0;
+}
+
 void st_io_retain(struct st_io *io)
 {
 	atomic_fetch_add(&io->refs, 1);

@@ -44,4 +44,7 @@ struct st_io_writer {
 int st_io_file_init(struct st_io *io, struct fl_err *err);
 int st_io_s3_init(struct st_io *io, struct fl_err *err);
 
+/* Replaces the keys of a freshly opened s3 handle (before any use). */
+void st_io_s3_use_creds(struct st_io *io, const struct st_creds *creds);
+
 #endif

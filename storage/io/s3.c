@@ -961,6 +961,14 @@ static const struct st_io_ops s3_ops = {
         .free = s3_free,
 };
 
+void st_io_s3_use_creds(struct st_io *io, const struct st_creds *creds)
+{
+	struct s3 *s = io->impl;
+
+	s->creds = *creds;
+	fl_err_clear(&s->creds_err);
+}
+
 int st_io_s3_init(struct st_io *io, struct fl_err *err)
 {
 	struct s3 *s = calloc(1, sizeof(*s));
