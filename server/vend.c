@@ -2,8 +2,8 @@
  * response, and the cache of vended credentials.
  *
  * Keys written (rest-spec-and-clients.md §B: what PyIceberg and DuckDB
- * read): s3.endpoint, s3.region, client.region, s3.path-style-access always
- * for s3 warehouses; s3.access-key-id, s3.secret-access-key,
+ * read): s3.endpoint, s3.region, client.region, s3.path-style-access for s3
+ * warehouses whenever a delegation mode is asked for; s3.access-key-id, s3.secret-access-key,
  * s3.session-token, s3.session-token-expires-at-ms when vending (in
  * storage-credentials[0].config with prefix = the table location, and the
  * same in config for clients that read only config); s3.remote-signing-
@@ -296,8 +296,9 @@ int srv_vend_table(struct srv_req *r, const struct cat_warehouse *wh, const stru
 
 	if (cfg == NULL)
 		goto nomem;
-	if (p->type != ST_STORAGE_S3) {
-		/* A file warehouse: nothing to vend, and DuckDB needs config empty. */
+	if (p->type != ST_STORAGE_S3 || (mode == SRV_VEND_HINT && hdr == NULL)) {
+		/* A file warehouse has nothing to vend, and DuckDB needs its config
+		 * empty; a client that asks for no delegation gets none. */
 		*config = cfg;
 		*creds = NULL;
 		return 0;

@@ -36,8 +36,9 @@ enum srv_vend_mode {
 
 /* The "config" object and "storage-credentials" array of a table response
  * for the table ns.table at location in wh (new references; *creds is NULL
- * when none are vended).  A file warehouse gets an empty config.  An s3
- * warehouse always gets its endpoint, region and addressing style; with
+ * when none are vended).  A file warehouse, and a request without
+ * X-Iceberg-Access-Delegation, get an empty config.  Otherwise an s3
+ * warehouse gets its endpoint, region and addressing style; with
  * "vended-credentials" requested (or in DEMAND mode) and an STS role
  * configured, also short-lived keys; with "remote-signing" requested and
  * enabled, the signer settings.  STS failures are returned as errors. */
