@@ -49,6 +49,22 @@ static bool signable(const char *name)
 	return false;
 }
 
+/* True when the raw query has a parameter named name (with or without a
+ * value). */
+static bool query_has(const char *query, const char *name)
+{
+	size_t nl = strlen(name);
+
+	for (const char *p = query; p != NULL && *p != '\0';) {
+		size_t len = strcspn(p, "&");
+
+		if (strncmp(p, name, nl) == 0 && (len == nl || p[nl] == '='))
+			return true;
+		p = p[len] == '&' ? p + len + 1 : NULL;
+	}
+	return false;
+}
+
 struct sign_req {
 	const char *method, *uri, *body;
 	json_t *headers;
@@ -103,7 +119,7 @@ static int sign_checked(struct srv_req *r, const struct cat_warehouse *wh, const
                         struct fl_err *err)
 {
 	const struct st_profile *p = &wh->profile;
-	struct st_sigv4_header h[MAX_CLIENT_HEADERS * 2 + 4];
+	struct st_sigv4_header h[ST_SIGV4_MAX_HEADERS];
 	struct fl_buf auth = FL_BUF_INIT;
 	struct st_creds *server = NULL;
 	const char *client_sha = NULL, *payload, *token, *k,
@@ -118,7 +134,7 @@ static int sign_checked(struct srv_req *r, const struct cat_warehouse *wh, const
 
 	if (st_url_split(s->uri, &u, err) != 0)
 		return -1;
-	delete_objects = strcmp(s->method, "POST") == 0 && strstr(u.query, "delete") != NULL;
+	delete_objects = strcmp(s->method, "POST") == 0 && query_has(u.query, "delete");
 	h[nh++] = (struct st_sigv4_header){"host", u.host};
 	json_object_foreach(s->headers, k, hv)
 	{
@@ -132,6 +148,13 @@ static int sign_checked(struct srv_req *r, const struct cat_warehouse *wh, const
 			continue;
 		json_array_foreach(hv, i, v)
 		{
+			/* Room for host and the four headers added below. */
+			if (nh + 5 > sizeof(h) / sizeof(h[0])) {
+				fl_err_set(err, FL_ERR_BAD_REQUEST,
+				           "RemoteSignRequest: more than %zu header values to sign",
+				           sizeof(h) / sizeof(h[0]) - 5);
+				goto out;
+			}
 			h[nh++] = (struct st_sigv4_header){k, json_string_value(v)};
 		}
 	}

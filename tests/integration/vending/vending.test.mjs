@@ -368,6 +368,14 @@ test('remote signing refuses every escape with 403', { skip }, async () => {
     'copy-source',
   );
   assert.ok((await metric('floe_remote_sign_requests_total')) >= cases.length + 2);
+  // Bounded: 48 headers of 8 values each is more than the signer takes.
+  const many = Object.fromEntries(Array.from({ length: 48 }, (_, i) => [`x-amz-meta-h${i}`, Array(8).fill('v')]));
+  expectError(
+    await r('POST', route, { body: { region: 'us-east-1', method: 'GET', uri: `${ep}/warehouse/lake/ns/t/data/a`, headers: many } }),
+    400,
+    'BadRequestException',
+    'header values',
+  );
 });
 
 test('POST /v1/aws/s3/sign (PyIceberg) finds the table by the object it names', { skip }, async () => {
