@@ -112,9 +112,8 @@ static bool fresh(const struct vend_entry *e, int64_t now)
 	return e->live && now < e->fetched_ms + (e->creds.expires_at_ms - e->fetched_ms) * 8 / 10;
 }
 
-static bool cache_get(struct srv_vend *v, const char *key, struct st_sts_creds *out)
+bool srv_vend_cached(struct srv_vend *v, const char *key, int64_t now, struct st_sts_creds *out)
 {
-	int64_t now = fl_now_ms();
 	bool hit = false;
 
 	pthread_mutex_lock(&v->mu);
@@ -133,8 +132,8 @@ static bool cache_get(struct srv_vend *v, const char *key, struct st_sts_creds *
 	return hit;
 }
 
-static void cache_put(struct srv_vend *v, const char *key, const struct st_sts_creds *c,
-                      int64_t fetched)
+void srv_vend_remember(struct srv_vend *v, const char *key, const struct st_sts_creds *c,
+                       int64_t fetched)
 {
 	size_t slot = 0;
 
@@ -214,7 +213,7 @@ static int vend(struct srv_req *r, const struct cat_warehouse *wh, const char *l
 	int rc = -1;
 
 	snprintf(key, sizeof(key), "%s\n%s\n%s", wh->id, location, st_access_name(access));
-	if (cache_get(r->ctx->vend, key, out))
+	if (srv_vend_cached(r->ctx->vend, key, fl_now_ms(), out))
 		return 0;
 	if (st_s3_loc_parse(location, &loc, err) != 0 ||
 	    st_policy_session(&loc, access, &policy, &plen, err) != 0)
@@ -247,7 +246,7 @@ static int vend(struct srv_req *r, const struct cat_warehouse *wh, const char *l
 		err->kind = FL_ERR_UNAVAILABLE;
 		goto out;
 	}
-	cache_put(r->ctx->vend, key, out, t0);
+	srv_vend_remember(r->ctx->vend, key, out, t0);
 	rc = 0;
 out:
 	srv_server_keys_free(server);

@@ -16,6 +16,7 @@
 #include "catalog.h"
 #include "io/profile.h"
 #include "policy.h"
+#include "sts.h"
 #include "srv.h"
 
 struct srv_vend;
@@ -23,6 +24,16 @@ struct srv_vend;
 /* A cache of at most cap credentials; NULL when out of memory. */
 struct srv_vend *srv_vend_new(size_t cap);
 void srv_vend_free(struct srv_vend *v);
+
+/* The cache itself (keyed by warehouse id, location and access level).
+ * srv_vend_cached copies the entry for key into *out and returns true when
+ * less than 80% of its lifetime (fetched → expires_at_ms) has passed at
+ * now; a stale entry is dropped.  srv_vend_remember stores creds fetched
+ * at fetched, replacing the entry for key or, when full, the least
+ * recently used one.  Thread-safe. */
+bool srv_vend_cached(struct srv_vend *v, const char *key, int64_t now, struct st_sts_creds *out);
+void srv_vend_remember(struct srv_vend *v, const char *key, const struct st_sts_creds *c,
+                       int64_t fetched);
 
 /* The caller's access to the objects of the table at location: the one
  * place authorization decides it (today everyone may read and write). */
