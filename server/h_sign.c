@@ -258,7 +258,16 @@ static int check(struct srv_req *r, const struct cat_warehouse *wh, const char *
 	if (ep != aws || err->kind != FL_ERR_FORBIDDEN)
 		return -1;
 	scope.endpoint = "https://s3.amazonaws.com";
-	return st_signcheck(&scope, &req, err);
+	{
+		struct fl_err first = *err;
+
+		if (st_signcheck(&scope, &req, err) == 0)
+			return 0;
+		if (strstr(err->msg, "is not <bucket>.") != NULL ||
+		    strstr(err->msg, "endpoint") != NULL)
+			*err = first; /* the regional host's reason is the useful one */
+		return -1;
+	}
 }
 
 static int refused(struct srv_req *r, struct fl_err *err)
