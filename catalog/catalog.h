@@ -98,6 +98,13 @@ int cat_warehouse_list(struct cat_db *db, json_t **out, struct fl_err *err) FL_M
 int cat_warehouse_get_json(struct cat_db *db, const char *name, json_t **out,
                            struct fl_err *err) FL_MUST_CHECK;
 
+/* Replaces the storage profile of a warehouse (validated like a new one)
+ * and returns the warehouse's JSON.  The type and location may change only
+ * while the warehouse holds no namespace (FL_ERR_CONFLICT): its tables'
+ * locations lie under the old one.  FL_ERR_NO_SUCH_WAREHOUSE when absent. */
+int cat_warehouse_update_profile(struct cat_db *db, const char *name, const json_t *profile,
+                                 json_t **out, struct fl_err *err) FL_MUST_CHECK;
+
 /* FL_ERR_CONFLICT when it still holds namespaces. */
 int cat_warehouse_delete(struct cat_db *db, const char *name, struct fl_err *err) FL_MUST_CHECK;
 

@@ -4,6 +4,7 @@
 
 #include "handlers.h"
 #include "io/io.h"
+#include "json.h"
 #include "reply.h"
 #include "router.h"
 #include "whcache.h"
@@ -86,4 +87,23 @@ int srv_h_wh_delete(struct srv_req *r, struct fl_err *err)
 		return -1;
 	srv_whcache_clear(r->ctx->whcache);
 	return srv_reply_no_content(r) == 0 ? 0 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+}
+
+int srv_h_wh_update(struct srv_req *r, struct fl_err *err)
+{
+	json_t *body, *profile = NULL, *out;
+
+	if (srv_body_json(r, &body, err) != 0 ||
+	    fl_json_get_obj(body, "storage-profile", true, "UpdateWarehouseRequest", &profile,
+	                    err) != 0)
+		return -1;
+	if (json_object_size(body) != 1)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "UpdateWarehouseRequest: only storage-profile can change");
+	if (probe(profile, err) != 0 ||
+	    cat_warehouse_update_profile(r->ctx->db, r->name, profile, &out, err) != 0)
+		return -1;
+	/* Lookups and storage handles of the old profile are not reused. */
+	srv_whcache_clear(r->ctx->whcache);
+	return reply_json(r, out, false, err);
 }

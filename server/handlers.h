@@ -32,6 +32,7 @@ int srv_h_transactions(struct srv_req *r, struct fl_err *err);
 int srv_h_wh_list(struct srv_req *r, struct fl_err *err);
 int srv_h_wh_create(struct srv_req *r, struct fl_err *err);
 int srv_h_wh_get(struct srv_req *r, struct fl_err *err);
+int srv_h_wh_update(struct srv_req *r, struct fl_err *err);
 int srv_h_wh_delete(struct srv_req *r, struct fl_err *err);
 int srv_h_healthz(struct srv_req *r, struct fl_err *err);
 int srv_h_readyz(struct srv_req *r, struct fl_err *err);

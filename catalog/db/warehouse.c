@@ -200,6 +200,64 @@ int cat_warehouse_list(struct cat_db *db, json_t **out, struct fl_err *err)
 	return 0;
 }
 
+int cat_warehouse_update_profile(struct cat_db *db, const char *name, const json_t *profile,
+                                 json_t **out, struct fl_err *err)
+{
+	json_t *norm = NULL;
+	char *prof = NULL;
+	struct cat_conn *c = NULL;
+	PGresult *r = NULL;
+	int rc = -1;
+
+	if (check_profile(profile, &norm, err) != 0)
+		return -1;
+	prof = fl_json_dump(norm, NULL);
+	json_decref(norm);
+	if (prof == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	if (cat_conn_get(db, &c, err) != 0)
+		goto out;
+	const char *params[2] = {name, prof};
+	/* One statement: the row is locked, the namespace check and the update
+	 * see the same state. */
+	r = cat_exec(
+	        c,
+	        "WITH w AS (SELECT id, storage_profile->>'type' = $2::jsonb->>'type'"
+	        "   AND storage_profile->>'location' = $2::jsonb->>'location' AS same_root,"
+	        "   EXISTS (SELECT 1 FROM namespace n WHERE n.warehouse_id = warehouse.id) AS busy"
+	        "   FROM warehouse WHERE name = $1 FOR UPDATE),"
+	        " u AS (UPDATE warehouse SET storage_profile = $2::jsonb"
+	        "   WHERE id IN (SELECT id FROM w WHERE same_root OR NOT busy) RETURNING " WH_COLS
+	        ")"
+	        " SELECT (SELECT count(*) FROM w), u.* FROM (SELECT 1) one LEFT JOIN u ON true",
+	        2, params, err);
+	if (r == NULL)
+		goto out;
+	if (cat_i64(PQgetvalue(r, 0, 0)) == 0) {
+		fl_err_set(err, FL_ERR_NO_SUCH_WAREHOUSE, "warehouse '%.200s' does not exist",
+		           name);
+		goto out;
+	}
+	if (PQgetisnull(r, 0, 1)) {
+		fl_err_set(
+		        err, FL_ERR_CONFLICT,
+		        "warehouse '%.200s' holds namespaces: its storage type and location cannot change (its tables live there); other settings can",
+		        name);
+		goto out;
+	}
+	*out = json_pack("{s:s, s:s, s:o, s:s}", "id", PQgetvalue(r, 0, 1), "name",
+	                 PQgetvalue(r, 0, 2), "storage-profile",
+	                 json_loads(PQgetvalue(r, 0, 3), 0, NULL), "created-at",
+	                 PQgetvalue(r, 0, 4));
+	rc = *out != NULL ? 0 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+out:
+	PQclear(r);
+	if (c != NULL)
+		cat_conn_put(db, c);
+	free(prof);
+	return rc;
+}
+
 int cat_warehouse_delete(struct cat_db *db, const char *name, struct fl_err *err)
 {
 	const char *params[1] = {name};

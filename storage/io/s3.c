@@ -63,7 +63,8 @@ struct call {
 	const char *content_md5;
 	bool if_none_match;
 	const char *range;
-	size_t max_resp; /* bound on the response body */
+	size_t max_resp; /* bound on a 2xx response body (errors: CTRL_MAX) */
+	CURL *easy; /* the transfer in flight */
 	/* The answer. */
 	long status;
 	struct fl_buf resp;
@@ -102,9 +103,15 @@ static void share_unlock(CURL *h, curl_lock_data data, void *arg)
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
 	struct call *c = arg;
-	size_t len = size * n;
+	size_t len = size * n, max = c->max_resp;
+	long status = 0;
 
-	if (c->resp.len + len > c->max_resp) {
+	/* An error answer is read whatever the caller's bound (a read of at
+	 * most 3 bytes still needs the <Code> of its 404). */
+	if (curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK &&
+	    status >= 300 && max < CTRL_MAX)
+		max = CTRL_MAX;
+	if (c->resp.len + len > max) {
 		c->too_large = true;
 		return 0;
 	}
@@ -251,7 +258,9 @@ static int attempt(struct st_io *io, struct call *c, CURLcode *cc, struct fl_err
 	c->etag[0] = '\0';
 	c->has_length = false;
 	c->status = 0;
+	c->easy = e;
 	*cc = curl_easy_perform(e);
+	c->easy = NULL;
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &c->status);
 	if (*cc != CURLE_OK && *cc != CURLE_WRITE_ERROR)
 		fl_err_set(err, FL_ERR_UNAVAILABLE, "cannot reach %.200s: %s",

@@ -5,11 +5,13 @@
 // storage.  What Floe wrote is read back with the suite's own S3 client.
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import { request } from '../lib/harness.mjs';
 import { expectError, expectJson } from '../lib/checks.mjs';
 import { NO_S3 } from '../lib/moto.mjs';
-import { startS3Catalog, s3Profile, createWarehouse, eventually, AK_ENV, SK_ENV } from './lib.mjs';
+import { startS3Catalog, s3Profile, createWarehouse, eventually, tmpDir, AK_ENV, SK_ENV } from './lib.mjs';
 
 let ctx = null;
 const WH = 'lake';
@@ -109,6 +111,33 @@ test('commits write new metadata files create-only; the old ones stay', async (t
   assert.ok(files.includes(keyOf(loc)));
 });
 
+test('changing the profile probes it first; the root cannot move under namespaces', async (t) => {
+  if (skip(t)) return;
+  const prof = s3Profile(ctx.s3, ctx.bucket, 'wh');
+  const put = (profile) => request(ctx.base, 'PUT', `/management/v1/warehouses/${WH}`, { body: { 'storage-profile': profile } });
+  expectError(await put({ ...prof, 'secret-access-key-env': AK_ENV }), 400, 'BadRequestException', /SignatureDoesNotMatch/);
+  expectError(await put({ ...prof, location: `s3://${ctx.bucket}/elsewhere` }), 409, null, /location cannot change/);
+  expectError(await request(ctx.base, 'PUT', '/management/v1/warehouses/nope', { body: { 'storage-profile': prof } }),
+    404, 'NoSuchWarehouseException');
+  // Rotate to a credentials file: the keys now come from there, and commits use them.
+  const dir = tmpDir('s3creds');
+  const file = path.join(dir, 'credentials');
+  fs.writeFileSync(file, `[default]\naws_access_key_id = ${ctx.s3.accessKeyId}\naws_secret_access_key = ${ctx.s3.secretAccessKey}\n`);
+  const { 'access-key-id-env': _a, 'secret-access-key-env': _s, ...rest } = prof;
+  const body = expectJson(await put({ ...rest, 'credentials-file': file }), 200, null);
+  assert.equal(body['storage-profile']['credentials-file'], file);
+  assert.ok(!JSON.stringify(body).includes(ctx.s3.secretAccessKey));
+  expectJson(await request(ctx.base, 'POST', `${P}/namespaces/ns/tables/t`, {
+    body: { requirements: [], updates: [{ action: 'set-properties', updates: { rotated: 'yes' } }] },
+  }), 200);
+  // A broken file is refused by the probe, and the working profile stays.
+  fs.writeFileSync(file, '[default]\naws_access_key_id = AKIANOPE\naws_secret_access_key = nope\n');
+  expectError(await put({ ...rest, 'credentials-file': file }), 400, 'BadRequestException', /InvalidAccessKeyId/);
+  fs.writeFileSync(file, `[default]\naws_access_key_id = ${ctx.s3.accessKeyId}\naws_secret_access_key = ${ctx.s3.secretAccessKey}\n`);
+  expectJson(await put(prof), 200, null);
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
 test('stage-create writes nothing; the assert-create commit writes the table', async (t) => {
   if (skip(t)) return;
   const staged = expectJson(await request(ctx.base, 'POST', `${P}/namespaces/ns/tables`, {
@@ -166,8 +195,11 @@ test('drop with purge deletes every object of the table (batch deletes), and onl
   // A sibling whose name extends the dropped table's: t2 must survive t's purge.
   expectJson(await request(ctx.base, 'POST', `${P}/namespaces/ns/tables`, { body: { name: 't2', schema } }), 200);
   // Extra objects under t/data/ so the purge has more than one batch entry to delete.
-  for (let i = 0; i < 25; i++) await ctx.s3.put(ctx.bucket, `wh/ns/t/data/f-${i}.parquet`, Buffer.from('x'));
-  assert.ok((await keys('wh/ns/t/')).length >= 29);
+  // More than one listing page and one DeleteObjects batch (1000 keys each).
+  for (let i = 0; i < 1010; i += 10) {
+    await Promise.all(Array.from({ length: 10 }, (_, k) => ctx.s3.put(ctx.bucket, `wh/ns/t/data/f-${i + k}.parquet`, Buffer.from('x'))));
+  }
+  assert.ok((await keys('wh/ns/t/')).length >= 1014);
   const res = await request(ctx.base, 'DELETE', `${P}/namespaces/ns/tables/t?purgeRequested=true`);
   assert.equal(res.status, 204, res.text);
   const left = await eventually(async () => ((await keys('wh/ns/t/')).length === 0 ? [] : null));
