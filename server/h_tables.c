@@ -105,6 +105,57 @@ static char *refs_only(const char *metadata, struct fl_err *err)
 	return out;
 }
 
+/* The bytes of a LoadTableResult (see reply_table) into b. */
+static int table_body(struct fl_buf *b, const char *mloc, const char *metadata, const json_t *extra)
+{
+	int rc = 0;
+
+	if (mloc != NULL) {
+		json_t *s = json_string(mloc);
+		char *q = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
+
+		rc |= q == NULL || fl_buf_printf(b, "{\"metadata-location\":%s,", q) != 0;
+		free(q);
+		json_decref(s);
+	} else {
+		rc |= fl_buf_puts(b, "{");
+	}
+	rc |= fl_buf_puts(b, "\"metadata\":") != 0 || fl_buf_puts(b, metadata) != 0;
+	if (extra != NULL) {
+		const char *k;
+		json_t *v;
+
+		json_object_foreach((json_t *)extra, k, v)
+		{
+			char *q = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+
+			rc |= q == NULL || fl_buf_printf(b, ",\"%s\":%s", k, q) != 0;
+			free(q);
+		}
+	}
+	rc |= fl_buf_puts(b, "}") != 0;
+	return rc ? -1 : 0;
+}
+
+/* extra without vended keys: what an idempotency record may keep (a replay
+ * answers without credentials; GET …/credentials gives fresh ones).  NULL
+ * when out of memory. */
+static json_t *without_secrets(const json_t *extra)
+{
+	static const char *const secret[] = {"s3.access-key-id", "s3.secret-access-key",
+	                                     "s3.session-token", "s3.session-token-expires-at-ms"};
+	json_t *out, *cfg;
+
+	out = json_deep_copy(extra);
+	if (out == NULL)
+		return NULL;
+	json_object_del(out, "storage-credentials");
+	cfg = json_object_get(out, "config");
+	for (size_t i = 0; i < sizeof(secret) / sizeof(secret[0]); i++)
+		json_object_del(cfg, secret[i]);
+	return out;
+}
+
 /* LoadTableResult around the stored metadata text; extra holds "config"
  * and "storage-credentials" (NULL for a CommitTableResponse). */
 static int reply_table(struct srv_req *r, const char *mloc, const char *metadata, bool refs,
@@ -114,31 +165,19 @@ static int reply_table(struct srv_req *r, const char *mloc, const char *metadata
 	char etag[40];
 	int rc = 0;
 
-	if (mloc != NULL) {
-		json_t *s = json_string(mloc);
-		char *q = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
+	if (r->tx != NULL && json_object_get(extra, "storage-credentials") != NULL) {
+		json_t *clean = without_secrets(extra);
+		struct fl_buf kept = FL_BUF_INIT;
 
-		rc |= q == NULL || fl_buf_printf(&b, "{\"metadata-location\":%s,", q) != 0;
-		free(q);
-		json_decref(s);
-	} else {
-		rc |= fl_buf_puts(&b, "{");
+		rc = clean == NULL ? -1 : table_body(&kept, mloc, metadata, clean);
+		json_decref(clean);
+		r->idem_body = rc == 0 ? fl_arena_strdup(r->arena, kept.data) : NULL;
+		r->idem_len = kept.len;
+		fl_buf_free(&kept);
+		if (r->idem_body == NULL)
+			return nomem(err);
 	}
-	rc |= fl_buf_puts(&b, "\"metadata\":") != 0 || fl_buf_puts(&b, metadata) != 0;
-	if (extra != NULL) {
-		const char *k;
-		json_t *v;
-
-		json_object_foreach((json_t *)extra, k, v)
-		{
-			char *q = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-
-			rc |= q == NULL || fl_buf_printf(&b, ",\"%s\":%s", k, q) != 0;
-			free(q);
-		}
-	}
-	rc |= fl_buf_puts(&b, "}") != 0;
-	if (rc) {
+	if (table_body(&b, mloc, metadata, extra) != 0) {
 		fl_buf_free(&b);
 		return nomem(err);
 	}

@@ -94,6 +94,11 @@ struct srv_req {
 	size_t out_len;
 	const char *out_ctype;
 	const char *out_etag;
+	/* What an idempotency record stores instead of out_body when the
+	 * response carries secrets (vended credentials), so that they never
+	 * reach PostgreSQL; NULL = out_body. */
+	const char *idem_body;
+	size_t idem_len;
 };
 
 typedef int (*srv_handler_fn)(struct srv_req *r, struct fl_err *err);

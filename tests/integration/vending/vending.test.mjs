@@ -11,7 +11,8 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { freshDatabase, startFloe, request, encodeNs, runFloe, tmpDir } from '../lib/harness.mjs';
+import { freshDatabase, startFloe, request, encodeNs, runFloe, tmpDir, psql } from '../lib/harness.mjs';
+import { uuidv7 } from '../tables/lib.mjs';
 import { expectJson, expectError } from '../lib/checks.mjs';
 import { validate } from '../lib/spec.mjs';
 import * as prom from '../lib/prom.mjs';
@@ -23,6 +24,7 @@ if (skip) console.log(NO_S3);
 let moto;
 let floe;
 let base;
+let dbUrl;
 const P = {}; // warehouse name -> /v1/<prefix>
 const VEND = { 'X-Iceberg-Access-Delegation': 'vended-credentials' };
 const SIGN = { 'X-Iceberg-Access-Delegation': 'remote-signing' };
@@ -113,6 +115,7 @@ before(async () => {
   await moto.createBucket('other');
   const roleArn = await createRole();
   const db = await freshDatabase('vending');
+  dbUrl = db.url;
   floe = await startFloe({
     databaseUrl: db.url,
     env: { FLOE_S3_KEY: moto.accessKeyId, FLOE_S3_SECRET: moto.secretAccessKey },
@@ -189,6 +192,27 @@ test('createTable with vended-credentials: storage-credentials and config carry 
   const bare = expectJson(await r('GET', tpath('lake', ['ns'], 't')), 200, 'LoadTableResult');
   assert.equal(bare['storage-credentials'], undefined);
   assert.deepEqual(bare.config, {});
+});
+
+test('vended keys never reach PostgreSQL: an idempotent replay answers without them', { skip }, async () => {
+  const key = uuidv7();
+  const body = { name: 'idem', schema };
+  const first = await r('POST', `${P.lake}/namespaces/ns/tables`, { headers: { ...VEND, 'Idempotency-Key': key }, body });
+  const a = expectJson(first, 200, 'LoadTableResult');
+  const secret = a['storage-credentials'][0].config['s3.secret-access-key'];
+  assert.ok(secret);
+  const again = await r('POST', `${P.lake}/namespaces/ns/tables`, { headers: { ...VEND, 'Idempotency-Key': key }, body });
+  const b = expectJson(again, 200, 'LoadTableResult');
+  assert.equal(again.headers['idempotent-replayed'], 'true');
+  assert.equal(b['metadata-location'], a['metadata-location']);
+  assert.equal(b['storage-credentials'], undefined);
+  assert.equal(b.config['s3.secret-access-key'], undefined);
+  assert.equal(b.config['s3.endpoint'], moto.endpoint);
+  const stored = (s) =>
+    psql(dbUrl, `SELECT count(*) FROM idempotency_record WHERE position('\\x${Buffer.from(s).toString('hex')}'::bytea in body) > 0`).trim();
+  assert.equal(stored(a['metadata-location']), '1', 'the record was found by its content');
+  assert.equal(stored(secret), '0', 'the vended secret is not in PostgreSQL');
+  assert.equal(stored(a.config['s3.session-token']), '0', 'nor the session token');
 });
 
 test('vended credentials write inside their table and are refused outside it', { skip }, async () => {
