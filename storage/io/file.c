@@ -105,6 +105,21 @@ fail:
 	return -1;
 }
 
+/* Opens uri for reading; path (PATH_MAX bytes) receives the local path.
+ * -1 with FL_ERR_NOT_FOUND when absent. */
+static int open_read(const char *uri, char *path, struct fl_err *err)
+{
+	int fd;
+
+	if (local_path(uri, path, PATH_MAX, err) != 0)
+		return -1;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		fl_err_set(err, errno == ENOENT ? FL_ERR_NOT_FOUND : FL_ERR_IO,
+		           "cannot open %.200s: %s", path, strerror(errno));
+	return fd;
+}
+
 static int file_read(struct st_io *io, const char *uri, size_t max, char **out, size_t *n,
                      struct fl_err *err)
 {
@@ -114,12 +129,9 @@ static int file_read(struct st_io *io, const char *uri, size_t max, char **out, 
 	size_t off = 0;
 	int fd;
 
-	if (local_path(uri, path, sizeof(path), err) != 0)
-		return -1;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open_read(uri, path, err);
 	if (fd < 0)
-		return fl_err_set(err, errno == ENOENT ? FL_ERR_NOT_FOUND : FL_ERR_IO,
-		                  "cannot open %.200s: %s", path, strerror(errno));
+		return -1;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return fl_err_set(err, FL_ERR_IO, "%.200s is not a regular file", path);
@@ -178,12 +190,9 @@ static int file_read_range(struct st_io *io, const char *uri, uint64_t off, size
 	size_t done = 0;
 	int fd;
 
-	if (local_path(uri, path, sizeof(path), err) != 0)
-		return -1;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open_read(uri, path, err);
 	if (fd < 0)
-		return fl_err_set(err, errno == ENOENT ? FL_ERR_NOT_FOUND : FL_ERR_IO,
-		                  "cannot open %.200s: %s", path, strerror(errno));
+		return -1;
 	while (done < len) {
 		ssize_t r = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
 

@@ -11,7 +11,8 @@
 
 #include "uuid.h"
 
-int st_io_open(const struct st_profile *p, struct st_io **out, struct fl_err *err)
+static int io_open(const struct st_profile *p, const struct st_creds *creds, struct st_io **out,
+                   struct fl_err *err)
 {
 	struct st_io *io = calloc(1, sizeof(*io));
 	int rc;
@@ -20,7 +21,7 @@ int st_io_open(const struct st_profile *p, struct st_io **out, struct fl_err *er
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	io->profile = *p;
 	atomic_init(&io->refs, 1);
-	rc = p->type == ST_STORAGE_S3 ? st_io_s3_init(io, err) : st_io_file_init(io, err);
+	rc = p->type == ST_STORAGE_S3 ? st_io_s3_init(io, creds, err) : st_io_file_init(io, err);
 	if (rc != 0) {
 		free(io);
 		return -1;
@@ -29,18 +30,15 @@ int st_io_open(const struct st_profile *p, struct st_io **out, struct fl_err *er
 	return 0;
 }
 
+int st_io_open(const struct st_profile *p, struct st_io **out, struct fl_err *err)
+{
+	return io_open(p, NULL, out, err);
+}
+
 int st_io_open_creds(const struct st_profile *p, const struct st_creds *creds, struct st_io **out,
                      struct fl_err *err)
 {
-	struct st_io *io;
-
-	if (p->type != ST_STORAGE_S3)
-		return fl_err_set(err, FL_ERR_BAD_REQUEST, "explicit credentials are for s3 only");
-	if (st_io_open(p, &io, err) != 0)
-		return -1;
-	st_io_s3_use_creds(io, creds);
-	*out = io;
-	return 0;
+	return io_open(p, creds, out, err);
 }
 
 void st_io_retain(struct st_io *io)

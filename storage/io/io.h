@@ -34,10 +34,9 @@ struct st_io_writer;
  * nowhere else.  *out holds one reference. */
 int st_io_open(const struct st_profile *p, struct st_io **out, struct fl_err *err) FL_MUST_CHECK;
 
-/* Opens an s3 handle that signs with creds (copied) instead of the keys
- * the profile names: vended credentials, as `floe ingest --catalog-uri`
- * gets them from a catalog.  The profile supplies the location, endpoint,
- * region and addressing style.  FL_ERR_BAD_REQUEST for a file profile. */
+/* Like st_io_open, but an s3 handle signs with the given keys (copied)
+ * instead of resolving the profile's: for credentials a catalog vended
+ * (`floe ingest --catalog-uri`).  A file profile ignores creds. */
 int st_io_open_creds(const struct st_profile *p, const struct st_creds *creds, struct st_io **out,
                      struct fl_err *err) FL_MUST_CHECK;
 

@@ -40,11 +40,9 @@ struct st_io_writer {
 	void (*abort)(struct st_io_writer *w); /* frees w */
 };
 
-/* Backend constructors: fill io->ops and io->impl. */
+/* Backend constructors: fill io->ops and io->impl.  creds NULL: the s3
+ * backend resolves the profile's keys. */
 int st_io_file_init(struct st_io *io, struct fl_err *err);
-int st_io_s3_init(struct st_io *io, struct fl_err *err);
-
-/* Replaces the keys of a freshly opened s3 handle (before any use). */
-void st_io_s3_use_creds(struct st_io *io, const struct st_creds *creds);
+int st_io_s3_init(struct st_io *io, const struct st_creds *creds, struct fl_err *err);
 
 #endif

@@ -970,15 +970,7 @@ static const struct st_io_ops s3_ops = {
         .free = s3_free,
 };
 
-void st_io_s3_use_creds(struct st_io *io, const struct st_creds *creds)
-{
-	struct s3 *s = io->impl;
-
-	s->creds = *creds;
-	fl_err_clear(&s->creds_err);
-}
-
-int st_io_s3_init(struct st_io *io, struct fl_err *err)
+int st_io_s3_init(struct st_io *io, const struct st_creds *creds, struct fl_err *err)
 {
 	struct s3 *s = calloc(1, sizeof(*s));
 
@@ -997,8 +989,10 @@ int st_io_s3_init(struct st_io *io, struct fl_err *err)
 	curl_share_setopt(s->share, CURLSHOPT_USERDATA, s);
 	curl_share_setopt(s->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
 	curl_share_setopt(s->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
-	if (st_profile_credentials(&io->profile, &s->creds, &s->creds_err) != 0 &&
-	    s->creds_err.kind == FL_ERR_NOMEM) {
+	if (creds != NULL)
+		s->creds = *creds;
+	else if (st_profile_credentials(&io->profile, &s->creds, &s->creds_err) != 0 &&
+	         s->creds_err.kind == FL_ERR_NOMEM) {
 		*err = s->creds_err;
 		s3_free(&(struct st_io){.impl = s});
 		return -1;

@@ -10,12 +10,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
-import { spawn } from 'node:child_process';
-import { request, floeBin } from '../lib/harness.mjs';
+import { request } from '../lib/harness.mjs';
 import { expectJson } from '../lib/checks.mjs';
-import { NO_S3 } from '../lib/moto.mjs';
 import { readAvro, duck, sqlStr, parseJsonBig } from '../ingest/lib.mjs';
-import { startS3Catalog, s3Profile, createWarehouse, mirror, mirrored, eventually, tmpDir } from './lib.mjs';
+import { startS3Catalog, s3Profile, createWarehouse, mirror, mirrored, eventually, ingestInto, tmpDir, noS3 } from './lib.mjs';
 
 let ctx = null;
 let dir;
@@ -34,32 +32,9 @@ after(async () => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const skip = (t) => {
-  if (ctx) return false;
-  t.skip(NO_S3);
-  return true;
-};
+const skip = (t) => noS3(ctx, t);
 
-// Runs floe ingest in process against the test's catalog; onSpawn(proc) may kill it.
-function ingest(table, files, { args = [], onSpawn } = {}) {
-  const argv = ['ingest', '--warehouse', WH, '--database-url', ctx.dbUrl, '--table', `ns.${table}`,
-    '--log-level', 'error', ...args, ...files];
-  const env = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('FLOE_')) env[k] = v;
-  Object.assign(env, ctx.env);
-  const proc = spawn(floeBin, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  proc.stdout.on('data', (d) => { stdout += d; });
-  proc.stderr.on('data', (d) => { stderr += d; });
-  if (onSpawn) onSpawn(proc);
-  return new Promise((resolve) => proc.on('close', (code, signal) => {
-    const line = stdout.trim().split('\n').filter(Boolean).at(-1);
-    let out = null;
-    try { out = line ? parseJsonBig(line) : null; } catch { out = null; }
-    resolve({ code, signal, out, stdout, stderr });
-  }));
-}
+const ingest = (table, files, opts) => ingestInto(ctx, WH, table, files, opts);
 const show = (r) => `exit ${r.code} ${r.signal ?? ''}\n${r.stdout}\n${r.stderr}`;
 
 // Writes a CSV of n rows (id, name, score, note) with incompressible text in note

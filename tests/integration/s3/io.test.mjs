@@ -53,6 +53,20 @@ test('io.h on S3 (moto, signature checks on)', async (t) => {
   assert.deepEqual(await s3.uploads('iocheck', ''), [], 'the aborted writer aborted its upload');
 });
 
+test('io.h on S3 with keys handed to the handle (st_io_open_creds), not from the profile', async (t) => {
+  if (!s3) {
+    t.skip(NO_S3);
+    return;
+  }
+  const profile = s3Profile(s3, 'iocheck', 'root', { 'access-key-id-env': 'IO_CHECK_UNSET_A', 'secret-access-key-env': 'IO_CHECK_UNSET_B' });
+  const r = await run(profile, 's3://iocheck/root/scratch2', { IO_CHECK_KEYS: `${s3.accessKeyId}:${s3.secretAccessKey}` });
+  assert.equal(r.code, 0, r.out);
+  assert.match(r.out, /0 failure\(s\)/);
+  const bad = await run(profile, 's3://iocheck/root/scratch3', { IO_CHECK_KEYS: `${s3.accessKeyId}:wrong` });
+  assert.notEqual(bad.code, 0);
+  assert.match(bad.out, /SignatureDoesNotMatch/);
+});
+
 test('io.h on the local disk', async () => {
   const root = path.join(dir, 'wh');
   const r = await run({ type: 'file', location: `file://${root}` }, `file://${root}/scratch`);

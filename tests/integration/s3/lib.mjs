@@ -5,8 +5,10 @@
 // DuckDB for Parquet).
 import fs from 'node:fs';
 import path from 'node:path';
-import { startMoto } from '../lib/moto.mjs';
-import { freshDatabase, startFloe, request, tmpDir } from '../lib/harness.mjs';
+import { spawn } from 'node:child_process';
+import { startMoto, NO_S3 } from '../lib/moto.mjs';
+import { freshDatabase, startFloe, request, tmpDir, floeBin } from '../lib/harness.mjs';
+import { parseJsonBig } from '../ingest/lib.mjs';
 
 export const AK_ENV = 'FLOE_TEST_S3_AK';
 export const SK_ENV = 'FLOE_TEST_S3_SK';
@@ -49,6 +51,13 @@ export async function startS3Catalog(tag, { bucket = 'lake', floeEnv = {} } = {}
   };
 }
 
+// True (and the test skipped with "skipped: no S3 server") when ctx is null.
+export function noS3(ctx, t) {
+  if (ctx) return false;
+  t.skip(NO_S3);
+  return true;
+}
+
 // POST /management/v1/warehouses; returns the response.
 export function createWarehouse(base, name, profile) {
   return request(base, 'POST', '/management/v1/warehouses', { body: { name, 'storage-profile': profile } });
@@ -83,3 +92,27 @@ export async function eventually(fn, timeoutMs = 20000, stepMs = 200) {
 }
 
 export { tmpDir };
+
+// Runs `floe ingest --warehouse WH --database-url … --table ns.TABLE FILES` in process
+// with the keys in its environment (asynchronously: a fault proxy in this process must
+// keep serving).  onSpawn(proc) may kill it.  Resolves {code, signal, out (the JSON
+// line or null), stdout, stderr}.
+export function ingestInto(ctx, wh, table, files, { args = [], onSpawn } = {}) {
+  const argv = ['ingest', '--warehouse', wh, '--database-url', ctx.dbUrl, '--table', `ns.${table}`,
+    '--log-level', 'error', ...args, ...files];
+  const env = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('FLOE_')) env[k] = v;
+  Object.assign(env, ctx.env);
+  const proc = spawn(floeBin, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  proc.stdout.on('data', (d) => { stdout += d; });
+  proc.stderr.on('data', (d) => { stderr += d; });
+  if (onSpawn) onSpawn(proc);
+  return new Promise((resolve) => proc.on('close', (code, signal) => {
+    const line = stdout.trim().split('\n').filter(Boolean).at(-1);
+    let out = null;
+    try { out = line ? parseJsonBig(line) : null; } catch { out = null; }
+    resolve({ code, signal, out, stdout, stderr });
+  }));
+}

@@ -7,6 +7,8 @@
  *   PROFILE_JSON  a storage profile (the keys come from the environment
  *                 variables it names)
  *   ROOT_URI      an empty location under the profile's, used as scratch
+ * With IO_CHECK_KEYS=ACCESS_KEY_ID:SECRET in the environment the handle is
+ * opened with those keys (st_io_open_creds) instead of the profile's.
  * Prints one line per check ("ok NAME" / "FAIL NAME: why") and exits 0 when
  * all pass. */
 #include <jansson.h>
@@ -60,8 +62,18 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	j = json_loads(argv[1], 0, NULL);
+	const char *keys = getenv("IO_CHECK_KEYS");
+	static struct st_creds creds;
+
+	if (keys != NULL && strchr(keys, ':') != NULL) {
+		snprintf(creds.access_key_id, sizeof(creds.access_key_id), "%.*s",
+		         (int)(strchr(keys, ':') - keys), keys);
+		snprintf(creds.secret_access_key, sizeof(creds.secret_access_key), "%s",
+		         strchr(keys, ':') + 1);
+	}
 	if (j == NULL || st_profile_parse(j, &p, NULL, &err) != 0 ||
-	    st_io_open(&p, &io, &err) != 0) {
+	    (keys != NULL ? st_io_open_creds(&p, &creds, &io, &err) : st_io_open(&p, &io, &err)) !=
+	            0) {
 		fprintf(stderr, "io_check: %s\n", err.msg);
 		return 2;
 	}
