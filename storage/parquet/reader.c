@@ -29,7 +29,10 @@
  *   values         PLAIN (LE fixed width; INT96 12 bytes; BYTE_ARRAY u32
  *                  LE length + bytes; BOOLEAN bit-packed LSB first) or
  *                  u8 bit width + RLE-hybrid indices into the chunk's
- *                  dictionary page (PLAIN entries)
+ *                  dictionary page (PLAIN entries), or u32 LE length +
+ *                  RLE hybrid (booleans), or a DELTA_* / BYTE_STREAM_SPLIT
+ *                  stream (see the decoders below), decoded a page at a
+ *                  time
  *
  * Invariants: every offset and length taken from the file is checked
  * against the bytes it claims to lie in before it is used; a projected
@@ -70,7 +73,11 @@ enum {
 	ENC_PLAIN_DICTIONARY = 2,
 	ENC_RLE = 3,
 	ENC_BIT_PACKED = 4,
-	ENC_RLE_DICTIONARY = 8
+	ENC_DELTA_BINARY_PACKED = 5,
+	ENC_DELTA_LENGTH_BYTE_ARRAY = 6,
+	ENC_DELTA_BYTE_ARRAY = 7,
+	ENC_RLE_DICTIONARY = 8,
+	ENC_BYTE_STREAM_SPLIT = 9
 };
 enum { PAGE_DATA = 0, PAGE_INDEX = 1, PAGE_DICTIONARY = 2, PAGE_DATA_V2 = 3 };
 enum { CODEC_UNCOMPRESSED = 0, CODEC_SNAPPY = 1, CODEC_GZIP = 2, CODEC_ZSTD = 6 };
@@ -179,6 +186,15 @@ struct raw {
 	uint32_t n;
 };
 
+/* Where a data page's values come from. */
+enum mode {
+	MODE_PLAIN, /* vp..vend, PLAIN */
+	MODE_DICT, /* idx into the dictionary */
+	MODE_BOOL_RLE, /* idx: RLE-hybrid booleans of width 1 */
+	MODE_FIXED, /* dec_buf: dec_n values of dec_width bytes, PLAIN layout */
+	MODE_BYTES, /* dec_raw: dec_n byte arrays */
+};
+
 /* A projected column and its decoding state in the current row group. */
 struct pcol {
 	size_t leaf; /* SIZE_MAX: missing from the file, reads as nulls */
@@ -197,10 +213,14 @@ struct pcol {
 	int64_t page_left; /* values left in the page */
 	struct st_rle_reader defs;
 	bool has_defs;
-	bool dict_enc;
+	enum mode mode;
 	struct st_rle_reader idx;
 	const uint8_t *vp, *vend; /* PLAIN values */
 	unsigned bool_bit;
+	/* values decoded up front (DELTA_*, BYTE_STREAM_SPLIT) */
+	uint8_t *dec_buf; /* owned; byte values point into it, so it is held */
+	struct raw *dec_raw; /* owned */
+	size_t dec_n, dec_i, dec_width;
 	uint8_t **held; /* finished pages still referenced by the batch */
 	size_t n_held, cap_held;
 	struct st_value *out; /* batch_rows values */
@@ -914,6 +934,10 @@ static void release_rg(struct st_parquet_reader *r)
 		st_free(r->alloc, c->dict_buf);
 		st_free(r->alloc, c->dict);
 		st_free(r->alloc, c->page_buf);
+		st_free(r->alloc, c->dec_buf);
+		st_free(r->alloc, c->dec_raw);
+		c->dec_buf = NULL;
+		c->dec_raw = NULL;
 		for (size_t k = 0; k < c->n_held; k++)
 			st_free(r->alloc, c->held[k]);
 		c->n_held = 0;
@@ -1439,9 +1463,11 @@ short_dict:
 	                  "the dictionary page holds fewer than its %d entries", (int)count);
 }
 
-static int hold_page(struct st_parquet_reader *r, struct pcol *c)
+/* Keeps *buf alive until the next batch (the current one may point into
+ * it) and clears *buf. */
+static int hold(struct st_parquet_reader *r, struct pcol *c, uint8_t **buf)
 {
-	if (c->page_buf == NULL)
+	if (*buf == NULL)
 		return 0;
 	if (c->n_held == c->cap_held) {
 		size_t cap = c->cap_held ? c->cap_held * 2 : 4;
@@ -1452,9 +1478,325 @@ static int hold_page(struct st_parquet_reader *r, struct pcol *c)
 		c->held = h;
 		c->cap_held = cap;
 	}
-	c->held[c->n_held++] = c->page_buf;
-	c->page_buf = NULL;
+	c->held[c->n_held++] = *buf;
+	*buf = NULL;
 	return 0;
+}
+
+/* Finishes with the current page's buffers. */
+static int hold_page(struct st_parquet_reader *r, struct pcol *c)
+{
+	st_free(r->alloc, c->dec_raw);
+	c->dec_raw = NULL;
+	c->dec_n = c->dec_i = 0;
+	if (hold(r, c, &c->page_buf) != 0 || hold(r, c, &c->dec_buf) != 0)
+		return -1;
+	return 0;
+}
+
+/* ---- DELTA_* and BYTE_STREAM_SPLIT (Encodings.md) ------------------------
+ *
+ * These are decoded a page at a time: the count of non-null values comes
+ * from the definition levels, and the decoded values may not take more
+ * than max_page bytes. */
+
+static int cur_uvarint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+		uint8_t b = *(*p)++;
+
+		x |= (uint64_t)(b & 0x7f) << shift;
+		if ((b & 0x80) == 0) {
+			*v = x;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* DELTA_BINARY_PACKED at [*p, end): exactly want values into out (wrapping
+ * two's complement arithmetic, as writers compute the deltas), leaving *p
+ * after the last miniblock that holds one of them.
+ *   header  uvarint block size, uvarint miniblocks per block, uvarint
+ *           total count, zig-zag first value
+ *   block   zig-zag min delta, one bit width byte per miniblock, then
+ *           the miniblocks, each (block size / miniblocks) values packed
+ *           LSB first; miniblocks past the last value are left out */
+static int dbp_decode(const uint8_t **p, const uint8_t *end, uint64_t *out, size_t want,
+                      struct fl_err *err)
+{
+	uint64_t block, minis, total, first, per_mini, prev;
+	size_t got = 0;
+
+	if (cur_uvarint(p, end, &block) != 0 || cur_uvarint(p, end, &minis) != 0 ||
+	    cur_uvarint(p, end, &total) != 0 || cur_uvarint(p, end, &first) != 0)
+		goto bad;
+	if (block == 0 || minis == 0 || block % minis != 0 || block > (1u << 20) ||
+	    (per_mini = block / minis) % 8 != 0)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "DELTA_BINARY_PACKED blocks of %llu values in %llu miniblocks",
+		                  (unsigned long long)block, (unsigned long long)minis);
+	if (total < want)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "DELTA_BINARY_PACKED holds %llu values, the page needs %zu",
+		                  (unsigned long long)total, want);
+	if (want == 0)
+		return 0;
+	prev = (uint64_t)st_zigzag_decode(first);
+	out[got++] = prev;
+	while (got < want) {
+		uint64_t zmin, min;
+		const uint8_t *widths;
+
+		if (cur_uvarint(p, end, &zmin) != 0 || (uint64_t)(end - *p) < minis)
+			goto bad;
+		min = (uint64_t)st_zigzag_decode(zmin);
+		widths = *p;
+		*p += minis;
+		for (uint64_t m = 0; m < minis && got < want; m++) {
+			unsigned w = widths[m];
+			uint64_t bit = 0;
+			size_t bytes = (size_t)(per_mini * w / 8);
+
+			if (w > 64)
+				return fl_err_set(err, FL_ERR_BAD_REQUEST,
+				                  "a miniblock bit width of %u", w);
+			for (uint64_t k = 0; k < per_mini && got < want; k++) {
+				uint64_t d = 0;
+
+				for (unsigned b = 0; b < w; b++, bit++) {
+					size_t at = (size_t)(bit / 8);
+
+					if (at >= (size_t)(end - *p))
+						goto bad;
+					d |= (uint64_t)(((*p)[at] >> (bit % 8)) & 1) << b;
+				}
+				prev += min + d;
+				out[got++] = prev;
+			}
+			/* The last miniblock is padded to full size; tolerate
+			 * writers that cut it. */
+			*p += bytes <= (size_t)(end - *p) ? bytes : (size_t)(end - *p);
+		}
+	}
+	return 0;
+bad:
+	return fl_err_set(err, FL_ERR_BAD_REQUEST, "DELTA_BINARY_PACKED data ends early");
+}
+
+/* Allocates the int64 scratch for n values, within the page limit. */
+static uint64_t *alloc_u64(struct st_parquet_reader *r, size_t n, struct fl_err *err)
+{
+	uint64_t *v;
+
+	if (n > r->max_page / sizeof(uint64_t)) {
+		fl_err_set(err, FL_ERR_TOO_LARGE, "a page of %zu values is over the limit", n);
+		return NULL;
+	}
+	v = st_malloc(r->alloc, n ? n * sizeof(uint64_t) : 1);
+	if (v == NULL)
+		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	return v;
+}
+
+/* DELTA_LENGTH_BYTE_ARRAY: n lengths (DBP), then the bytes back to back;
+ * fills c->dec_raw pointing into the page and leaves *p after the bytes. */
+static int dlba_decode(struct st_parquet_reader *r, struct pcol *c, const uint8_t **p,
+                       const uint8_t *end, size_t n, struct fl_err *err)
+{
+	uint64_t *len = alloc_u64(r, n, err);
+	int rc = -1;
+
+	if (len == NULL)
+		return -1;
+	if (dbp_decode(p, end, len, n, err) != 0)
+		goto out;
+	c->dec_raw = st_calloc(r->alloc, n ? n : 1, sizeof(*c->dec_raw));
+	if (c->dec_raw == NULL) {
+		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (len[i] > (uint64_t)(end - *p)) {
+			fl_err_set(err, FL_ERR_BAD_REQUEST,
+			           "DELTA_LENGTH_BYTE_ARRAY lengths past the page");
+			goto out;
+		}
+		c->dec_raw[i].p = *p;
+		c->dec_raw[i].n = (uint32_t)len[i];
+		*p += len[i];
+	}
+	rc = 0;
+out:
+	st_free(r->alloc, len);
+	return rc;
+}
+
+/* DELTA_BYTE_ARRAY: n prefix lengths (DBP), then the suffixes
+ * (DELTA_LENGTH_BYTE_ARRAY); value i is the first prefix[i] bytes of value
+ * i - 1 followed by suffix i.  The values are rebuilt into c->dec_buf. */
+static int dba_decode(struct st_parquet_reader *r, struct pcol *c, const uint8_t *p,
+                      const uint8_t *end, size_t n, struct fl_err *err)
+{
+	uint64_t *pre = alloc_u64(r, n, err);
+	uint64_t total = 0, prev_len = 0;
+	uint8_t *q;
+	int rc = -1;
+
+	if (pre == NULL)
+		return -1;
+	if (dbp_decode(&p, end, pre, n, err) != 0 || dlba_decode(r, c, &p, end, n, err) != 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		if (pre[i] > prev_len) {
+			fl_err_set(err, FL_ERR_BAD_REQUEST,
+			           "DELTA_BYTE_ARRAY prefix longer than the previous value");
+			goto out;
+		}
+		prev_len = pre[i] + c->dec_raw[i].n;
+		total += prev_len;
+		if (prev_len > UINT32_MAX || total > r->max_page) {
+			fl_err_set(err, FL_ERR_TOO_LARGE,
+			           "DELTA_BYTE_ARRAY values over the page limit");
+			goto out;
+		}
+	}
+	c->dec_buf = st_malloc(r->alloc, total ? (size_t)total : 1);
+	if (c->dec_buf == NULL) {
+		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	q = c->dec_buf;
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *prev = i ? c->dec_raw[i - 1].p : NULL;
+
+		if (pre[i] > 0)
+			memcpy(q, prev, (size_t)pre[i]);
+		if (c->dec_raw[i].n > 0)
+			memcpy(q + pre[i], c->dec_raw[i].p, c->dec_raw[i].n);
+		c->dec_raw[i].p = q;
+		c->dec_raw[i].n += (uint32_t)pre[i];
+		q += c->dec_raw[i].n;
+	}
+	rc = 0;
+out:
+	st_free(r->alloc, pre);
+	return rc;
+}
+
+/* The non-null values among the page's n, from a copy of its levels. */
+static int count_defined(const struct pcol *c, const struct leaf *l, int32_t n, size_t *out,
+                         struct fl_err *err)
+{
+	struct st_rle_reader d = c->defs;
+	size_t k = 0;
+
+	if (!c->has_defs) {
+		*out = (size_t)n;
+		return 0;
+	}
+	for (int32_t i = 0; i < n; i++) {
+		uint32_t v;
+
+		if (st_rle_next(&d, &v) != 0)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST, "definition levels end early");
+		k += v == (uint32_t)l->max_def;
+	}
+	*out = k;
+	return 0;
+}
+
+static size_t plain_width(const struct leaf *l)
+{
+	switch (l->ptype) {
+	case PT_BOOLEAN: return 1;
+	case PT_INT32:
+	case PT_FLOAT: return 4;
+	case PT_INT64:
+	case PT_DOUBLE: return 8;
+	case PT_INT96: return 12;
+	case PT_FLBA: return (size_t)l->type_length;
+	default: return 0;
+	}
+}
+
+/* Decodes the page's values [data, data + n) of a DELTA_* or
+ * BYTE_STREAM_SPLIT encoding into dec_buf / dec_raw. */
+static int decode_page_values(struct st_parquet_reader *r, struct pcol *c, const struct leaf *l,
+                              int enc, const uint8_t *data, size_t n, int32_t num_values,
+                              struct fl_err *err)
+{
+	size_t count = 0, w = plain_width(l);
+
+	if (count_defined(c, l, num_values, &count, err) != 0)
+		return -1;
+	if (w > 0 && count > r->max_page / w)
+		return fl_err_set(err, FL_ERR_TOO_LARGE, "a page of %zu values is over the limit",
+		                  count);
+	c->dec_n = count;
+	c->dec_i = 0;
+	c->dec_width = w;
+	if (enc == ENC_DELTA_BINARY_PACKED && (l->ptype == PT_INT32 || l->ptype == PT_INT64)) {
+		const uint8_t *p = data;
+		uint64_t *v = alloc_u64(r, count, err);
+
+		if (v == NULL)
+			return -1;
+		c->dec_buf = st_malloc(r->alloc, count ? count * w : 1);
+		if (c->dec_buf == NULL || dbp_decode(&p, data + n, v, count, err) != 0) {
+			if (c->dec_buf == NULL)
+				fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+			st_free(r->alloc, v);
+			return -1;
+		}
+		for (size_t i = 0; i < count; i++) {
+			for (size_t b = 0; b < w; b++)
+				c->dec_buf[i * w + b] = (uint8_t)(v[i] >> (8 * b));
+		}
+		st_free(r->alloc, v);
+		c->mode = MODE_FIXED;
+		return 0;
+	}
+	if (enc == ENC_DELTA_LENGTH_BYTE_ARRAY && l->ptype == PT_BYTE_ARRAY) {
+		const uint8_t *p = data;
+
+		c->mode = MODE_BYTES;
+		return dlba_decode(r, c, &p, data + n, count, err);
+	}
+	if (enc == ENC_DELTA_BYTE_ARRAY && (l->ptype == PT_BYTE_ARRAY || l->ptype == PT_FLBA)) {
+		if (dba_decode(r, c, data, data + n, count, err) != 0)
+			return -1;
+		for (size_t i = 0; l->ptype == PT_FLBA && i < count; i++) {
+			if (c->dec_raw[i].n != w)
+				return fl_err_set(
+				        err, FL_ERR_BAD_REQUEST,
+				        "a DELTA_BYTE_ARRAY value of %u bytes in a column "
+				        "of %zu",
+				        c->dec_raw[i].n, w);
+		}
+		c->mode = MODE_BYTES;
+		return 0;
+	}
+	if (enc == ENC_BYTE_STREAM_SPLIT && w > 0 && l->ptype != PT_BOOLEAN &&
+	    l->ptype != PT_INT96) {
+		/* Byte k of value i is at data[k * count + i]. */
+		if (count > n / w)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "BYTE_STREAM_SPLIT data shorter than its values");
+		c->dec_buf = st_malloc(r->alloc, count ? count * w : 1);
+		if (c->dec_buf == NULL)
+			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		for (size_t k = 0; k < w; k++) {
+			for (size_t i = 0; i < count; i++)
+				c->dec_buf[i * w + k] = data[k * count + i];
+		}
+		c->mode = MODE_FIXED;
+		return 0;
+	}
+	return fl_err_set(err, FL_ERR_UNSUPPORTED, "encoding %d is not supported for this column",
+	                  enc);
 }
 
 /* Reads pages until a data page with values is ready. */
@@ -1556,12 +1898,12 @@ static int next_page(struct st_parquet_reader *r, struct pcol *c, const struct l
 		c->vend = data + out_len;
 		c->bool_bit = 0;
 		if (h.encoding == ENC_PLAIN) {
-			c->dict_enc = false;
+			c->mode = MODE_PLAIN;
 		} else if (h.encoding == ENC_PLAIN_DICTIONARY || h.encoding == ENC_RLE_DICTIONARY) {
 			if (c->dict == NULL)
 				return fl_err_set(err, FL_ERR_BAD_REQUEST,
 				                  "a dictionary-encoded page without a dictionary");
-			c->dict_enc = true;
+			c->mode = MODE_DICT;
 			/* A page of nulls only may have no index bytes at all. */
 			if (out_len == 0) {
 				st_rle_reader_init(&c->idx, data, 0, 0);
@@ -1572,9 +1914,18 @@ static int next_page(struct st_parquet_reader *r, struct pcol *c, const struct l
 					                  data[0]);
 				st_rle_reader_init(&c->idx, data + 1, out_len - 1, data[0]);
 			}
-		} else {
-			return fl_err_set(err, FL_ERR_UNSUPPORTED, "encoding %d is not supported",
-			                  h.encoding);
+		} else if (h.encoding == ENC_RLE && l->ptype == PT_BOOLEAN) {
+			/* Booleans as a length-prefixed RLE hybrid of width 1. */
+			uint32_t bl;
+
+			if (out_len < 4 || (bl = le32(data)) > out_len - 4)
+				return fl_err_set(err, FL_ERR_BAD_REQUEST,
+				                  "RLE booleans past the page");
+			st_rle_reader_init(&c->idx, data + 4, bl, 1);
+			c->mode = MODE_BOOL_RLE;
+		} else if (decode_page_values(r, c, l, h.encoding, data, out_len, h.num_values,
+		                              err) != 0) {
+			return -1;
 		}
 		c->page_left = h.num_values;
 		c->values_left -= h.num_values;
@@ -1588,7 +1939,27 @@ static int next_raw(struct pcol *c, const struct leaf *l, struct raw *v, struct 
 {
 	size_t width;
 
-	if (c->dict_enc) {
+	if (c->mode == MODE_FIXED || c->mode == MODE_BYTES) {
+		if (c->dec_i >= c->dec_n)
+			goto short_page;
+		if (c->mode == MODE_BYTES) {
+			*v = c->dec_raw[c->dec_i++];
+		} else {
+			v->p = c->dec_buf + c->dec_i++ * c->dec_width;
+			v->n = (uint32_t)c->dec_width;
+		}
+		return 0;
+	}
+	if (c->mode == MODE_BOOL_RLE) {
+		uint32_t b;
+
+		if (st_rle_next(&c->idx, &b) != 0)
+			goto short_page;
+		v->p = &bool_bytes[b & 1];
+		v->n = 1;
+		return 0;
+	}
+	if (c->mode == MODE_DICT) {
 		uint32_t i;
 
 		if (st_rle_next(&c->idx, &i) != 0)

@@ -5,13 +5,15 @@
  *
  * What it reads (apache/parquet-format): the footer (FileMetaData, Thrift
  * compact); data pages v1 and v2; dictionary pages; values PLAIN,
- * PLAIN_DICTIONARY and RLE_DICTIONARY; definition levels RLE / bit-packed
- * hybrid; codecs UNCOMPRESSED, SNAPPY, GZIP and ZSTD.  Leaf columns whose
- * path holds no repeated field are readable (top-level primitives, and
- * primitives inside structs); columns inside lists and maps are listed but
- * cannot be projected, and their chunks are never read.  Other encodings
- * (DELTA_*, BYTE_STREAM_SPLIT) and codecs (LZ4, BROTLI) are
- * FL_ERR_UNSUPPORTED naming the column.
+ * PLAIN_DICTIONARY, RLE_DICTIONARY, RLE (booleans), DELTA_BINARY_PACKED,
+ * DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY and BYTE_STREAM_SPLIT (what
+ * PARQUET_VERSION V2 writers such as DuckDB and parquet-mr choose);
+ * definition levels RLE / bit-packed hybrid; codecs UNCOMPRESSED, SNAPPY,
+ * GZIP and ZSTD.  Leaf columns whose path holds no repeated field are
+ * readable (top-level primitives, and primitives inside structs); columns
+ * inside lists and maps are listed but cannot be projected, and their
+ * chunks are never read.  Other codecs (LZ4, BROTLI) and the deprecated
+ * BIT_PACKED levels are FL_ERR_UNSUPPORTED naming the column.
  *
  * Types: each leaf gets the Iceberg type its Parquet type and annotation
  * map to (Iceberg spec Appendix A, read direction): INT32 -> int (also
