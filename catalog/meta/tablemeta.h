@@ -82,7 +82,8 @@ int cat_meta_check_requirements(const json_t *base, const json_t *requirements,
  * order; add-snapshot needs a unique id and, for v2+, a sequence number above
  * last-sequence-number (else FL_ERR_COMMIT_FAILED: the client must retry) and
  * for v3 first-row-id >= next-row-id (else FL_ERR_COMMIT_FAILED) and
- * added-rows (missing: FL_ERR_BAD_REQUEST), after which next-row-id grows by
+ * added-rows (missing: FL_ERR_BAD_REQUEST; commit.c fills it in from the
+ * manifest list before calling), after which next-row-id grows by
  * added-rows; set-snapshot-ref on main moves current-snapshot-id and appends
  * to snapshot-log.  Full rules per action are in apply.c.
  *

@@ -620,8 +620,8 @@ static int parent_load(const struct st_snapshot_table *t, const char *uri, struc
 		st_buf_init(&c->key, t->alloc);
 		p->n++;
 		if (convert(rec, c, t->alloc, err) != 0)
-			return fl_err_prefix(
-			        err, "snapshot: parent manifest list %.200s: manifest %zu", uri, i);
+			return fl_err_prefix(err, "snapshot: manifest list %.200s: manifest %zu",
+			                     uri, i);
 		if (mf->content == ST_MANIFEST_DATA) {
 			bad = add_checked(&p->data_files, mf->added_files_count) ||
 			      add_checked(&p->data_files, mf->existing_files_count) ||
@@ -634,10 +634,60 @@ static int parent_load(const struct st_snapshot_table *t, const char *uri, struc
 		}
 		if (bad)
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
-			                  "snapshot: parent manifest list %.200s: counts overflow",
-			                  uri);
+			                  "snapshot: manifest list %.200s: counts overflow", uri);
 	}
 	return 0;
+}
+
+int st_snapshot_added_rows(const struct st_snapshot_table *t, const char *uri, int64_t first,
+                           int64_t *added, struct fl_err *err)
+{
+	struct parent p = {0};
+	int64_t end = first, unnumbered = 0;
+	int rc = -1;
+
+	if (first < 0)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "snapshot: first-row-id %" PRId64 " must not be negative", first);
+	if (parent_load(t, uri, &p, err) != 0)
+		goto out;
+	for (size_t i = 0; i < p.n; i++) {
+		const struct st_manifest_file *mf = &p.c[i].mf;
+		int64_t rows = 0, span_end = 0;
+
+		if (mf->content != ST_MANIFEST_DATA)
+			continue;
+		if (mf->added_rows_count < 0 || mf->existing_rows_count < 0 ||
+		    add_checked(&rows, mf->added_rows_count) ||
+		    add_checked(&rows, mf->existing_rows_count)) {
+			fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "snapshot: manifest list %.200s: manifest %zu has bad row counts",
+			        uri, i);
+			goto out;
+		}
+		if (!mf->has_first_row_id) {
+			if (add_checked(&unnumbered, rows))
+				goto overflow;
+		} else if (mf->first_row_id >= first) {
+			span_end = mf->first_row_id;
+			if (add_checked(&span_end, rows))
+				goto overflow;
+			if (span_end > end)
+				end = span_end;
+		}
+	}
+	if (add_checked(&unnumbered, end - first))
+		goto overflow;
+	*added = unnumbered;
+	rc = 0;
+	goto out;
+overflow:
+	fl_err_set(err, FL_ERR_BAD_REQUEST, "snapshot: manifest list %.200s: row ids overflow",
+	           uri);
+out:
+	parent_free(&p);
+	return rc;
 }
 
 /* Live-file sums over the parent's manifests, for totals the parent
