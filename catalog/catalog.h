@@ -13,8 +13,10 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "io/profile.h"
 
 struct cat_db;
+struct st_io;
 
 /* Opens a pool of `size` connections (connected lazily, the first one
  * eagerly so that a wrong URL fails at startup).  The conninfo string is
@@ -69,11 +71,17 @@ struct cat_warehouse {
 	char id[37];
 	char name[256];
 	char location[1024]; /* storage root, "file:///…" or "s3://…", no trailing '/' */
-	char storage_type[16];
+	char storage_type[16]; /* "file" or "s3" */
+	struct st_profile profile; /* parsed; names no secret */
+	/* The warehouse's storage, for calls that touch files (create,
+	 * register, commit); set by the caller, borrowed.  cat_warehouse_get
+	 * leaves it NULL. */
+	struct st_io *io;
 };
 
-/* Creates a warehouse from {name, storage-profile:{type, location}} and
- * returns its JSON.  FL_ERR_ALREADY_EXISTS when the name is taken. */
+/* Creates a warehouse from {name, storage-profile} (storage/io/profile.h
+ * validates the profile) and returns its JSON.  FL_ERR_ALREADY_EXISTS when
+ * the name is taken. */
 int cat_warehouse_create(struct cat_db *db, const json_t *req, json_t **out,
                          struct fl_err *err) FL_MUST_CHECK;
 

@@ -43,6 +43,10 @@ int srv_warehouse_name(struct srv_req *r, const char **name, struct fl_err *err)
 /* Shared by handlers: resolves r->prefix (or the default warehouse). */
 int srv_warehouse(struct srv_req *r, struct cat_warehouse *wh, struct fl_err *err) FL_MUST_CHECK;
 
+/* Sets wh->io (from srv_warehouse) to the warehouse's storage handle, held
+ * until the request ends. */
+int srv_warehouse_io(struct srv_req *r, struct cat_warehouse *wh, struct fl_err *err) FL_MUST_CHECK;
+
 /* Parses a pageSize query value (NULL = keep *page) and caps it at
  * max-page-size. */
 int srv_page_size(struct srv_req *r, const char *value, long *page,

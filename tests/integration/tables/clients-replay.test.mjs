@@ -588,8 +588,10 @@ function writeManifestList(file, snapshot, manifests) {
   };
   return new Promise((resolve, reject) => {
     const metadata = Object.fromEntries(Object.entries(meta).map(([k, v]) => [k, Buffer.from(v)]));
-    const enc = avro.createFileEncoder(file, manifestListType, { codec: 'null', metadata });
-    enc.on('error', reject).on('finish', resolve);
+    // Done when the file stream has flushed, not when the encoder has.
+    const enc = new avro.streams.BlockEncoder(manifestListType, { codec: 'null', metadata });
+    const out = fs.createWriteStream(file);
+    enc.on('error', reject).pipe(out).on('error', reject).on('finish', resolve);
     for (const m of manifests) {
       enc.write({
         manifest_path: `${path.dirname(file)}/${crypto.randomUUID()}-m0.avro`,
