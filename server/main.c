@@ -10,6 +10,7 @@
 
 #include "catalog.h"
 #include "cmd_ingest.h"
+#include "cmd_maintain.h"
 #include "embedded_pg.h"
 #include "httpd.h"
 #include "log.h"
@@ -179,6 +180,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "ingest") == 0)
 		return srv_cmd_ingest(argc - 2, argv + 2);
+	if (strcmp(cmd, "maintain") == 0)
+		return srv_cmd_maintain(argc - 2, argv + 2);
 	if (strcmp(cmd, "serve") != 0 && strcmp(cmd, "migrate") != 0) {
 		fprintf(stderr, "floe: unknown command '%s'\n\n", cmd);
 		usage(stderr);

@@ -128,4 +128,14 @@ const json_t *cat_meta_current_summary(const json_t *metadata);
  * (the Java naming; the caller adds "<location>/metadata/"). */
 void cat_meta_metadata_file_name(int64_t version, char out[CAT_META_FILE_NAME_MAX]);
 
+/* Snapshot expiry by the table's own retention settings (refs' max-ref-age-ms,
+ * max-snapshot-age-ms and min-snapshots-to-keep, else the table properties
+ * history.expire.*; rules in expire.c).  *updates (a new reference) holds
+ * the remove-snapshot-ref updates for expired refs and one remove-snapshots
+ * with the ids in *removed (a new reference, an array of ids); both are
+ * empty arrays when nothing expires.  FL_ERR_BAD_REQUEST names a malformed
+ * history.expire.* property; FL_ERR_NOMEM. */
+int cat_meta_expire_plan(const json_t *meta, int64_t now_ms, json_t **updates, json_t **removed,
+                         struct fl_err *err) FL_MUST_CHECK;
+
 #endif

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "io/io.h"
 #include "json.h"
 
 #define DEFAULT_DEPTH 64
@@ -1152,4 +1153,45 @@ const uint8_t *st_avro_reader_meta_get(const struct st_avro_reader *r, const cha
 const json_t *st_avro_reader_schema(const struct st_avro_reader *r)
 {
 	return r->schema_json;
+}
+
+int st_avro_read_all(struct st_io *io, const char *uri, size_t max,
+                     const struct st_avro_reader_opts *opts, json_t **out, struct fl_err *err)
+{
+	char *data = NULL;
+	size_t len = 0;
+	struct st_avro_reader *r = NULL;
+	json_t *all = NULL, *rec = NULL;
+	int rc = -1;
+
+	if (st_io_read(io, uri, max, &data, &len, err) != 0)
+		return fl_err_prefix(err, "reading %.200s", uri);
+	if (st_avro_reader_open(data, len, opts, &r, err) != 0)
+		goto fail;
+	all = json_array();
+	if (all == NULL) {
+		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		goto fail;
+	}
+	for (;;) {
+		if (st_avro_reader_next(r, &rec, err) != 0)
+			goto fail;
+		if (rec == NULL)
+			break;
+		if (json_array_append_new(all, rec) != 0) {
+			fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+			goto fail;
+		}
+	}
+	*out = all;
+	all = NULL;
+	rc = 0;
+	goto out;
+fail:
+	fl_err_prefix(err, "%.200s", uri);
+out:
+	json_decref(all);
+	st_avro_reader_free(r);
+	free(data);
+	return rc;
 }

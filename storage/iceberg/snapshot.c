@@ -392,46 +392,12 @@ static void parent_free(struct parent *p)
 static int read_avro(const struct st_snapshot_table *t, const char *uri, json_t **out,
                      struct fl_err *err)
 {
-	char *data = NULL;
-	size_t len = 0;
 	struct st_avro_reader_opts ro = {0};
-	struct st_avro_reader *r = NULL;
-	json_t *all = NULL, *rec = NULL;
-	int rc = -1;
 
-	if (st_io_read(t->io, uri, read_bound(t), &data, &len, err) != 0) {
-		fl_err_prefix(err, "snapshot: reading %.200s", uri);
-		return -1;
-	}
 	ro.alloc = t->alloc;
-	if (st_avro_reader_open(data, len, &ro, &r, err) != 0)
-		goto fail;
-	all = json_array();
-	if (all == NULL) {
-		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-		goto fail;
-	}
-	for (;;) {
-		if (st_avro_reader_next(r, &rec, err) != 0)
-			goto fail;
-		if (rec == NULL)
-			break;
-		if (json_array_append_new(all, rec) != 0) {
-			fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-			goto fail;
-		}
-	}
-	*out = all;
-	all = NULL;
-	rc = 0;
-	goto out;
-fail:
-	fl_err_prefix(err, "snapshot: %.200s", uri);
-out:
-	json_decref(all);
-	st_avro_reader_free(r);
-	free(data);
-	return rc;
+	if (st_avro_read_all(t->io, uri, read_bound(t), &ro, out, err) != 0)
+		return fl_err_prefix(err, "snapshot");
+	return 0;
 }
 
 /* An integer field (name, or the v1 name alt); null or absent gives dflt
