@@ -955,18 +955,6 @@ int st_avro_reader_open(const void *data, size_t len, const struct st_avro_reade
 	return 0;
 }
 
-static void *zalloc_hook(void *opaque, uInt items, uInt size)
-{
-	if (size != 0 && items > SIZE_MAX / size)
-		return NULL;
-	return st_malloc(opaque, (size_t)items * size);
-}
-
-static void zfree_hook(void *opaque, void *p)
-{
-	st_free(opaque, p);
-}
-
 /* Inflates one raw-deflate block into r->inflated, at most max_block_bytes. */
 static int inflate_block(struct st_avro_reader *r, const uint8_t *p, size_t n)
 {
@@ -977,8 +965,8 @@ static int inflate_block(struct st_avro_reader *r, const uint8_t *p, size_t n)
 	if (n > UINT_MAX)
 		return fail(r, FL_ERR_BAD_REQUEST, "avro: block of %zu bytes is too large", n);
 
-	zs.zalloc = zalloc_hook;
-	zs.zfree = zfree_hook;
+	zs.zalloc = st_alloc_hook_zlib;
+	zs.zfree = st_alloc_hook_free;
 	zs.opaque = (void *)r->alloc;
 	if (inflateInit2(&zs, -15) != Z_OK)
 		return nomem(r);

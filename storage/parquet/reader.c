@@ -255,30 +255,6 @@ struct st_parquet_reader {
 
 static const uint8_t bool_bytes[2] = {0, 1};
 
-/* ---- allocation hooks for the codecs ---------------------------------- */
-
-static void *zstd_alloc(void *opaque, size_t n)
-{
-	return st_malloc(opaque, n);
-}
-
-static void zstd_free(void *opaque, void *p)
-{
-	st_free(opaque, p);
-}
-
-static void *zlib_alloc(void *opaque, uInt items, uInt size)
-{
-	if (size != 0 && items > SIZE_MAX / size)
-		return NULL;
-	return st_malloc(opaque, (size_t)items * size);
-}
-
-static void zlib_free(void *opaque, void *p)
-{
-	st_free(opaque, p);
-}
-
 /* ---- sources ------------------------------------------------------------ */
 
 static int mem_read_at(void *ctx, uint64_t off, void *p, size_t n, struct fl_err *err)
@@ -1261,7 +1237,8 @@ static int decompress(struct st_parquet_reader *r, int codec, const uint8_t *in,
 		size_t got;
 
 		if (r->zstd == NULL) {
-			ZSTD_customMem cm = {zstd_alloc, zstd_free, (void *)r->alloc};
+			ZSTD_customMem cm = {st_alloc_hook_zstd, st_alloc_hook_free,
+			                     (void *)r->alloc};
 
 			r->zstd = r->alloc ? ZSTD_createDCtx_advanced(cm) : ZSTD_createDCtx();
 			if (r->zstd == NULL)
@@ -1282,8 +1259,8 @@ static int decompress(struct st_parquet_reader *r, int codec, const uint8_t *in,
 		if (n > UINT_MAX || want > UINT_MAX)
 			return fl_err_set(err, FL_ERR_TOO_LARGE, "a gzip page of %zu bytes", n);
 		if (!r->zinit) {
-			r->zs.zalloc = zlib_alloc;
-			r->zs.zfree = zlib_free;
+			r->zs.zalloc = st_alloc_hook_zlib;
+			r->zs.zfree = st_alloc_hook_free;
 			r->zs.opaque = (void *)r->alloc;
 			/* 15 + 32: a gzip member or a zlib stream, as writers differ. */
 			if (inflateInit2(&r->zs, 15 + 32) != Z_OK)

@@ -8,35 +8,13 @@
  * file reads; strings are valid UTF-8, uuid and fixed values have their
  * type's length, booleans are 0 or 1; a second projection that asks for
  * every readable column as its widest promotion reads the same number of
- * rows; nothing leaks (the counting allocator ends at zero blocks). */
+ * rows; nothing leaks (failalloc's count of live blocks ends at zero). */
 #include <string.h>
 
+#include "../unit/storage/failalloc.h"
 #include "fuzz.h"
 #include "iceberg/bounds.h"
 #include "parquet/reader.h"
-
-struct counter {
-	long live;
-	struct st_alloc alloc;
-};
-
-static void *count_fn(void *ctx, void *p, size_t n)
-{
-	struct counter *c = ctx;
-	void *q;
-
-	if (n == 0) {
-		if (p != NULL) {
-			free(p);
-			c->live--;
-		}
-		return NULL;
-	}
-	q = realloc(p, n);
-	if (q != NULL && p == NULL)
-		c->live++;
-	return q;
-}
 
 static void check_err(const struct fl_err *err)
 {
@@ -103,7 +81,7 @@ static struct st_type widen(struct st_type t)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct counter c = {0, {count_fn, NULL}};
+	struct failalloc c;
 	struct st_parquet_reader_opts o = {0};
 	struct st_parquet_source src;
 	struct st_parquet_mem m;
@@ -114,7 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t n = 0;
 	int64_t rows;
 
-	c.alloc.ctx = &c;
+	failalloc_init(&c, 0); /* counts live blocks, never fails */
 	o.alloc = &c.alloc;
 	o.max_footer_bytes = 1 << 20;
 	o.max_row_group_bytes = 4 << 20;

@@ -19,6 +19,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import avro from 'avsc';
+import { bigLong } from '../lib/avro.mjs';
 import {
   startCatalog, createTable, loadTable, ingest, show, currentSnapshot, snapshotById, localPath, readAvro,
   duck, sqlStr, tmpDir, parseJsonBig,
@@ -69,20 +70,6 @@ async function commit(name, body, { expect = [200] } = {}) {
   const res = await call(ctx.base, 'POST', tablePath(ctx.p, ctx.ns, name), { body: exactJson(body), expect });
   return res.status === 200 ? parseJsonBig(res.text) : null;
 }
-
-// avsc longs as BigInt: manifest lists hold 63-bit snapshot ids.
-const bigLong = avro.types.LongType.__with({
-  fromBuffer: (buf) => buf.readBigInt64LE(),
-  toBuffer: (n) => {
-    const buf = Buffer.alloc(8);
-    buf.writeBigInt64LE(BigInt(n));
-    return buf;
-  },
-  fromJSON: BigInt,
-  toJSON: Number,
-  isValid: (n) => typeof n === 'bigint',
-  compare: (a, b) => (a === b ? 0 : a < b ? -1 : 1),
-});
 
 async function tag(name, tagName, snapshotId) {
   return commit(name, {

@@ -23,11 +23,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "decimal_text.h"
 #include "iceberg/name_mapping.h"
 #include "parquet/reader.h"
-
-__extension__ typedef __int128 i128;
-__extension__ typedef unsigned __int128 u128;
 
 static int fd_read_at(void *ctx, uint64_t off, void *p, size_t n, struct fl_err *err)
 {
@@ -46,28 +44,9 @@ static int fd_read_at(void *ctx, uint64_t off, void *p, size_t n, struct fl_err 
 
 static json_t *dec_json(const uint8_t dec[16], int scale)
 {
-	i128 x = 0;
-	u128 u;
-	char digits[64], out[72];
-	int n = 0, k = 0;
-	bool neg;
+	char out[72];
 
-	for (int i = 0; i < 16; i++)
-		x = (i128)(((u128)x << 8) | dec[i]);
-	neg = x < 0;
-	u = neg ? (u128)0 - (u128)x : (u128)x;
-	do {
-		digits[n++] = (char)('0' + (int)(u % 10));
-		u /= 10;
-	} while (u != 0 || n <= scale);
-	if (neg)
-		out[k++] = '-';
-	for (int i = n - 1; i >= 0; i--) {
-		out[k++] = digits[i];
-		if (i == scale && scale > 0)
-			out[k++] = '.';
-	}
-	out[k] = '\0';
+	decimal_text(dec, scale, out);
 	return json_string(out);
 }
 
