@@ -104,7 +104,7 @@ int cat_meta_expire_plan(const json_t *meta, int64_t now_ms, json_t **updates, j
 	const json_t *props = json_object_get(meta, "properties");
 	json_t *keep = json_object(), *reached = json_object(), *ups = json_array();
 	json_t *gone = json_array(), *ids = json_array(), *ref;
-	int64_t max_age, min_keep, max_ref_age;
+	int64_t max_age = 0, min_keep = 0, max_ref_age = 0;
 	const char *name;
 	size_t i;
 	const json_t *s;
