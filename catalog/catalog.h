@@ -28,6 +28,13 @@ int cat_db_open(const char *conninfo, int size, struct cat_db **out,
  * the coherence rules).  Optional: without it every load reads the database. */
 int cat_db_enable_cache(struct cat_db *db, struct fl_err *err) FL_MUST_CHECK;
 
+/* The access-data generation: it changes whenever principals, roles, grants
+ * or assignments change in the database (NOTIFY floe_auth, from any
+ * replica) and whenever the listener reconnects.  False when it cannot be
+ * known (cache not enabled or listener not connected): then callers must
+ * bound how long they trust what they cached. */
+bool cat_db_access_generation(struct cat_db *db, unsigned long *gen);
+
 /* Closes every connection.  Callers must have stopped using the pool. */
 void cat_db_close(struct cat_db *db);
 
@@ -171,17 +178,19 @@ struct cat_limits {
  * write there before the first commit) and *metadata_location is NULL.
  * FL_ERR_NO_SUCH_NAMESPACE, FL_ERR_ALREADY_EXISTS, FL_ERR_BAD_REQUEST for an
  * invalid request or a location outside the warehouse or overlapping another
- * table.  *metadata is JSON text (malloc'd). */
+ * table.  *metadata is JSON text (malloc'd).  actor (the acting principal,
+ * or NULL) goes into the commit event. */
 int cat_table_create(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
                      const struct cat_ns *ns, const json_t *req, bool stage,
-                     char **metadata_location, char **metadata, struct fl_err *err) FL_MUST_CHECK;
+                     char **metadata_location, char **metadata, const char *actor,
+                     struct fl_err *err) FL_MUST_CHECK;
 
 /* Registers an existing metadata file as a table (overwrite replaces the
- * pointer of an existing table). */
+ * pointer of an existing table); actor as for cat_table_create. */
 int cat_table_register(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
                        const struct cat_ns *ns, const char *name, const char *metadata_location,
                        bool overwrite, const struct cat_limits *lim, char **metadata,
-                       struct fl_err *err) FL_MUST_CHECK;
+                       const char *actor, struct fl_err *err) FL_MUST_CHECK;
 
 /* One round trip: the current metadata location and JSON text, byte for
  * byte as stored, and the warehouse's storage type, looked up by warehouse
@@ -213,10 +222,11 @@ int cat_table_report(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
  * table's row lock taken in a fixed order.  Requirement failures are
  * FL_ERR_COMMIT_FAILED (nothing applied); invalid updates FL_ERR_BAD_REQUEST;
  * an unknown COMMIT outcome FL_ERR_COMMIT_STATE_UNKNOWN (metadata files
- * kept).  request_id goes into the commit events. */
+ * kept).  request_id and actor (the acting principal; NULL = Floe itself)
+ * go into the commit events. */
 int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
                struct cat_change *changes, int n, const struct cat_limits *lim,
-               const char *request_id, struct fl_err *err) FL_MUST_CHECK;
+               const char *request_id, const char *actor, struct fl_err *err) FL_MUST_CHECK;
 
 /* Builds the updates of an in-process append from the table's current
  * metadata, called under the table's row lock (so the result can never lose

@@ -212,7 +212,8 @@ static int64_t file_version(const char *location)
 
 int cat_table_create(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
                      const struct cat_ns *ns, const json_t *req, bool stage,
-                     char **metadata_location, char **metadata, struct fl_err *err)
+                     char **metadata_location, char **metadata, const char *actor,
+                     struct fl_err *err)
 {
 	const char *name = json_string_value(json_object_get(req, "name"));
 	const char *given = json_string_value(json_object_get(req, "location"));
@@ -288,7 +289,8 @@ int cat_table_create(struct cat_db *db, struct cat_tx *tx, const struct cat_ware
 	row_stats(meta, &st);
 	if (cat_row_insert(sc.c, wh->id, nsid, uuid, name, location, path, text, 0, &st, err) !=
 	            0 ||
-	    cat_event_insert(sc.c, uuid, wh->id, ns, name, 0, path, -1, "create", NULL, err) != 0)
+	    cat_event_insert(sc.c, uuid, wh->id, ns, name, 0, path, -1, "create", NULL, actor,
+	                     err) != 0)
 		goto out;
 	*metadata_location = path;
 	*metadata = text;
@@ -314,7 +316,7 @@ out:
 int cat_table_register(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
                        const struct cat_ns *ns, const char *name, const char *metadata_location,
                        bool overwrite, const struct cat_limits *lim, char **metadata,
-                       struct fl_err *err)
+                       const char *actor, struct fl_err *err)
 {
 	char nsid[24], id[FL_UUID_STR], tbuf[520], *raw = NULL, *text = NULL;
 	size_t wl = strlen(wh->location), n;
@@ -383,6 +385,7 @@ int cat_table_register(struct cat_db *db, struct cat_tx *tx, const struct cat_wa
 		        .snapshot_id = cat_meta_current_snapshot_id(meta),
 		        .operation = "register",
 		        .request_id = NULL,
+		        .actor = actor,
 		};
 		if (cat_row_move(sc.c, &mv, err) != 0)
 			goto out;
@@ -392,7 +395,7 @@ int cat_table_register(struct cat_db *db, struct cat_tx *tx, const struct cat_wa
 		if (cat_row_insert(sc.c, wh->id, nsid, id, name, loc, metadata_location, text, fver,
 		                   &st, err) != 0 ||
 		    cat_event_insert(sc.c, id, wh->id, ns, name, fver, metadata_location,
-		                     cat_meta_current_snapshot_id(meta), "register", NULL,
+		                     cat_meta_current_snapshot_id(meta), "register", NULL, actor,
 		                     err) != 0)
 			goto out;
 	}
@@ -630,7 +633,7 @@ static int fill_added_rows(struct st_io *io, const json_t *base, json_t *updates
 /* One change under its row lock: requirements, builder, file, pointer. */
 static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, struct cat_change *ch,
                       const struct cat_limits *lim, size_t *budget, const char *request_id,
-                      struct written *w, struct fl_err *err)
+                      const char *actor, struct written *w, struct fl_err *err)
 {
 	char tbuf[520], nsid[24], *path = NULL, *text = NULL, *defloc = NULL;
 	struct cat_row row = {0};
@@ -733,6 +736,7 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 		        .snapshot_id = cat_meta_current_snapshot_id(meta),
 		        .operation = operation(meta),
 		        .request_id = request_id,
+		        .actor = actor,
 		};
 		if (cat_row_move(c, &mv, err) != 0)
 			goto out;
@@ -744,7 +748,7 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 		                   text, 0, &st, err) != 0 ||
 		    cat_event_insert(c, uuid, wh->id, &ch->ns, ch->name, 0, path,
 		                     cat_meta_current_snapshot_id(meta), "create", request_id,
-		                     err) != 0)
+		                     actor, err) != 0)
 			goto out;
 	}
 	ch->metadata_location = path;
@@ -765,7 +769,7 @@ out:
 
 int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
                struct cat_change *changes, int n, const struct cat_limits *lim,
-               const char *request_id, struct fl_err *err)
+               const char *request_id, const char *actor, struct fl_err *err)
 {
 	struct written w = {.io = wh->io};
 	struct cat_scope sc;
@@ -813,7 +817,8 @@ int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse 
 		}
 	}
 	for (int k = 0; k < n; k++)
-		if (commit_one(&sc, wh, &changes[order[k]], lim, &budget, request_id, &w, err) != 0)
+		if (commit_one(&sc, wh, &changes[order[k]], lim, &budget, request_id, actor, &w,
+		               err) != 0)
 			goto out;
 	ok = true;
 out:
@@ -863,7 +868,7 @@ int cat_table_append(struct cat_db *db, const struct cat_warehouse *wh, struct c
 	ch->requirements = reqs;
 	ch->updates = updates;
 	/* The row lock is held: commit_one sees exactly the state build saw. */
-	if (commit_one(&sc, wh, ch, lim, &budget, request_id, &w, err) != 0)
+	if (commit_one(&sc, wh, ch, lim, &budget, request_id, NULL, &w, err) != 0)
 		goto out;
 	ok = true;
 out:

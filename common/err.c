@@ -5,17 +5,16 @@
 #include <stdio.h>
 #include <string.h>
 
-int fl_err_set(struct fl_err *err, enum fl_err_kind kind, const char *fmt, ...)
+void fl_err_put(struct fl_err *err, enum fl_err_kind kind, const char *fmt, ...)
 {
 	va_list ap;
 
 	if (err == NULL)
-		return -1;
+		return;
 	err->kind = kind;
 	va_start(ap, fmt);
 	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 	va_end(ap);
-	return -1;
 }
 
 int fl_err_prefix(struct fl_err *err, const char *fmt, ...)
@@ -72,6 +71,7 @@ const char *fl_err_kind_name(enum fl_err_kind kind)
 	        [FL_ERR_COMMIT_FAILED] = "commit-failed",
 	        [FL_ERR_CONFLICT] = "conflict",
 	        [FL_ERR_TOO_LARGE] = "too-large",
+	        [FL_ERR_TOO_MANY_REQUESTS] = "too-many-requests",
 	        [FL_ERR_UNPROCESSABLE] = "unprocessable",
 	        [FL_ERR_COMMIT_STATE_UNKNOWN] = "commit-state-unknown",
 	        [FL_ERR_UNAVAILABLE] = "unavailable",

@@ -29,6 +29,7 @@ enum fl_err_kind {
 	FL_ERR_COMMIT_FAILED, /* definitely not applied; retry on fresh state */
 	FL_ERR_CONFLICT, /* other state conflicts (e.g. key in flight) */
 	FL_ERR_TOO_LARGE, /* a configured limit was exceeded */
+	FL_ERR_TOO_MANY_REQUESTS, /* rate limited; retry later */
 	FL_ERR_UNPROCESSABLE, /* well-formed but contradictory */
 	FL_ERR_COMMIT_STATE_UNKNOWN, /* maybe applied: the client must not assume either */
 	FL_ERR_UNAVAILABLE, /* dependency down; retry later */
@@ -44,8 +45,19 @@ struct fl_err {
 };
 
 /* Records kind and a printf-style message in err (which may be NULL) and
- * returns -1, so that callers can write `return fl_err_set(err, ...);`. */
-int fl_err_set(struct fl_err *err, enum fl_err_kind kind, const char *fmt, ...) FL_PRINTF(3, 4);
+ * evaluates to -1, so that callers can write `return fl_err_set(err, ...);`.
+ * A macro rather than a function so that the compiler sees the -1: a helper
+ * that sets its out-parameter on every path returning 0 is then visibly
+ * correct to gcc's -O3 maybe-uninitialized analysis, which cannot see into
+ * another translation unit's return value. */
+#define fl_err_set(err, kind, ...)                      \
+	__extension__({                                 \
+		fl_err_put((err), (kind), __VA_ARGS__); \
+		-1;                                     \
+	})
+
+/* What fl_err_set does, without the value: call fl_err_set instead. */
+void fl_err_put(struct fl_err *err, enum fl_err_kind kind, const char *fmt, ...) FL_PRINTF(3, 4);
 
 /* Prefixes err's message with "prefix: ", keeping the kind; returns -1. */
 int fl_err_prefix(struct fl_err *err, const char *fmt, ...) FL_PRINTF(2, 3);

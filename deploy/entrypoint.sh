@@ -20,6 +20,13 @@ set -eu
 FLOE=${FLOE_BIN:-floe}
 log() { printf 'floe-entrypoint: %s\n' "$*" >&2; }
 
+# Secrets mounted as files (Docker/Compose secrets, Kubernetes Secret volumes): a
+# FLOE_BOOTSTRAP_CLIENT_SECRET_FILE names the file holding FLOE_BOOTSTRAP_CLIENT_SECRET.
+if [ -n "${FLOE_BOOTSTRAP_CLIENT_SECRET_FILE:-}" ] && [ -z "${FLOE_BOOTSTRAP_CLIENT_SECRET:-}" ]; then
+	FLOE_BOOTSTRAP_CLIENT_SECRET=$(cat "$FLOE_BOOTSTRAP_CLIENT_SECRET_FILE")
+	export FLOE_BOOTSTRAP_CLIENT_SECRET
+fi
+
 if [ $# -eq 0 ]; then
 	set -- serve
 fi

@@ -5,10 +5,17 @@
 # `file` warehouse under ./.floe, listening on http://127.0.0.1:8181. Ctrl-C stops it
 # (and its PostgreSQL). Extra arguments go to `floe serve`, e.g. --port=9000.
 # As root, floe runs the embedded PostgreSQL as the `postgres` user itself.
+# `deploy/quickstart.sh --build-only` installs and builds, then exits without serving.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
+
+build_only=0
+if [ "${1:-}" = --build-only ]; then
+	build_only=1
+	shift
+fi
 
 "$repo/scripts/install-deps.sh"
 
@@ -17,6 +24,10 @@ if [ ! -f build/meson-private/coredata.dat ]; then
 fi
 meson compile -C build
 floe="$repo/build/server/floe"
+if [ "$build_only" = 1 ]; then
+	echo "built $floe"
+	exit 0
+fi
 
 # Only to print the right URLs: the port floe will use (flag beats env beats 8181).
 port=${FLOE_PORT:-8181}

@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
-# Proves the README's two commands on a fresh, minimal Debian 12: debootstrap a minbase
-# bookworm (cached in --base), copy this checkout (without build directories) and ../shared
-# into a new chroot, then inside it run `tests/run.sh --quick` and `deploy/quickstart.sh`
-# (in the background; curl it; stop it with SIGTERM), and check that nothing was left
-# running in the chroot. Needs root and debootstrap; uses apt's configured Debian mirror.
+# Proves the README's two commands on a fresh, minimal Debian 12, in README order, as a
+# newcomer runs them: debootstrap a minbase bookworm (cached in --base), copy this checkout
+# (what a clone has: no build directories) and ../shared into a new chroot, then inside it,
+# in one chroot, one after the other:
+#   1. the run command (the README's first sh block, deploy/quickstart.sh), in the
+#      background: it must serve GET /v1/config on 127.0.0.1:8181 (and the other routes
+#      curled below); then Ctrl-C (SIGINT) stops it, and nothing may be left running;
+#   2. the test command (the README's second sh block, tests/run.sh), on the checkout the
+#      quickstart just built in: it must pass, and nothing may be left running.
+# The commands are read from README.md, so the check follows the README when it changes.
+# Needs root and debootstrap; uses apt's configured Debian mirror. Port 8181 must be free
+# on the host (a chroot shares the host's network).
 #
-# Usage: scripts/fresh-debian-check.sh [--base DIR] [--root DIR] [--keep] [--skip-tests]
+# Usage: scripts/fresh-debian-check.sh [--base DIR] [--root DIR] [--keep] [--quick] [--skip-tests]
 #   --base DIR    cached pristine debootstrap (default /var/tmp/floe-chroot-base; created
 #                 when missing)
 #   --root DIR    the chroot to create (default /var/tmp/floe-chroot; replaced)
 #   --keep        leave the chroot in place afterwards (mounts are always removed)
-#   --skip-tests  only the quickstart
+#   --quick       add --quick to the test command (skips its sanitizer pass)
+#   --skip-tests  only the run command
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,18 +27,41 @@ base=/var/tmp/floe-chroot-base
 root=/var/tmp/floe-chroot
 keep=0
 tests=1
+quick=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--base) base=$2; shift ;;
 	--root) root=$2; shift ;;
 	--keep) keep=1 ;;
+	--quick) quick=" --quick" ;;
 	--skip-tests) tests=0 ;;
-	*) echo "usage: $0 [--base DIR] [--root DIR] [--keep] [--skip-tests]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--base DIR] [--root DIR] [--keep] [--quick] [--skip-tests]" >&2; exit 2 ;;
 	esac
 	shift
 done
 [ "$(id -u)" = 0 ] || { echo "fresh-debian-check: needs root" >&2; exit 1; }
 command -v debootstrap >/dev/null || { echo "fresh-debian-check: apt-get install debootstrap" >&2; exit 1; }
+
+# The README's commands: its first two sh blocks (run, then test), one command each,
+# without comments.
+readme_command()
+{
+	awk -v want="$1" '/^```sh$/ { n++; inside = 1; next } /^```/ { inside = 0 } inside && n == want' \
+		"$repo/README.md" | sed 's/[[:space:]]*#.*$//' | grep -v '^[[:space:]]*$'
+}
+run_cmd=$(readme_command 1)
+test_cmd=$(readme_command 2)
+if [ "$(echo "$run_cmd" | wc -l)" != 1 ] || [ "$(echo "$test_cmd" | wc -l)" != 1 ]; then
+	printf 'fresh-debian-check: expected one run and one test command in README.md, got:\n%s\n%s\n' \
+		"$run_cmd" "$test_cmd" >&2
+	exit 1
+fi
+test_cmd="$test_cmd$quick"
+echo "README order: run command '$run_cmd', then test command '$test_cmd'"
+if curl -s -o /dev/null --max-time 2 http://127.0.0.1:8181/; then
+	echo "fresh-debian-check: something already answers on 127.0.0.1:8181; stop it first" >&2
+	exit 1
+fi
 
 # The Debian mirror apt already uses (deb822 or one-line sources).
 mirror=$(sed -n 's/^URIs:[[:space:]]*\(http[^ ]*\/debian\)\/*$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1)
@@ -123,63 +154,86 @@ in_chroot()
 		/bin/bash -c "$1"
 }
 
-rc_tests=skipped
-if [ "$tests" = 1 ]; then
-	stamp "tests/run.sh --quick (inside the chroot)"
-	set +e
-	in_chroot 'cd /src/floe && tests/run.sh --quick </dev/null'
-	rc_tests=$?
-	set -e
+# Prints the processes running in the chroot and returns 1 if there are any.
+nothing_left()
+{
+	local left
 	left=$(chroot_procs)
-	[ -z "$left" ] || { echo "LEFT RUNNING after tests/run.sh:"; ps -o pid,args -p "$(echo "$left" | paste -sd, -)"; }
-fi
+	[ -z "$left" ] && return 0
+	echo "LEFT RUNNING in the chroot after $1:"
+	ps -o pid,args -p "$(echo "$left" | paste -sd, -)" || true
+	return 1
+}
 
-stamp "deploy/quickstart.sh (inside the chroot, in the background)"
+# 1. The run command, as a newcomer runs it: in the foreground of a terminal until Ctrl-C.
+stamp "run command: $run_cmd (inside the chroot, in the background)"
 (exec chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
 	PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-	/bin/bash -c 'cd /src/floe && exec deploy/quickstart.sh </dev/null >/tmp/quickstart.log 2>&1') &
+	/bin/bash -c "cd /src/floe && exec $run_cmd </dev/null >/tmp/quickstart.log 2>&1") &
 qs=$! # becomes floe itself: every step of the chain execs
 ok=0
-for _ in $(seq 1 900); do
-	if in_chroot 'command -v curl >/dev/null && curl -fsS http://127.0.0.1:8181/healthz' >/dev/null 2>&1; then
+# The host's curl: the chroot shares its network, and the quickstart installs no curl.
+for _ in $(seq 1 1800); do
+	if curl -fsS -o /dev/null http://127.0.0.1:8181/v1/config 2>/dev/null; then
 		ok=1
 		break
 	fi
 	kill -0 "$qs" 2>/dev/null || break
 	sleep 1
 done
-stamp "quickstart log"
+stamp "run command's log"
 cat "$root/tmp/quickstart.log"
 rc_qs=1
 if [ "$ok" = 1 ]; then
-	stamp "curl against the quickstart"
-	in_chroot 'set -x
-	  curl -sS -i http://127.0.0.1:8181/v1/config; echo
-	  curl -sS -X POST -H "Content-Type: application/json" -d "{\"namespace\":[\"demo\"]}" http://127.0.0.1:8181/v1/namespaces; echo
-	  curl -sS http://127.0.0.1:8181/v1/namespaces; echo
-	  curl -sS -o /dev/null -w "readyz %{http_code}\n" http://127.0.0.1:8181/readyz' && rc_qs=0
-	# The quickstart exec'd floe: signal the floe process itself.
-	for p in $(chroot_procs); do
-		case "$(readlink "/proc/$p/exe" 2>/dev/null)" in */floe) kill -TERM "$p" ;; esac
-	done
-	set +e
-	wait "$qs"
-	echo "quickstart exit status after SIGTERM: $?"
-	set -e
-	tail -n 5 "$root/tmp/quickstart.log"
+	stamp "curl against the run command's floe"
+	(
+		set -ex
+		curl -fsS -i http://127.0.0.1:8181/v1/config
+		echo
+		curl -fsS -X POST -H "Content-Type: application/json" -d '{"namespace":["demo"]}' http://127.0.0.1:8181/v1/namespaces
+		echo
+		curl -fsS http://127.0.0.1:8181/v1/namespaces
+		echo
+		curl -fsS -o /dev/null -w "readyz %{http_code}\n" http://127.0.0.1:8181/readyz
+	) && rc_qs=0
 else
-	echo "quickstart did not answer /healthz on 127.0.0.1:8181"
-	kill -TERM "$qs" 2>/dev/null || true
-	wait "$qs" 2>/dev/null || true
+	echo "the run command did not serve /v1/config on 127.0.0.1:8181"
 fi
-sleep 1
-left=$(chroot_procs)
-if [ -n "$left" ]; then
-	echo "LEFT RUNNING in the chroot:"
-	ps -o pid,args -p "$(echo "$left" | paste -sd, -)"
+# Ctrl-C: the quickstart exec'd floe, so floe is the process to signal.
+for p in $(chroot_procs); do
+	case "$(readlink "/proc/$p/exe" 2>/dev/null)" in */floe) kill -INT "$p" ;; esac
+done
+set +e
+for _ in $(seq 1 60); do
+	kill -0 "$qs" 2>/dev/null || break
+	sleep 1
+done
+kill -0 "$qs" 2>/dev/null && {
+	echo "the run command did not stop within 60 s of SIGINT"
 	rc_qs=1
+	kill -KILL "$qs"
+}
+wait "$qs"
+echo "run command exit status after Ctrl-C: $?"
+set -e
+tail -n 5 "$root/tmp/quickstart.log"
+sleep 1
+nothing_left "the run command" || rc_qs=1
+
+# 2. The test command, in the same chroot, on the checkout the run command built in.
+rc_tests=skipped
+if [ "$tests" = 1 ]; then
+	stamp "test command: $test_cmd (inside the chroot)"
+	set +e
+	in_chroot "cd /src/floe && $test_cmd </dev/null"
+	rc_tests=$?
+	set -e
+	sleep 1
+	if ! nothing_left "the test command" && [ "$rc_tests" = 0 ]; then
+		rc_tests="0, but processes were left running"
+	fi
 fi
 
 stamp "result"
-echo "tests/run.sh --quick: exit $rc_tests; quickstart: $([ "$rc_qs" = 0 ] && echo ok || echo FAILED)"
+echo "run command ($run_cmd): $([ "$rc_qs" = 0 ] && echo ok || echo FAILED); test command ($test_cmd): exit $rc_tests"
 [ "$rc_qs" = 0 ] && { [ "$rc_tests" = 0 ] || [ "$rc_tests" = skipped ]; }

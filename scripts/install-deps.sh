@@ -44,8 +44,9 @@ build_pkgs=(
 # ca-certificates lets libcurl verify S3/STS endpoints.
 run_pkgs=(postgresql ca-certificates)
 # To test and benchmark. util-linux gives runuser (PostgreSQL must not run as root); procps
-# gives pgrep/ps, which the scripts use to make sure nothing is left running.
-test_pkgs=(wrk jq python3 python3-avro python3-yaml curl util-linux procps)
+# gives pgrep/ps, which the scripts use to make sure nothing is left running; bsdutils gives
+# script(1), the pseudo-terminal of the ingest progress test.
+test_pkgs=(wrk jq python3 python3-avro python3-yaml curl util-linux bsdutils procps)
 
 pkgs=("${build_pkgs[@]}")
 [ "$want_run" = 1 ] && pkgs+=("${run_pkgs[@]}")

@@ -55,8 +55,6 @@ int srv_cli_split_args(const char *cmd, int argc, char **argv, const struct fl_s
 		char **dst;
 		int *n;
 
-		if (len == 4 && strncmp(name, "help", len) == 0)
-			return 1;
 		if (s == NULL)
 			s = srv_config_find(name, len);
 		if (s == NULL)

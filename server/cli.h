@@ -25,9 +25,9 @@ int srv_cli_table_parse(char *spec, struct srv_cli_table *t, struct fl_err *err)
  * (srv_config_find) and the positional arguments after them.  oa and sa
  * (each room for argc + 1 pointers) receive a program name then the
  * options with their values, ready for fl_settings_load / srv_config_load;
- * *rest is the index of the first positional argument.  Returns 1 for
- * --help, 0 on success, -1 with FL_ERR_BAD_REQUEST for an unknown option
- * or a missing value (naming the command). */
+ * *rest is the index of the first positional argument.  Returns 0, or -1
+ * with FL_ERR_BAD_REQUEST for an unknown option or a missing value (naming
+ * the command; main.c answers --help before a command runs). */
 int srv_cli_split_args(const char *cmd, int argc, char **argv, const struct fl_setting *own,
                        size_t n_own, char **oa, int *no, char **sa, int *ns, int *rest,
                        struct fl_err *err);

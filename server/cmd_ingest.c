@@ -64,6 +64,7 @@ struct ingest_cfg {
 	int64_t retries;
 	char *dead_letter_dir;
 	int tz_assume_utc;
+	int quiet;
 };
 
 #define OFF(f) offsetof(struct ingest_cfg, f)
@@ -98,6 +99,8 @@ static const struct fl_setting ingest_settings[] = {
 	 "where rejected rows go; empty = <table location>/dead-letter"},
 	{"tz-assume-utc", FL_SET_BOOL, "false", 0, 0, NULL, "FLOE_INGEST_TZ_ASSUME_UTC", OFF(tz_assume_utc),
 	 "timestamptz values without a zone are UTC (default: rejected)"},
+	{"quiet", FL_SET_BOOL, "false", 0, 0, NULL, "FLOE_INGEST_QUIET", OFF(quiet),
+	 "no progress line on standard error (shown only when it is a terminal, after a second)"},
 };
 /* clang-format on */
 #define NINGEST (sizeof(ingest_settings) / sizeof(ingest_settings[0]))
@@ -120,6 +123,12 @@ struct job {
 	bool already;
 	int64_t committed_snapshot;
 	int64_t t0;
+	/* The progress line on a terminal: when the data pass began, when the
+	 * line was last drawn (0 = never) and how wide it was. */
+	bool progress;
+	int64_t data_t0;
+	int64_t drawn_at;
+	int drawn_width;
 };
 
 /* ---- small helpers ---- */
@@ -352,6 +361,57 @@ out:
 	return rc;
 }
 
+/* ---- progress on a terminal ---- */
+
+/* Formats n bytes as "12.3 MiB" (binary units, one decimal). */
+static void put_bytes(char *out, size_t cap, uint64_t n)
+{
+	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double v = (double)n;
+	size_t u = 0;
+
+	while (v >= 1024 && u + 1 < sizeof(unit) / sizeof(unit[0])) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(out, cap, u == 0 ? "%.0f %s" : "%.1f %s", v, unit[u]);
+}
+
+/* Draws "read 12.3 MiB of 40.0 MiB (30%), 81234 rows, 40617 rows/s, 2.0 s"
+ * over the previous line; force = draw now (the last line). */
+static void progress_draw(struct job *j, const struct st_ingest_progress *p, bool force)
+{
+	int64_t now = fl_mono_ns();
+	double run = (double)(now - j->data_t0) / 1e9;
+	char done[24], total[24], line[160];
+	int w;
+
+	/* Quick runs show nothing; long ones at most twice a second. */
+	if (!force &&
+	    (now - j->t0 < 1000000000 || (j->drawn_at != 0 && now - j->drawn_at < 500000000)))
+		return;
+	if (force && j->drawn_at == 0)
+		return;
+	put_bytes(done, sizeof(done), p->bytes_read);
+	put_bytes(total, sizeof(total), p->bytes_total);
+	w = snprintf(
+	        line, sizeof(line),
+	        "floe ingest: read %s of %s (%.0f%%), %llu rows, %.0f rows/s, %.1f s", done, total,
+	        p->bytes_total ? 100.0 * (double)p->bytes_read / (double)p->bytes_total : 100.0,
+	        (unsigned long long)p->records, run > 0 ? (double)p->records / run : 0.0,
+	        (double)(now - j->t0) / 1e9);
+	/* Spaces blank what a longer previous line left behind. */
+	fprintf(stderr, "\r%s%*s", line, j->drawn_width > w ? j->drawn_width - w : 0, "");
+	fflush(stderr);
+	j->drawn_at = now;
+	j->drawn_width = w;
+}
+
+static void progress_cb(void *ctx, const struct st_ingest_progress *p)
+{
+	progress_draw(ctx, p, false);
+}
+
 /* ---- building the commit ---- */
 
 /* Writes the Parquet files for this table's current schema. */
@@ -410,8 +470,23 @@ static int write_data(struct job *j, const json_t *meta, struct fl_err *err)
 	         * well under 256 MB of RSS unless the table asks for more. */
 	        .row_group_bytes = rgs != NULL ? (size_t)strtoull(rgs, NULL, 10) : (size_t)64 << 20,
 	        .tz_assume_utc = j->ic.tz_assume_utc != 0,
+	        .progress = j->progress ? progress_cb : NULL,
+	        .progress_ctx = j,
 	};
-	return st_ingest_run(&o, j->inputs, j->n_inputs, &j->res, err);
+	struct st_ingest_progress last = {0};
+	int rc;
+
+	j->data_t0 = fl_mono_ns();
+	rc = st_ingest_run(&o, j->inputs, j->n_inputs, &j->res, err);
+	if (j->drawn_at != 0) {
+		/* The final count, and the line ends before anything else prints. */
+		last.bytes_read = last.bytes_total = j->res.bytes_in;
+		last.records = j->res.rows_ok + j->res.rows_bad;
+		if (rc == 0)
+			progress_draw(j, &last, true);
+		fputc('\n', stderr);
+	}
+	return rc;
 }
 
 /* The schema id the evolved schema will get (the builder reuses an identical
@@ -623,7 +698,7 @@ static int run_in_process(struct job *j, struct fl_err *err)
 			goto out;
 		req = json_pack("{s:s, s:o}", "name", j->name, "schema", schema);
 		if (req == NULL || cat_table_create(cat.db, NULL, &cat.wh, &ns, req, false, &mloc,
-		                                    &text, err) != 0) {
+		                                    &text, NULL, err) != 0) {
 			json_decref(req);
 			goto out;
 		}
@@ -806,13 +881,13 @@ out:
 
 /* ---- the command ---- */
 
-static void usage(FILE *f)
+void srv_cmd_ingest_help(FILE *f)
 {
 	fprintf(f,
-	        "usage: floe ingest --table NS.TABLE [options] FILE...\n\n"
 	        "Commits the rows of CSV or NDJSON files to an Iceberg table as one snapshot, once.\n"
 	        "In process by default (the catalog database of --database-url or --data-dir);\n"
-	        "with --catalog-uri through any Iceberg REST catalog.\n\ningest options:\n");
+	        "with --catalog-uri through any Iceberg REST catalog.\n\n"
+	        "ingest options (each also an environment variable):\n");
 	fl_settings_help(ingest_settings, NINGEST, f);
 	fprintf(f,
 	        "\ncatalog options (in-process mode): --database-url, --data-dir, --warehouse, --pg-bin-dir\n"
@@ -849,10 +924,13 @@ static void print_result(struct job *j, int code, const struct fl_err *err)
 	if (j->res.dead_letter_errors != NULL)
 		json_object_set_new(o, "dead-letter-errors",
 		                    json_string(j->res.dead_letter_errors));
-	json_object_set_new(o, "seconds", json_real((double)(fl_mono_ns() - j->t0) / 1e9));
+	/* Milliseconds are the precision that means something; printed with
+	 * JSON_REAL_PRECISION below so 0.022 does not become 0.0219999…. */
+	json_object_set_new(o, "seconds",
+	                    json_real((double)((fl_mono_ns() - j->t0 + 500000) / 1000000) / 1e3));
 	if (code != EXIT_OK)
 		json_object_set_new(o, "error", json_string(err->msg));
-	s = json_dumps(o, JSON_COMPACT);
+	s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(15));
 	if (s != NULL)
 		printf("%s\n", s);
 	fflush(stdout);
@@ -866,7 +944,7 @@ int srv_cmd_ingest(int argc, char **argv)
 	struct fl_err err = {0};
 	char **ia = calloc((size_t)argc + 2, sizeof(char *)),
 	     **sa = calloc((size_t)argc + 2, sizeof(char *));
-	int ni, ns, ai = 1, code = EXIT_FAIL, split, rest = 0;
+	int ni, ns, ai = 1, code = EXIT_FAIL, rest = 0;
 
 	j.t0 = fl_mono_ns();
 	if (ia == NULL || sa == NULL) {
@@ -874,16 +952,8 @@ int srv_cmd_ingest(int argc, char **argv)
 		free(sa);
 		return EXIT_FAIL;
 	}
-	split = srv_cli_split_args("ingest", argc, argv, ingest_settings, NINGEST, ia, &ni, sa, &ns,
-	                           &rest, &err);
-	j.inputs = (const char **)(argv + rest);
-	j.n_inputs = (size_t)(argc - rest);
-	if (split == 1) {
-		usage(stdout);
-		code = EXIT_OK;
-		goto done;
-	}
-	if (split != 0 ||
+	if (srv_cli_split_args("ingest", argc, argv, ingest_settings, NINGEST, ia, &ni, sa, &ns,
+	                       &rest, &err) != 0 ||
 	    fl_settings_load(ingest_settings, NINGEST, &j.ic, ni, ia, &ai, &err) != 0 ||
 	    (ai = 1, srv_config_load(&j.sc, ns, sa, &ai, &err)) != 0 ||
 	    parse_table(&j, &err) != 0) {
@@ -891,12 +961,15 @@ int srv_cmd_ingest(int argc, char **argv)
 		code = EXIT_USAGE;
 		goto done;
 	}
+	j.inputs = (const char **)(argv + rest);
+	j.n_inputs = (size_t)(argc - rest);
 	if (j.n_inputs == 0) {
 		fprintf(stderr, "floe ingest: no input files\n");
 		code = EXIT_USAGE;
 		goto done;
 	}
 	fl_log_set_level((enum fl_log_level)fl_log_level_parse(j.sc.log_level));
+	j.progress = !j.ic.quiet && isatty(STDERR_FILENO);
 	if (batch_identity(&j, &err) != 0) {
 		code = EXIT_BAD_INPUT;
 		goto report;

@@ -45,16 +45,15 @@ static const char *const actions[] = {"expire", "orphans", "compact", "manifests
 #define NACTIONS (sizeof(actions) / sizeof(actions[0]))
 #define DEFAULT_ACTIONS "expire,orphans"
 
-static void usage(FILE *f)
+void srv_cmd_maintain_help(FILE *f)
 {
-	fprintf(f,
-	        "usage: floe maintain --table NS.TABLE [--dry-run] [options] [ACTION...]\n\n"
-	        "Runs table maintenance in process, with the catalog of --database-url or\n"
-	        "--data-dir.  ACTION: expire (snapshots past the table's retention, then the\n"
-	        "files no kept snapshot references), orphans (unreferenced files older than\n"
-	        "floe.orphan-grace, default P3D), compact, manifests (not in this build).\n"
-	        "Without ACTION: those in the table property floe.maintenance.actions\n"
-	        "(default " DEFAULT_ACTIONS "). One JSON line per action.\n\nmaintain options:\n");
+	fprintf(f, "Runs table maintenance in process, with the catalog of --database-url or\n"
+	           "--data-dir.  ACTION: expire (snapshots past the table's retention, then the\n"
+	           "files no kept snapshot references), orphans (unreferenced files older than\n"
+	           "floe.orphan-grace, default P3D), compact, manifests (not in this build).\n"
+	           "Without ACTION: those in the table property floe.maintenance.actions\n"
+	           "(default " DEFAULT_ACTIONS "). One JSON line per action.\n\n"
+	           "maintain options (each also an environment variable):\n");
 	fl_settings_help(maintain_settings, NMAINTAIN, f);
 	fprintf(f,
 	        "\ncatalog options: --database-url, --data-dir, --warehouse, --pg-bin-dir\n"
@@ -138,7 +137,7 @@ int srv_cmd_maintain(int argc, char **argv)
 	     **sa = calloc((size_t)argc + 2, sizeof(char *));
 	const char *sel[NACTIONS];
 	size_t n_sel = 0;
-	int no, ns, ai = 1, rest = 0, split, code = EXIT_FAIL;
+	int no, ns, ai = 1, rest = 0, code = EXIT_FAIL;
 	bool opened = false;
 
 	if (oa == NULL || sa == NULL) {
@@ -146,14 +145,8 @@ int srv_cmd_maintain(int argc, char **argv)
 		free(sa);
 		return EXIT_FAIL;
 	}
-	split = srv_cli_split_args("maintain", argc, argv, maintain_settings, NMAINTAIN, oa, &no,
-	                           sa, &ns, &rest, &err);
-	if (split == 1) {
-		usage(stdout);
-		code = EXIT_OK;
-		goto done;
-	}
-	if (split != 0 ||
+	if (srv_cli_split_args("maintain", argc, argv, maintain_settings, NMAINTAIN, oa, &no, sa,
+	                       &ns, &rest, &err) != 0 ||
 	    fl_settings_load(maintain_settings, NMAINTAIN, &mc, no, oa, &ai, &err) != 0 ||
 	    (ai = 1, srv_config_load(&sc, ns, sa, &ai, &err)) != 0 ||
 	    srv_cli_table_parse(mc.table, &t, &err) != 0) {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "handlers.h"
 #include "io/io.h"
 #include "json.h"
@@ -184,6 +185,7 @@ int srv_h_ns_list(struct srv_req *r, struct fl_err *err)
 	if (srv_warehouse(r, &wh, err) != 0 ||
 	    cat_namespace_list(r->ctx->db, r->tx, wh.id, &ns, token, page, &out, err) != 0)
 		return -1;
+	srv_auth_filter(r, wh.name, json_object_get(out, "namespaces"), false);
 	if (json_is_null(json_object_get(out, "next-page-token")))
 		json_object_del(out, "next-page-token");
 	rc = srv_reply_ok(r, out);
@@ -196,7 +198,8 @@ int srv_h_ns_create(struct srv_req *r, struct fl_err *err)
 	static const char what[] = "CreateNamespaceRequest";
 	json_t *body, *arr = NULL, *props = NULL, *out, *v;
 	struct cat_warehouse wh;
-	struct cat_ns ns;
+	struct cat_ns ns, parent;
+	const char *whn;
 	const char **levels;
 	size_t i;
 	int rc;
@@ -225,6 +228,12 @@ int srv_h_ns_create(struct srv_req *r, struct fl_err *err)
 	ns.levels = levels;
 	ns.n = (int)json_array_size(arr);
 	if (props != NULL && check_props(r, props, what, err) != 0)
+		return -1;
+	/* Creating a namespace is a privilege on its parent (or the warehouse). */
+	parent.levels = ns.levels;
+	parent.n = ns.n - 1;
+	if (srv_warehouse_name(r, &whn, err) != 0 ||
+	    srv_authorize(r, SRV_PRIV_NAMESPACE_CREATE, whn, &parent, NULL, err) != 0)
 		return -1;
 	if (srv_warehouse(r, &wh, err) != 0 ||
 	    cat_namespace_create(r->ctx->db, r->tx, wh.id, &ns, props, &out, err) != 0)

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "auth.h"
 #include "buf.h"
 #include "clock.h"
 #include "handlers.h"
@@ -178,6 +179,7 @@ int srv_h_tbl_list(struct srv_req *r, struct fl_err *err)
 		token = NULL;
 	if (cat_table_list(r->ctx->db, r->tx, wh.id, &ns, token, page, &out, err) != 0)
 		return -1;
+	srv_auth_filter(r, wh.name, json_object_get(out, "identifiers"), true);
 	if (json_is_null(json_object_get(out, "next-page-token")))
 		json_object_del(out, "next-page-token");
 	rc = srv_reply_ok(r, out);
@@ -217,7 +219,8 @@ int srv_h_tbl_create(struct srv_req *r, struct fl_err *err)
 	}
 	if (path_table(r, &wh, &ns, err) != 0 || check_delegation(r, wh.storage_type, err) != 0 ||
 	    srv_warehouse_io(r, &wh, err) != 0 ||
-	    cat_table_create(r->ctx->db, r->tx, &wh, &ns, body, stage, &mloc, &meta, err) != 0)
+	    cat_table_create(r->ctx->db, r->tx, &wh, &ns, body, stage, &mloc, &meta, srv_actor(r),
+	                     err) != 0)
 		return -1;
 	rc = reply_table(r, mloc, meta, false, true, err);
 	free(mloc);
@@ -245,7 +248,7 @@ int srv_h_tbl_register(struct srv_req *r, struct fl_err *err)
 	    check_name(r, name, "table name", err) != 0 || path_table(r, &wh, &ns, err) != 0 ||
 	    srv_warehouse_io(r, &wh, err) != 0 ||
 	    cat_table_register(r->ctx->db, r->tx, &wh, &ns, name, mloc, overwrite, &lim, &meta,
-	                       err) != 0)
+	                       srv_actor(r), err) != 0)
 		return -1;
 	rc = reply_table(r, mloc, meta, false, true, err);
 	free(meta);
@@ -381,6 +384,8 @@ int srv_h_tbl_rename(struct srv_req *r, struct fl_err *err)
 	    identifier(r, src, "source", &sns, &sname, err) != 0 ||
 	    identifier(r, dst, "destination", &dns, &dname, err) != 0 ||
 	    srv_warehouse(r, &wh, err) != 0 ||
+	    srv_authorize(r, SRV_PRIV_TABLE_WRITE, wh.name, &sns, sname, err) != 0 ||
+	    srv_authorize(r, SRV_PRIV_TABLE_CREATE, wh.name, &dns, NULL, err) != 0 ||
 	    cat_table_rename(r->ctx->db, r->tx, wh.id, &sns, sname, &dns, dname, err) != 0)
 		return -1;
 	return srv_reply_no_content(r) == 0 ? 0 : nomem(err);
@@ -458,7 +463,7 @@ static int run_commit(struct srv_req *r, struct cat_warehouse *wh, struct cat_ch
 	struct cat_limits lim = {(size_t)r->ctx->cfg->max_commit_updates,
 	                         (size_t)r->ctx->cfg->max_metadata_bytes};
 	int64_t t0 = fl_mono_ns();
-	int rc = cat_commit(r->ctx->db, r->tx, wh, ch, n, &lim, r->id, err);
+	int rc = cat_commit(r->ctx->db, r->tx, wh, ch, n, &lim, r->id, srv_actor(r), err);
 
 	srv_metrics_commit(r->ctx->metrics, commit_result(rc == 0 ? FL_ERR_NONE : err->kind),
 	                   fl_mono_ns() - t0);
@@ -517,8 +522,13 @@ int srv_h_transactions(struct srv_req *r, struct fl_err *err)
 		    change_body(c, "table-changes[]", &ch[i], err) != 0)
 			return -1;
 	}
-	if (srv_warehouse(r, &wh, err) != 0 || srv_warehouse_io(r, &wh, err) != 0 ||
-	    run_commit(r, &wh, ch, (int)n, err) != 0)
+	if (srv_warehouse(r, &wh, err) != 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (srv_authorize(r, SRV_PRIV_TABLE_WRITE, wh.name, &ch[i].ns, ch[i].name, err) !=
+		    0)
+			return -1;
+	if (srv_warehouse_io(r, &wh, err) != 0 || run_commit(r, &wh, ch, (int)n, err) != 0)
 		return -1;
 	cat_changes_free(ch, (int)n);
 	return srv_reply_no_content(r) == 0 ? 0 : nomem(err);

@@ -35,6 +35,23 @@ int srv_h_healthz(struct srv_req *r, struct fl_err *err);
 int srv_h_readyz(struct srv_req *r, struct fl_err *err);
 int srv_h_metrics(struct srv_req *r, struct fl_err *err);
 int srv_h_openapi(struct srv_req *r, struct fl_err *err);
+/* h_access.c: the token endpoint and the access management API */
+int srv_h_oauth_tokens(struct srv_req *r, struct fl_err *err);
+int srv_h_principal_list(struct srv_req *r, struct fl_err *err);
+int srv_h_principal_create(struct srv_req *r, struct fl_err *err);
+int srv_h_principal_get(struct srv_req *r, struct fl_err *err);
+int srv_h_principal_delete(struct srv_req *r, struct fl_err *err);
+int srv_h_principal_rotate(struct srv_req *r, struct fl_err *err);
+int srv_h_principal_roles(struct srv_req *r, struct fl_err *err);
+int srv_h_principal_assign(struct srv_req *r, struct fl_err *err);
+int srv_h_principal_unassign(struct srv_req *r, struct fl_err *err);
+int srv_h_role_list(struct srv_req *r, struct fl_err *err);
+int srv_h_role_create(struct srv_req *r, struct fl_err *err);
+int srv_h_role_get(struct srv_req *r, struct fl_err *err);
+int srv_h_role_delete(struct srv_req *r, struct fl_err *err);
+int srv_h_grant_list(struct srv_req *r, struct fl_err *err);
+int srv_h_grant_add(struct srv_req *r, struct fl_err *err);
+int srv_h_grant_revoke(struct srv_req *r, struct fl_err *err);
 
 /* The warehouse name of the request: its prefix, or the default warehouse;
  * FL_ERR_BAD_REQUEST when there is neither. */

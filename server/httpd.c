@@ -22,6 +22,7 @@
 
 #include <openssl/evp.h>
 
+#include "auth.h"
 #include "clock.h"
 #include "json.h"
 #include "log.h"
@@ -200,8 +201,14 @@ static void dispatch(struct srv_req *r)
 		srv_reply_error(r, &err, allow);
 		return;
 	}
+	if (srv_auth_request(r, &err) != 0)
+		goto fail;
 	key = srv_header(r, "Idempotency-Key");
-	if (key != NULL && mutating(r->method))
+	/* Responses of the token endpoint and of the access management API may
+	 * carry a token or a secret, which must never be stored: those routes
+	 * ignore the key. */
+	if (key != NULL && mutating(r->method) && r->route->priv != SRV_PRIV_PUBLIC &&
+	    r->route->priv != SRV_PRIV_ACCESS_ADMIN)
 		run_idempotent(r, key);
 	else
 		run_handler(r);

@@ -1,4 +1,8 @@
-/* main.c - the floe program: serve, migrate, version, help. */
+/* main.c - the floe program: its commands (serve, migrate, ingest, version,
+ * help) and their dispatch.
+ *
+ * One table, `commands`, drives both the dispatch and `floe help`, so a
+ * command cannot run without being listed; adding one is one line. */
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -8,6 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
+#include "auth.h"
+#include "access.h"
 #include "catalog.h"
 #include "cmd_ingest.h"
 #include "cmd_maintain.h"
@@ -20,19 +28,6 @@
 #include "scheduler.h"
 #include "srv.h"
 #include "whcache.h"
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-	        "floe %s - an Apache Iceberg REST catalog\n\n"
-	        "usage: floe serve [options]    run the catalog server\n"
-	        "       floe migrate [options]  apply database migrations and exit\n"
-	        "       floe version            print the version\n"
-	        "       floe help               this text\n\n"
-	        "options (each also an environment variable):\n",
-	        FLOE_VERSION);
-	srv_config_help(f);
-}
 
 /* Resolves the database: the configured URL, or the embedded cluster. */
 static int database(struct srv_config *cfg, char *abs_data, char **conninfo, struct srv_pg **pg,
@@ -99,6 +94,64 @@ out:
 	return rc;
 }
 
+/* FLOE_BOOTSTRAP_CLIENT_ID/_SECRET: the first admin, on a start that finds none. */
+static int bootstrap_env(struct srv_ctx *ctx, struct fl_err *err)
+{
+	const struct srv_config *cfg = ctx->cfg;
+	bool created = false;
+
+	if (cfg->bootstrap_client_id[0] == '\0' && cfg->bootstrap_client_secret[0] == '\0')
+		return 0;
+	if (srv_auth_bootstrap(ctx->db, cfg->bootstrap_client_id, cfg->bootstrap_client_secret,
+	                       &created, err) != 0)
+		return fl_err_prefix(err, "bootstrap");
+	if (created)
+		fl_info(NULL, "bootstrap: created admin principal '%s'", cfg->bootstrap_client_id);
+	else
+		fl_info(NULL,
+		        "bootstrap: an admin principal exists already; bootstrap settings ignored");
+	return 0;
+}
+
+/* floe admin bootstrap: the first admin, its secret printed once on stdout. */
+static int cmd_bootstrap(struct srv_config *cfg)
+{
+	char abs[PATH_MAX], *conninfo = NULL, secret[64];
+	const char *id = cfg->bootstrap_client_id[0] ? cfg->bootstrap_client_id : "admin";
+	struct srv_pg *pg = NULL;
+	struct cat_db *db = NULL;
+	struct fl_err err = {0};
+	bool created = false;
+	int applied, rc = 1;
+
+	if (cfg->bootstrap_client_secret[0] != '\0')
+		snprintf(secret, sizeof(secret), "%s", cfg->bootstrap_client_secret);
+	else if (cat_secret_new(secret, &err) != 0)
+		goto fail;
+	if (prepare_data_dir(cfg, abs, &err) != 0 ||
+	    database(cfg, abs, &conninfo, &pg, &err) != 0 ||
+	    cat_db_migrate(conninfo, &applied, &err) != 0 ||
+	    cat_db_open(conninfo, 1, &db, &err) != 0 ||
+	    srv_auth_bootstrap(db, id, secret, &created, &err) != 0)
+		goto fail;
+	if (created)
+		printf("created admin principal (shown once; store the secret now)\n"
+		       "client_id: %s\nclient_secret: %s\n",
+		       id, secret);
+	else
+		printf("an admin principal exists already; nothing changed\n");
+	rc = 0;
+	goto out;
+fail:
+	fl_error(NULL, "admin bootstrap: %s", err.msg);
+out:
+	OPENSSL_cleanse(secret, sizeof(secret));
+	cat_db_close(db);
+	free(conninfo);
+	srv_pg_stop(pg);
+	return rc;
+}
+
 static int cmd_serve(struct srv_config *cfg)
 {
 	struct srv_ctx ctx = {.cfg = cfg};
@@ -127,7 +180,8 @@ static int cmd_serve(struct srv_config *cfg)
 		        cat_schema_version());
 	if (cat_db_open(conninfo, (int)cfg->db_pool_size, &ctx.db, &err) != 0 ||
 	    cat_db_load_secret(ctx.db, &err) != 0 || cat_db_enable_cache(ctx.db, &err) != 0 ||
-	    default_warehouse(&ctx, abs, &err) != 0)
+	    default_warehouse(&ctx, abs, &err) != 0 ||
+	    srv_auth_start(cfg, ctx.db, &ctx.auth, &err) != 0 || bootstrap_env(&ctx, &err) != 0)
 		goto fail;
 	ctx.metrics = srv_metrics_new();
 	ctx.whcache = srv_whcache_new();
@@ -156,6 +210,7 @@ out:
 	cat_db_close(ctx.db);
 	srv_metrics_free(ctx.metrics);
 	srv_whcache_free(ctx.whcache);
+	srv_auth_free(ctx.auth);
 	free(conninfo);
 	srv_pg_stop(pg);
 	if (rc == 0)
@@ -163,42 +218,188 @@ out:
 	return rc;
 }
 
-int main(int argc, char **argv)
+/* Loads the server settings from argv (after the command name), then runs fn. */
+static int with_config(int argc, char **argv, int (*fn)(struct srv_config *))
 {
 	struct srv_config cfg = {0};
 	struct fl_err err = {0};
-	const char *cmd = argc > 1 ? argv[1] : "help";
-	int argi = 2, rc;
+	int argi = 0, rc = 2;
 
-	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
-		printf("floe %s (schema %d)\n", FLOE_VERSION, cat_schema_version());
-		return 0;
-	}
-	if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
-		usage(stdout);
-		return 0;
-	}
-	if (strcmp(cmd, "ingest") == 0)
-		return srv_cmd_ingest(argc - 2, argv + 2);
-	if (strcmp(cmd, "maintain") == 0)
-		return srv_cmd_maintain(argc - 2, argv + 2);
-	if (strcmp(cmd, "serve") != 0 && strcmp(cmd, "migrate") != 0) {
-		fprintf(stderr, "floe: unknown command '%s'\n\n", cmd);
-		usage(stderr);
-		return 2;
-	}
 	if (srv_config_load(&cfg, argc, argv, &argi, &err) != 0) {
 		fprintf(stderr, "floe: %s\n", err.msg);
-		srv_config_free(&cfg);
-		return 2;
+		goto out;
 	}
 	if (argi < argc) {
 		fprintf(stderr, "floe: unexpected argument '%s'\n", argv[argi]);
-		srv_config_free(&cfg);
-		return 2;
+		goto out;
 	}
 	fl_log_set_level((enum fl_log_level)fl_log_level_parse(cfg.log_level));
-	rc = strcmp(cmd, "serve") == 0 ? cmd_serve(&cfg) : cmd_migrate(&cfg);
+	rc = fn(&cfg);
+out:
 	srv_config_free(&cfg);
 	return rc;
+}
+
+static int run_serve(int argc, char **argv)
+{
+	return with_config(argc, argv, cmd_serve);
+}
+
+static int run_migrate(int argc, char **argv)
+{
+	return with_config(argc, argv, cmd_migrate);
+}
+
+static int run_admin(int argc, char **argv)
+{
+	if (argc < 1 || strcmp(argv[0], "bootstrap") != 0) {
+		fprintf(stderr, "floe: usage: floe admin bootstrap [options]\n");
+		return 2;
+	}
+	return with_config(argc - 1, argv + 1, cmd_bootstrap);
+}
+
+static int run_routes(int argc, char **argv)
+{
+	if (argc != 1 || strcmp(argv[0], "--json") != 0) {
+		fprintf(stderr, "floe: usage: floe routes --json\n");
+		return 2;
+	}
+	srv_routes_json(stdout);
+	return 0;
+}
+
+static int run_version(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	printf("floe %s (schema %d)\n", FLOE_VERSION, cat_schema_version());
+	return 0;
+}
+
+static int run_help(int argc, char **argv);
+
+static void server_options(FILE *f)
+{
+	fprintf(f, "options (each also an environment variable):\n");
+	srv_config_help(f);
+}
+
+struct command {
+	const char *name;
+	const char *args; /* what follows the name in the usage line */
+	const char *summary;
+	const char *example; /* a complete command line that works as shown */
+	/* Runs the command on the arguments after its name; returns the exit status. */
+	int (*run)(int argc, char **argv);
+	void (*options)(FILE *f); /* prints the command's options; NULL = none */
+};
+
+/* clang-format off */
+static const struct command commands[] = {
+	{"serve", "[options]", "run the catalog server",
+	 "floe serve --port 8181 --data-dir ./.floe", run_serve, server_options},
+	{"migrate", "[options]", "apply database migrations and exit",
+	 "floe migrate --database-url postgresql://floe@127.0.0.1/floe", run_migrate, server_options},
+	{"ingest", "--table NS.TABLE [options] FILE...", "commit CSV or NDJSON files to a table as one snapshot",
+	 "floe ingest --table demo.events /tmp/events.csv", srv_cmd_ingest, srv_cmd_ingest_help},
+	{"maintain", "--table NS.TABLE [--dry-run] [options] [ACTION...]", "expire snapshots, delete orphan files",
+	 "floe maintain --table demo.events --dry-run expire orphans", srv_cmd_maintain, srv_cmd_maintain_help},
+	{"admin", "bootstrap [options]", "create the first admin principal once and print its credentials",
+	 "floe admin bootstrap --data-dir ./.floe", run_admin, server_options},
+	{"routes", "--json", "print the route table (method, path, privilege) as JSON",
+	 "floe routes --json", run_routes, NULL},
+	{"version", "", "print the version", "floe version", run_version, NULL},
+	{"help", "[COMMAND]", "list the commands, or show one command's options",
+	 "floe help ingest", run_help, NULL},
+};
+/* clang-format on */
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const struct command *command_find(const char *name)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+/* One line per command, from the table the dispatch uses. */
+static void command_list(FILE *f)
+{
+	fprintf(f, "commands:\n");
+	for (size_t i = 0; i < NCOMMANDS; i++) {
+		char line[96];
+
+		snprintf(line, sizeof(line), "floe %s%s%s", commands[i].name,
+		         commands[i].args[0] ? " " : "", commands[i].args);
+		fprintf(f, "  %-48s %s\n", line, commands[i].summary);
+	}
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "floe %s - an Apache Iceberg REST catalog\n\n", FLOE_VERSION);
+	command_list(f);
+	fprintf(f, "\n`floe COMMAND --help` shows a command's options and an example.\n"
+	           "serve and migrate take these ");
+	server_options(f);
+}
+
+static void command_help(const struct command *c, FILE *f)
+{
+	fprintf(f, "usage: floe %s%s%s\n  %s\n\nexample:\n  %s\n", c->name, c->args[0] ? " " : "",
+	        c->args, c->summary, c->example);
+	if (c->options != NULL) {
+		fprintf(f, "\n");
+		c->options(f);
+	}
+}
+
+static int run_help(int argc, char **argv)
+{
+	const struct command *c;
+
+	if (argc == 0) {
+		usage(stdout);
+		return 0;
+	}
+	c = command_find(argv[0]);
+	if (c == NULL) {
+		fprintf(stderr, "floe help: unknown command '%s'\n\n", argv[0]);
+		command_list(stderr);
+		return 2;
+	}
+	command_help(c, stdout);
+	return 0;
+}
+
+static bool asks_help(int argc, char **argv)
+{
+	for (int i = 0; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+			return true;
+	return false;
+}
+
+int main(int argc, char **argv)
+{
+	const char *name = argc > 1 ? argv[1] : "help";
+	const struct command *c;
+
+	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0)
+		name = "help";
+	else if (strcmp(name, "--version") == 0)
+		name = "version";
+	c = command_find(name);
+	if (c == NULL) {
+		fprintf(stderr, "floe: unknown command '%s'\n\n", name);
+		command_list(stderr);
+		return 2;
+	}
+	if (asks_help(argc - 2, argv + 2)) {
+		command_help(c, stdout);
+		return 0;
+	}
+	return c->run(argc > 1 ? argc - 2 : 0, argv + 2);
 }

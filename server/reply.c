@@ -4,6 +4,7 @@
  * {"error":{"message","type","code"}} with the code equal to the status. */
 #include "reply.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,7 @@ static const struct err_map err_table[FL_ERR_KIND_COUNT] = {
 	[FL_ERR_COMMIT_FAILED]        = {409, "CommitFailedException"},
 	[FL_ERR_CONFLICT]             = {409, "ConflictException"},
 	[FL_ERR_TOO_LARGE]            = {413, "RequestTooLargeException"},
+	[FL_ERR_TOO_MANY_REQUESTS]    = {429, "TooManyRequestsException"},
 	[FL_ERR_UNPROCESSABLE]        = {422, "UnprocessableEntityException"},
 	[FL_ERR_COMMIT_STATE_UNKNOWN] = {500, "CommitStateUnknownException"},
 	[FL_ERR_UNAVAILABLE]          = {503, "ServiceUnavailableException"},
@@ -168,6 +170,42 @@ int srv_reply_not_ready(struct srv_req *r, const char *why)
 	return rc;
 }
 
+int srv_reply_token(struct srv_req *r, const json_t *v)
+{
+	if (reply_json(r, MHD_HTTP_OK, v) != 0)
+		return -1;
+	/* RFC 6749 §5.1: a response carrying a token must not be cached. */
+	MHD_add_response_header(r->resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	MHD_add_response_header(r->resp, MHD_HTTP_HEADER_PRAGMA, "no-cache");
+	return 0;
+}
+
+int srv_reply_oauth_error(struct srv_req *r, const struct fl_err *err, const char *code,
+                          int retry_after, bool basic)
+{
+	unsigned status = srv_err_status(err->kind);
+	json_t *v = json_pack("{s:s, s:s}", "error", code, "error_description",
+	                      err->msg[0] ? err->msg : code);
+	char ra[24];
+
+	if (v == NULL || reply_json(r, status, v) != 0) {
+		json_decref(v);
+		return -1;
+	}
+	json_decref(v);
+	MHD_add_response_header(r->resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	/* RFC 6749 §5.2: a client that authenticated with Basic gets a 401
+	 * with the scheme it used. */
+	if (status == MHD_HTTP_UNAUTHORIZED)
+		MHD_add_response_header(r->resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+		                        basic ? "Basic realm=\"floe\"" : "Bearer realm=\"floe\"");
+	if (retry_after > 0) {
+		snprintf(ra, sizeof(ra), "%d", retry_after);
+		MHD_add_response_header(r->resp, "Retry-After", ra);
+	}
+	return 0;
+}
+
 void srv_reply_error(struct srv_req *r, const struct fl_err *err, const char *allow)
 {
 	unsigned status = srv_err_status(err->kind);
@@ -193,4 +231,10 @@ void srv_reply_error(struct srv_req *r, const struct fl_err *err, const char *al
 		MHD_add_response_header(r->resp, "Retry-After", "1");
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED && allow != NULL && allow[0])
 		MHD_add_response_header(r->resp, "Allow", allow);
+	/* RFC 6750 §3: say how to authenticate, and whether the token sent was bad. */
+	if (status == MHD_HTTP_UNAUTHORIZED)
+		MHD_add_response_header(r->resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+		                        srv_header(r, "Authorization") != NULL
+		                                ? "Bearer realm=\"floe\", error=\"invalid_token\""
+		                                : "Bearer realm=\"floe\"");
 }

@@ -24,6 +24,16 @@ int srv_reply_stored(struct srv_req *r, int status, const char *ctype, const cha
 /* 503 {"status": …} for readiness. */
 int srv_reply_not_ready(struct srv_req *r, const char *why) FL_MUST_CHECK;
 
+/* 200 with a token response (v is borrowed) and Cache-Control: no-store. */
+int srv_reply_token(struct srv_req *r, const json_t *v) FL_MUST_CHECK;
+
+/* An OAuth error (RFC 6749 §5.2) {"error": code, "error_description"}: the
+ * status comes from err's kind (400, 401, 429 with Retry-After when
+ * retry_after > 0); a 401 carries WWW-Authenticate for Basic when the client
+ * used Basic, else Bearer. */
+int srv_reply_oauth_error(struct srv_req *r, const struct fl_err *err, const char *code,
+                          int retry_after, bool basic) FL_MUST_CHECK;
+
 /* The error model for err: {"error":{"message","type","code"}}, with
  * Retry-After on 503 and Allow on 405 (allow may be NULL). */
 void srv_reply_error(struct srv_req *r, const struct fl_err *err, const char *allow);

@@ -7,6 +7,7 @@
  * "namespaces" is never mistaken for a warehouse. */
 #include "router.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "handlers.h"
@@ -14,7 +15,8 @@
 
 /* clang-format off */
 const struct srv_route srv_routes[] = {
-	{"GET",    "/v1/config",                                     srv_h_config,            SRV_PRIV_PUBLIC,           false},
+	{"GET",    "/v1/config",                                     srv_h_config,            SRV_PRIV_AUTHENTICATED,    false},
+	{"POST",   "/v1/oauth/tokens",                               srv_h_oauth_tokens,      SRV_PRIV_PUBLIC,           false},
 	{"GET",    "/v1/{prefix}/namespaces",                        srv_h_ns_list,           SRV_PRIV_CATALOG_READ,     true},
 	{"POST",   "/v1/{prefix}/namespaces",                        srv_h_ns_create,         SRV_PRIV_NAMESPACE_CREATE, true},
 	{"GET",    "/v1/{prefix}/namespaces/{namespace}",            srv_h_ns_load,           SRV_PRIV_NAMESPACE_READ,   true},
@@ -36,6 +38,21 @@ const struct srv_route srv_routes[] = {
 	{"POST",   "/management/v1/warehouses",                      srv_h_wh_create,         SRV_PRIV_WAREHOUSE_ADMIN,  false},
 	{"GET",    "/management/v1/warehouses/{name}",               srv_h_wh_get,            SRV_PRIV_WAREHOUSE_ADMIN,  false},
 	{"DELETE", "/management/v1/warehouses/{name}",               srv_h_wh_delete,         SRV_PRIV_WAREHOUSE_ADMIN,  false},
+	{"GET",    "/management/v1/principals",                      srv_h_principal_list,    SRV_PRIV_ACCESS_ADMIN,     false},
+	{"POST",   "/management/v1/principals",                      srv_h_principal_create,  SRV_PRIV_ACCESS_ADMIN,     false},
+	{"GET",    "/management/v1/principals/{name}",               srv_h_principal_get,     SRV_PRIV_ACCESS_ADMIN,     false},
+	{"DELETE", "/management/v1/principals/{name}",               srv_h_principal_delete,  SRV_PRIV_ACCESS_ADMIN,     false},
+	{"POST",   "/management/v1/principals/{name}/rotate",        srv_h_principal_rotate,  SRV_PRIV_ACCESS_ADMIN,     false},
+	{"GET",    "/management/v1/principals/{name}/roles",         srv_h_principal_roles,   SRV_PRIV_ACCESS_ADMIN,     false},
+	{"POST",   "/management/v1/principals/{name}/roles",         srv_h_principal_assign,  SRV_PRIV_ACCESS_ADMIN,     false},
+	{"DELETE", "/management/v1/principals/{name}/roles/{role}",  srv_h_principal_unassign, SRV_PRIV_ACCESS_ADMIN,    false},
+	{"GET",    "/management/v1/roles",                           srv_h_role_list,         SRV_PRIV_ACCESS_ADMIN,     false},
+	{"POST",   "/management/v1/roles",                           srv_h_role_create,       SRV_PRIV_ACCESS_ADMIN,     false},
+	{"GET",    "/management/v1/roles/{name}",                    srv_h_role_get,          SRV_PRIV_ACCESS_ADMIN,     false},
+	{"DELETE", "/management/v1/roles/{name}",                    srv_h_role_delete,       SRV_PRIV_ACCESS_ADMIN,     false},
+	{"GET",    "/management/v1/roles/{name}/grants",             srv_h_grant_list,        SRV_PRIV_ACCESS_ADMIN,     false},
+	{"POST",   "/management/v1/roles/{name}/grants",             srv_h_grant_add,         SRV_PRIV_ACCESS_ADMIN,     false},
+	{"DELETE", "/management/v1/roles/{name}/grants/{id}",        srv_h_grant_revoke,      SRV_PRIV_ACCESS_ADMIN,     false},
 	{"GET",    "/healthz",                                       srv_h_healthz,           SRV_PRIV_PUBLIC,           false},
 	{"GET",    "/readyz",                                        srv_h_readyz,            SRV_PRIV_PUBLIC,           false},
 	{"GET",    "/metrics",                                       srv_h_metrics,           SRV_PRIV_METRICS,          false},
@@ -187,6 +204,48 @@ int srv_route_match(struct srv_req *r, char *allow, size_t allow_cap, struct fl_
 		                  "method %s is not allowed here; allowed: %s", r->method, allow);
 	return fl_err_set(err, FL_ERR_NOT_FOUND, "no route for %s %.200s", r->method,
 	                  r->raw_path ? r->raw_path : "(path)");
+}
+
+const char *srv_priv_name(enum srv_priv p)
+{
+	static const char *const names[] = {
+	        [SRV_PRIV_PUBLIC] = "public",
+	        [SRV_PRIV_CATALOG_READ] = "catalog-read",
+	        [SRV_PRIV_NAMESPACE_READ] = "namespace-read",
+	        [SRV_PRIV_NAMESPACE_CREATE] = "namespace-create",
+	        [SRV_PRIV_NAMESPACE_WRITE] = "namespace-write",
+	        [SRV_PRIV_NAMESPACE_DROP] = "namespace-drop",
+	        [SRV_PRIV_TABLE_CREATE] = "table-create",
+	        [SRV_PRIV_TABLE_READ] = "table-read",
+	        [SRV_PRIV_TABLE_WRITE] = "table-write",
+	        [SRV_PRIV_TABLE_DROP] = "table-drop",
+	        [SRV_PRIV_WAREHOUSE_ADMIN] = "warehouse-admin",
+	        [SRV_PRIV_METRICS] = "metrics",
+	        [SRV_PRIV_AUTHENTICATED] = "authenticated",
+	        [SRV_PRIV_ACCESS_ADMIN] = "access-admin",
+	};
+
+	if ((unsigned)p < sizeof(names) / sizeof(names[0]) && names[p] != NULL)
+		return names[p];
+	return "unknown";
+}
+
+void srv_routes_json(FILE *f)
+{
+	json_t *arr = json_array();
+	char *text;
+
+	for (int k = 0; k < srv_route_count; k++)
+		json_array_append_new(arr,
+		                      json_pack("{s:s, s:s, s:s, s:b}", "method",
+		                                srv_routes[k].method, "path", srv_routes[k].path,
+		                                "privilege", srv_priv_name(srv_routes[k].priv),
+		                                "advertised", srv_routes[k].advertised));
+	text = json_dumps(arr, JSON_INDENT(1));
+	if (text != NULL)
+		fprintf(f, "%s\n", text);
+	free(text);
+	json_decref(arr);
 }
 
 int srv_route_index(const struct srv_route *route)

@@ -22,6 +22,8 @@ enum srv_priv {
 	SRV_PRIV_TABLE_DROP,
 	SRV_PRIV_WAREHOUSE_ADMIN, /* management API */
 	SRV_PRIV_METRICS,
+	SRV_PRIV_AUTHENTICATED, /* any principal (discovery) */
+	SRV_PRIV_ACCESS_ADMIN, /* principals, roles and grants */
 };
 
 struct srv_route {
@@ -47,6 +49,13 @@ int srv_path_split(struct fl_arena *a, const char *raw, char **segs, int max, in
  * when the path matches with another method (allow receives "GET, POST"). */
 int srv_route_match(struct srv_req *r, char *allow, size_t allow_cap,
                     struct fl_err *err) FL_MUST_CHECK;
+
+/* The privilege's name as grants and `floe routes` spell it ("table-read"). */
+const char *srv_priv_name(enum srv_priv p);
+
+/* Prints the route table as JSON [{method, path, privilege, advertised}]
+ * (`floe routes --json`), so tests can cover every route. */
+void srv_routes_json(FILE *f);
 
 /* Index of r->route in srv_routes (for metrics); srv_route_count when none. */
 int srv_route_index(const struct srv_route *route);

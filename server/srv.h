@@ -41,6 +41,23 @@ struct srv_config {
 	char *log_level;
 	char *pg_bin_dir;
 	int64_t shutdown_grace;
+	/* authentication and authorization (auth.h) */
+	char *auth;
+	char *token_signing_key;
+	char *token_verify_keys;
+	int64_t token_lifetime;
+	char *token_issuer;
+	char *token_audience;
+	int64_t token_clock_skew;
+	char *oidc_issuer;
+	char *oidc_audience;
+	char *oidc_jwks;
+	int64_t oidc_jwks_refresh;
+	int64_t auth_cache_ttl;
+	int64_t auth_max_failures;
+	char *bootstrap_client_id;
+	char *bootstrap_client_secret;
+	int metrics_public;
 };
 
 /* Loads the settings table (defaults < FLOE_* env < flags from argv[*argi]). */
@@ -61,6 +78,7 @@ struct srv_ctx {
 	struct srv_metrics *metrics;
 	const char *default_warehouse; /* NULL when none */
 	struct srv_whcache *whcache; /* warehouse lookups; may be NULL */
+	struct srv_auth *auth; /* NULL = auth none */
 };
 
 #define SRV_MAX_SEGS 32
@@ -77,6 +95,7 @@ struct srv_req {
 	int nsegs;
 	const struct srv_route *route;
 	struct cat_tx *tx; /* the idempotency transaction, or NULL */
+	struct srv_principal *principal; /* the caller; NULL with auth none or on public routes */
 	/* Path parameters captured by the router (decoded; NULL when absent). */
 	const char *prefix;
 	const char *namespace_raw; /* the {namespace} segment, decoded */

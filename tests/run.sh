@@ -1,23 +1,36 @@
 #!/usr/bin/env bash
 # Floe's whole test suite, the README's test command and what CI runs.
 #
-# Usage: tests/run.sh [--quick] [--no-deps]
-#   --quick    skip the second pass under AddressSanitizer + UndefinedBehaviorSanitizer
-#   --no-deps  do not check or install Debian packages
-# Environment: TESTS_BUILD_DIR (default build), TESTS_ASAN_BUILD_DIR (default build-asan),
-#   FLOE_SHARED_DIR, INTEGRATION_TIMEOUT (seconds per integration pass, default 1200).
+# Usage: tests/run.sh [--quick] [--no-deps] [--build-only]
+#   --quick       skip the second pass under AddressSanitizer + UndefinedBehaviorSanitizer
+#   --no-deps     do not check or install Debian packages
+#   --build-only  only the build steps (each pass's build and the release build), no tests
+# Environment: TESTS_BUILD_DIR (default build-test), TESTS_ASAN_BUILD_DIR (default
+#   build-asan), TESTS_RELEASE_BUILD_DIR (default build-release), FLOE_SHARED_DIR,
+#   INTEGRATION_TIMEOUT (seconds per integration pass, default 1200).
 #
-# Passes, each with its own Meson build directory:
-#   1. build/       (-Dwerror=true): cmocka unit tests (`meson test`), then the integration
-#                   suite (`node --test` in tests/integration) against the real daemon
-#   2. build-asan/  (-Db_sanitize=address,undefined): the same two suites again
-# Both passes share one throwaway PostgreSQL cluster (scripts/pg-throwaway.sh); each pass
-# gets a fresh database in it, named in FLOE_TEST_PG_URL. The integration tests also get
-# FLOE_BIN, FLOE_BUILD_DIR and FLOE_SHARED_DIR (default: ../shared beside the checkout).
+# Steps, each with a Meson build directory of its own (never build/, which belongs to
+# deploy/quickstart.sh and the developer), configured with every option it depends on, so
+# whatever state a directory is in (absent, half-built, configured by an older version
+# or by hand) the result is the same:
+#   1. build-test/     (debug, -Dwerror=true): cmocka unit tests (`meson test`), then the
+#                      integration suite (`node --test` in tests/integration) against the
+#                      real daemon
+#   2. build-release/  (release, -O3, -Dwerror=true): compile only, so that a warning only
+#                      the optimiser finds fails here rather than in a newcomer's quickstart
+#   3. build-asan/     (debug, -Dwerror=true, -Db_sanitize=address,undefined): the unit and
+#                      integration suites again (not with --quick)
+#   4. tests/quickstart-build.sh: in a copy of the checkout, build/ configured as the
+#                      quickstart does, then this script's build steps (one pass or one
+#                      failure; not with --build-only)
+# Both test passes share one throwaway PostgreSQL cluster (scripts/pg-throwaway.sh); each
+# pass gets a fresh database in it, named in FLOE_TEST_PG_URL. The integration tests also
+# get FLOE_BIN, FLOE_BUILD_DIR and FLOE_SHARED_DIR (default: ../shared beside the checkout).
 #
-# Ends with the line "N passed, N failed" (individual tests; a step that could not run, such
-# as a failed build, counts as one failure) and exits non-zero if anything failed. Every
-# process it starts is stopped before it exits, including ones a test leaked.
+# Ends with the line "N passed, N failed" (individual tests and compile-only steps; a step
+# that could not run, such as a failed build, counts as one failure) and exits non-zero if
+# anything failed. Every process it starts is stopped before it exits, including ones a
+# test leaked.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -25,12 +38,14 @@ cd "$repo"
 
 quick=0
 deps=1
+build_only=0
 for arg in "$@"; do
 	case "$arg" in
 	--quick) quick=1 ;;
 	--no-deps) deps=0 ;;
+	--build-only) build_only=1 ;;
 	-h | --help)
-		sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
@@ -89,6 +104,17 @@ meson_count()
 	echo "${n:-0}"
 }
 
+# Every option a build depends on, set explicitly: whatever configured a directory
+# before (the quickstart, an older version of this script, a developer), setup gives the
+# same build. $1 = buildtype; the rest are added after, and a later -D wins in Meson.
+options()
+{
+	local buildtype=$1
+	shift
+	echo "--buildtype=$buildtype -Dwerror=true -Dtests=true -Dfuzz=false -Db_sanitize=none" \
+		"-Db_lundef=true -Dc_args= -Dc_link_args= $*"
+}
+
 # Configures (or reconfigures) a build directory and compiles it. $1 = dir, rest = options.
 build()
 {
@@ -102,12 +128,22 @@ build()
 				return 1
 			}
 	else
+		# Half-configured (setup interrupted before coredata was written): start over.
+		if [ -d "$dir/meson-private" ] || [ -d "$dir/meson-logs" ]; then
+			rm -rf "$dir"
+		fi
 		meson setup "$dir" "$@" >"$logdir/setup.log" 2>&1 || {
 			cat "$logdir/setup.log"
 			return 1
 		}
 	fi
 	meson compile -C "$dir"
+}
+
+# A build directory's absolute path. $1 = dir (relative to the checkout or absolute).
+abs_dir()
+{
+	case "$1" in /*) echo "$1" ;; *) echo "$repo/$1" ;; esac
 }
 
 # Prints "PASSED FAILED" for the last meson test run in build dir $1, counting cmocka's
@@ -232,17 +268,35 @@ integration_tests()
 # One pass: build, unit tests, integration tests. $1 = build dir, $2 = name, rest = options.
 run_pass()
 {
-	local dir=$1 name=$2
+	local dir name=$2
+	dir=$(abs_dir "$1")
 	shift 2
-	case "$dir" in /*) ;; *) dir="$repo/$dir" ;; esac
 	section "build $dir ($name)"
 	if ! build "$dir" "$@"; then
 		fail_step "build $dir"
 		return 0
 	fi
+	if [ "$build_only" = 1 ]; then
+		passed=$((passed + 1))
+		return 0
+	fi
 	section "unit tests ($name)"
 	unit_tests "$dir" "$name"
 	integration_tests "$dir" "$name"
+}
+
+# A compile-only step: one test that passes when the build does. $1 = dir, rest = options.
+compile_step()
+{
+	local dir
+	dir=$(abs_dir "$1")
+	shift
+	section "build $dir (compile only)"
+	if build "$dir" "$@"; then
+		passed=$((passed + 1))
+	else
+		fail_step "build $dir"
+	fi
 }
 
 if [ "$deps" = 1 ]; then
@@ -253,14 +307,28 @@ fi
 echo "node $(node --version 2>/dev/null || echo missing), $(meson --version 2>/dev/null | sed 's/^/meson /'), $(gcc --version 2>/dev/null | head -n 1)"
 
 if [ "$failed" = 0 ]; then
-	run_pass "${TESTS_BUILD_DIR:-build}" main -Dwerror=true -Dtests=true
+	# shellcheck disable=SC2046 # options() prints words
+	run_pass "${TESTS_BUILD_DIR:-build-test}" main $(options debug)
+	# shellcheck disable=SC2046
+	compile_step "${TESTS_RELEASE_BUILD_DIR:-build-release}" $(options release)
 	if [ "$quick" = 0 ]; then
 		export ASAN_OPTIONS="detect_leaks=1"
 		export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 		UNIT_TIMEOUT_MULTIPLIER=3
-		run_pass "${TESTS_ASAN_BUILD_DIR:-build-asan}" asan -Dtests=true -Db_sanitize=address,undefined -Db_lundef=false \
-			-Dc_args=-fno-omit-frame-pointer
+		# shellcheck disable=SC2046
+		run_pass "${TESTS_ASAN_BUILD_DIR:-build-asan}" asan $(options debug \
+			-Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fno-omit-frame-pointer)
 		unset ASAN_OPTIONS UBSAN_OPTIONS
+	fi
+	if [ "$build_only" = 0 ]; then
+		section "the quickstart's build/, then this script's build steps (tests/quickstart-build.sh)"
+		if "$repo/tests/quickstart-build.sh" >"$logdir/quickstart-build.log" 2>&1; then
+			tail -n 1 "$logdir/quickstart-build.log"
+			passed=$((passed + 1))
+		else
+			cat "$logdir/quickstart-build.log"
+			fail_step "tests/quickstart-build.sh"
+		fi
 	fi
 fi
 

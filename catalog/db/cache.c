@@ -46,6 +46,7 @@ struct cat_cache {
 	struct entry slots[SLOTS];
 	size_t total;
 	atomic_ulong generation; /* bumped by every invalidation */
+	atomic_ulong access_generation; /* bumped by NOTIFY floe_auth and reconnects */
 	atomic_bool live; /* the listener is connected */
 	atomic_bool stop;
 	pthread_t thread;
@@ -183,7 +184,7 @@ static void *listen_loop(void *arg)
 			backoff_ms = backoff_ms < 5000 ? backoff_ms * 2 : 5000;
 			continue;
 		}
-		r = PQexec(pg, "LISTEN floe_table");
+		r = PQexec(pg, "LISTEN floe_table; LISTEN floe_auth");
 		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
 			PQclear(r);
 			PQfinish(pg);
@@ -193,6 +194,7 @@ static void *listen_loop(void *arg)
 		backoff_ms = 100;
 		/* Whatever happened while we were not listening is unknown. */
 		flush_all(c);
+		atomic_fetch_add(&c->access_generation, 1);
 		atomic_store(&c->live, true);
 		while (!atomic_load(&c->stop)) {
 			struct pollfd pfd = {PQsocket(pg), POLLIN, 0};
@@ -203,7 +205,10 @@ static void *listen_loop(void *arg)
 			if (PQconsumeInput(pg) == 0 || PQstatus(pg) != CONNECTION_OK)
 				break;
 			while ((n = PQnotifies(pg)) != NULL) {
-				cat_cache_invalidate(c, n->extra);
+				if (strcmp(n->relname, "floe_auth") == 0)
+					atomic_fetch_add(&c->access_generation, 1);
+				else
+					cat_cache_invalidate(c, n->extra);
 				PQfreemem(n);
 			}
 		}
@@ -231,6 +236,16 @@ int cat_cache_start(struct cat_db *db, struct fl_err *err)
 	c->started = true;
 	db->cache = c;
 	return 0;
+}
+
+bool cat_db_access_generation(struct cat_db *db, unsigned long *gen)
+{
+	struct cat_cache *c = db->cache;
+
+	if (c == NULL || !atomic_load(&c->live))
+		return false;
+	*gen = atomic_load(&c->access_generation);
+	return true;
 }
 
 void cat_cache_stop(struct cat_cache *c)

@@ -157,6 +157,7 @@ struct cat_row_move {
 	int64_t snapshot_id; /* -1 = none */
 	const char *operation;
 	const char *request_id; /* may be NULL */
+	const char *actor; /* the acting principal; NULL = Floe itself or auth none */
 };
 int cat_row_move(struct cat_conn *c, const struct cat_row_move *m,
                  struct fl_err *err) FL_MUST_CHECK;
@@ -175,7 +176,7 @@ int cat_location_check(struct cat_conn *c, const struct cat_warehouse *wh, const
 int cat_event_insert(struct cat_conn *c, const char *table_id, const char *wh_id,
                      const struct cat_ns *ns, const char *name, int64_t version,
                      const char *metadata_location, int64_t snapshot_id, const char *operation,
-                     const char *request_id, struct fl_err *err) FL_MUST_CHECK;
+                     const char *request_id, const char *actor, struct fl_err *err) FL_MUST_CHECK;
 
 /* The connection a transaction pins. */
 struct cat_conn *cat_tx_conn(struct cat_tx *tx);

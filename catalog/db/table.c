@@ -108,7 +108,7 @@ int cat_row_insert(struct cat_conn *c, const char *wh_id, const char *ns_id, con
 int cat_row_move(struct cat_conn *c, const struct cat_row_move *m, struct fl_err *err)
 {
 	char v[24], a[24], b[24], d[24], snap[24], *arr = cat_text_array(m->ns, m->ns->n);
-	const char *params[13] = {m->id, m->metadata_location, m->metadata, v, m->location};
+	const char *params[14] = {m->id, m->metadata_location, m->metadata, v, m->location};
 	PGresult *r;
 
 	if (arr == NULL)
@@ -123,6 +123,7 @@ int cat_row_move(struct cat_conn *c, const struct cat_row_move *m, struct fl_err
 	params[10] = m->snapshot_id >= 0 ? snap : NULL;
 	params[11] = m->operation;
 	params[12] = m->request_id;
+	params[13] = m->actor;
 	r = cat_exec(
 	        c,
 	        "WITH u AS (UPDATE table_entry SET metadata_location = $2, metadata = $3,"
@@ -130,10 +131,11 @@ int cat_row_move(struct cat_conn *c, const struct cat_row_move *m, struct fl_err
 	        "   total_records = $6::bigint, total_data_files = $7::bigint, total_files_size = $8::bigint"
 	        "   WHERE id = $1 RETURNING id, warehouse_id),"
 	        " e AS (INSERT INTO commit_event (table_id, warehouse_id, namespace, table_name, version,"
-	        "   metadata_location, snapshot_id, operation, request_id)"
-	        "   SELECT id, warehouse_id, $9::text[], $10, $4::bigint, $2, $11::bigint, $12, $13 FROM u)"
+	        "   metadata_location, snapshot_id, operation, request_id, actor)"
+	        "   SELECT id, warehouse_id, $9::text[], $10, $4::bigint, $2, $11::bigint, $12, $13, $14"
+	        "   FROM u)"
 	        " SELECT pg_notify('floe_table', id::text) FROM u",
-	        13, params, err);
+	        14, params, err);
 	free(arr);
 	if (r == NULL)
 		return -1;
@@ -225,12 +227,19 @@ out:
 int cat_event_insert(struct cat_conn *c, const char *table_id, const char *wh_id,
                      const struct cat_ns *ns, const char *name, int64_t version,
                      const char *metadata_location, int64_t snapshot_id, const char *operation,
-                     const char *request_id, struct fl_err *err)
+                     const char *request_id, const char *actor, struct fl_err *err)
 {
 	char *arr = cat_text_array(ns, ns->n), v[24], s[24];
-	const char *params[9] = {
-	        table_id,  wh_id,     arr, name, v, metadata_location, snapshot_id >= 0 ? s : NULL,
-	        operation, request_id};
+	const char *params[10] = {table_id,
+	                          wh_id,
+	                          arr,
+	                          name,
+	                          v,
+	                          metadata_location,
+	                          snapshot_id >= 0 ? s : NULL,
+	                          operation,
+	                          request_id,
+	                          actor};
 	PGresult *r;
 
 	if (arr == NULL)
@@ -240,9 +249,9 @@ int cat_event_insert(struct cat_conn *c, const char *table_id, const char *wh_id
 	r = cat_exec(
 	        c,
 	        "INSERT INTO commit_event (table_id, warehouse_id, namespace, table_name, version,"
-	        " metadata_location, snapshot_id, operation, request_id)"
-	        " VALUES ($1, $2, $3::text[], $4, $5::bigint, $6, $7::bigint, $8, $9)",
-	        9, params, err);
+	        " metadata_location, snapshot_id, operation, request_id, actor)"
+	        " VALUES ($1, $2, $3::text[], $4, $5::bigint, $6, $7::bigint, $8, $9, $10)",
+	        10, params, err);
 	free(arr);
 	if (r == NULL)
 		return -1;

@@ -102,6 +102,9 @@ struct st_avro_reader {
 
 /* ---- cursor ------------------------------------------------------------ */
 
+/* Records the first error and returns -1.  Being variadic it is never inlined,
+ * so gcc cannot see the -1: the locals a read_* helper fills are initialised
+ * at declaration, or -O3 warns that they may be used uninitialized. */
 static int fail(struct st_avro_reader *r, enum fl_err_kind kind, const char *fmt, ...)
         FL_PRINTF(3, 4);
 
@@ -177,7 +180,7 @@ static int read_raw(struct st_avro_reader *r, struct cur *c, size_t n, const uin
 /* A length-prefixed bytes or string value. */
 static int read_bytes(struct st_avro_reader *r, struct cur *c, const uint8_t **p, size_t *n)
 {
-	int64_t len;
+	int64_t len = 0;
 
 	if (read_long(r, c, &len) != 0)
 		return -1;
@@ -195,7 +198,7 @@ static int read_bytes(struct st_avro_reader *r, struct cur *c, const uint8_t **p
  * size, which is checked and otherwise ignored).  0 ends the sequence. */
 static int read_block_count(struct st_avro_reader *r, struct cur *c, int64_t *out)
 {
-	int64_t n, size;
+	int64_t n = 0, size = 0;
 
 	if (read_long(r, c, &n) != 0)
 		return -1;
@@ -855,8 +858,8 @@ static int read_header_meta(struct st_avro_reader *r)
 			            "avro: header has more than %d metadata entries", MAX_META);
 		for (int64_t k = 0; k < count; k++) {
 			struct meta *m;
-			const uint8_t *key;
-			size_t key_len;
+			const uint8_t *key = NULL;
+			size_t key_len = 0;
 			struct meta *v =
 			        st_realloc(r->alloc, r->meta, (r->n_meta + 1) * sizeof(*v));
 

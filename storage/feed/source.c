@@ -45,6 +45,7 @@ static int fd_read(void *ctx, void *p, size_t cap, size_t *got, struct fl_err *e
 		return fl_err_set(err, FL_ERR_IO, "read %s: %s", f->name ? f->name : "input",
 		                  strerror(errno));
 	*got = (size_t)n;
+	f->bytes_read += (uint64_t)n;
 	return 0;
 }
 
@@ -54,4 +55,5 @@ void st_fd_source_init(struct st_fd_source *f, int fd, const char *name)
 	f->source.ctx = f;
 	f->fd = fd;
 	f->name = name;
+	f->bytes_read = 0;
 }

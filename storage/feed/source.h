@@ -36,9 +36,11 @@ struct st_fd_source {
 	struct st_source source;
 	int fd;
 	const char *name; /* for messages; may be NULL */
+	uint64_t bytes_read; /* so far, for progress reports */
 };
 
-/* Prepares f to read fd; name (borrowed) appears in I/O error messages. */
+/* Prepares f to read fd (bytes_read = 0); name (borrowed) appears in I/O
+ * error messages. */
 void st_fd_source_init(struct st_fd_source *f, int fd, const char *name);
 
 #endif

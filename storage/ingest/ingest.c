@@ -82,6 +82,9 @@ struct run {
 	/* Dead letters, opened on the first rejected record. */
 	FILE *dl;
 	FILE *dle;
+	/* Progress: inputs finished so far and their bytes. */
+	struct st_ingest_progress prog;
+	uint64_t bytes_done;
 };
 
 /* Reads the schema's fields into cols; nested types are refused. */
@@ -204,6 +207,27 @@ static void input_close(struct input *in)
 		close(in->fd);
 	memset(in, 0, sizeof(*in));
 	in->fd = -1;
+}
+
+/* Reports progress every 4096 records (the callback decides what to show);
+ * in = the input being read. */
+static void tick(struct run *r, const struct input *in)
+{
+	if (r->o->progress == NULL || (++r->prog.records & 4095) != 0)
+		return;
+	r->prog.bytes_read = r->bytes_done + in->src.bytes_read;
+	r->o->progress(r->o->progress_ctx, &r->prog);
+}
+
+/* The inputs' total size, for progress (unreadable ones count 0: opening
+ * them reports the error). */
+static void progress_start(struct run *r, const char *const *inputs, size_t n)
+{
+	struct stat st;
+
+	for (size_t k = 0; k < n && r->o->progress != NULL; k++)
+		if (stat(inputs[k], &st) == 0)
+			r->prog.bytes_total += (uint64_t)st.st_size;
 }
 
 /* Learns the columns an evolving run must add, before anything is written. */
@@ -605,6 +629,7 @@ static int run_csv(struct run *r, const char *file, struct input *in, struct fl_
 		}
 		if (!ok && reject(r, file, rec->line, rec->raw, rec->raw_len, why, err) != 0)
 			goto out;
+		tick(r, in);
 	}
 	rc = got < 0 ? -1 : 0;
 out:
@@ -663,6 +688,7 @@ static int run_ndjson(struct run *r, const char *file, struct input *in, struct 
 		}
 		if (!ok && reject(r, file, rec->line, rec->raw, rec->raw_len, why, err) != 0)
 			return -1;
+		tick(r, in);
 	}
 	return got < 0 ? -1 : 0;
 }
@@ -737,6 +763,7 @@ int st_ingest_run(const struct st_ingest_opts *o, const char *const *inputs, siz
 		goto out;
 	if (prepare_output(&r, err) != 0)
 		goto out;
+	progress_start(&r, inputs, n);
 	for (size_t k = 0; k < n; k++) {
 		struct input in;
 		int frc;
@@ -745,9 +772,14 @@ int st_ingest_run(const struct st_ingest_opts *o, const char *const *inputs, siz
 			goto out;
 		frc = o->format == ST_INGEST_CSV ? run_csv(&r, inputs[k], &in, err)
 		                                 : run_ndjson(&r, inputs[k], &in, err);
+		r.bytes_done += in.src.bytes_read;
 		input_close(&in);
 		if (frc != 0)
 			goto out;
+		if (o->progress != NULL) {
+			r.prog.bytes_read = r.bytes_done;
+			o->progress(o->progress_ctx, &r.prog);
+		}
 	}
 	if (outputs_close_all(&r, err) != 0)
 		goto out;

@@ -23,6 +23,13 @@ enum st_ingest_format { ST_INGEST_CSV, ST_INGEST_NDJSON };
 enum st_on_error { ST_ON_ERROR_STRICT, ST_ON_ERROR_DEAD_LETTER };
 enum st_new_columns { ST_NEW_COLUMNS_REJECT, ST_NEW_COLUMNS_IGNORE, ST_NEW_COLUMNS_EVOLVE };
 
+/* Where a run is, for a progress display. */
+struct st_ingest_progress {
+	uint64_t bytes_read; /* of all inputs, so far */
+	uint64_t bytes_total; /* the inputs' sizes when the run began */
+	uint64_t records; /* read so far, good and bad */
+};
+
 struct st_ingest_opts {
 	const json_t *schema; /* the table's current schema (flat, primitive fields) */
 	const json_t *spec; /* the default partition spec (NULL or no fields: unpartitioned) */
@@ -39,6 +46,10 @@ struct st_ingest_opts {
 	uint64_t target_file_bytes; /* roll to a new file past this (compressed); 0 = 512 MiB */
 	size_t row_group_bytes; /* 0 = the writer's default */
 	bool tz_assume_utc; /* timestamptz without a zone is UTC */
+	/* Called every few thousand records and after each input, on the
+	 * caller's thread; NULL = none.  Cheap calls: it throttles itself. */
+	void (*progress)(void *ctx, const struct st_ingest_progress *p);
+	void *progress_ctx;
 };
 
 struct st_ingest_file {

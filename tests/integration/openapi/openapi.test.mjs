@@ -28,7 +28,7 @@ const docPath = path.join(repoRoot, 'openapi', 'floe.yaml');
 const routerPath = path.join(repoRoot, 'server', 'router.c');
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 // Every status Floe's handlers and front end can answer with (server/reply.c).
-const STATUSES = new Set(['200', '201', '204', '304', '400', '404', '405', '406', '409', '413', '422', '500', '503']);
+const STATUSES = new Set(['200', '201', '204', '304', '400', '401', '403', '404', '405', '406', '409', '413', '422', '429', '500', '503']);
 
 function loadDoc() {
   try {
@@ -104,7 +104,7 @@ function schemaAjv() {
   const ajv = new Ajv2020({ strict: true, allErrors: true });
   addFormats(ajv);
   // The document itself is not a schema; only its components are reached by $ref.
-  for (const kw of ['openapi', 'info', 'servers', 'tags', 'paths', 'components']) ajv.addKeyword({ keyword: kw });
+  for (const kw of ['openapi', 'info', 'servers', 'security', 'tags', 'paths', 'components']) ajv.addKeyword({ keyword: kw });
   ajv.addSchema({ ...doc, $id: 'floe' });
   return ajv;
 }
@@ -193,7 +193,9 @@ describe('openapi/floe.yaml is a valid OpenAPI 3.1 document', () => {
         const json = res.content && res.content['application/json'];
         const bodiless = method === 'HEAD' || ['204', '304'].includes(code);
         if (bodiless && res.content) problems.push(`${where} ${code}: declares a body but has none`);
-        if (Number(code) >= 400 && !bodiless && !(p === '/readyz' && code === '503')) {
+        // The token endpoint answers errors in the OAuth shape (RFC 6749 §5.2), by design.
+        const oauth = p === '/v1/oauth/tokens' && ['400', '401', '429'].includes(code);
+        if (Number(code) >= 400 && !bodiless && !oauth && !(p === '/readyz' && code === '503')) {
           if (!json || json.schema?.$ref !== '#/components/schemas/ErrorResponse') {
             problems.push(`${where} ${code}: error response is not application/json ErrorResponse`);
           }

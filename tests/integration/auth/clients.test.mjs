@@ -1,0 +1,153 @@
+// The token requests PyIceberg and DuckDB really send (form body with id and secret;
+// Basic auth with grant_type and scope in the body), then a catalog session with the
+// token, expiry and refresh the way the clients do it (401 -> new token -> retry once),
+// OAuth error shapes, and the rate limit on failed attempts.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { request, sleep } from '../lib/harness.mjs';
+import { catalog } from '../lib/clients.mjs';
+import {
+  ADMIN_ID, ADMIN_SECRET, assertNoLeaks, bearer, duckdbTokenRequest, principal, pyicebergTokenRequest, remember,
+  startAuthFloe, tokenFor,
+} from './lib.mjs';
+
+let env;
+let adminToken;
+let writer;
+
+before(async () => {
+  env = await startAuthFloe({ tag: 'auth_clients', args: ['--token-lifetime', '2', '--token-clock-skew', '0'] });
+  adminToken = await tokenFor(env.base, ADMIN_ID, ADMIN_SECRET);
+  writer = await principal(env.base, adminToken, 'etl', ['writer']);
+});
+
+after(async () => {
+  if (env) await assertNoLeaks(env.floe, await tokenFor(env.base, ADMIN_ID, ADMIN_SECRET));
+  await env?.floe.stop();
+});
+
+function checkTokenResponse(res, scope) {
+  assert.equal(res.status, 200, res.text);
+  assert.match(res.headers['content-type'], /^application\/json/);
+  assert.equal(res.headers['cache-control'], 'no-store');
+  const t = res.json;
+  remember(t.access_token);
+  assert.equal(t.token_type, 'bearer');
+  assert.equal(t.expires_in, 2);
+  assert.equal(t.issued_token_type, 'urn:ietf:params:oauth:token-type:access_token');
+  assert.equal(t.scope, scope);
+  assert.equal(t.access_token.split('.').length, 3);
+  const payload = JSON.parse(Buffer.from(t.access_token.split('.')[1], 'base64url').toString());
+  assert.equal(payload.sub, 'etl');
+  assert.equal(payload.exp - payload.iat, 2);
+  return t.access_token;
+}
+
+// A client that refreshes its token on 401 and retries once (PyIceberg's and DuckDB's behaviour).
+function session(getToken) {
+  let token;
+  let refreshes = 0;
+  const send = async (method, p, body) => {
+    if (!token) token = await getToken();
+    let res = await request(env.base, method, p, { headers: bearer(token), body });
+    if (res.status === 401) {
+      refreshes++;
+      token = await getToken();
+      res = await request(env.base, method, p, { headers: bearer(token), body });
+    }
+    return res;
+  };
+  return { send, refreshes: () => refreshes, token: () => token };
+}
+
+for (const [client, fetchToken, scope] of [
+  ['PyIceberg (form body)', (id, s) => pyicebergTokenRequest(env.base, id, s), 'catalog'],
+  ['DuckDB (Basic)', (id, s) => duckdbTokenRequest(env.base, id, s), 'PRINCIPAL_ROLE:ALL'],
+]) {
+  test(`${client}: token, catalog session, refresh after expiry`, async () => {
+    const ns = client.startsWith('Py') ? 'py' : 'duck';
+    const s = session(async () => checkTokenResponse(await fetchToken(writer.id, writer.secret), scope));
+    let res = await s.send('GET', '/v1/config?warehouse=default');
+    assert.equal(res.status, 200, res.text);
+    res = await s.send('POST', '/v1/default/namespaces', { namespace: [ns] });
+    assert.equal(res.status, 200, res.text);
+    res = await s.send('POST', `/v1/default/namespaces/${ns}/tables`, {
+      name: 't',
+      schema: { type: 'struct', 'schema-id': 0, fields: [{ id: 1, name: 'a', type: 'long', required: false }] },
+    });
+    assert.equal(res.status, 200, res.text);
+    assert.equal(s.refreshes(), 0);
+    const first = s.token();
+    await sleep(3100); // past exp (lifetime 2 s, skew 0)
+    const stale = await request(env.base, 'GET', `/v1/default/namespaces/${ns}/tables/t`, { headers: bearer(first) });
+    assert.equal(stale.status, 401, 'the expired token is refused');
+    assert.match(stale.json.error.message, /expired/);
+    res = await s.send('GET', `/v1/default/namespaces/${ns}/tables/t`);
+    assert.equal(res.status, 200, res.text);
+    assert.equal(s.refreshes(), 1, 'one refresh after expiry');
+    assert.notEqual(s.token(), first);
+  });
+}
+
+test('iceberg-js session with a token from the endpoint', async () => {
+  const t = await tokenFor(env.base, writer.id, writer.secret);
+  const c = catalog(env.base, { token: t });
+  await c.createNamespace({ namespace: ['js'] });
+  const { namespaces } = await c.listNamespaces();
+  assert.ok(namespaces.some((n) => n.namespace.join('.') === 'js'));
+});
+
+test('OAuth errors: shape and status', async () => {
+  const form = (body, headers = {}) =>
+    request(env.base, 'POST', '/v1/oauth/tokens', {
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...headers },
+      body,
+    });
+  const check = (res, status, code) => {
+    assert.equal(res.status, status, res.text);
+    assert.equal(res.json.error, code, res.text);
+    assert.equal(typeof res.json.error_description, 'string');
+  };
+  check(await form(`grant_type=password&username=a&password=b`), 400, 'unsupported_grant_type');
+  check(await form(`client_id=etl&client_secret=x`), 400, 'invalid_request');
+  check(await form(`grant_type=client_credentials&grant_type=client_credentials&client_id=etl&client_secret=x`), 400, 'invalid_request');
+  check(await form(`grant_type=client_credentials`), 401, 'invalid_client');
+  const wrongBody = await form(`grant_type=client_credentials&client_id=etl&client_secret=wrong-secret-1`);
+  check(wrongBody, 401, 'invalid_client');
+  assert.match(wrongBody.headers['www-authenticate'], /^Bearer/);
+  const wrongBasic = await duckdbTokenRequest(env.base, 'etl', 'wrong-secret-2');
+  check(wrongBasic, 401, 'invalid_client');
+  assert.match(wrongBasic.headers['www-authenticate'], /^Basic/);
+  const both = await form(`grant_type=client_credentials&client_secret=${writer.secret}`, {
+    Authorization: `Basic ${Buffer.from(`etl:${writer.secret}`).toString('base64')}`,
+  });
+  check(both, 400, 'invalid_request');
+  const json = await request(env.base, 'POST', '/v1/oauth/tokens', { body: { grant_type: 'client_credentials' } });
+  check(json, 400, 'invalid_request');
+  check(await pyicebergTokenRequest(env.base, 'nobody', 'whatever-secret'), 401, 'invalid_client');
+});
+
+test('failed attempts are rate limited per client and per address (429 + Retry-After)', async () => {
+  const limited = await startAuthFloe({ tag: 'auth_ratelimit', args: ['--auth-max-failures', '3'] });
+  try {
+    const t = await tokenFor(limited.base, ADMIN_ID, ADMIN_SECRET);
+    for (let i = 0; i < 3; i++) {
+      const r = await pyicebergTokenRequest(limited.base, ADMIN_ID, `wrong-${i}-padding`);
+      assert.equal(r.status, 401, r.text);
+    }
+    const r = await pyicebergTokenRequest(limited.base, ADMIN_ID, ADMIN_SECRET);
+    assert.equal(r.status, 429, `even the right secret waits: ${r.text}`);
+    assert.equal(r.json.error, 'invalid_client');
+    assert.ok(Number(r.headers['retry-after']) > 0 && Number(r.headers['retry-after']) <= 60);
+    // The address is limited too: another client id from here also waits.
+    const other = await duckdbTokenRequest(limited.base, 'someone-else', 'x'.repeat(20));
+    assert.equal(other.status, 429);
+    // Tokens already issued keep working: the limit is on the token endpoint only.
+    const ok = await request(limited.base, 'GET', '/v1/namespaces', { headers: bearer(t) });
+    assert.equal(ok.status, 200);
+    assert.match(limited.floe.logs(), /rate limited/);
+    await assertNoLeaks(limited.floe, t);
+  } finally {
+    await limited.floe.stop();
+  }
+});
