@@ -278,6 +278,34 @@ void st_parquet_source_mem(struct st_parquet_source *s, struct st_parquet_mem *m
 	s->size = n;
 }
 
+static int io_read_at(void *ctx, uint64_t off, void *p, size_t n, struct fl_err *err)
+{
+	const struct st_parquet_io_ctx *c = ctx;
+	size_t got = 0;
+
+	if (st_io_read_range(c->io, c->uri, off, n, p, &got, err) != 0)
+		return -1;
+	if (got != n)
+		return fl_err_set(err, FL_ERR_IO, "%.200s: %zu bytes at %llu, read %zu", c->uri, n,
+		                  (unsigned long long)off, got);
+	return 0;
+}
+
+int st_parquet_source_io(struct st_parquet_source *s, struct st_parquet_io_ctx *ctx,
+                         struct st_io *io, const char *uri, struct fl_err *err)
+{
+	uint64_t size;
+
+	if (st_io_stat(io, uri, &size, err) != 0)
+		return -1;
+	ctx->io = io;
+	ctx->uri = uri;
+	s->read_at = io_read_at;
+	s->ctx = ctx;
+	s->size = size;
+	return 0;
+}
+
 static int read_range(struct st_parquet_reader *r, uint64_t off, size_t n, uint8_t **out,
                       struct fl_err *err)
 {

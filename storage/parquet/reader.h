@@ -52,6 +52,7 @@
 #include "err.h"
 #include "iceberg/name_mapping.h"
 #include "iceberg/types.h"
+#include "io/io.h"
 
 /* Random access to the file: read exactly n bytes at off or fail (FL_ERR_IO,
  * naming the object).  The reader asks only for ranges inside [0, size). */
@@ -68,6 +69,18 @@ struct st_parquet_mem {
 };
 void st_parquet_source_mem(struct st_parquet_source *s, struct st_parquet_mem *m, const void *p,
                            size_t n);
+
+/* A source reading uri through io in ranges (st_io_read_range), its size
+ * from st_io_stat, so the whole file is never in memory: how compaction
+ * reads a table's data files on any store.  ctx, io and uri are borrowed
+ * and must outlive the reader.  Fails with the stat's error (e.g.
+ * FL_ERR_NOT_FOUND naming uri). */
+struct st_parquet_io_ctx {
+	struct st_io *io;
+	const char *uri;
+};
+int st_parquet_source_io(struct st_parquet_source *s, struct st_parquet_io_ctx *ctx,
+                         struct st_io *io, const char *uri, struct fl_err *err) FL_MUST_CHECK;
 
 struct st_parquet_reader_opts {
 	size_t max_footer_bytes; /* 0: 64 MiB */

@@ -4,6 +4,7 @@
  * reading of files DuckDB wrote.
  *
  * Usage: parquet_dump [--batch N] [--mapping FILE] FILE.parquet
+ * (the file is read in ranges through storage/io, st_parquet_source_io)
  *
  * Line 1: {"columns":[{"path","field_id","type","optional"}...],"rows":N}
  * for the projected (readable) columns; then one JSON array per row in the
@@ -13,34 +14,17 @@
  * scale's digits; strings as strings; uuids 8-4-4-4-12 in lower case;
  * fixed and binary as upper-case hex.  Leaves that cannot be read are
  * listed on stderr.  Exit 1 with "parquet_dump: <error>" on failure. */
-#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "decimal_text.h"
 #include "iceberg/name_mapping.h"
 #include "parquet/reader.h"
-
-static int fd_read_at(void *ctx, uint64_t off, void *p, size_t n, struct fl_err *err)
-{
-	int fd = *(int *)ctx;
-	size_t got = 0;
-
-	while (got < n) {
-		ssize_t k = pread(fd, (char *)p + got, n - got, (off_t)(off + got));
-
-		if (k <= 0)
-			return fl_err_set(err, FL_ERR_IO, "short read at %" PRIu64, off + got);
-		got += (size_t)k;
-	}
-	return 0;
-}
 
 static json_t *dec_json(const uint8_t dec[16], int scale)
 {
@@ -130,10 +114,13 @@ int main(int argc, char **argv)
 	struct st_name_mapping *mapping = NULL;
 	const struct st_parquet_batch *b;
 	struct fl_err err = {0};
-	struct stat st;
+	struct st_profile prof = {.type = ST_STORAGE_FILE, .location = "file:///"};
+	struct st_parquet_io_ctx ioc;
+	struct st_io *io = NULL;
+	char uri[PATH_MAX + 8], abs[PATH_MAX];
 	json_t *head, *cols;
 	char *line;
-	int fd, a = 1, rc = 1;
+	int a = 1, rc = 1;
 
 	while (a + 1 < argc && strncmp(argv[a], "--", 2) == 0) {
 		if (strcmp(argv[a], "--batch") == 0) {
@@ -157,14 +144,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: parquet_dump [--batch N] [--mapping FILE] FILE.parquet\n");
 		return 2;
 	}
-	fd = open(argv[a], O_RDONLY);
-	if (fd < 0 || fstat(fd, &st) != 0) {
+	/* Read through the storage layer (file://) in ranges, as compaction does. */
+	if (realpath(argv[a], abs) == NULL) {
 		fprintf(stderr, "parquet_dump: cannot open %s\n", argv[a]);
 		return 1;
 	}
-	src.read_at = fd_read_at;
-	src.ctx = &fd;
-	src.size = (uint64_t)st.st_size;
+	snprintf(uri, sizeof(uri), "file://%s", abs);
+	if (st_io_open(&prof, &io, &err) != 0 ||
+	    st_parquet_source_io(&src, &ioc, io, uri, &err) != 0)
+		goto out;
 	if (st_parquet_reader_open(&src, &o, &r, &err) != 0)
 		goto out;
 	for (size_t i = 0; i < st_parquet_reader_n_leaves(r); i++) {
@@ -220,6 +208,6 @@ out:
 		fprintf(stderr, "parquet_dump: %s\n", err.msg);
 	st_parquet_reader_free(r);
 	st_name_mapping_free(mapping);
-	close(fd);
+	st_io_release(io);
 	return rc;
 }
