@@ -337,6 +337,7 @@ out:
 
 #define DEFAULT_ORPHAN_GRACE_S (3 * 86400)
 #define MIN_ORPHAN_GRACE_S 3600 /* below this an in-flight write could be hit */
+#define MAX_ORPHAN_GRACE_S (100LL * 366 * 86400) /* keeps the cutoff in range */
 #define ORPHAN_SAMPLE 20
 
 /* Every file the metadata references: the reachable files of every snapshot
@@ -449,6 +450,8 @@ int cat_maintain_orphans(struct cat_db *db, const struct cat_warehouse *wh, cons
 	}
 	if (grace < MIN_ORPHAN_GRACE_S)
 		grace = MIN_ORPHAN_GRACE_S;
+	if (grace > MAX_ORPHAN_GRACE_S)
+		grace = MAX_ORPHAN_GRACE_S;
 	location = json_string_value(json_object_get(meta, "location"));
 	if (location == NULL) {
 		fl_err_set(err, FL_ERR_INTERNAL, "table %s has no location", tbuf);
