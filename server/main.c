@@ -18,6 +18,7 @@
 #include "access.h"
 #include "catalog.h"
 #include "cmd_ingest.h"
+#include "cmd_maintain.h"
 #include "embedded_pg.h"
 #include "httpd.h"
 #include "log.h"
@@ -342,6 +343,8 @@ static const struct command commands[] = {
 	 "floe status --data-dir ./.floe", run_status, server_options},
 	{"ingest", "--table NS.TABLE [options] FILE...", "commit CSV or NDJSON files to a table as one snapshot",
 	 "floe ingest --table demo.events /tmp/events.csv", srv_cmd_ingest, srv_cmd_ingest_help},
+	{"maintain", "--table NS.TABLE [--dry-run] [options] [ACTION...]", "expire snapshots, delete orphan files",
+	 "floe maintain --table demo.events --dry-run expire orphans", srv_cmd_maintain, srv_cmd_maintain_help},
 	{"admin", "bootstrap [options]", "create the first admin principal once and print its credentials",
 	 "floe admin bootstrap --data-dir ./.floe", run_admin, server_options},
 	{"routes", "--json", "print the route table (method, path, privilege) as JSON",
