@@ -23,8 +23,17 @@ int cat_db_open(const char *conninfo, int size, struct cat_db **out,
                 struct fl_err *err) FL_MUST_CHECK;
 
 /* Starts the loadTable cache and its LISTEN connection (see cache.c for
- * the coherence rules).  Optional: without it every load reads the database. */
-int cat_db_enable_cache(struct cat_db *db, struct fl_err *err) FL_MUST_CHECK;
+ * the coherence rules), holding at most max_bytes of table metadata
+ * (0 = cache nothing, but still listen for access changes).  Optional:
+ * without it every load reads the database. */
+int cat_db_enable_cache(struct cat_db *db, size_t max_bytes, struct fl_err *err) FL_MUST_CHECK;
+
+/* How the loadTable cache is doing (all zero when it is not enabled). */
+struct cat_cache_stats {
+	unsigned long hits, misses, evictions;
+	size_t bytes, entries, max_bytes;
+};
+void cat_db_cache_stats(struct cat_db *db, struct cat_cache_stats *st);
 
 /* The access-data generation: it changes whenever principals, roles, grants
  * or assignments change in the database (NOTIFY floe_auth, from any

@@ -242,6 +242,26 @@ int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx, struct fl_buf
 			rc |= fl_buf_puts(out, "# table statistics unavailable\n");
 		rc |= t.rc;
 	}
+	{
+		struct cat_cache_stats cs;
+
+		cat_db_cache_stats(ctx->db, &cs);
+		rc |= fl_buf_printf(
+		        out,
+		        "# HELP floe_table_cache_hits_total loadTable answers served from the cache.\n"
+		        "# TYPE floe_table_cache_hits_total counter\nfloe_table_cache_hits_total %lu\n"
+		        "# HELP floe_table_cache_misses_total loadTable reads that went to the database.\n"
+		        "# TYPE floe_table_cache_misses_total counter\nfloe_table_cache_misses_total %lu\n"
+		        "# HELP floe_table_cache_evictions_total Entries evicted to stay within table-cache-bytes.\n"
+		        "# TYPE floe_table_cache_evictions_total counter\nfloe_table_cache_evictions_total %lu\n"
+		        "# HELP floe_table_cache_bytes Bytes held by the loadTable cache.\n"
+		        "# TYPE floe_table_cache_bytes gauge\nfloe_table_cache_bytes %zu\n"
+		        "# HELP floe_table_cache_max_bytes The loadTable cache budget (table-cache-bytes).\n"
+		        "# TYPE floe_table_cache_max_bytes gauge\nfloe_table_cache_max_bytes %zu\n"
+		        "# HELP floe_table_cache_entries Tables held by the loadTable cache.\n"
+		        "# TYPE floe_table_cache_entries gauge\nfloe_table_cache_entries %zu\n",
+		        cs.hits, cs.misses, cs.evictions, cs.bytes, cs.max_bytes, cs.entries);
+	}
 	cat_db_stats(ctx->db, &in_use, &idle, &waiting);
 	rc |= fl_buf_puts(out,
 	                  "# HELP floe_db_pool_connections Database pool connections by state.\n"

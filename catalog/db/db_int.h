@@ -37,7 +37,7 @@ struct cat_db {
 
 /* The loadTable cache (cache.c). */
 struct cat_cache;
-int cat_cache_start(struct cat_db *db, struct fl_err *err) FL_MUST_CHECK;
+int cat_cache_start(struct cat_db *db, size_t max_bytes, struct fl_err *err) FL_MUST_CHECK;
 void cat_cache_stop(struct cat_cache *c);
 /* 1 = hit (copies returned), 0 = miss or cache not live. */
 int cat_cache_get(struct cat_cache *c, const char *key, size_t key_len, char **mloc, char **meta,

@@ -75,9 +75,9 @@ int cat_db_open(const char *conninfo, int size, struct cat_db **out, struct fl_e
 	return 0;
 }
 
-int cat_db_enable_cache(struct cat_db *db, struct fl_err *err)
+int cat_db_enable_cache(struct cat_db *db, size_t max_bytes, struct fl_err *err)
 {
-	return cat_cache_start(db, err);
+	return cat_cache_start(db, max_bytes, err);
 }
 
 void cat_db_close(struct cat_db *db)
