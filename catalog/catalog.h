@@ -45,6 +45,30 @@ bool cat_db_access_generation(struct cat_db *db, unsigned long *gen);
 /* Closes every connection.  Callers must have stopped using the pool. */
 void cat_db_close(struct cat_db *db);
 
+/* The stages of a table commit (DESIGN §3), timed for /metrics: the row
+ * lock, parsing the stored metadata and judging the requirements, the
+ * builder, writing the metadata file (its fsync included), the pointer
+ * UPDATE with the commit event, and the COMMIT. */
+enum cat_stage {
+	CAT_STAGE_LOCK,
+	CAT_STAGE_REQUIREMENTS,
+	CAT_STAGE_BUILD,
+	CAT_STAGE_WRITE,
+	CAT_STAGE_UPDATE,
+	CAT_STAGE_COMMIT,
+	CAT_STAGE_N
+};
+
+/* The stage's name as a metrics label ("lock", "requirements", …). */
+const char *cat_stage_name(enum cat_stage s);
+
+/* Called once per stage of every commit with its duration; it must be
+ * thread-safe and fast (commits call it under the row lock). */
+typedef void (*cat_stage_fn)(void *arg, enum cat_stage stage, int64_t ns);
+
+/* Installs the stage observer (before serving; NULL removes it). */
+void cat_db_on_stage(struct cat_db *db, cat_stage_fn fn, void *arg);
+
 /* Pool gauges for /metrics. */
 void cat_db_stats(struct cat_db *db, int *in_use, int *idle, int *waiting);
 

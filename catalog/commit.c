@@ -542,10 +542,12 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 	struct cat_conn *c = sc->c;
 	bool changed = false;
 	int found, rc = -1;
+	int64_t t0 = fl_mono_ns();
 
 	found = cat_row_lock(c, wh->id, &ch->ns, ch->name, &row, err);
 	if (found < 0)
 		goto out;
+	cat_stage_done(sc->db, CAT_STAGE_LOCK, &t0);
 	if (found == 0 && !has_create(ch->requirements)) {
 		if (cat_namespace_id(c, wh->id, &ch->ns, nsid, sizeof(nsid), err) == 0)
 			fl_err_set(err, FL_ERR_NO_SUCH_TABLE, "table %s does not exist",
@@ -600,12 +602,17 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 	 * rejected before that (the spec requires a 400 for it whatever else
 	 * the request says). */
 	if (check_actions(ch->updates, err) != 0 ||
-	    cat_meta_check_requirements(base, ch->requirements, err) != 0 ||
-	    cat_meta_apply(base, found ? row.metadata_location : NULL, updates, fl_now_ms(),
+	    cat_meta_check_requirements(base, ch->requirements, err) != 0) {
+		fl_err_prefix(err, "table %s", table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
+		goto out;
+	}
+	cat_stage_done(sc->db, CAT_STAGE_REQUIREMENTS, &t0);
+	if (cat_meta_apply(base, found ? row.metadata_location : NULL, updates, fl_now_ms(),
 	                   lim->max_updates, &meta, &changed, err) != 0) {
 		fl_err_prefix(err, "table %s", table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
 		goto out;
 	}
+	cat_stage_done(sc->db, CAT_STAGE_BUILD, &t0);
 	if (found > 0 && !changed) {
 		/* Nothing to do: answer with the current state, write nothing. */
 		ch->metadata_location = strdup(row.metadata_location);
@@ -620,6 +627,7 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 		goto out;
 	if (write_metadata(meta, found ? row.version + 1 : 0, w, &path, &text, err) != 0)
 		goto out;
+	cat_stage_done(sc->db, CAT_STAGE_WRITE, &t0);
 	row_stats(meta, &st);
 	if (found) {
 		/* The pointer, the commit event and the NOTIFY in one round trip. */
@@ -650,6 +658,8 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 		                     actor, err) != 0)
 			goto out;
 	}
+	cat_stage_done(sc->db, CAT_STAGE_UPDATE, &t0);
+	cat_scope_timed(sc);
 	ch->metadata_location = path;
 	ch->metadata = text;
 	path = text = NULL;

@@ -39,6 +39,7 @@ struct srv_metrics {
 	struct route_stats *routes; /* srv_route_count + 1 (unmatched) */
 	atomic_ullong commits[NRESULT];
 	struct hist commit_latency;
+	struct hist commit_stage[CAT_STAGE_N];
 	atomic_ullong replays;
 };
 
@@ -72,6 +73,14 @@ static int hist_render(struct fl_buf *out, const char *name, const char *labels,
 	rc |= fl_buf_printf(out, "%s_count%s%s%s %llu\n", name, labels[0] ? "{" : "", labels,
 	                    labels[0] ? "}" : "", cum);
 	return rc;
+}
+
+void srv_metrics_stage(void *arg, enum cat_stage stage, int64_t ns)
+{
+	struct srv_metrics *m = arg;
+
+	if (stage < CAT_STAGE_N)
+		hist_observe(&m->commit_stage[stage], ns);
 }
 
 struct srv_metrics *srv_metrics_new(void)
@@ -222,6 +231,16 @@ int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx, struct fl_buf
 	rc |= fl_buf_puts(out, "# HELP floe_commit_duration_seconds Commit latency.\n"
 	                       "# TYPE floe_commit_duration_seconds histogram\n");
 	rc |= hist_render(out, "floe_commit_duration_seconds", "", &m->commit_latency);
+	rc |= fl_buf_puts(out,
+	                  "# HELP floe_commit_stage_seconds Time of each stage of a table commit"
+	                  " (write includes the fsync; commit is the PostgreSQL COMMIT).\n"
+	                  "# TYPE floe_commit_stage_seconds histogram\n");
+	for (int s = 0; s < CAT_STAGE_N; s++) {
+		char labels[40];
+
+		snprintf(labels, sizeof(labels), "stage=\"%s\"", cat_stage_name((enum cat_stage)s));
+		rc |= hist_render(out, "floe_commit_stage_seconds", labels, &m->commit_stage[s]);
+	}
 	rc |= fl_buf_puts(
 	        out,
 	        "# HELP floe_idempotent_replays_total Responses replayed for a repeated Idempotency-Key.\n"

@@ -18,6 +18,9 @@ void srv_metrics_request(struct srv_metrics *m, int route, const char *method, u
  * its latency. */
 void srv_metrics_commit(struct srv_metrics *m, const char *result, int64_t ns);
 
+/* A cat_stage_fn: records one commit stage's duration (arg = the metrics). */
+void srv_metrics_stage(void *arg, enum cat_stage stage, int64_t ns);
+
 /* Counts a response replayed from an idempotency record. */
 void srv_metrics_replay(struct srv_metrics *m);
 

@@ -33,7 +33,17 @@ struct cat_db {
 	unsigned char secret[32];
 	bool have_secret;
 	struct cat_cache *cache; /* NULL until cat_db_enable_cache */
+	cat_stage_fn on_stage; /* commit stage timings; may be NULL */
+	void *on_stage_arg;
 };
+
+/* Reports the time since *t0 as `stage` to the observer and restarts *t0. */
+void cat_stage_done(struct cat_db *db, enum cat_stage stage, int64_t *t0);
+
+struct cat_scope;
+/* Marks the scope as a table commit, so the COMMIT that ends it (here or
+ * in its outer transaction) is timed as CAT_STAGE_COMMIT. */
+void cat_scope_timed(struct cat_scope *s);
 
 /* The loadTable cache (cache.c). */
 struct cat_cache;
@@ -92,6 +102,7 @@ struct cat_scope {
 	struct cat_conn *c;
 	struct cat_tx *outer;
 	bool write;
+	bool timed; /* see cat_scope_timed */
 	struct cat_touched touched;
 };
 

@@ -97,6 +97,29 @@ void cat_db_close(struct cat_db *db)
 	free(db);
 }
 
+static const char *const stage_names[CAT_STAGE_N] = {"lock",  "requirements", "build",
+                                                     "write", "update",       "commit"};
+
+const char *cat_stage_name(enum cat_stage s)
+{
+	return s < CAT_STAGE_N ? stage_names[s] : "other";
+}
+
+void cat_db_on_stage(struct cat_db *db, cat_stage_fn fn, void *arg)
+{
+	db->on_stage_arg = arg;
+	db->on_stage = fn;
+}
+
+void cat_stage_done(struct cat_db *db, enum cat_stage stage, int64_t *t0)
+{
+	int64_t now = fl_mono_ns();
+
+	if (db->on_stage != NULL)
+		db->on_stage(db->on_stage_arg, stage, now - *t0);
+	*t0 = now;
+}
+
 void cat_db_stats(struct cat_db *db, int *in_use, int *idle, int *waiting)
 {
 	pthread_mutex_lock(&db->mu);

@@ -9,12 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "db_int.h"
 
 struct cat_tx {
 	struct cat_db *db;
 	struct cat_conn *c;
 	struct cat_touched touched;
+	bool timed; /* a table commit ran in it: time its COMMIT */
 };
 
 static void touched_add(struct cat_touched *t, const char *id)
@@ -97,8 +99,11 @@ static int commit(struct cat_conn *c, struct fl_err *err)
 
 int cat_tx_commit(struct cat_tx *tx, struct fl_err *err)
 {
+	int64_t t0 = fl_mono_ns();
 	int rc = commit(tx->c, err);
 
+	if (tx->timed)
+		cat_stage_done(tx->db, CAT_STAGE_COMMIT, &t0);
 	/* Even an unknown outcome may have applied: invalidate either way. */
 	touched_flush(tx->db, &tx->touched);
 	cat_conn_put(tx->db, tx->c);
@@ -116,6 +121,14 @@ void cat_tx_abort(struct cat_tx *tx)
 	free(tx);
 }
 
+void cat_scope_timed(struct cat_scope *s)
+{
+	if (s->outer != NULL)
+		s->outer->timed = true;
+	else
+		s->timed = true;
+}
+
 struct cat_conn *cat_tx_conn(struct cat_tx *tx)
 {
 	return tx->c;
@@ -127,6 +140,7 @@ int cat_scope_begin(struct cat_db *db, struct cat_tx *tx, bool write, struct cat
 	s->db = db;
 	s->outer = tx;
 	s->write = write;
+	s->timed = false;
 	s->touched.n = 0;
 	s->touched.overflow = false;
 	if (tx != NULL) {
@@ -162,7 +176,11 @@ int cat_scope_end(struct cat_scope *s, bool ok, struct fl_err *err)
 	}
 	if (s->write) {
 		if (ok) {
+			int64_t t0 = fl_mono_ns();
+
 			rc = commit(s->c, err);
+			if (s->timed)
+				cat_stage_done(s->db, CAT_STAGE_COMMIT, &t0);
 			touched_flush(s->db, &s->touched);
 		} else if (PQstatus(s->c->pg) == CONNECTION_OK)
 			PQclear(PQexec(s->c->pg, "ROLLBACK"));
