@@ -110,9 +110,12 @@ static int reply_table(struct srv_req *r, const char *mloc, const char *metadata
                        bool config, struct fl_err *err)
 {
 	struct fl_buf b = FL_BUF_INIT;
+	size_t mlen = strlen(metadata);
 	char etag[40];
 	int rc = 0;
 
+	/* One allocation for the whole body (loadTable bodies are often tens of KB). */
+	rc |= fl_buf_reserve(&b, mlen + (mloc ? 2 * strlen(mloc) : 0) + 64) != 0;
 	if (mloc != NULL) {
 		json_t *s = json_string(mloc);
 		char *q = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
@@ -125,7 +128,7 @@ static int reply_table(struct srv_req *r, const char *mloc, const char *metadata
 	}
 	/* A file warehouse needs no credentials and must get an empty config:
 	 * DuckDB treats unknown schemes as S3 and fails on a non-empty one. */
-	rc |= fl_buf_puts(&b, "\"metadata\":") != 0 || fl_buf_puts(&b, metadata) != 0 ||
+	rc |= fl_buf_puts(&b, "\"metadata\":") != 0 || fl_buf_append(&b, metadata, mlen) != 0 ||
 	      fl_buf_puts(&b, config ? ",\"config\":{}}" : "}") != 0;
 	if (rc) {
 		fl_buf_free(&b);
