@@ -41,6 +41,13 @@ struct cat_db {
 void cat_stage_done(struct cat_db *db, enum cat_stage stage, int64_t *t0);
 
 struct cat_scope;
+/* Work that may run only once the change is durably committed (deleting
+ * files the new state no longer references): called with committed = true
+ * after a successful COMMIT of the scope or of its outer transaction, with
+ * false when it rolls back or its outcome is unknown; always exactly once. */
+typedef void (*cat_after_fn)(void *arg, bool committed);
+void cat_scope_after_commit(struct cat_scope *s, cat_after_fn fn, void *arg);
+
 /* Marks the scope as a table commit, so the COMMIT that ends it (here or
  * in its outer transaction) is timed as CAT_STAGE_COMMIT. */
 void cat_scope_timed(struct cat_scope *s);
@@ -104,6 +111,7 @@ struct cat_scope {
 	bool write;
 	bool timed; /* see cat_scope_timed */
 	struct cat_touched touched;
+	struct cat_after *after; /* cat_scope_after_commit, in order */
 };
 
 /* Records a table as changed by this scope (its NOTIFY was sent by the

@@ -12,7 +12,26 @@
 #include "clock.h"
 #include "db_int.h"
 
+struct cat_after {
+	struct cat_after *next;
+	cat_after_fn fn;
+	void *arg;
+};
+
+/* Runs and frees a list of after-commit work. */
+static void after_run(struct cat_after **list, bool committed)
+{
+	while (*list != NULL) {
+		struct cat_after *a = *list;
+
+		*list = a->next;
+		a->fn(a->arg, committed);
+		free(a);
+	}
+}
+
 struct cat_tx {
+	struct cat_after *after;
 	struct cat_db *db;
 	struct cat_conn *c;
 	struct cat_touched touched;
@@ -104,6 +123,7 @@ int cat_tx_commit(struct cat_tx *tx, struct fl_err *err)
 
 	if (tx->timed)
 		cat_stage_done(tx->db, CAT_STAGE_COMMIT, &t0);
+	after_run(&tx->after, rc == 0);
 	/* Even an unknown outcome may have applied: invalidate either way. */
 	touched_flush(tx->db, &tx->touched);
 	cat_conn_put(tx->db, tx->c);
@@ -115,10 +135,28 @@ void cat_tx_abort(struct cat_tx *tx)
 {
 	if (tx == NULL)
 		return;
+	after_run(&tx->after, false);
 	if (PQstatus(tx->c->pg) == CONNECTION_OK)
 		PQclear(PQexec(tx->c->pg, "ROLLBACK"));
 	cat_conn_put(tx->db, tx->c);
 	free(tx);
+}
+
+void cat_scope_after_commit(struct cat_scope *s, cat_after_fn fn, void *arg)
+{
+	struct cat_after *a = malloc(sizeof(*a)), **tail;
+
+	if (a == NULL) {
+		fn(arg, false); /* best effort work: skipped, never run early */
+		return;
+	}
+	a->next = NULL;
+	a->fn = fn;
+	a->arg = arg;
+	tail = s->outer != NULL ? &s->outer->after : &s->after;
+	while (*tail != NULL)
+		tail = &(*tail)->next;
+	*tail = a;
 }
 
 void cat_scope_timed(struct cat_scope *s)
@@ -141,6 +179,7 @@ int cat_scope_begin(struct cat_db *db, struct cat_tx *tx, bool write, struct cat
 	s->outer = tx;
 	s->write = write;
 	s->timed = false;
+	s->after = NULL;
 	s->touched.n = 0;
 	s->touched.overflow = false;
 	if (tx != NULL) {
@@ -186,5 +225,6 @@ int cat_scope_end(struct cat_scope *s, bool ok, struct fl_err *err)
 			PQclear(PQexec(s->c->pg, "ROLLBACK"));
 	}
 	cat_conn_put(s->db, s->c);
+	after_run(&s->after, s->write && rc == 0);
 	return rc;
 }
