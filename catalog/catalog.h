@@ -48,13 +48,15 @@ void cat_db_close(struct cat_db *db);
 /* The stages of a table commit (DESIGN §3), timed for /metrics: the row
  * lock, parsing the stored metadata and judging the requirements, the
  * builder, writing the metadata file (its fsync included), the pointer
- * UPDATE with the commit event, and the COMMIT. */
+ * UPDATE with the commit event, claiming and storing the Idempotency-Key
+ * record (when the request has one), and the COMMIT. */
 enum cat_stage {
 	CAT_STAGE_LOCK,
 	CAT_STAGE_REQUIREMENTS,
 	CAT_STAGE_BUILD,
 	CAT_STAGE_WRITE,
 	CAT_STAGE_UPDATE,
+	CAT_STAGE_IDEMPOTENCY,
 	CAT_STAGE_COMMIT,
 	CAT_STAGE_N
 };

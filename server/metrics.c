@@ -231,10 +231,11 @@ int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx, struct fl_buf
 	rc |= fl_buf_puts(out, "# HELP floe_commit_duration_seconds Commit latency.\n"
 	                       "# TYPE floe_commit_duration_seconds histogram\n");
 	rc |= hist_render(out, "floe_commit_duration_seconds", "", &m->commit_latency);
-	rc |= fl_buf_puts(out,
-	                  "# HELP floe_commit_stage_seconds Time of each stage of a table commit"
-	                  " (write includes the fsync; commit is the PostgreSQL COMMIT).\n"
-	                  "# TYPE floe_commit_stage_seconds histogram\n");
+	rc |= fl_buf_puts(
+	        out,
+	        "# HELP floe_commit_stage_seconds Time of each stage of a table commit"
+	        " (write includes the fsync; idempotency is claiming and storing the Idempotency-Key record; commit is the PostgreSQL COMMIT).\n"
+	        "# TYPE floe_commit_stage_seconds histogram\n");
 	for (int s = 0; s < CAT_STAGE_N; s++) {
 		char labels[40];
 

@@ -200,6 +200,10 @@ int cat_event_insert(struct cat_conn *c, const char *table_id, const char *wh_id
 /* The connection a transaction pins. */
 struct cat_conn *cat_tx_conn(struct cat_tx *tx);
 
+/* Adds ns to the transaction's idempotency time (reported as
+ * CAT_STAGE_IDEMPOTENCY when a table commit ran in it). */
+void cat_tx_idem_time(struct cat_tx *tx, int64_t ns);
+
 /* A result column known to hold an integer. */
 static inline int64_t cat_i64(const char *s)
 {

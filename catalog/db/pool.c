@@ -97,8 +97,8 @@ void cat_db_close(struct cat_db *db)
 	free(db);
 }
 
-static const char *const stage_names[CAT_STAGE_N] = {"lock",  "requirements", "build",
-                                                     "write", "update",       "commit"};
+static const char *const stage_names[CAT_STAGE_N] = {"lock",   "requirements", "build", "write",
+                                                     "update", "idempotency",  "commit"};
 
 const char *cat_stage_name(enum cat_stage s)
 {

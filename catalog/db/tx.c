@@ -36,6 +36,7 @@ struct cat_tx {
 	struct cat_conn *c;
 	struct cat_touched touched;
 	bool timed; /* a table commit ran in it: time its COMMIT */
+	int64_t idem_ns; /* cat_tx_idem_time */
 };
 
 static void touched_add(struct cat_touched *t, const char *id)
@@ -121,8 +122,12 @@ int cat_tx_commit(struct cat_tx *tx, struct fl_err *err)
 	int64_t t0 = fl_mono_ns();
 	int rc = commit(tx->c, err);
 
-	if (tx->timed)
+	if (tx->timed) {
+		int64_t t1 = t0 - tx->idem_ns;
+
 		cat_stage_done(tx->db, CAT_STAGE_COMMIT, &t0);
+		cat_stage_done(tx->db, CAT_STAGE_IDEMPOTENCY, &t1);
+	}
 	after_run(&tx->after, rc == 0);
 	/* Even an unknown outcome may have applied: invalidate either way. */
 	touched_flush(tx->db, &tx->touched);
@@ -165,6 +170,11 @@ void cat_scope_timed(struct cat_scope *s)
 		s->outer->timed = true;
 	else
 		s->timed = true;
+}
+
+void cat_tx_idem_time(struct cat_tx *tx, int64_t ns)
+{
+	tx->idem_ns += ns;
 }
 
 struct cat_conn *cat_tx_conn(struct cat_tx *tx)
