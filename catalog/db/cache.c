@@ -20,7 +20,8 @@
  * Layout: STRIPES independent chained hash tables, each under its own
  * rwlock (hits take it shared), chosen by the hash of the key.  The budget
  * is in bytes (table-cache-bytes); an insert that would exceed it evicts
- * with CLOCK (a reference bit set on every hit) in its own stripe.
+ * with CLOCK (a reference bit set on every hit), in its own stripe first,
+ * then in the others.
  *
  * Per-table invalidation without a global stop: every invalidation is
  * numbered (seq) and recorded in a ring of the last RING table-id hashes.
@@ -74,6 +75,7 @@ struct cat_cache {
 	atomic_size_t bytes;
 	atomic_size_t entries;
 	atomic_ulong hits, misses, evictions;
+	atomic_uint victim; /* next stripe asked to make room for another's insert */
 	pthread_mutex_t ring_mu;
 	atomic_ulong seq; /* number of the last invalidation */
 	struct {
@@ -262,6 +264,22 @@ static void evict(struct cat_cache *c, struct stripe *s, size_t need)
 	}
 }
 
+/* Makes `need` bytes fit: CLOCK in the inserting stripe (write lock held),
+ * then in the others in turn, each only if its lock is free at once (so two
+ * inserts can never wait on each other's stripes). */
+static void make_room(struct cat_cache *c, struct stripe *own, size_t need)
+{
+	evict(c, own, need);
+	for (int k = 0; k < STRIPES && atomic_load(&c->bytes) + need > c->max_bytes; k++) {
+		struct stripe *o = &c->stripes[atomic_fetch_add(&c->victim, 1) % STRIPES];
+
+		if (o == own || pthread_rwlock_trywrlock(&o->lock) != 0)
+			continue;
+		evict(c, o, need);
+		pthread_rwlock_unlock(&o->lock);
+	}
+}
+
 /* True when nothing since `generation` invalidated id_hash (ring_mu held). */
 static bool unchanged_since(struct cat_cache *c, unsigned long generation, uint64_t id_hash)
 {
@@ -321,7 +339,7 @@ void cat_cache_put(struct cat_cache *c, unsigned long generation, const char *ke
 				entry_remove(c, s, pp);
 				break;
 			}
-		evict(c, s, bytes);
+		make_room(c, s, bytes);
 		ok = atomic_load(&c->bytes) + bytes <= c->max_bytes;
 	}
 	if (ok) {
