@@ -65,6 +65,7 @@ struct ingest_cfg {
 	char *dead_letter_dir;
 	int tz_assume_utc;
 	int quiet;
+	int64_t credential_refresh;
 };
 
 #define OFF(f) offsetof(struct ingest_cfg, f)
@@ -101,6 +102,8 @@ static const struct fl_setting ingest_settings[] = {
 	 "timestamptz values without a zone are UTC (default: rejected)"},
 	{"quiet", FL_SET_BOOL, "false", 0, 0, NULL, "FLOE_INGEST_QUIET", OFF(quiet),
 	 "no progress line on standard error (shown only when it is a terminal, after a second)"},
+	{"credential-refresh", FL_SET_SECONDS, "300", 0, 86400, NULL, "FLOE_INGEST_CREDENTIAL_REFRESH", OFF(credential_refresh),
+	 "REST mode: fetch fresh vended credentials (GET …/credentials) when they expire within this"},
 };
 /* clang-format on */
 #define NINGEST (sizeof(ingest_settings) / sizeof(ingest_settings[0]))
@@ -116,6 +119,8 @@ struct job {
 	const char *name;
 	char batch_id[65];
 	int64_t snapshot_id;
+	struct st_io *io; /* the table's storage */
+	int64_t creds_expire_ms; /* vended credentials of io expire then; 0 = none */
 	struct st_ingest_result res;
 	struct st_snapshot_manifest *manifest;
 	int attempt;
@@ -429,10 +434,14 @@ static int write_data(struct job *j, const json_t *meta, struct fl_err *err)
 	snprintf(data_uri, sizeof(data_uri), "%s/data", location);
 	if (j->ic.dead_letter_dir[0] != '\0')
 		snprintf(dl, sizeof(dl), "%s/%.16s.rejected", j->ic.dead_letter_dir, j->batch_id);
-	else
-		snprintf(dl, sizeof(dl), "%s/dead-letter/%.16s.rejected",
-		         strncmp(location, "file://", 7) == 0 ? location + 7 : location,
+	else if (strncmp(location, "file://", 7) == 0)
+		snprintf(dl, sizeof(dl), "%s/dead-letter/%.16s.rejected", location + 7,
 		         j->batch_id);
+	else if (strcmp(j->ic.on_error, "dead-letter") == 0)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "--dead-letter-dir is required for a table on object storage");
+	else
+		dl[0] = '\0';
 	if (strcmp(j->ic.on_error, "dead-letter") == 0) {
 		char dir[PATH_MAX];
 
@@ -454,6 +463,7 @@ static int write_data(struct job *j, const json_t *meta, struct fl_err *err)
 	        .new_columns = strcmp(j->ic.new_columns, "evolve") == 0   ? ST_NEW_COLUMNS_EVOLVE
 	                       : strcmp(j->ic.new_columns, "ignore") == 0 ? ST_NEW_COLUMNS_IGNORE
 	                                                                  : ST_NEW_COLUMNS_REJECT,
+	        .io = j->io,
 	        .data_uri = data_uri,
 	        .dead_letter_path = dl,
 	        .codec = codec_of(j, meta),
@@ -530,6 +540,7 @@ static int make_updates(struct job *j, const json_t *meta, json_t **out, struct 
 	        .spec = spec,
 	        .spec_id = (int32_t)json_integer_value(json_object_get(meta, "default-spec-id")),
 	        .metadata_dir = mdir,
+	        .io = j->io,
 	        .codec = ST_AVRO_CODEC_DEFLATE,
 	};
 	if (j->manifest == NULL) {
@@ -645,7 +656,7 @@ static void discard_manifest(struct job *j)
 {
 	struct fl_err ignored;
 
-	if (j->manifest != NULL && st_io_delete_tree(j->manifest->path, &ignored) != 0)
+	if (j->manifest != NULL && st_io_delete(j->io, j->manifest->path, &ignored) != 0)
 		ignored.kind = FL_ERR_NONE;
 }
 
@@ -709,8 +720,10 @@ static int run_in_process(struct job *j, struct fl_err *err)
 	}
 	if (conninfo == NULL || cat_db_migrate(conninfo, &applied, err) != 0 ||
 	    cat_db_open(conninfo, 1, &db, err) != 0 || cat_db_load_secret(db, err) != 0 ||
-	    cat_warehouse_get(db, NULL, j->sc.warehouse, &wh, err) != 0)
+	    cat_warehouse_get(db, NULL, j->sc.warehouse, &wh, err) != 0 ||
+	    st_io_open(&wh.profile, &j->io, err) != 0)
 		goto out;
+	wh.io = j->io;
 	if (cat_table_load(db, NULL, j->sc.warehouse, &ns, j->name, &mloc, &text, type, err) != 0) {
 		json_t *schema = NULL, *req;
 
@@ -739,11 +752,11 @@ static int run_in_process(struct job *j, struct fl_err *err)
 	}
 	if (cat_table_append(db, &wh, &ch, build_locked, j, &lim, NULL, err) != 0) {
 		if (err->kind != FL_ERR_COMMIT_STATE_UNKNOWN)
-			st_ingest_result_discard(&j->res);
+			st_ingest_result_discard(j->io, &j->res);
 		goto out;
 	}
 	if (j->already)
-		st_ingest_result_discard(&j->res);
+		st_ingest_result_discard(j->io, &j->res);
 	else
 		j->committed_snapshot = j->snapshot_id;
 	cat_changes_free(&ch, 1);
@@ -760,10 +773,102 @@ out:
 	return rc;
 }
 
+/* Over REST, the files go where the table's location says.  A local
+ * location needs no credentials; an s3:// one is written with the
+ * credentials the catalog vends for the table (storage-credentials, or
+ * config: s3.access-key-id, s3.secret-access-key, s3.session-token,
+ * s3.endpoint, s3.region / client.region, s3.path-style-access,
+ * s3.session-token-expires-at-ms). */
+static int open_rest_io(struct job *j, const json_t *meta, const json_t *cfg, struct fl_err *err)
+{
+	const char *location = json_string_value(json_object_get(meta, "location"));
+	const char *ak, *sk, *tok, *ep, *region, *ps, *exp, *key;
+	struct st_profile p = {0};
+	struct st_creds *c = NULL;
+	struct st_io *io = NULL;
+	int rc = -1;
+
+	if (location != NULL && strncmp(location, "file:///", 8) == 0) {
+		p.type = ST_STORAGE_FILE;
+		snprintf(p.location, sizeof(p.location), "%s", location);
+		return st_io_open(&p, &j->io, err);
+	}
+	if (location == NULL || strncmp(location, "s3://", 5) != 0)
+		return fl_err_set(
+		        err, FL_ERR_UNSUPPORTED,
+		        "--catalog-uri: table location %.200s is neither file:// nor s3://",
+		        location ? location : "(none)");
+	ak = json_string_value(json_object_get(cfg, "s3.access-key-id"));
+	sk = json_string_value(json_object_get(cfg, "s3.secret-access-key"));
+	tok = json_string_value(json_object_get(cfg, "s3.session-token"));
+	ep = json_string_value(json_object_get(cfg, "s3.endpoint"));
+	region = json_string_value(json_object_get(cfg, "s3.region"));
+	if (region == NULL)
+		region = json_string_value(json_object_get(cfg, "client.region"));
+	ps = json_string_value(json_object_get(cfg, "s3.path-style-access"));
+	exp = json_string_value(json_object_get(cfg, "s3.session-token-expires-at-ms"));
+	if (ak == NULL || sk == NULL)
+		return fl_err_set(err, FL_ERR_UNSUPPORTED,
+		                  "--catalog-uri: the catalog vended no credentials for %.200s "
+		                  "(asked with X-Iceberg-Access-Delegation: vended-credentials)",
+		                  location);
+	if (strlen(ak) >= sizeof(c->access_key_id) || strlen(sk) >= sizeof(c->secret_access_key) ||
+	    (tok != NULL && strlen(tok) >= sizeof(c->session_token)) ||
+	    (ep != NULL && strlen(ep) >= sizeof(p.endpoint)) ||
+	    (region != NULL && strlen(region) >= sizeof(p.region)) ||
+	    strlen(location) >= sizeof(p.location))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "--catalog-uri: a vended credential value is too long");
+	p.type = ST_STORAGE_S3;
+	snprintf(p.location, sizeof(p.location), "%s", location);
+	if (st_s3_uri_split(location, p.bucket, sizeof(p.bucket), &key, err) != 0)
+		return -1;
+	snprintf(p.prefix, sizeof(p.prefix), "%s", key);
+	snprintf(p.endpoint, sizeof(p.endpoint), "%s", ep ? ep : "");
+	snprintf(p.region, sizeof(p.region), "%s", region ? region : "us-east-1");
+	p.path_style = ps != NULL && strcmp(ps, "true") == 0;
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	snprintf(c->access_key_id, sizeof(c->access_key_id), "%s", ak);
+	snprintf(c->secret_access_key, sizeof(c->secret_access_key), "%s", sk);
+	snprintf(c->session_token, sizeof(c->session_token), "%s", tok ? tok : "");
+	if (st_io_open_creds(&p, c, &io, err) != 0)
+		goto out;
+	/* Swap: files written so far keep their handle through j->res. */
+	st_io_release(j->io);
+	j->io = io;
+	j->creds_expire_ms = exp != NULL ? strtoll(exp, NULL, 10) : 0;
+	rc = 0;
+out:
+	memset(c, 0, sizeof(*c));
+	free(c);
+	return rc;
+}
+
+/* Fetches fresh vended credentials when the current ones expire within
+ * --credential-refresh. */
+static int refresh_rest_io(struct job *j, struct st_rest *c, const json_t *meta, struct fl_err *err)
+{
+	const char *location = json_string_value(json_object_get(meta, "location"));
+	json_t *cfg = NULL;
+	int rc;
+
+	if (j->creds_expire_ms <= 0 ||
+	    fl_now_ms() < j->creds_expire_ms - j->ic.credential_refresh * 1000)
+		return 0;
+	if (st_rest_load_credentials(c, j->levels, j->nlevels, j->name, location ? location : "",
+	                             &cfg, err) != 0)
+		return fl_err_prefix(err, "refreshing vended credentials");
+	rc = open_rest_io(j, meta, cfg, err);
+	json_decref(cfg);
+	return rc;
+}
+
 static int run_rest(struct job *j, struct fl_err *err)
 {
 	struct st_rest *c = NULL;
-	json_t *meta = NULL, *updates = NULL, *reqs = NULL, *out = NULL;
+	json_t *meta = NULL, *updates = NULL, *reqs = NULL, *out = NULL, *storage = NULL;
 	char *mloc = NULL, *oloc = NULL;
 	bool done;
 	int rc = -1;
@@ -783,7 +888,12 @@ static int run_rest(struct job *j, struct fl_err *err)
 			goto out;
 		rc = -1;
 	}
-	if (prepare_batch(j, meta, &done, err) != 0)
+	storage = st_rest_storage(c);
+	if (storage == NULL) {
+		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	if (open_rest_io(j, meta, storage, err) != 0 || prepare_batch(j, meta, &done, err) != 0)
 		goto out;
 	if (done) {
 		rc = 0;
@@ -797,7 +907,8 @@ static int run_rest(struct job *j, struct fl_err *err)
 		json_decref(updates);
 		json_decref(reqs);
 		updates = NULL;
-		if (make_updates(j, meta, &updates, err) != 0)
+		if (refresh_rest_io(j, c, meta, err) != 0 ||
+		    make_updates(j, meta, &updates, err) != 0)
 			goto out;
 		reqs = json_pack("[{s:s, s:s, s:o}, {s:s, s:O}]", "type", "assert-ref-snapshot-id",
 		                 "ref", "main", "snapshot-id",
@@ -849,7 +960,7 @@ static int run_rest(struct job *j, struct fl_err *err)
 				err->kind = FL_ERR_COMMIT_FAILED;
 				fl_err_prefix(err, "gave up after %d attempts", attempt + 1);
 			} else {
-				st_ingest_result_discard(&j->res);
+				st_ingest_result_discard(j->io, &j->res);
 			}
 			goto out;
 		}
@@ -869,13 +980,14 @@ static int run_rest(struct job *j, struct fl_err *err)
 		if (has_batch(meta, j->batch_id, &j->committed_snapshot)) {
 			/* A concurrent run of the same batch won: ours is not needed. */
 			j->already = true;
-			st_ingest_result_discard(&j->res);
+			st_ingest_result_discard(j->io, &j->res);
 			discard_manifest(j);
 			rc = 0;
 			goto out;
 		}
 	}
 out:
+	json_decref(storage);
 	json_decref(meta);
 	json_decref(updates);
 	json_decref(reqs);
@@ -1036,6 +1148,7 @@ report:
 done:
 	st_snapshot_manifest_free(j.manifest);
 	st_ingest_result_free(&j.res);
+	st_io_release(j.io);
 	fl_settings_free(ingest_settings, NINGEST, &j.ic);
 	srv_config_free(&j.sc);
 	free(j.levels);
