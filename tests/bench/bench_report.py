@@ -210,20 +210,19 @@ def main():
             "|---|---|---|---|---|---|",
         ]
         loads = ", ".join(load_avg(t) for t in cm)
-        many = [row(t, "floe, 1000 table(s), 16 clients") for t in cm]
-        hot = [row(t, "floe, 1 table(s), 16 clients") for t in cm]
-        txn = [row(t, "txn.sql (read + CAS + idem row)") for t in cm]
-        hotp = [row(t, "hot.sql (read + CAS, one row)") for t in cm]
-        lines.append(
-            f"| 1,000 tables ÷ `txn.sql` | **{span([ratio(t, 'ratio floe/txn.sql') for t in cm], '{:.3f}')}** | "
-            f"{span([m[0] for m in many if m], '{:,.0f}')} | {span([x[0] for x in txn if x], '{:,.0f}')} tps | "
-            f"{span([m[3] for m in many if m], '{:.0f}')} / {span([m[4] for m in many if m], '{:.0f}')} | {loads} |"
-        )
-        lines.append(
-            f"| one hot table ÷ `hot.sql` won CAS/s | **{span([ratio(t, 'ratio floe-hot/hot.sql (won CAS)') for t in cm], '{:.3f}')}** | "
-            f"{span([m[0] for m in hot if m], '{:,.0f}')} | {span([x[1] for x in hotp if x], '{:,.0f}')} won/s | "
-            f"{span([m[3] for m in hot if m], '{:.0f}')} / {span([m[4] for m in hot if m], '{:.0f}')} | {loads} |"
-        )
+        def commit_row(label, ratio_prefix, floe_label, ceiling_label, col, unit):
+            f = [row(t, floe_label) for t in cm]
+            ceil = [row(t, ceiling_label) for t in cm]
+            return (
+                f"| {label} | **{span([ratio(t, ratio_prefix) for t in cm], '{:.3f}')}** | "
+                f"{span([m[0] for m in f if m], '{:,.0f}')} | {span([x[col] for x in ceil if x], '{:,.0f}')} {unit} | "
+                f"{span([m[3] for m in f if m], '{:.0f}')} / {span([m[4] for m in f if m], '{:.0f}')} | {loads} |"
+            )
+
+        lines.append(commit_row("1,000 tables ÷ `txn.sql`", "ratio floe/txn.sql", "floe, 1000 table(s), 16 clients",
+                                "txn.sql (read + CAS + idem row)", 0, "tps"))
+        lines.append(commit_row("one hot table ÷ `hot.sql` won CAS/s", "ratio floe-hot/hot.sql (won CAS)",
+                                "floe, 1 table(s), 16 clients", "hot.sql (read + CAS, one row)", 1, "won/s"))
         for t in cm[-1:]:
             for m in re.findall(r"^mean per commit stage, .*$", t, re.M):
                 lines += ["", f"Last run, {m.strip()}"]
