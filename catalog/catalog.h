@@ -25,8 +25,17 @@ int cat_db_open(const char *conninfo, int size, struct cat_db **out,
                 struct fl_err *err) FL_MUST_CHECK;
 
 /* Starts the loadTable cache and its LISTEN connection (see cache.c for
- * the coherence rules).  Optional: without it every load reads the database. */
-int cat_db_enable_cache(struct cat_db *db, struct fl_err *err) FL_MUST_CHECK;
+ * the coherence rules), holding at most max_bytes of table metadata
+ * (0 = cache nothing, but still listen for access changes).  Optional:
+ * without it every load reads the database. */
+int cat_db_enable_cache(struct cat_db *db, size_t max_bytes, struct fl_err *err) FL_MUST_CHECK;
+
+/* How the loadTable cache is doing (all zero when it is not enabled). */
+struct cat_cache_stats {
+	unsigned long hits, misses, evictions;
+	size_t bytes, entries, max_bytes;
+};
+void cat_db_cache_stats(struct cat_db *db, struct cat_cache_stats *st);
 
 /* The access-data generation: it changes whenever principals, roles, grants
  * or assignments change in the database (NOTIFY floe_auth, from any
@@ -37,6 +46,32 @@ bool cat_db_access_generation(struct cat_db *db, unsigned long *gen);
 
 /* Closes every connection.  Callers must have stopped using the pool. */
 void cat_db_close(struct cat_db *db);
+
+/* The stages of a table commit (DESIGN §3), timed for /metrics: the row
+ * lock, parsing the stored metadata and judging the requirements, the
+ * builder, writing the metadata file (its fsync included), the pointer
+ * UPDATE with the commit event, claiming and storing the Idempotency-Key
+ * record (when the request has one), and the COMMIT. */
+enum cat_stage {
+	CAT_STAGE_LOCK,
+	CAT_STAGE_REQUIREMENTS,
+	CAT_STAGE_BUILD,
+	CAT_STAGE_WRITE,
+	CAT_STAGE_UPDATE,
+	CAT_STAGE_IDEMPOTENCY,
+	CAT_STAGE_COMMIT,
+	CAT_STAGE_N
+};
+
+/* The stage's name as a metrics label ("lock", "requirements", …). */
+const char *cat_stage_name(enum cat_stage s);
+
+/* Called once per stage of every commit with its duration; it must be
+ * thread-safe and fast (commits call it under the row lock). */
+typedef void (*cat_stage_fn)(void *arg, enum cat_stage stage, int64_t ns);
+
+/* Installs the stage observer (before serving; NULL removes it). */
+void cat_db_on_stage(struct cat_db *db, cat_stage_fn fn, void *arg);
 
 /* Pool gauges for /metrics. */
 void cat_db_stats(struct cat_db *db, int *in_use, int *idle, int *waiting);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "buf.h"
 #include "clock.h"
@@ -630,10 +631,53 @@ static int fill_added_rows(struct st_io *io, const json_t *base, json_t *updates
 	return 0;
 }
 
+/* write.metadata.delete-after-commit.enabled (Java TableProperties): the
+ * metadata files the new version's metadata-log no longer lists (trimmed
+ * by write.metadata.previous-versions-max) are added to *out, to be deleted
+ * once the commit is durable.  Nothing when the property is not "true". */
+static int stale_files(const json_t *base, const char *base_file, const json_t *meta,
+                       struct written *out)
+{
+	const char *on = json_string_value(json_object_get(
+	        json_object_get(meta, "properties"), "write.metadata.delete-after-commit.enabled"));
+	const json_t *olog = json_object_get(base, "metadata-log");
+	const json_t *nlog = json_object_get(meta, "metadata-log");
+	size_t n = json_array_size(olog);
+
+	if (on == NULL || strcasecmp(on, "true") != 0)
+		return 0;
+	for (size_t i = 0; i <= n; i++) {
+		const char *f = i < n ? json_string_value(json_object_get(json_array_get(olog, i),
+		                                                          "metadata-file"))
+		                      : base_file;
+		bool kept = false;
+
+		for (size_t j = 0; f != NULL && j < json_array_size(nlog) && !kept; j++) {
+			const char *g = json_string_value(
+			        json_object_get(json_array_get(nlog, j), "metadata-file"));
+
+			kept = g != NULL && strcmp(g, f) == 0;
+		}
+		if (f != NULL && !kept && written_add(out, f) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* After-commit work of cat_commit: deletes the stale files once committed. */
+static void stale_delete(void *arg, bool committed)
+{
+	struct written *w = arg;
+
+	written_done(w, committed);
+	free(w);
+}
+
 /* One change under its row lock: requirements, builder, file, pointer. */
 static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, struct cat_change *ch,
                       const struct cat_limits *lim, size_t *budget, const char *request_id,
-                      const char *actor, struct written *w, struct fl_err *err)
+                      const char *actor, struct written *w, struct written *stale,
+                      struct fl_err *err)
 {
 	char tbuf[520], nsid[24], *path = NULL, *text = NULL, *defloc = NULL;
 	struct cat_row row = {0};
@@ -642,10 +686,12 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 	struct cat_conn *c = sc->c;
 	bool changed = false;
 	int found, rc = -1;
+	int64_t t0 = fl_mono_ns();
 
 	found = cat_row_lock(c, wh->id, &ch->ns, ch->name, &row, err);
 	if (found < 0)
 		goto out;
+	cat_stage_done(sc->db, CAT_STAGE_LOCK, &t0);
 	if (found == 0 && !has_create(ch->requirements)) {
 		if (cat_namespace_id(c, wh->id, &ch->ns, nsid, sizeof(nsid), err) == 0)
 			fl_err_set(err, FL_ERR_NO_SUCH_TABLE, "table %s does not exist",
@@ -700,13 +746,18 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 	 * rejected before that (the spec requires a 400 for it whatever else
 	 * the request says). */
 	if (check_actions(ch->updates, err) != 0 ||
-	    cat_meta_check_requirements(base, ch->requirements, err) != 0 ||
-	    fill_added_rows(wh->io, base, updates, &filled, err) != 0 ||
+	    cat_meta_check_requirements(base, ch->requirements, err) != 0) {
+		fl_err_prefix(err, "table %s", table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
+		goto out;
+	}
+	cat_stage_done(sc->db, CAT_STAGE_REQUIREMENTS, &t0);
+	if (fill_added_rows(wh->io, base, updates, &filled, err) != 0 ||
 	    cat_meta_apply(base, found ? row.metadata_location : NULL, filled, fl_now_ms(),
 	                   lim->max_updates, &meta, &changed, err) != 0) {
 		fl_err_prefix(err, "table %s", table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
 		goto out;
 	}
+	cat_stage_done(sc->db, CAT_STAGE_BUILD, &t0);
 	if (found > 0 && !changed) {
 		/* Nothing to do: answer with the current state, write nothing. */
 		ch->metadata_location = strdup(row.metadata_location);
@@ -719,8 +770,13 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 	if ((found == 0 || strcmp(cat_meta_location(meta), row.location) != 0) &&
 	    cat_location_check(c, wh, cat_meta_location(meta), found ? row.id : NULL, err) != 0)
 		goto out;
+	if (found > 0 && stale_files(base, row.metadata_location, meta, stale) != 0) {
+		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		goto out;
+	}
 	if (write_metadata(meta, found ? row.version + 1 : 0, w, &path, &text, err) != 0)
 		goto out;
+	cat_stage_done(sc->db, CAT_STAGE_WRITE, &t0);
 	row_stats(meta, &st);
 	if (found) {
 		/* The pointer, the commit event and the NOTIFY in one round trip. */
@@ -751,6 +807,8 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 		                     actor, err) != 0)
 			goto out;
 	}
+	cat_stage_done(sc->db, CAT_STAGE_UPDATE, &t0);
+	cat_scope_timed(sc);
 	ch->metadata_location = path;
 	ch->metadata = text;
 	path = text = NULL;
@@ -772,6 +830,7 @@ int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse 
                const char *request_id, const char *actor, struct fl_err *err)
 {
 	struct written w = {.io = wh->io};
+	struct written *stale = NULL;
 	struct cat_scope sc;
 	size_t budget = lim->max_updates;
 	int *order = NULL;
@@ -781,8 +840,13 @@ int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse 
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "a commit needs at least one table change");
 	order = malloc(sizeof(int) * (size_t)n);
-	if (order == NULL)
+	stale = malloc(sizeof(*stale));
+	if (order == NULL || stale == NULL) {
+		free(order);
+		free(stale);
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	}
+	*stale = w; /* the same storage, no files yet */
 	/* Insertion sort of indices: n is small and bounded by the body size. */
 	for (int i = 0; i < n; i++) {
 		int j = i;
@@ -795,6 +859,7 @@ int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse 
 			char tbuf[520];
 
 			free(order);
+			free(stale);
 			return fl_err_set(
 			        err, FL_ERR_BAD_REQUEST, "table %s appears twice in one commit",
 			        table_str(&changes[i].ns, changes[i].name, tbuf, sizeof(tbuf)));
@@ -803,6 +868,7 @@ int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse 
 	}
 	if (cat_scope_begin(db, tx, true, &sc, err) != 0) {
 		free(order);
+		free(stale);
 		return -1;
 	}
 	/* Creates and location changes serialize on the warehouse lock; taking
@@ -818,8 +884,11 @@ int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse 
 	}
 	for (int k = 0; k < n; k++)
 		if (commit_one(&sc, wh, &changes[order[k]], lim, &budget, request_id, actor, &w,
-		               err) != 0)
+		               stale, err) != 0)
 			goto out;
+	/* Registered only now: a failed change rolls the whole commit back. */
+	cat_scope_after_commit(&sc, stale_delete, stale);
+	stale = NULL;
 	ok = true;
 out:
 	if (cat_scope_end(&sc, ok, err) != 0)
@@ -827,6 +896,10 @@ out:
 	if (!ok)
 		cat_changes_free(changes, n);
 	written_done(&w, !ok && err->kind != FL_ERR_COMMIT_STATE_UNKNOWN);
+	if (stale != NULL) {
+		written_done(stale, false);
+		free(stale);
+	}
 	free(order);
 	return ok ? 0 : -1;
 }
@@ -836,6 +909,7 @@ int cat_table_append(struct cat_db *db, const struct cat_warehouse *wh, struct c
                      const char *request_id, struct fl_err *err)
 {
 	struct written w = {.io = wh->io};
+	struct written *stale = malloc(sizeof(*stale));
 	struct cat_row row = {0};
 	struct cat_scope sc;
 	json_t *base = NULL, *updates = NULL, *reqs = json_array();
@@ -844,10 +918,15 @@ int cat_table_append(struct cat_db *db, const struct cat_warehouse *wh, struct c
 	bool ok = false;
 	int found;
 
-	if (reqs == NULL)
+	if (reqs == NULL || stale == NULL) {
+		json_decref(reqs);
+		free(stale);
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	}
+	*stale = w;
 	if (cat_scope_begin(db, NULL, true, &sc, err) != 0) {
 		json_decref(reqs);
+		free(stale);
 		return -1;
 	}
 	found = cat_row_lock(sc.c, wh->id, &ch->ns, ch->name, &row, err);
@@ -868,8 +947,10 @@ int cat_table_append(struct cat_db *db, const struct cat_warehouse *wh, struct c
 	ch->requirements = reqs;
 	ch->updates = updates;
 	/* The row lock is held: commit_one sees exactly the state build saw. */
-	if (commit_one(&sc, wh, ch, lim, &budget, request_id, NULL, &w, err) != 0)
+	if (commit_one(&sc, wh, ch, lim, &budget, request_id, NULL, &w, stale, err) != 0)
 		goto out;
+	cat_scope_after_commit(&sc, stale_delete, stale);
+	stale = NULL;
 	ok = true;
 out:
 	if (cat_scope_end(&sc, ok, err) != 0)
@@ -878,6 +959,10 @@ out:
 		cat_changes_free(ch, 1);
 	written_done(&w, !ok && err->kind != FL_ERR_COMMIT_STATE_UNKNOWN);
 	ch->requirements = ch->updates = NULL;
+	if (stale != NULL) {
+		written_done(stale, false);
+		free(stale);
+	}
 	cat_row_free(&row);
 	json_decref(base);
 	json_decref(updates);

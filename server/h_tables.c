@@ -109,7 +109,9 @@ static char *refs_only(const char *metadata, struct fl_err *err)
 /* The bytes of a LoadTableResult (see reply_table) into b. */
 static int table_body(struct fl_buf *b, const char *mloc, const char *metadata, const json_t *extra)
 {
-	int rc = 0;
+	size_t mlen = strlen(metadata);
+	/* One allocation for the whole body (loadTable bodies are often tens of KB). */
+	int rc = fl_buf_reserve(b, mlen + (mloc ? 2 * strlen(mloc) : 0) + 256) != 0;
 
 	if (mloc != NULL) {
 		json_t *s = json_string(mloc);
@@ -121,7 +123,7 @@ static int table_body(struct fl_buf *b, const char *mloc, const char *metadata, 
 	} else {
 		rc |= fl_buf_puts(b, "{");
 	}
-	rc |= fl_buf_puts(b, "\"metadata\":") != 0 || fl_buf_puts(b, metadata) != 0;
+	rc |= fl_buf_puts(b, "\"metadata\":") != 0 || fl_buf_append(b, metadata, mlen) != 0;
 	if (extra != NULL) {
 		const char *k;
 		json_t *v;

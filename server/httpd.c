@@ -59,8 +59,12 @@ static void make_request_id(struct srv_req *r)
 	}
 	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
 		memset(b, 0, sizeof(b));
-	for (size_t i = 0; i < sizeof(b); i++)
-		snprintf(r->id + 2 * i, 3, "%02x", b[i]);
+	/* Hex by table: this runs on every request (snprintf showed in profiles). */
+	for (size_t i = 0; i < sizeof(b); i++) {
+		r->id[2 * i] = "0123456789abcdef"[b[i] >> 4];
+		r->id[2 * i + 1] = "0123456789abcdef"[b[i] & 15];
+	}
+	r->id[2 * sizeof(b)] = '\0';
 }
 
 int srv_query(struct srv_req *r, const char *key, const char **out, struct fl_err *err)

@@ -209,7 +209,8 @@ static int cmd_serve(struct srv_config *cfg)
 		fl_info(NULL, "applied %d migration(s); schema is at version %d", applied,
 		        cat_schema_version());
 	if (cat_db_open(conninfo, (int)cfg->db_pool_size, &ctx.db, &err) != 0 ||
-	    cat_db_load_secret(ctx.db, &err) != 0 || cat_db_enable_cache(ctx.db, &err) != 0 ||
+	    cat_db_load_secret(ctx.db, &err) != 0 ||
+	    cat_db_enable_cache(ctx.db, (size_t)cfg->table_cache_bytes, &err) != 0 ||
 	    default_warehouse(&ctx, abs, &err) != 0 ||
 	    srv_auth_start(cfg, ctx.db, &ctx.auth, &err) != 0 || bootstrap_env(&ctx, &err) != 0)
 		goto fail;
@@ -220,6 +221,7 @@ static int cmd_serve(struct srv_config *cfg)
 		fl_err_set(&err, FL_ERR_NOMEM, "out of memory");
 		goto fail;
 	}
+	cat_db_on_stage(ctx.db, srv_metrics_stage, ctx.metrics);
 	if (srv_httpd_start(&ctx, &httpd, &port, &err) != 0 ||
 	    srv_scheduler_start(&ctx, &sched, &err) != 0)
 		goto fail;

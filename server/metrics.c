@@ -39,6 +39,7 @@ struct srv_metrics {
 	struct route_stats *routes; /* srv_route_count + 1 (unmatched) */
 	atomic_ullong commits[NRESULT];
 	struct hist commit_latency;
+	struct hist commit_stage[CAT_STAGE_N];
 	atomic_ullong replays;
 	atomic_ullong vend_unavailable; /* vended-credentials asked of a warehouse without STS */
 	atomic_ullong vended; /* credentials handed out (cache hits included) */
@@ -76,6 +77,14 @@ static int hist_render(struct fl_buf *out, const char *name, const char *labels,
 	rc |= fl_buf_printf(out, "%s_count%s%s%s %llu\n", name, labels[0] ? "{" : "", labels,
 	                    labels[0] ? "}" : "", cum);
 	return rc;
+}
+
+void srv_metrics_stage(void *arg, enum cat_stage stage, int64_t ns)
+{
+	struct srv_metrics *m = arg;
+
+	if (stage < CAT_STAGE_N)
+		hist_observe(&m->commit_stage[stage], ns);
 }
 
 struct srv_metrics *srv_metrics_new(void)
@@ -239,6 +248,17 @@ int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx, struct fl_buf
 	rc |= hist_render(out, "floe_commit_duration_seconds", "", &m->commit_latency);
 	rc |= fl_buf_puts(
 	        out,
+	        "# HELP floe_commit_stage_seconds Time of each stage of a table commit"
+	        " (write includes the fsync; idempotency is claiming and storing the Idempotency-Key record; commit is the PostgreSQL COMMIT).\n"
+	        "# TYPE floe_commit_stage_seconds histogram\n");
+	for (int s = 0; s < CAT_STAGE_N; s++) {
+		char labels[40];
+
+		snprintf(labels, sizeof(labels), "stage=\"%s\"", cat_stage_name((enum cat_stage)s));
+		rc |= hist_render(out, "floe_commit_stage_seconds", labels, &m->commit_stage[s]);
+	}
+	rc |= fl_buf_puts(
+	        out,
 	        "# HELP floe_idempotent_replays_total Responses replayed for a repeated Idempotency-Key.\n"
 	        "# TYPE floe_idempotent_replays_total counter\n");
 	rc |= fl_buf_printf(out, "floe_idempotent_replays_total %llu\n", atomic_load(&m->replays));
@@ -275,6 +295,26 @@ int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx, struct fl_buf
 		if (cat_table_stats(ctx->db, 10000, render_table, &t, &err) != 0)
 			rc |= fl_buf_puts(out, "# table statistics unavailable\n");
 		rc |= t.rc;
+	}
+	{
+		struct cat_cache_stats cs;
+
+		cat_db_cache_stats(ctx->db, &cs);
+		rc |= fl_buf_printf(
+		        out,
+		        "# HELP floe_table_cache_hits_total loadTable answers served from the cache.\n"
+		        "# TYPE floe_table_cache_hits_total counter\nfloe_table_cache_hits_total %lu\n"
+		        "# HELP floe_table_cache_misses_total loadTable reads that went to the database.\n"
+		        "# TYPE floe_table_cache_misses_total counter\nfloe_table_cache_misses_total %lu\n"
+		        "# HELP floe_table_cache_evictions_total Entries evicted to stay within table-cache-bytes.\n"
+		        "# TYPE floe_table_cache_evictions_total counter\nfloe_table_cache_evictions_total %lu\n"
+		        "# HELP floe_table_cache_bytes Bytes held by the loadTable cache.\n"
+		        "# TYPE floe_table_cache_bytes gauge\nfloe_table_cache_bytes %zu\n"
+		        "# HELP floe_table_cache_max_bytes The loadTable cache budget (table-cache-bytes).\n"
+		        "# TYPE floe_table_cache_max_bytes gauge\nfloe_table_cache_max_bytes %zu\n"
+		        "# HELP floe_table_cache_entries Tables held by the loadTable cache.\n"
+		        "# TYPE floe_table_cache_entries gauge\nfloe_table_cache_entries %zu\n",
+		        cs.hits, cs.misses, cs.evictions, cs.bytes, cs.max_bytes, cs.entries);
 	}
 	cat_db_stats(ctx->db, &in_use, &idle, &waiting);
 	rc |= fl_buf_puts(out,

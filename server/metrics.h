@@ -18,6 +18,9 @@ void srv_metrics_request(struct srv_metrics *m, int route, const char *method, u
  * its latency. */
 void srv_metrics_commit(struct srv_metrics *m, const char *result, int64_t ns);
 
+/* A cat_stage_fn: records one commit stage's duration (arg = the metrics). */
+void srv_metrics_stage(void *arg, enum cat_stage stage, int64_t ns);
+
 enum srv_vend_event {
 	SRV_VEND_UNAVAILABLE, /* vended-credentials asked of a warehouse without STS */
 	SRV_VEND_VENDED, /* credentials returned */

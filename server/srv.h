@@ -54,6 +54,7 @@ struct srv_config {
 	char *oidc_jwks;
 	int64_t oidc_jwks_refresh;
 	int64_t auth_cache_ttl;
+	int64_t table_cache_bytes;
 	int64_t auth_max_failures;
 	char *bootstrap_client_id;
 	char *bootstrap_client_secret;

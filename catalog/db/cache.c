@@ -9,14 +9,31 @@
  *   - the cache serves only while the listener is connected; after a lost
  *     listener connection it is flushed and bypassed until LISTEN is back;
  *   - a reader notes the invalidation counter before its database read and
- *     inserts what it read only if no invalidation happened meanwhile, so a
- *     stale read can never overwrite a newer invalidation;
+ *     inserts what it read only if no invalidation of that table (or of
+ *     everything) happened meanwhile, so a stale read can never overwrite a
+ *     newer invalidation;
  *   - a commit through this process invalidates its tables synchronously
  *     after COMMIT, so a client reads its own writes on the replica it wrote
  *     to; other replicas see the change when the notification arrives
  *     (milliseconds).
- * The cache is direct-mapped (a colliding insert replaces the slot) and
- * bounded in entry size and total bytes. */
+ *
+ * Layout: STRIPES independent chained hash tables, each under its own
+ * rwlock (hits take it shared), chosen by the hash of the key.  The budget
+ * is in bytes (table-cache-bytes); an insert that would exceed it evicts
+ * with CLOCK (a reference bit set on every hit), in its own stripe first,
+ * then in the others.
+ *
+ * Per-table invalidation without a global stop: every invalidation is
+ * numbered (seq) and recorded in a ring of the last RING table-id hashes.
+ * A reader's insert is refused when, since the number it noted, the ring
+ * holds its table id or a flush, or more than RING invalidations happened.
+ * Proof sketch: an insert checks the ring and inserts under its stripe's
+ * write lock; an invalidation records itself in the ring first and then
+ * purges the stripes under their write locks.  If the record came before
+ * the check the insert is refused; if after, the purge runs after the
+ * insert released the stripe and removes it.  Which stripes can hold a
+ * table is remembered in id_mask (a bit per stripe, set before the ring
+ * check), so an invalidation visits only those. */
 #include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -27,11 +44,14 @@
 #include "clock.h"
 #include "db_int.h"
 
-#define SLOTS 2048
+#define STRIPES 64
+#define RING 256
+#define ID_MASKS 4096
 #define MAX_ENTRY_BYTES (512 * 1024)
-#define MAX_TOTAL_BYTES (256L * 1024 * 1024)
 
 struct entry {
+	struct entry *next;
+	uint64_t hash, id_hash;
 	char *key;
 	size_t key_len;
 	char table_id[40];
@@ -39,13 +59,30 @@ struct entry {
 	char *metadata;
 	char storage_type[16];
 	size_t bytes;
+	atomic_bool ref; /* CLOCK: used since the hand last passed */
 };
 
-struct cat_cache {
+struct stripe {
 	pthread_rwlock_t lock;
-	struct entry slots[SLOTS];
-	size_t total;
-	atomic_ulong generation; /* bumped by every invalidation */
+	struct entry **buckets;
+	size_t nbuckets, count;
+	size_t hand; /* CLOCK hand: a bucket index */
+} __attribute__((aligned(64)));
+
+struct cat_cache {
+	struct stripe stripes[STRIPES];
+	size_t max_bytes;
+	atomic_size_t bytes;
+	atomic_size_t entries;
+	atomic_ulong hits, misses, evictions;
+	atomic_uint victim; /* next stripe asked to make room for another's insert */
+	pthread_mutex_t ring_mu;
+	atomic_ulong seq; /* number of the last invalidation */
+	struct {
+		uint64_t id_hash;
+		bool all;
+	} ring[RING];
+	atomic_uint_least64_t id_mask[ID_MASKS]; /* stripes that may hold a table */
 	atomic_ulong access_generation; /* bumped by NOTIFY floe_auth and reconnects */
 	atomic_bool live; /* the listener is connected */
 	atomic_bool stop;
@@ -60,109 +97,263 @@ static uint64_t fnv(const char *p, size_t n)
 
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
-	return h;
+	return h ^ (h >> 29);
 }
 
-static void entry_clear(struct cat_cache *c, struct entry *e)
+static struct stripe *stripe_of(struct cat_cache *c, uint64_t hash)
 {
-	c->total -= e->bytes;
+	return &c->stripes[hash % STRIPES];
+}
+
+static void entry_free(struct entry *e)
+{
 	free(e->key);
 	free(e->metadata_location);
 	free(e->metadata);
-	memset(e, 0, sizeof(*e));
+	free(e);
+}
+
+/* Unlinks *pp (write lock held) and frees it. */
+static void entry_remove(struct cat_cache *c, struct stripe *s, struct entry **pp)
+{
+	struct entry *e = *pp;
+
+	*pp = e->next;
+	s->count--;
+	atomic_fetch_sub(&c->bytes, e->bytes);
+	atomic_fetch_sub(&c->entries, 1);
+	entry_free(e);
+}
+
+/* Records an invalidation of id_hash (or of everything) and returns the
+ * stripes to purge as a mask. */
+static uint64_t record(struct cat_cache *c, uint64_t id_hash, bool all)
+{
+	unsigned long n;
+
+	pthread_mutex_lock(&c->ring_mu);
+	n = atomic_load(&c->seq) + 1;
+	c->ring[n % RING].id_hash = id_hash;
+	c->ring[n % RING].all = all;
+	atomic_store(&c->seq, n);
+	pthread_mutex_unlock(&c->ring_mu);
+	return all ? ~0ULL : atomic_load(&c->id_mask[id_hash % ID_MASKS]);
+}
+
+static void purge(struct cat_cache *c, uint64_t mask, const char *table_id, uint64_t id_hash)
+{
+	for (int i = 0; i < STRIPES; i++) {
+		struct stripe *s = &c->stripes[i];
+
+		if (!(mask & (1ULL << i)))
+			continue;
+		pthread_rwlock_wrlock(&s->lock);
+		for (size_t b = 0; b < s->nbuckets && s->count > 0; b++)
+			for (struct entry **pp = &s->buckets[b]; *pp != NULL;) {
+				if (table_id == NULL || ((*pp)->id_hash == id_hash &&
+				                         strcmp((*pp)->table_id, table_id) == 0))
+					entry_remove(c, s, pp);
+				else
+					pp = &(*pp)->next;
+			}
+		pthread_rwlock_unlock(&s->lock);
+	}
 }
 
 static void flush_all(struct cat_cache *c)
 {
-	pthread_rwlock_wrlock(&c->lock);
-	for (int i = 0; i < SLOTS; i++)
-		if (c->slots[i].key != NULL)
-			entry_clear(c, &c->slots[i]);
-	atomic_fetch_add(&c->generation, 1);
-	pthread_rwlock_unlock(&c->lock);
+	purge(c, record(c, 0, true), NULL, 0);
 }
 
 void cat_cache_invalidate(struct cat_cache *c, const char *table_id)
 {
+	uint64_t h;
+
 	if (c == NULL)
 		return;
-	pthread_rwlock_wrlock(&c->lock);
-	atomic_fetch_add(&c->generation, 1);
-	for (int i = 0; i < SLOTS; i++)
-		if (c->slots[i].key != NULL &&
-		    (strcmp(table_id, "*") == 0 || strcmp(c->slots[i].table_id, table_id) == 0))
-			entry_clear(c, &c->slots[i]);
-	pthread_rwlock_unlock(&c->lock);
+	if (strcmp(table_id, "*") == 0) {
+		flush_all(c);
+		return;
+	}
+	h = fnv(table_id, strlen(table_id));
+	purge(c, record(c, h, false), table_id, h);
 }
 
 unsigned long cat_cache_generation(struct cat_cache *c)
 {
-	return c ? atomic_load(&c->generation) : 0;
+	return c ? atomic_load(&c->seq) : 0;
 }
 
 int cat_cache_get(struct cat_cache *c, const char *key, size_t key_len, char **mloc, char **meta,
                   char storage_type[16])
 {
-	struct entry *e;
+	uint64_t h;
+	struct stripe *s;
 	int hit = 0;
 
-	if (c == NULL || !atomic_load(&c->live))
+	if (c == NULL)
 		return 0;
-	e = &c->slots[fnv(key, key_len) % SLOTS];
-	pthread_rwlock_rdlock(&c->lock);
-	if (e->key != NULL && e->key_len == key_len && memcmp(e->key, key, key_len) == 0) {
-		*mloc = strdup(e->metadata_location);
-		*meta = strdup(e->metadata);
-		memcpy(storage_type, e->storage_type, 16);
-		hit = *mloc != NULL && *meta != NULL;
-		if (!hit) {
-			free(*mloc);
-			free(*meta);
-		}
+	if (!atomic_load(&c->live)) {
+		atomic_fetch_add_explicit(&c->misses, 1, memory_order_relaxed);
+		return 0;
 	}
-	pthread_rwlock_unlock(&c->lock);
+	h = fnv(key, key_len);
+	s = stripe_of(c, h);
+	pthread_rwlock_rdlock(&s->lock);
+	if (s->nbuckets > 0)
+		for (struct entry *e = s->buckets[(h / STRIPES) % s->nbuckets]; e != NULL;
+		     e = e->next) {
+			if (e->hash != h || e->key_len != key_len ||
+			    memcmp(e->key, key, key_len) != 0)
+				continue;
+			*mloc = strdup(e->metadata_location);
+			*meta = strdup(e->metadata);
+			memcpy(storage_type, e->storage_type, 16);
+			hit = *mloc != NULL && *meta != NULL;
+			if (!hit) {
+				free(*mloc);
+				free(*meta);
+			}
+			atomic_store_explicit(&e->ref, true, memory_order_relaxed);
+			break;
+		}
+	pthread_rwlock_unlock(&s->lock);
+	atomic_fetch_add_explicit(hit ? &c->hits : &c->misses, 1, memory_order_relaxed);
 	return hit;
+}
+
+/* Doubles the bucket array of s (write lock held); keeps the old one when
+ * out of memory. */
+static void grow(struct stripe *s)
+{
+	size_t n = s->nbuckets ? s->nbuckets * 2 : 16;
+	struct entry **b = calloc(n, sizeof(*b));
+
+	if (b == NULL)
+		return;
+	for (size_t i = 0; i < s->nbuckets; i++)
+		for (struct entry *e = s->buckets[i], *next; e != NULL; e = next) {
+			next = e->next;
+			e->next = b[(e->hash / STRIPES) % n];
+			b[(e->hash / STRIPES) % n] = e;
+		}
+	free(s->buckets);
+	s->buckets = b;
+	s->nbuckets = n;
+	s->hand = 0;
+}
+
+/* Evicts with CLOCK in s (write lock held) until `need` more bytes fit or
+ * the stripe is empty. */
+static void evict(struct cat_cache *c, struct stripe *s, size_t need)
+{
+	size_t steps = 0, limit = 2 * (s->nbuckets + s->count) + 2;
+
+	while (s->count > 0 && atomic_load(&c->bytes) + need > c->max_bytes && steps++ < limit) {
+		struct entry **pp = &s->buckets[s->hand];
+
+		while (*pp != NULL && atomic_load(&c->bytes) + need > c->max_bytes) {
+			if (atomic_exchange(&(*pp)->ref, false)) {
+				pp = &(*pp)->next;
+				continue;
+			}
+			entry_remove(c, s, pp);
+			atomic_fetch_add_explicit(&c->evictions, 1, memory_order_relaxed);
+		}
+		s->hand = (s->hand + 1) % s->nbuckets;
+	}
+}
+
+/* Makes `need` bytes fit: CLOCK in the inserting stripe (write lock held),
+ * then in the others in turn, each only if its lock is free at once (so two
+ * inserts can never wait on each other's stripes). */
+static void make_room(struct cat_cache *c, struct stripe *own, size_t need)
+{
+	evict(c, own, need);
+	for (int k = 0; k < STRIPES && atomic_load(&c->bytes) + need > c->max_bytes; k++) {
+		struct stripe *o = &c->stripes[atomic_fetch_add(&c->victim, 1) % STRIPES];
+
+		if (o == own || pthread_rwlock_trywrlock(&o->lock) != 0)
+			continue;
+		evict(c, o, need);
+		pthread_rwlock_unlock(&o->lock);
+	}
+}
+
+/* True when nothing since `generation` invalidated id_hash (ring_mu held). */
+static bool unchanged_since(struct cat_cache *c, unsigned long generation, uint64_t id_hash)
+{
+	unsigned long now = atomic_load(&c->seq);
+
+	if (now - generation >= RING)
+		return now == generation;
+	for (unsigned long n = generation + 1; n <= now; n++)
+		if (c->ring[n % RING].all || c->ring[n % RING].id_hash == id_hash)
+			return false;
+	return true;
 }
 
 void cat_cache_put(struct cat_cache *c, unsigned long generation, const char *key, size_t key_len,
                    const char *table_id, const char *mloc, const char *meta,
                    const char *storage_type)
 {
-	size_t bytes = key_len + strlen(mloc) + strlen(meta);
-	struct entry *e, fresh = {0};
+	size_t bytes = sizeof(struct entry) + key_len + strlen(mloc) + strlen(meta);
+	struct entry *e, **pp;
+	struct stripe *s;
+	bool ok;
 
-	if (c == NULL || !atomic_load(&c->live) || bytes > MAX_ENTRY_BYTES)
+	if (c == NULL || !atomic_load(&c->live) || bytes > MAX_ENTRY_BYTES || bytes > c->max_bytes)
 		return;
-	fresh.key = malloc(key_len);
-	fresh.metadata_location = strdup(mloc);
-	fresh.metadata = strdup(meta);
-	if (fresh.key == NULL || fresh.metadata_location == NULL || fresh.metadata == NULL) {
-		free(fresh.key);
-		free(fresh.metadata_location);
-		free(fresh.metadata);
+	e = calloc(1, sizeof(*e));
+	if (e == NULL)
+		return;
+	e->key = malloc(key_len);
+	e->metadata_location = strdup(mloc);
+	e->metadata = strdup(meta);
+	if (e->key == NULL || e->metadata_location == NULL || e->metadata == NULL) {
+		entry_free(e);
 		return;
 	}
-	memcpy(fresh.key, key, key_len);
-	fresh.key_len = key_len;
-	fresh.bytes = bytes;
-	snprintf(fresh.table_id, sizeof(fresh.table_id), "%s", table_id);
-	snprintf(fresh.storage_type, sizeof(fresh.storage_type), "%s", storage_type);
-	e = &c->slots[fnv(key, key_len) % SLOTS];
-	pthread_rwlock_wrlock(&c->lock);
-	/* Anything invalidated since the read began makes what was read suspect. */
-	if (atomic_load(&c->generation) == generation && c->total + bytes <= MAX_TOTAL_BYTES) {
-		if (e->key != NULL)
-			entry_clear(c, e);
-		*e = fresh;
-		c->total += bytes;
-		fresh.key = NULL;
+	memcpy(e->key, key, key_len);
+	e->key_len = key_len;
+	e->bytes = bytes;
+	e->hash = fnv(key, key_len);
+	snprintf(e->table_id, sizeof(e->table_id), "%s", table_id);
+	e->id_hash = fnv(e->table_id, strlen(e->table_id));
+	snprintf(e->storage_type, sizeof(e->storage_type), "%s", storage_type);
+	s = stripe_of(c, e->hash);
+	pthread_rwlock_wrlock(&s->lock);
+	/* Announce the stripe before looking at the ring (see the proof above). */
+	atomic_fetch_or(&c->id_mask[e->id_hash % ID_MASKS], 1ULL << (e->hash % STRIPES));
+	pthread_mutex_lock(&c->ring_mu);
+	ok = atomic_load(&c->live) && unchanged_since(c, generation, e->id_hash);
+	pthread_mutex_unlock(&c->ring_mu);
+	if (ok && s->count >= s->nbuckets)
+		grow(s);
+	ok = ok && s->nbuckets > 0;
+	if (ok) {
+		pp = &s->buckets[(e->hash / STRIPES) % s->nbuckets];
+		for (; *pp != NULL; pp = &(*pp)->next)
+			if ((*pp)->hash == e->hash && (*pp)->key_len == key_len &&
+			    memcmp((*pp)->key, key, key_len) == 0) {
+				entry_remove(c, s, pp);
+				break;
+			}
+		make_room(c, s, bytes);
+		ok = atomic_load(&c->bytes) + bytes <= c->max_bytes;
 	}
-	pthread_rwlock_unlock(&c->lock);
-	if (fresh.key != NULL) {
-		free(fresh.key);
-		free(fresh.metadata_location);
-		free(fresh.metadata);
+	if (ok) {
+		pp = &s->buckets[(e->hash / STRIPES) % s->nbuckets];
+		e->next = *pp;
+		*pp = e;
+		s->count++;
+		atomic_fetch_add(&c->bytes, bytes);
+		atomic_fetch_add(&c->entries, 1);
+		e = NULL;
 	}
+	pthread_rwlock_unlock(&s->lock);
+	if (e != NULL)
+		entry_free(e);
 }
 
 static void *listen_loop(void *arg)
@@ -219,7 +410,7 @@ static void *listen_loop(void *arg)
 	return NULL;
 }
 
-int cat_cache_start(struct cat_db *db, struct fl_err *err)
+int cat_cache_start(struct cat_db *db, size_t max_bytes, struct fl_err *err)
 {
 	struct cat_cache *c = calloc(1, sizeof(*c));
 
@@ -227,8 +418,14 @@ int cat_cache_start(struct cat_db *db, struct fl_err *err)
 		free(c);
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	}
-	pthread_rwlock_init(&c->lock, NULL);
+	c->max_bytes = max_bytes;
+	for (int i = 0; i < STRIPES; i++)
+		pthread_rwlock_init(&c->stripes[i].lock, NULL);
+	pthread_mutex_init(&c->ring_mu, NULL);
 	if (pthread_create(&c->thread, NULL, listen_loop, c) != 0) {
+		for (int i = 0; i < STRIPES; i++)
+			pthread_rwlock_destroy(&c->stripes[i].lock);
+		pthread_mutex_destroy(&c->ring_mu);
 		free(c->conninfo);
 		free(c);
 		return fl_err_set(err, FL_ERR_INTERNAL, "cannot start the cache listener");
@@ -256,7 +453,26 @@ void cat_cache_stop(struct cat_cache *c)
 	if (c->started)
 		pthread_join(c->thread, NULL);
 	flush_all(c);
-	pthread_rwlock_destroy(&c->lock);
+	for (int i = 0; i < STRIPES; i++) {
+		pthread_rwlock_destroy(&c->stripes[i].lock);
+		free(c->stripes[i].buckets);
+	}
+	pthread_mutex_destroy(&c->ring_mu);
 	free(c->conninfo);
 	free(c);
+}
+
+void cat_db_cache_stats(struct cat_db *db, struct cat_cache_stats *st)
+{
+	struct cat_cache *c = db->cache;
+
+	memset(st, 0, sizeof(*st));
+	if (c == NULL)
+		return;
+	st->hits = atomic_load(&c->hits);
+	st->misses = atomic_load(&c->misses);
+	st->evictions = atomic_load(&c->evictions);
+	st->bytes = atomic_load(&c->bytes);
+	st->entries = atomic_load(&c->entries);
+	st->max_bytes = c->max_bytes;
 }

@@ -33,11 +33,28 @@ struct cat_db {
 	unsigned char secret[32];
 	bool have_secret;
 	struct cat_cache *cache; /* NULL until cat_db_enable_cache */
+	cat_stage_fn on_stage; /* commit stage timings; may be NULL */
+	void *on_stage_arg;
 };
+
+/* Reports the time since *t0 as `stage` to the observer and restarts *t0. */
+void cat_stage_done(struct cat_db *db, enum cat_stage stage, int64_t *t0);
+
+struct cat_scope;
+/* Work that may run only once the change is durably committed (deleting
+ * files the new state no longer references): called with committed = true
+ * after a successful COMMIT of the scope or of its outer transaction, with
+ * false when it rolls back or its outcome is unknown; always exactly once. */
+typedef void (*cat_after_fn)(void *arg, bool committed);
+void cat_scope_after_commit(struct cat_scope *s, cat_after_fn fn, void *arg);
+
+/* Marks the scope as a table commit, so the COMMIT that ends it (here or
+ * in its outer transaction) is timed as CAT_STAGE_COMMIT. */
+void cat_scope_timed(struct cat_scope *s);
 
 /* The loadTable cache (cache.c). */
 struct cat_cache;
-int cat_cache_start(struct cat_db *db, struct fl_err *err) FL_MUST_CHECK;
+int cat_cache_start(struct cat_db *db, size_t max_bytes, struct fl_err *err) FL_MUST_CHECK;
 void cat_cache_stop(struct cat_cache *c);
 /* 1 = hit (copies returned), 0 = miss or cache not live. */
 int cat_cache_get(struct cat_cache *c, const char *key, size_t key_len, char **mloc, char **meta,
@@ -92,7 +109,9 @@ struct cat_scope {
 	struct cat_conn *c;
 	struct cat_tx *outer;
 	bool write;
+	bool timed; /* see cat_scope_timed */
 	struct cat_touched touched;
+	struct cat_after *after; /* cat_scope_after_commit, in order */
 };
 
 /* Records a table as changed by this scope (its NOTIFY was sent by the
@@ -180,6 +199,10 @@ int cat_event_insert(struct cat_conn *c, const char *table_id, const char *wh_id
 
 /* The connection a transaction pins. */
 struct cat_conn *cat_tx_conn(struct cat_tx *tx);
+
+/* Adds ns to the transaction's idempotency time (reported as
+ * CAT_STAGE_IDEMPOTENCY when a table commit ran in it). */
+void cat_tx_idem_time(struct cat_tx *tx, int64_t ns);
 
 /* A result column known to hold an integer. */
 static inline int64_t cat_i64(const char *s)

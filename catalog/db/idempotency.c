@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "db_int.h"
 
 static void hex(const unsigned char *p, size_t n, char *out)
@@ -32,9 +33,9 @@ void cat_idem_free(struct cat_idem *r)
 	memset(r, 0, sizeof(*r));
 }
 
-int cat_idem_claim(struct cat_tx *tx, const char *key, const char *method, const char *route,
-                   const unsigned char fp[32], int64_t lifetime_s, struct cat_idem *out,
-                   struct fl_err *err)
+static int idem_claim(struct cat_tx *tx, const char *key, const char *method, const char *route,
+                      const unsigned char fp[32], int64_t lifetime_s, struct cat_idem *out,
+                      struct fl_err *err)
 {
 	struct cat_conn *c = cat_tx_conn(tx);
 	char fph[70], life[24];
@@ -106,8 +107,8 @@ int cat_idem_claim(struct cat_tx *tx, const char *key, const char *method, const
 	return 0;
 }
 
-int cat_idem_store(struct cat_tx *tx, const char *key, int status, const char *content_type,
-                   const char *etag, const char *body, size_t n, struct fl_err *err)
+static int idem_store(struct cat_tx *tx, const char *key, int status, const char *content_type,
+                      const char *etag, const char *body, size_t n, struct fl_err *err)
 {
 	struct cat_conn *c = cat_tx_conn(tx);
 	char st[16];
@@ -132,6 +133,28 @@ int cat_idem_store(struct cat_tx *tx, const char *key, int status, const char *c
 	}
 	PQclear(r);
 	return 0;
+}
+
+/* The public entry points time their round trips for the commit stages. */
+int cat_idem_claim(struct cat_tx *tx, const char *key, const char *method, const char *route,
+                   const unsigned char fp[32], int64_t lifetime_s, struct cat_idem *out,
+                   struct fl_err *err)
+{
+	int64_t t0 = fl_mono_ns();
+	int rc = idem_claim(tx, key, method, route, fp, lifetime_s, out, err);
+
+	cat_tx_idem_time(tx, fl_mono_ns() - t0);
+	return rc;
+}
+
+int cat_idem_store(struct cat_tx *tx, const char *key, int status, const char *content_type,
+                   const char *etag, const char *body, size_t n, struct fl_err *err)
+{
+	int64_t t0 = fl_mono_ns();
+	int rc = idem_store(tx, key, status, content_type, etag, body, n, err);
+
+	cat_tx_idem_time(tx, fl_mono_ns() - t0);
+	return rc;
 }
 
 int cat_idem_gc(struct cat_db *db, long *n, struct fl_err *err)

@@ -75,9 +75,9 @@ int cat_db_open(const char *conninfo, int size, struct cat_db **out, struct fl_e
 	return 0;
 }
 
-int cat_db_enable_cache(struct cat_db *db, struct fl_err *err)
+int cat_db_enable_cache(struct cat_db *db, size_t max_bytes, struct fl_err *err)
 {
-	return cat_cache_start(db, err);
+	return cat_cache_start(db, max_bytes, err);
 }
 
 void cat_db_close(struct cat_db *db)
@@ -95,6 +95,29 @@ void cat_db_close(struct cat_db *db)
 	free(db->conns);
 	free(db->conninfo);
 	free(db);
+}
+
+static const char *const stage_names[CAT_STAGE_N] = {"lock",   "requirements", "build", "write",
+                                                     "update", "idempotency",  "commit"};
+
+const char *cat_stage_name(enum cat_stage s)
+{
+	return s < CAT_STAGE_N ? stage_names[s] : "other";
+}
+
+void cat_db_on_stage(struct cat_db *db, cat_stage_fn fn, void *arg)
+{
+	db->on_stage_arg = arg;
+	db->on_stage = fn;
+}
+
+void cat_stage_done(struct cat_db *db, enum cat_stage stage, int64_t *t0)
+{
+	int64_t now = fl_mono_ns();
+
+	if (db->on_stage != NULL)
+		db->on_stage(db->on_stage_arg, stage, now - *t0);
+	*t0 = now;
 }
 
 void cat_db_stats(struct cat_db *db, int *in_use, int *idle, int *waiting)

@@ -9,12 +9,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "db_int.h"
 
+struct cat_after {
+	struct cat_after *next;
+	cat_after_fn fn;
+	void *arg;
+};
+
+/* Runs and frees a list of after-commit work. */
+static void after_run(struct cat_after **list, bool committed)
+{
+	while (*list != NULL) {
+		struct cat_after *a = *list;
+
+		*list = a->next;
+		a->fn(a->arg, committed);
+		free(a);
+	}
+}
+
 struct cat_tx {
+	struct cat_after *after;
 	struct cat_db *db;
 	struct cat_conn *c;
 	struct cat_touched touched;
+	bool timed; /* a table commit ran in it: time its COMMIT */
+	int64_t idem_ns; /* cat_tx_idem_time */
 };
 
 static void touched_add(struct cat_touched *t, const char *id)
@@ -97,8 +119,16 @@ static int commit(struct cat_conn *c, struct fl_err *err)
 
 int cat_tx_commit(struct cat_tx *tx, struct fl_err *err)
 {
+	int64_t t0 = fl_mono_ns();
 	int rc = commit(tx->c, err);
 
+	if (tx->timed) {
+		int64_t t1 = t0 - tx->idem_ns;
+
+		cat_stage_done(tx->db, CAT_STAGE_COMMIT, &t0);
+		cat_stage_done(tx->db, CAT_STAGE_IDEMPOTENCY, &t1);
+	}
+	after_run(&tx->after, rc == 0);
 	/* Even an unknown outcome may have applied: invalidate either way. */
 	touched_flush(tx->db, &tx->touched);
 	cat_conn_put(tx->db, tx->c);
@@ -110,10 +140,41 @@ void cat_tx_abort(struct cat_tx *tx)
 {
 	if (tx == NULL)
 		return;
+	after_run(&tx->after, false);
 	if (PQstatus(tx->c->pg) == CONNECTION_OK)
 		PQclear(PQexec(tx->c->pg, "ROLLBACK"));
 	cat_conn_put(tx->db, tx->c);
 	free(tx);
+}
+
+void cat_scope_after_commit(struct cat_scope *s, cat_after_fn fn, void *arg)
+{
+	struct cat_after *a = malloc(sizeof(*a)), **tail;
+
+	if (a == NULL) {
+		fn(arg, false); /* best effort work: skipped, never run early */
+		return;
+	}
+	a->next = NULL;
+	a->fn = fn;
+	a->arg = arg;
+	tail = s->outer != NULL ? &s->outer->after : &s->after;
+	while (*tail != NULL)
+		tail = &(*tail)->next;
+	*tail = a;
+}
+
+void cat_scope_timed(struct cat_scope *s)
+{
+	if (s->outer != NULL)
+		s->outer->timed = true;
+	else
+		s->timed = true;
+}
+
+void cat_tx_idem_time(struct cat_tx *tx, int64_t ns)
+{
+	tx->idem_ns += ns;
 }
 
 struct cat_conn *cat_tx_conn(struct cat_tx *tx)
@@ -127,6 +188,8 @@ int cat_scope_begin(struct cat_db *db, struct cat_tx *tx, bool write, struct cat
 	s->db = db;
 	s->outer = tx;
 	s->write = write;
+	s->timed = false;
+	s->after = NULL;
 	s->touched.n = 0;
 	s->touched.overflow = false;
 	if (tx != NULL) {
@@ -162,11 +225,16 @@ int cat_scope_end(struct cat_scope *s, bool ok, struct fl_err *err)
 	}
 	if (s->write) {
 		if (ok) {
+			int64_t t0 = fl_mono_ns();
+
 			rc = commit(s->c, err);
+			if (s->timed)
+				cat_stage_done(s->db, CAT_STAGE_COMMIT, &t0);
 			touched_flush(s->db, &s->touched);
 		} else if (PQstatus(s->c->pg) == CONNECTION_OK)
 			PQclear(PQexec(s->c->pg, "ROLLBACK"));
 	}
 	cat_conn_put(s->db, s->c);
+	after_run(&s->after, s->write && rc == 0);
 	return rc;
 }

@@ -66,12 +66,28 @@ run_floe()
 	node "$here/bench_client.mjs" commit --base "$BASE" --p "$P" --ns "$1" --tables "$2" \
 		--clients "$clients" --duration "$seconds" --idempotency "$idem" || bench_die "commit run failed"
 }
+# Mean time per commit stage (floe_commit_stage_seconds) between two /metrics scrapes.
+stage_scrape()
+{
+	curl -fsS "$BASE/metrics" | awk '/^floe_commit_stage_seconds_(sum|count)\{/ {
+		match($0, /stage="[a-z]+"/); s = substr($0, RSTART + 7, RLENGTH - 8)
+		if ($0 ~ /_sum/) print s, "sum", $2; else print s, "count", $2 }'
+}
+stage_means()
+{
+	awk 'NR == FNR { v[$1 " " $2] = $3; next } { d[$1 " " $2] = $3 - v[$1 " " $2]; if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
+		END { for (i = 1; i <= n; i++) { s = order[i]; c = d[s " count"]
+			printf "%s %.2f ms  ", s, (c > 0 ? d[s " sum"] / c * 1000 : 0) } print "" }' "$1" "$2"
+}
 echo "floe: $ntables tables..." >&2
+stage_scrape >"$BT/st0"
 many=$(run_floe cm "$ntables")
 bench_load_line >"$BT/load1"
+stage_scrape >"$BT/st1"
 echo "floe: 1 hot table..." >&2
 hot=$(run_floe hot 1)
 bench_load_line >"$BT/load2"
+stage_scrape >"$BT/st2"
 
 # --- the ceilings, in their own database of the same cluster ---
 bench_psql "CREATE DATABASE ceiling"
@@ -126,6 +142,8 @@ echo "(p50/p99: first attempt to acknowledged commit, retries included; POST p50
 	"generator CPU $(f "$many" '.generator_cpu_pct|round')% / $(f "$hot" '.generator_cpu_pct|round')% of one core)"
 echo "commits per second, many: $(f "$many" '.per_second|join(" ")')"
 echo "commits per second, hot:  $(f "$hot" '.per_second|join(" ")')"
+echo "mean per commit stage, many: $(stage_means "$BT/st0" "$BT/st1")"
+echo "mean per commit stage, hot:  $(stage_means "$BT/st1" "$BT/st2")"
 echo "hot table after the run: $(f "$hot" .first_table_snapshots) snapshots, loadTable body" \
 	"$(f "$hot" .first_table_load_bytes) bytes (each commit rewrites the whole metadata.json)"
 for r in many hot; do

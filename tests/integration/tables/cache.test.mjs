@@ -1,0 +1,59 @@
+// The loadTable cache is bounded in bytes (--table-cache-bytes) and says how it is doing
+// in /metrics: a budget smaller than the tables loaded forces evictions, the bytes held stay
+// within the budget, every answer is still the table's current metadata, and a commit
+// through this daemon is read back at once (synchronous invalidation).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { request } from '../lib/harness.mjs';
+import { parse, sum } from '../lib/prom.mjs';
+import { startCatalog, call, tablePath, createBody, appendCommit } from './lib.mjs';
+
+const BUDGET = 60000;
+const NS = ['cachens'];
+let c;
+
+before(async () => {
+  c = await startCatalog('tbl_cache', { args: ['--table-cache-bytes', String(BUDGET)] });
+  await call(c.base, 'POST', `${c.p}/namespaces`, { body: { namespace: NS }, expect: 200 });
+});
+
+after(async () => {
+  await c?.floe.stop();
+});
+
+const metrics = async () => parse((await request(c.base, 'GET', '/metrics')).text);
+
+test('a byte budget smaller than the tables evicts, stays within budget, and serves current metadata', async () => {
+  // ~8 KB of properties per table: 12 tables are ~100 KB, more than the budget
+  const properties = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`p.${i}`, 'x'.repeat(60)]));
+  const uuids = [];
+  for (let i = 0; i < 12; i++) {
+    const res = await call(c.base, 'POST', `${c.p}/namespaces/${NS[0]}/tables`, { body: createBody(`t${i}`, { properties }), expect: 200 });
+    uuids.push(res.json.metadata['table-uuid']);
+  }
+  const m0 = await metrics();
+  for (let round = 0; round < 3; round++)
+    for (let i = 0; i < 12; i++) {
+      const res = await call(c.base, 'GET', tablePath(c.p, NS, `t${i}`), { expect: 200 });
+      assert.equal(res.json.metadata['table-uuid'], uuids[i], `t${i} answered with its own metadata`);
+    }
+  const m1 = await metrics();
+  const d = (name) => sum(m1, name) - sum(m0, name);
+  assert.equal(sum(m1, 'floe_table_cache_max_bytes'), BUDGET);
+  assert.ok(sum(m1, 'floe_table_cache_bytes') <= BUDGET, `bytes held ${sum(m1, 'floe_table_cache_bytes')} <= ${BUDGET}`);
+  assert.ok(sum(m1, 'floe_table_cache_bytes') > 0, 'something is cached');
+  assert.ok(d('floe_table_cache_evictions_total') > 0, 'the budget forced evictions');
+  assert.ok(d('floe_table_cache_hits_total') + d('floe_table_cache_misses_total') >= 36, 'every load is counted');
+  assert.ok(sum(m1, 'floe_table_cache_entries') < 12, 'not every table fits');
+
+  // the same table twice in a row is a hit, and a commit is read back at once
+  const path = tablePath(c.p, NS, 't0');
+  const before = await metrics();
+  const meta = (await call(c.base, 'GET', path, { expect: 200 })).json.metadata;
+  await call(c.base, 'GET', path, { expect: 200 });
+  assert.ok(sum(await metrics(), 'floe_table_cache_hits_total') > sum(before, 'floe_table_cache_hits_total'), 'a repeated load hits');
+  const { body, snapshotId } = appendCommit(meta, { ns: NS, name: 't0' });
+  await call(c.base, 'POST', path, { body, expect: 200 });
+  const after = (await call(c.base, 'GET', path, { expect: 200 })).json.metadata;
+  assert.equal(after['current-snapshot-id'], snapshotId, 'the commit is visible to the next load');
+});

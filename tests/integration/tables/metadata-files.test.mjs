@@ -1,0 +1,84 @@
+// Metadata files on disk: write.metadata.previous-versions-max trims the metadata-log,
+// write.metadata.delete-after-commit.enabled deletes the files it no longer lists (only
+// after the commit), and commits that lose a race leave no file behind (the optimistic
+// half of a commit writes its file before taking the row lock, DESIGN §3, and must
+// delete it when the row moved meanwhile).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { startCatalog, call, tablePath, createBody, appendCommit, localPath } from './lib.mjs';
+
+let c;
+const NS = ['mfiles'];
+
+before(async () => {
+  c = await startCatalog('tbl_metadata_files');
+  await call(c.base, 'POST', `${c.p}/namespaces`, { body: { namespace: NS }, expect: 200 });
+});
+
+after(async () => {
+  await c?.floe.stop();
+});
+
+const versionOf = (loc) => Number(/\/metadata\/(\d{5,})-[^/]*\.metadata\.json$/.exec(loc)[1]);
+const metadataFiles = (loc) =>
+  fs
+    .readdirSync(path.dirname(localPath(loc)))
+    .filter((f) => f.endsWith('.metadata.json'))
+    .sort();
+
+async function create(name, properties) {
+  return (await call(c.base, 'POST', `${c.p}/namespaces/${NS[0]}/tables`, { body: createBody(name, { properties }), expect: 200 })).json;
+}
+
+async function append(name, meta) {
+  const { body } = appendCommit(meta, { ns: NS, name });
+  return (await call(c.base, 'POST', tablePath(c.p, NS, name), { body, expect: 200 })).json;
+}
+
+test('delete-after-commit: files trimmed from the metadata-log are deleted, the listed ones kept', async () => {
+  let res = await create('trimmed', {
+    'write.metadata.delete-after-commit.enabled': 'true',
+    'write.metadata.previous-versions-max': '2',
+  });
+  const first = res['metadata-location'];
+  for (let i = 0; i < 6; i++) {
+    res = await append('trimmed', res.metadata);
+    const log = res.metadata['metadata-log'].map((e) => e['metadata-file']);
+    assert.ok(log.length <= 2, `metadata-log trimmed to previous-versions-max: ${log.length}`);
+    const expected = [...log, res['metadata-location']].map((l) => path.basename(localPath(l))).sort();
+    assert.deepEqual(metadataFiles(res['metadata-location']), expected, `after commit ${i + 1}: exactly the current file and the logged ones`);
+  }
+  assert.ok(!fs.existsSync(localPath(first)), 'the first metadata file was deleted');
+});
+
+test('without delete-after-commit every metadata file stays, trimmed or not', async () => {
+  let res = await create('kept', { 'write.metadata.previous-versions-max': '2' });
+  for (let i = 0; i < 5; i++) res = await append('kept', res.metadata);
+  assert.equal(res.metadata['metadata-log'].length, 2);
+  assert.equal(metadataFiles(res['metadata-location']).length, 6, 'create + 5 commits');
+});
+
+test('racing commits leave exactly one metadata file per version: losers delete what they wrote', async () => {
+  const start = await create('raced', {});
+  const path_ = tablePath(c.p, NS, 'raced');
+  let acks = 0;
+  let conflicts = 0;
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      for (let k = 0; k < 4; k++) {
+        const meta = (await call(c.base, 'GET', path_, { expect: 200 })).json.metadata;
+        const { body } = appendCommit(meta, { ns: NS, name: 'raced' });
+        const res = await call(c.base, 'POST', path_, { body, expect: [200, 409] });
+        if (res.status === 200) acks += 1;
+        else conflicts += 1;
+      }
+    }),
+  );
+  const now = (await call(c.base, 'GET', path_, { expect: 200 })).json;
+  assert.equal(versionOf(now['metadata-location']), acks, 'one version per acknowledged commit');
+  const files = metadataFiles(now['metadata-location']);
+  assert.equal(files.length, acks + 1, `create + ${acks} commits (${conflicts} conflicts), no orphan: ${files.join(' ')}`);
+  assert.equal(versionOf(start['metadata-location']), 0);
+});

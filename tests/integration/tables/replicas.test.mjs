@@ -1,0 +1,110 @@
+// Cache coherence across replicas: two daemons on one database. Commits go through
+// replica A while replica B serves loadTable (some with If-None-Match) from its cache
+// as fast as it can. B learns of A's commits only through NOTIFY floe_table, so for
+// every acknowledged commit the test measures how long B may still answer an older
+// version (a 2xx body, or a 304 to an older ETag) to a load begun after the
+// acknowledgement: the notification delay. Each commit is followed by a quiet period
+// longer than the bound, so a stale read re-inserted into B's cache after the
+// invalidation (served until the next commit) would exceed it.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { request, startFloe, sleep } from '../lib/harness.mjs';
+import { parse, sum } from '../lib/prom.mjs';
+import { startCatalog, call, tablePath, createBody, appendCommit } from './lib.mjs';
+
+const NS = ['repl'];
+const COMMITS = 60;
+const LOADERS = 6;
+const QUIET_MS = 300; // after each commit; a stale cache entry would outlive it
+const DELAY_BOUND_MS = 250; // generous: the notification normally arrives in milliseconds
+
+let a;
+let b;
+
+before(async () => {
+  a = await startCatalog('tbl_replicas');
+  b = await startFloe({ databaseUrl: a.dbUrl });
+  await call(a.base, 'POST', `${a.p}/namespaces`, { body: { namespace: NS }, expect: 200 });
+});
+
+after(async () => {
+  await b?.stop();
+  await a?.floe.stop();
+});
+
+const versionOf = (loc) => Number(/\/metadata\/(\d{5,})-[^/]*\.metadata\.json$/.exec(loc)[1]);
+
+test('a commit on one replica is never served stale by another after the notification delay', async () => {
+  const name = 't';
+  const path = tablePath(a.p, NS, name);
+  let meta = (await call(a.base, 'POST', `${a.p}/namespaces/repl/tables`, { body: createBody(name), expect: 200 })).json.metadata;
+  const before = parse((await request(b.baseUrl, 'GET', '/metrics')).text);
+
+  // Loaders on B: each remembers the ETag and version it last saw and sends If-None-Match
+  // on every other request. A 304 means "still the version of that ETag".
+  const seen = []; // {start, end, version, status}
+  let stop = false;
+  const loader = async (k) => {
+    let etag = null;
+    let held = -1;
+    for (let i = 0; !stop; i++) {
+      const headers = etag && (i + k) % 2 === 0 ? { 'If-None-Match': etag } : {};
+      const start = performance.now();
+      const res = await request(b.baseUrl, 'GET', path, { headers });
+      const end = performance.now();
+      if (res.status === 304) {
+        assert.ok(held >= 0, 'a 304 answers an ETag this loader was given');
+        seen.push({ start, end, version: held, status: 304 });
+        continue;
+      }
+      assert.equal(res.status, 200, `load on replica B: ${res.status} ${res.text.slice(0, 200)}`);
+      held = versionOf(res.json['metadata-location']);
+      etag = res.headers.etag;
+      assert.ok(etag, 'loadTable sends an ETag');
+      seen.push({ start, end, version: held, status: 200 });
+    }
+  };
+  const loaders = Array.from({ length: LOADERS }, (_, k) => loader(k));
+
+  // Commits on A, one after the other, each followed by a quiet period in which only B's
+  // loaders run: a stale entry left in B's cache would be served through all of it.
+  const acks = []; // {version, at}
+  for (let i = 0; i < COMMITS; i++) {
+    const { body } = appendCommit(meta, { ns: NS, name });
+    const res = await call(a.base, 'POST', path, { body, expect: 200 });
+    acks.push({ version: versionOf(res.json['metadata-location']), at: performance.now() });
+    meta = res.json.metadata;
+    await sleep(QUIET_MS);
+  }
+  stop = true;
+  await Promise.all(loaders);
+
+  // The notification delay of commit v: how long after its acknowledgement B still began a
+  // load that answered an older version (0 when none did).
+  const delays = acks.map(({ version, at }) => {
+    let d = 0;
+    for (const s of seen) if (s.start > at && s.version < version) d = Math.max(d, s.start - at);
+    return d;
+  });
+  const sorted = [...delays].sort((x, y) => x - y);
+  const p50 = sorted[Math.floor(sorted.length / 2)];
+  const max = sorted[sorted.length - 1];
+  console.log(
+    `replica notification delay (ack on A -> last stale load begun on B), ${COMMITS} commits, ${seen.length} loads on B ` +
+      `(${seen.filter((s) => s.status === 304).length} answered 304): p50 ${p50.toFixed(1)} ms, max ${max.toFixed(1)} ms`,
+  );
+  const worst = delays.indexOf(max);
+  assert.ok(
+    max < DELAY_BOUND_MS,
+    `replica B served a version older than ${acks[worst].version} ${max.toFixed(0)} ms after its acknowledgement (bound ${DELAY_BOUND_MS} ms)`,
+  );
+
+  // The cache was really in play on B (else the test could not fail), and it was invalidated.
+  const now = parse((await request(b.baseUrl, 'GET', '/metrics')).text);
+  const hits = sum(now, 'floe_table_cache_hits_total') - sum(before, 'floe_table_cache_hits_total');
+  const misses = sum(now, 'floe_table_cache_misses_total') - sum(before, 'floe_table_cache_misses_total');
+  console.log(`replica B cache during the test: ${hits} hits, ${misses} misses`);
+  assert.ok(hits > COMMITS, `replica B served loads from its cache (${hits} hits)`);
+  assert.ok(misses >= COMMITS, `replica B re-read the table after each commit (${misses} misses)`);
+  assert.ok(seen.some((s) => s.status === 304), 'some loads were answered 304');
+});
