@@ -51,23 +51,9 @@
 #endif
 
 #include "iceberg/bounds.h"
+#include "parquet/format.h"
 #include "parquet/rle.h"
 #include "parquet/thrift.h"
-
-/* parquet.thrift enum values. */
-enum {
-	PT_BOOLEAN = 0,
-	PT_INT32 = 1,
-	PT_INT64 = 2,
-	PT_FLOAT = 4,
-	PT_DOUBLE = 5,
-	PT_BYTE_ARRAY = 6,
-	PT_FLBA = 7
-};
-enum { ENC_PLAIN = 0, ENC_RLE = 3, ENC_RLE_DICTIONARY = 8 };
-enum { PAGE_DATA = 0, PAGE_DICTIONARY = 2 };
-enum { CT_UTF8 = 0, CT_DECIMAL = 5, CT_DATE = 6, CT_TIME_MICROS = 8, CT_TIMESTAMP_MICROS = 10 };
-enum { CODEC_UNCOMPRESSED = 0, CODEC_SNAPPY = 1, CODEC_GZIP = 2, CODEC_ZSTD = 6 };
 
 #define DEFAULT_ROW_GROUP_BYTES ((size_t)128 << 20)
 #define DEFAULT_PAGE_BYTES ((size_t)1 << 20)
