@@ -733,6 +733,14 @@ int cat_table_append(struct cat_db *db, const struct cat_warehouse *wh, struct c
                      cat_append_fn build, void *arg, const struct cat_limits *lim,
                      const char *request_id, struct fl_err *err)
 {
+	return cat_table_append_tx(db, NULL, wh, ch, build, arg, lim, request_id, NULL, err);
+}
+
+int cat_table_append_tx(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
+                        struct cat_change *ch, cat_append_fn build, void *arg,
+                        const struct cat_limits *lim, const char *request_id, const char *actor,
+                        struct fl_err *err)
+{
 	struct written w = {0};
 	struct cat_row row = {0};
 	struct cat_scope sc;
@@ -744,7 +752,7 @@ int cat_table_append(struct cat_db *db, const struct cat_warehouse *wh, struct c
 
 	if (reqs == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-	if (cat_scope_begin(db, NULL, true, &sc, err) != 0) {
+	if (cat_scope_begin(db, tx, true, &sc, err) != 0) {
 		json_decref(reqs);
 		return -1;
 	}
@@ -766,7 +774,7 @@ int cat_table_append(struct cat_db *db, const struct cat_warehouse *wh, struct c
 	ch->requirements = reqs;
 	ch->updates = updates;
 	/* The row lock is held: commit_one sees exactly the state build saw. */
-	if (commit_one(&sc, wh, ch, lim, &budget, request_id, NULL, &w, err) != 0)
+	if (commit_one(&sc, wh, ch, lim, &budget, request_id, actor, &w, err) != 0)
 		goto out;
 	ok = true;
 out:

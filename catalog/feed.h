@@ -65,4 +65,79 @@ int cat_feed_set_paused(struct cat_db *db, const char *name, bool paused, json_t
  * The table and the files it landed stay. */
 int cat_feed_delete(struct cat_db *db, const char *name, struct fl_err *err) FL_MUST_CHECK;
 
+/* ---- the workers' side ---- */
+
+/* A feed claimed by a worker: its row is locked FOR UPDATE in tx, and a
+ * transaction advisory lock keyed by its table is held, so a table has one
+ * feed committer across all replicas until tx ends. */
+struct cat_feed_job {
+	struct cat_tx *tx;
+	int64_t id;
+	char name[CAT_FEED_NAME_MAX + 1];
+	json_t *def; /* the normalized definition (owned) */
+	struct cat_warehouse wh;
+	int failures; /* runs failed in a row before this one */
+};
+
+/* Claims the active feed that is due soonest and not held by another
+ * worker (SKIP LOCKED), opening job->tx.  *found = false (and no tx) when
+ * none is due.  Release with cat_feed_job_end. */
+int cat_feed_claim(struct cat_db *db, struct cat_feed_job *job, bool *found,
+                   struct fl_err *err) FL_MUST_CHECK;
+
+/* Commits (ok) or rolls back job->tx and frees the job's fields.  A failed
+ * COMMIT is reported (FL_ERR_COMMIT_STATE_UNKNOWN when its outcome cannot be
+ * known); a rollback always succeeds. */
+int cat_feed_job_end(struct cat_feed_job *job, bool ok, struct fl_err *err);
+
+/* One source object, as the ledger keys it. */
+struct cat_feed_object {
+	const char *key; /* path relative to the source */
+	int64_t size;
+	const char *etag; /* directory: mtime in nanoseconds */
+	const char *outcome; /* ledger: committed, dead-letter or empty */
+	int64_t rows_ok, rows_bad;
+};
+
+/* Marks seen[i] for the objects already in the feed's ledger (same key,
+ * size and etag), inside job->tx. */
+int cat_feed_ledger_seen(struct cat_feed_job *job, const struct cat_feed_object *objs, size_t n,
+                         bool *seen, struct fl_err *err) FL_MUST_CHECK;
+
+/* Adds n objects to the ledger under batch_id, inside job->tx (so with the
+ * commit that lands them). */
+int cat_feed_ledger_add(struct cat_feed_job *job, const char *batch_id,
+                        const struct cat_feed_object *objs, size_t n,
+                        struct fl_err *err) FL_MUST_CHECK;
+
+/* Records a dead letter (a whole object, or rows of a batch) inside job->tx. */
+int cat_feed_dead_letter_add(struct cat_feed_job *job, const char *batch_id, const char *key,
+                             bool whole_object, int64_t rows_bad, const char *location,
+                             const char *reason, struct fl_err *err) FL_MUST_CHECK;
+
+/* A batch's outcome, for `floe feed show` and /metrics. */
+struct cat_feed_batch {
+	const char *batch_id;
+	const char *outcome; /* committed, nothing, failed */
+	int objects;
+	int64_t rows_ok, rows_bad, bytes_in, bytes_out;
+	int64_t snapshot_id; /* 0 = none */
+	bool forced;
+	const char *error; /* NULL = none */
+	int64_t started_ms;
+};
+
+/* Records a batch and schedules the feed's next run after `after_s`
+ * seconds with its failure count cleared, inside job->tx. */
+int cat_feed_batch_done(struct cat_feed_job *job, const struct cat_feed_batch *b, int64_t after_s,
+                        struct fl_err *err) FL_MUST_CHECK;
+
+/* After a failed run (job->tx rolled back): in a transaction of its own,
+ * records the failed batch, counts the failure and delays the next run by
+ * backoff (2^failures seconds, at most 5 minutes); past max-retries the
+ * feed is paused with the error, so an operator looks.  *paused says
+ * which. */
+int cat_feed_failed(struct cat_db *db, int64_t feed_id, const struct cat_feed_batch *b,
+                    int64_t max_retries, bool *paused, struct fl_err *err) FL_MUST_CHECK;
+
 #endif

@@ -17,7 +17,7 @@
 /* Defaults.  A batch's byte bound of 0 means "the table's
  * write.target-file-size-bytes", so batches are sized toward whole files. */
 #define DEF_MAX_OBJECTS 1000
-#define DEF_MAX_AGE "PT1M"
+#define DEF_MAX_AGE "PT0S"
 #define DEF_MAX_RETRIES 5
 #define DEF_SPOOL_MAX ((int64_t)64 << 20)
 #define MAX_OBJECTS_MAX 100000

@@ -15,6 +15,7 @@ CREATE TABLE feed (
     next_run_at timestamptz NOT NULL DEFAULT now(),
     failures integer NOT NULL DEFAULT 0,
     last_error text,
+    replay jsonb, -- a pending replay request
     created_at timestamptz NOT NULL DEFAULT now(),
     updated_at timestamptz NOT NULL DEFAULT now()
 );

@@ -222,3 +222,259 @@ int cat_feed_delete(struct cat_db *db, const char *name, struct fl_err *err)
 	PQclear(r);
 	return found ? 0 : not_found(name, err);
 }
+
+/* ---- the workers' side ---- */
+
+int cat_feed_claim(struct cat_db *db, struct cat_feed_job *job, bool *found, struct fl_err *err)
+{
+	struct cat_tx *tx = NULL;
+	PGresult *r = NULL;
+	char wh_name[256];
+	int rc = -1;
+
+	*found = false;
+	memset(job, 0, sizeof(*job));
+	if (cat_tx_begin(db, &tx, err) != 0)
+		return -1;
+	/* The advisory lock is keyed by the table (warehouse, namespace, name):
+	 * two feeds on one table take turns, and a feed whose table is busy is
+	 * skipped, not waited for. */
+	r = cat_exec(cat_tx_conn(tx),
+	             "SELECT f.id, f.name, f.definition::text, w.name, f.failures FROM feed f"
+	             " JOIN warehouse w ON w.id = f.warehouse_id"
+	             " WHERE f.state = 'active' AND f.next_run_at <= now()"
+	             " ORDER BY f.next_run_at LIMIT 8 FOR UPDATE OF f SKIP LOCKED",
+	             0, NULL, err);
+	if (r == NULL)
+		goto out;
+	for (int i = 0; i < PQntuples(r) && !*found; i++) {
+		const char *p[1] = {PQgetvalue(r, i, 0)};
+		PGresult *l = cat_exec(
+		        cat_tx_conn(tx),
+		        "SELECT pg_try_advisory_xact_lock(hashtext('floe-feed-table'),"
+		        " hashtext(warehouse_id::text || '/' || array_to_string(namespace, chr(31))"
+		        " || '/' || table_name)) FROM feed WHERE id = $1::bigint",
+		        1, p, err);
+
+		if (l == NULL)
+			goto out;
+		if (PQntuples(l) == 1 && strcmp(PQgetvalue(l, 0, 0), "t") == 0) {
+			job->id = cat_i64(PQgetvalue(r, i, 0));
+			snprintf(job->name, sizeof(job->name), "%s", PQgetvalue(r, i, 1));
+			job->def = json_loads(PQgetvalue(r, i, 2), 0, NULL);
+			snprintf(wh_name, sizeof(wh_name), "%s", PQgetvalue(r, i, 3));
+			job->failures = (int)cat_i64(PQgetvalue(r, i, 4));
+			*found = true;
+		}
+		PQclear(l);
+	}
+	if (!*found) {
+		rc = 0;
+		goto out;
+	}
+	if (job->def == NULL) {
+		fl_err_set(err, FL_ERR_INTERNAL, "feed %s: stored definition is not JSON",
+		           job->name);
+		goto out;
+	}
+	if (cat_warehouse_get(db, tx, wh_name, &job->wh, err) != 0)
+		goto out;
+	job->tx = tx;
+	tx = NULL;
+	rc = 0;
+out:
+	PQclear(r);
+	if (tx != NULL) {
+		cat_tx_abort(tx);
+		if (rc != 0 || !*found) {
+			json_decref(job->def);
+			job->def = NULL;
+			*found = false;
+		}
+	}
+	return rc;
+}
+
+int cat_feed_job_end(struct cat_feed_job *job, bool ok, struct fl_err *err)
+{
+	int rc = 0;
+
+	if (job->tx != NULL) {
+		if (ok)
+			rc = cat_tx_commit(job->tx, err);
+		else
+			cat_tx_abort(job->tx);
+	}
+	job->tx = NULL;
+	json_decref(job->def);
+	job->def = NULL;
+	return rc;
+}
+
+int cat_feed_ledger_seen(struct cat_feed_job *job, const struct cat_feed_object *objs, size_t n,
+                         bool *seen, struct fl_err *err)
+{
+	char id[24], size[24];
+
+	snprintf(id, sizeof(id), "%lld", (long long)job->id);
+	for (size_t i = 0; i < n; i++) {
+		const char *p[4] = {id, objs[i].key, size, objs[i].etag};
+		PGresult *r;
+
+		snprintf(size, sizeof(size), "%lld", (long long)objs[i].size);
+		r = cat_exec(cat_tx_conn(job->tx),
+		             "SELECT 1 FROM feed_object WHERE feed_id = $1::bigint AND key = $2"
+		             " AND size = $3::bigint AND etag = $4 LIMIT 1",
+		             4, p, err);
+		if (r == NULL)
+			return -1;
+		seen[i] = PQntuples(r) > 0;
+		PQclear(r);
+	}
+	return 0;
+}
+
+int cat_feed_ledger_add(struct cat_feed_job *job, const char *batch_id,
+                        const struct cat_feed_object *objs, size_t n, struct fl_err *err)
+{
+	char id[24], size[24], ok[24], bad[24];
+
+	snprintf(id, sizeof(id), "%lld", (long long)job->id);
+	for (size_t i = 0; i < n; i++) {
+		const char *p[8] = {id,       objs[i].key,     size, objs[i].etag,
+		                    batch_id, objs[i].outcome, ok,   bad};
+		PGresult *r;
+
+		snprintf(size, sizeof(size), "%lld", (long long)objs[i].size);
+		snprintf(ok, sizeof(ok), "%lld", (long long)objs[i].rows_ok);
+		snprintf(bad, sizeof(bad), "%lld", (long long)objs[i].rows_bad);
+		r = cat_exec(cat_tx_conn(job->tx),
+		             "INSERT INTO feed_object (feed_id, key, size, etag, batch_id, outcome,"
+		             " rows_ok, rows_bad) VALUES ($1::bigint, $2, $3::bigint, $4, $5, $6,"
+		             " $7::bigint, $8::bigint)",
+		             8, p, err);
+		if (r == NULL)
+			return fl_err_prefix(err, "feed %s: ledger", job->name);
+		PQclear(r);
+	}
+	return 0;
+}
+
+int cat_feed_dead_letter_add(struct cat_feed_job *job, const char *batch_id, const char *key,
+                             bool whole_object, int64_t rows_bad, const char *location,
+                             const char *reason, struct fl_err *err)
+{
+	char id[24], bad[24];
+	const char *p[7] = {id, batch_id, key, whole_object ? "t" : "f", bad, location, reason};
+	PGresult *r;
+
+	snprintf(id, sizeof(id), "%lld", (long long)job->id);
+	snprintf(bad, sizeof(bad), "%lld", (long long)rows_bad);
+	r = cat_exec(
+	        cat_tx_conn(job->tx),
+	        "INSERT INTO feed_dead_letter (feed_id, batch_id, key, whole_object, rows_bad,"
+	        " location, reason) VALUES ($1::bigint, $2, $3, $4::boolean, $5::bigint, $6, $7)",
+	        7, p, err);
+	if (r == NULL)
+		return -1;
+	PQclear(r);
+	return 0;
+}
+
+/* Inserts a batch row on c. */
+static int batch_insert(struct cat_conn *c, int64_t feed_id, const struct cat_feed_batch *b,
+                        struct fl_err *err)
+{
+	char id[24], objects[24], ok[24], bad[24], in[24], out[24], snap[24], started[24];
+	const char *p[11] = {id,
+	                     b->batch_id,
+	                     b->outcome,
+	                     objects,
+	                     ok,
+	                     bad,
+	                     in,
+	                     out,
+	                     b->snapshot_id ? snap : NULL,
+	                     b->forced ? "t" : "f",
+	                     b->error};
+	const char *p2[12];
+	PGresult *r;
+
+	snprintf(id, sizeof(id), "%lld", (long long)feed_id);
+	snprintf(objects, sizeof(objects), "%d", b->objects);
+	snprintf(ok, sizeof(ok), "%lld", (long long)b->rows_ok);
+	snprintf(bad, sizeof(bad), "%lld", (long long)b->rows_bad);
+	snprintf(in, sizeof(in), "%lld", (long long)b->bytes_in);
+	snprintf(out, sizeof(out), "%lld", (long long)b->bytes_out);
+	snprintf(snap, sizeof(snap), "%lld", (long long)b->snapshot_id);
+	snprintf(started, sizeof(started), "%lld", (long long)b->started_ms);
+	memcpy(p2, p, sizeof(p));
+	p2[11] = started;
+	r = cat_exec(
+	        c,
+	        "INSERT INTO feed_batch (feed_id, batch_id, outcome, objects, rows_ok, rows_bad,"
+	        " bytes_in, bytes_out, snapshot_id, forced, error, started_at) VALUES"
+	        " ($1::bigint, $2, $3, $4::integer, $5::bigint, $6::bigint, $7::bigint,"
+	        " $8::bigint, $9::bigint, $10::boolean, $11,"
+	        " to_timestamp($12::bigint / 1000.0))",
+	        12, p2, err);
+	if (r == NULL)
+		return -1;
+	PQclear(r);
+	return 0;
+}
+
+int cat_feed_batch_done(struct cat_feed_job *job, const struct cat_feed_batch *b, int64_t after_s,
+                        struct fl_err *err)
+{
+	char id[24], after[24];
+	const char *p[2] = {id, after};
+	PGresult *r;
+
+	snprintf(id, sizeof(id), "%lld", (long long)job->id);
+	snprintf(after, sizeof(after), "%lld", (long long)after_s);
+	if (b != NULL && batch_insert(cat_tx_conn(job->tx), job->id, b, err) != 0)
+		return -1;
+	r = cat_exec(
+	        cat_tx_conn(job->tx),
+	        "UPDATE feed SET failures = 0, last_error = NULL,"
+	        " next_run_at = now() + make_interval(secs => $2::bigint) WHERE id = $1::bigint",
+	        2, p, err);
+	if (r == NULL)
+		return -1;
+	PQclear(r);
+	return 0;
+}
+
+int cat_feed_failed(struct cat_db *db, int64_t feed_id, const struct cat_feed_batch *b,
+                    int64_t max_retries, bool *paused, struct fl_err *err)
+{
+	char id[24], max[24];
+	const char *p[3] = {id, max, b->error ? b->error : "unknown error"};
+	struct cat_conn *c;
+	PGresult *r;
+	int rc = -1;
+
+	*paused = false;
+	snprintf(id, sizeof(id), "%lld", (long long)feed_id);
+	snprintf(max, sizeof(max), "%lld", (long long)max_retries);
+	if (cat_conn_get(db, &c, err) != 0)
+		return -1;
+	if (cat_exec_cmd(c, "BEGIN", err) != 0 || batch_insert(c, feed_id, b, err) != 0)
+		goto out;
+	r = cat_exec(
+	        c,
+	        "UPDATE feed SET failures = failures + 1, last_error = $3, updated_at = now(),"
+	        " state = CASE WHEN failures + 1 > $2::integer THEN 'paused' ELSE state END,"
+	        " next_run_at = now() + make_interval(secs => least(2 ^ least(failures + 1, 9), 300))"
+	        " WHERE id = $1::bigint RETURNING state",
+	        3, p, err);
+	if (r == NULL)
+		goto out;
+	*paused = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "paused") == 0;
+	PQclear(r);
+	rc = cat_exec_cmd(c, "COMMIT", err);
+out:
+	cat_conn_put(db, c);
+	return rc;
+}

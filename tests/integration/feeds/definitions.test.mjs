@@ -62,7 +62,7 @@ test('create fills in every default; get, list, pause, resume, delete', async ()
     'on-error': 'dead-letter',
     'new-columns': 'evolve',
     'create-table': true,
-    batch: { 'max-bytes': 0, 'max-objects': 1000, 'max-age': 'PT1M' },
+    batch: { 'max-bytes': 0, 'max-objects': 1000, 'max-age': 'PT0S' },
     'max-retries': 5,
     'dead-letter': '',
     'spool-max-bytes': 64 * 1024 * 1024,

@@ -36,7 +36,7 @@ static void test_defaults(void **state)
 	           "\"source\":{\"type\":\"directory\",\"path\":\"/in\",\"glob\":\"*\"},"
 	           "\"format\":\"csv\",\"mode\":\"append\",\"interval\":\"PT1M30S\","
 	           "\"on-error\":\"strict\",\"new-columns\":\"reject\",\"create-table\":false,"
-	           "\"batch\":{\"max-bytes\":0,\"max-objects\":1000,\"max-age\":\"PT1M\"},"
+	           "\"batch\":{\"max-bytes\":0,\"max-objects\":1000,\"max-age\":\"PT0S\"},"
 	           "\"max-retries\":5,\"dead-letter\":\"\",\"spool-max-bytes\":67108864}");
 	free(s);
 	json_decref(out);
