@@ -754,8 +754,8 @@ out:
 	free(text);
 	cat_db_close(db);
 	free(conninfo);
-	/* The embedded cluster stays up if floe serve started it; srv_pg_stop
-	 * only stops what this process started. */
+	/* The embedded cluster stops here only when no other floe process
+	 * (a floe serve, say) still uses it. */
 	srv_pg_stop(pg);
 	return rc;
 }

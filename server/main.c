@@ -1,5 +1,5 @@
-/* main.c - the floe program: its commands (serve, migrate, ingest, version,
- * help) and their dispatch.
+/* main.c - the floe program: its commands (serve, migrate, status, ingest,
+ * version, help) and their dispatch.
  *
  * One table, `commands`, drives both the dispatch and `floe help`, so a
  * command cannot run without being listed; adding one is one line. */
@@ -25,6 +25,7 @@
 #include "metrics.h"
 #include "router.h"
 #include "scheduler.h"
+#include "serve_lock.h"
 #include "srv.h"
 #include "whcache.h"
 
@@ -91,6 +92,31 @@ out:
 	free(conninfo);
 	srv_pg_stop(pg);
 	return rc;
+}
+
+/* Reports without starting or locking anything (srv_pg_status). */
+static int cmd_status(struct srv_config *cfg)
+{
+	struct fl_err err = {0};
+	char abs[PATH_MAX];
+
+	if (realpath(cfg->data_dir, abs) == NULL) {
+		fprintf(stderr, "floe: status: no data directory %s: %s\n", cfg->data_dir,
+		        strerror(errno));
+		return 1;
+	}
+	printf("data directory: %s\n", abs);
+	srv_serve_lock_list(abs, stdout);
+	if (cfg->database_url[0] != '\0') {
+		printf("database:       the database-url setting (no embedded PostgreSQL)\n");
+		return 0;
+	}
+	printf("database:       embedded PostgreSQL\n");
+	if (srv_pg_status(abs, cfg->pg_bin_dir, stdout, &err) != 0) {
+		fprintf(stderr, "floe: status: %s\n", err.msg);
+		return 1;
+	}
+	return 0;
 }
 
 /* FLOE_BOOTSTRAP_CLIENT_ID/_SECRET: the first admin, on a start that finds none. */
@@ -161,7 +187,7 @@ static int cmd_serve(struct srv_config *cfg)
 	char abs[PATH_MAX], *conninfo = NULL;
 	sigset_t sigs;
 	unsigned port;
-	int applied, sig, rc = 1;
+	int applied, sig, port_lock = -1, rc = 1;
 
 	/* Signals are taken synchronously by this thread only; workers never see them. */
 	sigemptyset(&sigs);
@@ -170,7 +196,10 @@ static int cmd_serve(struct srv_config *cfg)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	if (prepare_data_dir(cfg, abs, &err) != 0 || database(cfg, abs, &conninfo, &pg, &err) != 0)
+	if (prepare_data_dir(cfg, abs, &err) != 0 ||
+	    (cfg->port != 0 &&
+	     srv_serve_lock_take(abs, (unsigned)cfg->port, &port_lock, &err) != 0) ||
+	    database(cfg, abs, &conninfo, &pg, &err) != 0)
 		goto fail;
 	if (cat_db_migrate(conninfo, &applied, &err) != 0)
 		goto fail;
@@ -212,6 +241,7 @@ out:
 	srv_auth_free(ctx.auth);
 	free(conninfo);
 	srv_pg_stop(pg);
+	srv_serve_lock_release(port_lock);
 	if (rc == 0)
 		fl_info(NULL, "stopped");
 	return rc;
@@ -247,6 +277,11 @@ static int run_serve(int argc, char **argv)
 static int run_migrate(int argc, char **argv)
 {
 	return with_config(argc, argv, cmd_migrate);
+}
+
+static int run_status(int argc, char **argv)
+{
+	return with_config(argc, argv, cmd_status);
 }
 
 static int run_admin(int argc, char **argv)
@@ -300,6 +335,8 @@ static const struct command commands[] = {
 	 "floe serve --port 8181 --data-dir ./.floe", run_serve, server_options},
 	{"migrate", "[options]", "apply database migrations and exit",
 	 "floe migrate --database-url postgresql://floe@127.0.0.1/floe", run_migrate, server_options},
+	{"status", "[options]", "where the data and the embedded PostgreSQL live, and who uses them",
+	 "floe status --data-dir ./.floe", run_status, server_options},
 	{"ingest", "--table NS.TABLE [options] FILE...", "commit CSV or NDJSON files to a table as one snapshot",
 	 "floe ingest --table demo.events /tmp/events.csv", srv_cmd_ingest, srv_cmd_ingest_help},
 	{"admin", "bootstrap [options]", "create the first admin principal once and print its credentials",
@@ -339,7 +376,7 @@ static void usage(FILE *f)
 	fprintf(f, "floe %s - an Apache Iceberg REST catalog\n\n", FLOE_VERSION);
 	command_list(f);
 	fprintf(f, "\n`floe COMMAND --help` shows a command's options and an example.\n"
-	           "serve and migrate take these ");
+	           "serve, migrate and status take these ");
 	server_options(f);
 }
 

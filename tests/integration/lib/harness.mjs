@@ -10,6 +10,10 @@
 //   never see each other's state.
 // - Child floe processes get no FLOE_* variables from the environment unless a test
 //   passes them, so a developer's shell settings cannot change what is tested.
+// - When a test file is done (its event loop is empty: every floe it started has
+//   exited), no embedded PostgreSQL of a data directory it used may still run -- the
+//   last floe using it must stop it (server/embedded_pg.c) -- or the file fails. At
+//   exit, no postmaster of any cluster started here may survive the cleanup either.
 import { spawn, execFileSync, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -23,6 +27,59 @@ const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
 const live = new Set(); // { killSync(): void } run synchronously at process exit
 
 const tmpDirs = []; // removed at exit, after every process using them is stopped
+const embeddedDataDirs = new Set(); // data dirs a floe used with its embedded PostgreSQL
+
+// Where floe keeps the embedded cluster of dataDir (server/embedded_pg.c: inside it,
+// or under /var/lib/floe/pg-<sha256 prefix> when postgres cannot reach it).
+function embeddedClusterDirs(dataDir) {
+  let abs = dataDir;
+  try {
+    abs = fs.realpathSync(dataDir);
+  } catch {
+    /* removed already: the plain path is all there is */
+  }
+  const h = crypto.createHash('sha256').update(abs).digest('hex').slice(0, 12);
+  return [path.join(dataDir, 'pg'), path.join(abs, 'pg'), `/var/lib/floe/pg-${h}/pg`];
+}
+
+// Running postmasters whose data directory (-D) is one of dirs or lies under one.
+// A postmaster removes its pid file (which `pg_ctl stop -w` waits for) just before it
+// exits, so one still listed is looked for again for up to graceMs.
+export function postmastersUnder(dirs, { graceMs = 2000 } = {}) {
+  if (dirs.length === 0) return [];
+  const deadline = Date.now() + graceMs;
+  for (;;) {
+    const out = execFileSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' });
+    const left = out.split('\n').filter((l) => {
+      const m = l.match(/^\s*\d+\s+\S*\/(?:postgres|postmaster)\s.*?-D\s+(\S+)/);
+      return m && dirs.some((d) => m[1] === d || m[1].startsWith(`${d}/`));
+    });
+    if (left.length === 0 || Date.now() >= deadline) return left;
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100); // also usable at exit
+  }
+}
+
+// Records that dataDir is used with the embedded PostgreSQL (startFloe does it for the
+// servers it starts), so the after-file check covers it.
+export function trackEmbeddedDataDir(dataDir) {
+  embeddedDataDirs.add(dataDir);
+}
+
+// 'beforeExit' rather than a node:test `after` hook: this module may be imported inside
+// a test or hook, where `after` would attach to that test instead of the file. A file
+// whose exit code is not 0 fails in `node --test`.
+let checkedEmbedded = false;
+process.on('beforeExit', () => {
+  if (checkedEmbedded) return;
+  checkedEmbedded = true;
+  const left = postmastersUnder([...embeddedDataDirs].flatMap(embeddedClusterDirs));
+  if (left.length) {
+    process.stderr.write(
+      `harness: FAIL: an embedded PostgreSQL still runs after every floe using it exited (orphaned cluster):\n${left.join('\n')}\n`,
+    );
+    process.exitCode = 1;
+  }
+});
 
 process.on('exit', () => {
   for (const item of live) {
@@ -30,6 +87,20 @@ process.on('exit', () => {
       item.killSync();
     } catch {
       /* best effort at exit */
+    }
+  }
+  const left = postmastersUnder([...tmpDirs, ...[...embeddedDataDirs].flatMap(embeddedClusterDirs)]);
+  if (left.length) {
+    process.stderr.write(`harness: FAIL: postmasters started by this test file survived its cleanup:\n${left.join('\n')}\n`);
+    process.exitCode = 1;
+    // Their data directories may be gone (pg_ctl cannot stop them then): an immediate
+    // shutdown by pid, so a failed run leaks nothing.
+    for (const l of left) {
+      try {
+        process.kill(Number(l.trim().split(/\s+/)[0]), 'SIGQUIT');
+      } catch {
+        /* already gone */
+      }
     }
   }
   if (process.env.FLOE_TEST_KEEP_TMP) return;
@@ -76,7 +147,7 @@ export function tmpDir(tag) {
   return d;
 }
 
-function asPostgres(cmd, args, opts = {}) {
+export function asPostgres(cmd, args, opts = {}) {
   if (isRoot) return spawnSync('runuser', ['-u', 'postgres', '--', cmd, ...args], opts);
   return spawnSync(cmd, args, opts);
 }
@@ -215,6 +286,7 @@ export async function startFloe({
     dataDir = path.join(ownRoot, 'floe');
   }
   const argv = ['serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir];
+  if (!databaseUrl && !env.FLOE_DATABASE_URL && !args.includes('--database-url')) trackEmbeddedDataDir(dataDir);
   if (databaseUrl) argv.push('--database-url', databaseUrl);
   argv.push(...args);
   const proc = spawn(floeBin, argv, { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
