@@ -65,6 +65,29 @@ int cat_feed_set_paused(struct cat_db *db, const char *name, bool paused, json_t
  * The table and the files it landed stay. */
 int cat_feed_delete(struct cat_db *db, const char *name, struct fl_err *err) FL_MUST_CHECK;
 
+/* ---- pushes ---- */
+
+/* How long a landed push is remembered by its Idempotency-Key. */
+#define CAT_FEED_SPOOL_KEEP_S 86400
+
+/* What a push did. */
+struct cat_feed_push {
+	bool full; /* refused: the spool holds spool-max-bytes already */
+	bool duplicate; /* the key was pushed before: nothing added */
+	int64_t spooled_bytes; /* waiting after this push */
+	int64_t interval_s; /* the feed's interval (a Retry-After when full) */
+};
+
+/* Spools n bytes of body (NDJSON or CSV, as content_type says) for feed
+ * `name`, durably, in tx when given (the idempotency transaction) or its
+ * own.  idem_key (may be NULL) makes a repeated push a no-op for as long as
+ * the spool remembers it.  FL_ERR_NOT_FOUND for an unknown feed.  A full
+ * spool is not an error: out->full says so.  The bound is checked before the
+ * insert, so concurrent pushes may pass it by at most one body each. */
+int cat_feed_spool_add(struct cat_db *db, struct cat_tx *tx, const char *name,
+                       const char *content_type, const char *body, size_t n, const char *idem_key,
+                       struct cat_feed_push *out, struct fl_err *err) FL_MUST_CHECK;
+
 /* ---- the workers' side ---- */
 
 /* A feed claimed by a worker: its row is locked FOR UPDATE in tx, and a
@@ -114,6 +137,27 @@ int cat_feed_ledger_add(struct cat_feed_job *job, const char *batch_id,
 int cat_feed_dead_letter_add(struct cat_feed_job *job, const char *batch_id, const char *key,
                              bool whole_object, int64_t rows_bad, const char *location,
                              const char *reason, struct fl_err *err) FL_MUST_CHECK;
+
+/* A spooled push waiting to land. */
+struct cat_spooled {
+	int64_t id;
+	char *content_type;
+	char *body;
+	int64_t bytes;
+};
+
+/* The oldest waiting pushes of job's feed with the content type of the
+ * oldest one, at most max of them and (past the first) at most max_bytes
+ * together, inside job->tx.  Free with cat_feed_spooled_free. */
+int cat_feed_spool_take(struct cat_feed_job *job, int64_t max, int64_t max_bytes,
+                        struct cat_spooled **out, size_t *n, struct fl_err *err) FL_MUST_CHECK;
+void cat_feed_spooled_free(struct cat_spooled *v, size_t n);
+
+/* Marks pushes landed under batch_id (or set aside: batch_id
+ * "dead-letter:…") and drops their bodies, inside job->tx; also forgets
+ * landed pushes older than CAT_FEED_SPOOL_KEEP_S. */
+int cat_feed_spool_landed(struct cat_feed_job *job, const char *batch_id, const int64_t *ids,
+                          size_t n, struct fl_err *err) FL_MUST_CHECK;
 
 /* A batch's outcome, for `floe feed show` and /metrics. */
 struct cat_feed_batch {

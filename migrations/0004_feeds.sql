@@ -77,7 +77,7 @@ CREATE TABLE feed_spool (
     feed_id bigint NOT NULL REFERENCES feed(id) ON DELETE CASCADE,
     idem_key text,
     content_type text NOT NULL,
-    body bytea,
+    body text,
     bytes bigint NOT NULL,
     batch_id text,
     received_at timestamptz NOT NULL DEFAULT now(),

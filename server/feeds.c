@@ -1,5 +1,5 @@
-/* feeds.c - the daemon's feed workers: a directory feed's objects into its
- * table, exactly once.
+/* feeds.c - the daemon's feed workers: a directory feed's objects, and the
+ * records pushed to a feed, into its table, exactly once.
  *
  * One run of a feed, all inside the transaction that claimed it:
  *   1. list the source's files that match the glob (dot-files and *.tmp are
@@ -14,6 +14,10 @@
  * (the next run redoes the batch; orphaned data files are harmless); after
  * it, both.  The batch id is a hash of the feed and its objects, so a redo
  * is recognised in the table history too.
+ *
+ * Pushes (h_feeds.c spools them) are group-committed the same way at each
+ * run: the oldest waiting bodies of one format, up to the batch bounds, land
+ * as one batch and are marked landed in the same transaction.
  *
  * Bad input: in dead-letter mode bad rows go to the dead-letter folder and
  * the rest commits.  An object that fails as a whole (cannot be parsed, or
@@ -47,11 +51,12 @@
 #define DEFAULT_TARGET ((int64_t)512 << 20)
 
 struct obj {
-	char *key; /* file name inside the source directory */
-	char *path; /* full path */
+	char *key; /* file name inside the source directory; "push/<id>" for a push */
+	char *path; /* full path (a push's body is written to a temporary file) */
 	int64_t size;
-	int64_t mtime_ns;
+	int64_t mtime_ns; /* a push: when the worker took it */
 	char etag[24];
+	int64_t spool_id; /* a push's spool row; 0 for a directory object */
 };
 
 struct scan {
@@ -112,6 +117,7 @@ static int scan_dir(const char *dir, const char *glob, struct scan *s, struct fl
 			s->cap = cap;
 		}
 		struct obj *o = &s->v[s->n];
+		memset(o, 0, sizeof(*o));
 		o->key = strdup(e->d_name);
 		o->path = strdup(path);
 		if (o->key == NULL || o->path == NULL) {
@@ -217,6 +223,7 @@ struct run {
 	struct st_committer *c;
 	struct st_batch_opts bo;
 	char dl_dir[PATH_MAX];
+	int64_t max_objects, max_bytes; /* this run's batch bounds */
 	int64_t t0_ms;
 	/* totals of the run, for the batch record */
 	struct cat_feed_batch rec;
@@ -234,6 +241,26 @@ static const char *def_str(const json_t *def, const char *k)
 static int64_t def_int(const json_t *def, const char *k)
 {
 	return (int64_t)json_integer_value(json_object_get(def, k));
+}
+
+/* Records objects as processed by batch, in the claim's transaction: source
+ * objects in the ledger, pushes in the spool. */
+static int record(struct run *u, struct obj *const *v, const struct cat_feed_object *lo, size_t n,
+                  const char *batch, struct fl_err *err)
+{
+	int64_t *ids;
+	int rc;
+
+	if (v[0]->spool_id == 0)
+		return cat_feed_ledger_add(u->job, batch, lo, n, err);
+	ids = calloc(n, sizeof(*ids));
+	if (ids == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		ids[i] = v[i]->spool_id;
+	rc = cat_feed_spool_landed(u->job, batch, ids, n, err);
+	free(ids);
+	return rc;
 }
 
 /* Lands n objects as one batch; -1 with err on failure (the caller decides
@@ -278,7 +305,7 @@ static int land(struct run *u, struct obj *const *v, size_t n, struct fl_err *er
 		lo[i].rows_ok = n == 1 ? (int64_t)res.res.rows_ok : 0;
 		lo[i].rows_bad = n == 1 ? (int64_t)res.res.rows_bad : 0;
 	}
-	if (cat_feed_ledger_add(u->job, batch, lo, n, err) != 0)
+	if (record(u, v, lo, n, batch, err) != 0)
 		goto out;
 	if (res.res.rows_bad > 0) {
 		char reason[160];
@@ -317,11 +344,11 @@ static int set_aside(struct run *u, struct obj *o, const char *reason, struct fl
 	batch_id_of(u->job->name, "", one, 1, batch);
 	if (mkdirs(u->dl_dir, err) != 0)
 		return -1;
-	if (snprintf(dst, sizeof(dst), "%s/%.16s-%s", u->dl_dir, batch, o->key) >= (int)sizeof(dst))
+	if (snprintf(dst, sizeof(dst), "%s/%.16s-%s", u->dl_dir, batch,
+	             o->spool_id ? "push" : o->key) >= (int)sizeof(dst))
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "dead-letter path for %.100s is too long", o->key);
-	if (copy_whole(o->path, dst, err) != 0 ||
-	    cat_feed_ledger_add(u->job, batch, &lo, 1, err) != 0 ||
+	if (copy_whole(o->path, dst, err) != 0 || record(u, one, &lo, 1, batch, err) != 0 ||
 	    cat_feed_dead_letter_add(u->job, batch, o->key, true, 0, dst, reason, err) != 0)
 		return -1;
 	fl_warn(NULL, "feed %s: object %s set aside in %s: %s", u->job->name, o->key, dst, reason);
@@ -329,34 +356,55 @@ static int set_aside(struct run *u, struct obj *o, const char *reason, struct fl
 	return 0;
 }
 
-/* Runs one claimed directory feed; 0 when the transaction may commit. */
-static int run_directory(struct run *u, struct fl_err *err)
+/* Lands the objects as one batch; when that fails on bad input, lands them
+ * one by one and sets aside the ones that fail alone. */
+static int land_all(struct run *u, struct obj **take, size_t n, struct fl_err *err)
 {
-	const json_t *src = json_object_get(u->def, "source"),
-	             *batch = json_object_get(u->def, "batch");
-	int64_t max_objects = def_int(batch, "max-objects"),
-	        max_bytes = def_int(batch, "max-bytes");
-	int64_t max_age_s = fl_duration_parse(def_str(batch, "max-age")), total = 0;
-	struct scan s = {0};
-	struct obj **take = NULL;
-	bool *seen = NULL;
-	struct cat_feed_object *lo = NULL;
+	if (land(u, take, n, err) == 0)
+		return 0;
+	if (err->kind != FL_ERR_BAD_REQUEST)
+		return -1;
+	if (n > 1)
+		fl_info(NULL, "feed %s: batch of %zu failed (%s); landing its objects one by one",
+		        u->job->name, n, err->msg);
+	for (size_t i = 0; i < n; i++) {
+		struct fl_err one = {0};
+
+		if (n > 1 && land(u, &take[i], 1, &one) == 0)
+			continue;
+		if (n > 1 && one.kind != FL_ERR_BAD_REQUEST) {
+			*err = one;
+			return -1;
+		}
+		if (set_aside(u, take[i], n > 1 ? one.msg : err->msg, &one) != 0) {
+			*err = one;
+			return -1;
+		}
+	}
+	fl_err_clear(err);
+	return 0;
+}
+
+/* What every run needs first: the table (if it exists yet) sizes batches by
+ * its write.target-file-size-bytes and places the dead letters. */
+static int prepare(struct run *u, struct fl_err *err)
+{
+	const json_t *batch = json_object_get(u->def, "batch");
 	json_t *meta = NULL;
-	size_t n = 0;
 	int rc = -1;
 
-	/* The table (if it exists yet): its target file size sizes batches,
-	 * its location places the dead letters. */
+	u->max_objects = def_int(batch, "max-objects");
+	u->max_bytes = def_int(batch, "max-bytes");
 	if (u->c->ops->load(u->c, &meta, err) != 0) {
 		if (err->kind != FL_ERR_NO_SUCH_TABLE)
-			goto out;
+			return -1;
 		fl_err_clear(err);
 	}
-	if (max_bytes == 0) {
+	if (u->max_bytes == 0) {
 		const char *t = json_string_value(json_object_get(
 		        json_object_get(meta, "properties"), "write.target-file-size-bytes"));
 
-		max_bytes = t != NULL ? strtoll(t, NULL, 10) : DEFAULT_TARGET;
+		u->max_bytes = t != NULL ? strtoll(t, NULL, 10) : DEFAULT_TARGET;
 	}
 	if (def_str(u->def, "dead-letter")[0] != '\0')
 		snprintf(u->dl_dir, sizeof(u->dl_dir), "%s", def_str(u->def, "dead-letter"));
@@ -375,6 +423,25 @@ static int run_directory(struct run *u, struct fl_err *err)
 	u->bo.dead_letter_dir = u->dl_dir;
 	if (u->bo.on_error == ST_ON_ERROR_DEAD_LETTER && mkdirs(u->dl_dir, err) != 0)
 		goto out;
+	rc = 0;
+out:
+	json_decref(meta);
+	return rc;
+}
+
+/* One batch of a directory feed's new files. */
+static int run_directory(struct run *u, struct fl_err *err)
+{
+	const json_t *src = json_object_get(u->def, "source"),
+	             *batch = json_object_get(u->def, "batch");
+	int64_t max_age_s = fl_duration_parse(def_str(batch, "max-age")), total = 0;
+	struct scan s = {0};
+	struct obj **take = NULL;
+	bool *seen = NULL;
+	struct cat_feed_object *lo = NULL;
+	size_t n = 0;
+	int rc = -1;
+
 	if (scan_dir(def_str(src, "path"), def_str(src, "glob"), &s, err) != 0)
 		goto out;
 	lo = calloc(s.n ? s.n : 1, sizeof(*lo));
@@ -391,55 +458,93 @@ static int run_directory(struct run *u, struct fl_err *err)
 	}
 	if (cat_feed_ledger_seen(u->job, lo, s.n, seen, err) != 0)
 		goto out;
-	for (size_t i = 0; i < s.n && (int64_t)n < max_objects; i++) {
+	for (size_t i = 0; i < s.n && (int64_t)n < u->max_objects; i++) {
 		if (seen[i])
 			continue;
-		if (n > 0 && total + s.v[i].size > max_bytes)
+		if (n > 0 && total + s.v[i].size > u->max_bytes)
 			break;
 		take[n++] = &s.v[i];
 		total += s.v[i].size;
 	}
-	if (n == 0) {
-		rc = 0;
+	if (n == 0 || ((int64_t)n < u->max_objects && total < u->max_bytes && max_age_s > 0 &&
+	               fl_now_ms() - take[0]->mtime_ns / 1000000 < max_age_s * 1000)) {
+		rc = 0; /* nothing new, or a partial batch that waits for more */
 		goto out;
 	}
-	if ((int64_t)n < max_objects && total < max_bytes && max_age_s > 0 &&
-	    fl_now_ms() - take[0]->mtime_ns / 1000000 < max_age_s * 1000) {
-		rc = 0; /* a partial batch waits for more, up to max-age */
-		goto out;
-	}
-	if (land(u, take, n, err) == 0) {
-		rc = 0;
-		goto out;
-	}
-	if (err->kind != FL_ERR_BAD_REQUEST)
-		goto out;
-	/* Some object fails as a whole: find it by landing them one by one. */
-	if (n > 1)
-		fl_info(NULL, "feed %s: batch of %zu failed (%s); landing its objects one by one",
-		        u->job->name, n, err->msg);
-	for (size_t i = 0; i < n; i++) {
-		struct fl_err one = {0};
-
-		if (n > 1 && land(u, &take[i], 1, &one) == 0)
-			continue;
-		if (n > 1 && one.kind != FL_ERR_BAD_REQUEST) {
-			*err = one;
-			goto out;
-		}
-		if (set_aside(u, take[i], n > 1 ? one.msg : err->msg, &one) != 0) {
-			*err = one;
-			goto out;
-		}
-	}
-	fl_err_clear(err);
-	rc = 0;
+	rc = land_all(u, take, n, err);
 out:
-	json_decref(meta);
 	scan_free(&s);
 	free(lo);
 	free(seen);
 	free(take);
+	return rc;
+}
+
+/* One group commit of a feed's spooled pushes: the oldest ones of one
+ * format, up to the batch bounds, each body through a temporary file. */
+static int run_spool(struct run *u, struct fl_err *err)
+{
+	struct cat_spooled *sp = NULL;
+	struct scan s = {0};
+	struct obj **take = NULL;
+	size_t n = 0;
+	enum st_ingest_format keep = u->bo.format;
+	int rc = -1;
+
+	if (cat_feed_spool_take(u->job, u->max_objects, u->max_bytes, &sp, &n, err) != 0)
+		return -1;
+	if (n == 0) {
+		cat_feed_spooled_free(sp, n);
+		return 0;
+	}
+	s.v = calloc(n, sizeof(*s.v));
+	take = calloc(n, sizeof(*take));
+	if (s.v == NULL || take == NULL) {
+		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *tmp = getenv("TMPDIR");
+		char path[PATH_MAX], key[40];
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/floe-push-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+		fd = mkstemp(path);
+		if (fd < 0) {
+			fl_err_set(err, FL_ERR_IO, "cannot create a temporary file: %s",
+			           strerror(errno));
+			goto out;
+		}
+		size_t len = strlen(sp[i].body);
+		ssize_t w = write(fd, sp[i].body, len);
+		close(fd);
+		snprintf(key, sizeof(key), "push/%lld", (long long)sp[i].id);
+		s.v[s.n].path = strdup(path);
+		s.v[s.n].key = strdup(key);
+		if (s.v[s.n].path == NULL || s.v[s.n].key == NULL || w != (ssize_t)len) {
+			unlink(path);
+			free(s.v[s.n].path);
+			free(s.v[s.n].key);
+			fl_err_set(err, FL_ERR_IO, "cannot write a temporary file");
+			goto out;
+		}
+		s.v[s.n].size = sp[i].bytes;
+		s.v[s.n].mtime_ns = fl_now_ms() * 1000000;
+		s.v[s.n].spool_id = sp[i].id;
+		snprintf(s.v[s.n].etag, sizeof(s.v[s.n].etag), "%lld", (long long)sp[i].id);
+		take[s.n] = &s.v[s.n];
+		s.n++;
+	}
+	u->bo.format =
+	        strcmp(sp[0].content_type, "text/csv") == 0 ? ST_INGEST_CSV : ST_INGEST_NDJSON;
+	rc = land_all(u, take, n, err);
+	u->bo.format = keep;
+out:
+	for (size_t i = 0; i < s.n; i++)
+		unlink(s.v[i].path);
+	scan_free(&s);
+	free(take);
+	cat_feed_spooled_free(sp, n);
 	return rc;
 }
 
@@ -485,8 +590,13 @@ static int run_one(struct srv_ctx *ctx, bool *did, struct fl_err *err)
 		ok = cat_committer_open(ctx->db, job.tx, &job.wh, &ns, tname, &lim, actor, &u.c,
 		                        err) == 0;
 	}
+	if (ok)
+		ok = prepare(&u, err) == 0;
 	if (ok && strcmp(def_str(json_object_get(u.def, "source"), "type"), "directory") == 0)
 		ok = run_directory(&u, err) == 0;
+	/* Pushes group-commit on every feed (a directory feed may take them too). */
+	if (ok)
+		ok = run_spool(&u, err) == 0;
 	u.rec.batch_id = u.batch_id;
 	u.rec.started_ms = u.t0_ms;
 	u.rec.outcome = u.rec.snapshot_id != 0 ? "committed" : "nothing";

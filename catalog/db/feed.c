@@ -9,6 +9,7 @@
 
 #include "db_int.h"
 #include "feed.h"
+#include "clock.h"
 #include "json.h"
 
 #define TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
@@ -477,4 +478,142 @@ int cat_feed_failed(struct cat_db *db, int64_t feed_id, const struct cat_feed_ba
 out:
 	cat_conn_put(db, c);
 	return rc;
+}
+
+/* ---- pushes ---- */
+
+int cat_feed_spool_add(struct cat_db *db, struct cat_tx *tx, const char *name,
+                       const char *content_type, const char *body, size_t n, const char *idem_key,
+                       struct cat_feed_push *out, struct fl_err *err)
+{
+	char len[24], keep[24];
+	const char *p[6] = {name, idem_key, content_type, body, len, keep};
+	struct cat_scope sc;
+	PGresult *r;
+	bool ok = false;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(len, sizeof(len), "%zu", n);
+	snprintf(keep, sizeof(keep), "%d", CAT_FEED_SPOOL_KEEP_S);
+	if (cat_scope_begin(db, tx, true, &sc, err) != 0)
+		return -1;
+	/* The feed row is share-locked so a delete cannot interleave. */
+	r = cat_exec(
+	        sc.c,
+	        "WITH f AS (SELECT id, (definition->>'spool-max-bytes')::bigint AS max,"
+	        "   definition->>'interval' AS iv FROM feed WHERE name = $1 FOR SHARE),"
+	        " dup AS (SELECT 1 FROM feed_spool s, f WHERE s.feed_id = f.id AND s.idem_key = $2),"
+	        " pending AS (SELECT coalesce(sum(s.bytes), 0) AS b FROM feed_spool s, f"
+	        "   WHERE s.feed_id = f.id AND s.batch_id IS NULL),"
+	        " ins AS (INSERT INTO feed_spool (feed_id, idem_key, content_type, body, bytes, expires_at)"
+	        "   SELECT f.id, $2, $3, $4, $5::bigint, now() + make_interval(secs => $6::bigint)"
+	        "   FROM f, pending WHERE NOT EXISTS (SELECT 1 FROM dup)"
+	        "   AND pending.b + $5::bigint <= f.max"
+	        "   ON CONFLICT (feed_id, idem_key) DO NOTHING RETURNING id)"
+	        " SELECT (SELECT count(*) FROM f), (SELECT count(*) FROM dup), (SELECT count(*) FROM ins),"
+	        "   (SELECT b FROM pending), (SELECT iv FROM f)",
+	        6, p, err);
+	if (r == NULL)
+		goto out;
+	if (cat_i64(PQgetvalue(r, 0, 0)) == 0) {
+		PQclear(r);
+		not_found(name, err);
+		goto out;
+	}
+	out->duplicate = cat_i64(PQgetvalue(r, 0, 1)) > 0;
+	out->full = !out->duplicate && cat_i64(PQgetvalue(r, 0, 2)) == 0;
+	out->spooled_bytes =
+	        cat_i64(PQgetvalue(r, 0, 3)) + (out->full || out->duplicate ? 0 : (int64_t)n);
+	out->interval_s = fl_duration_parse(PQgetvalue(r, 0, 4));
+	PQclear(r);
+	ok = true;
+out:
+	return cat_scope_end(&sc, ok, err) == 0 ? 0 : -1;
+}
+
+int cat_feed_spool_take(struct cat_feed_job *job, int64_t max, int64_t max_bytes,
+                        struct cat_spooled **out, size_t *n, struct fl_err *err)
+{
+	char id[24], lim[24];
+	const char *p[2] = {id, lim};
+	struct cat_spooled *v = NULL;
+	PGresult *r;
+	size_t k = 0;
+	int64_t total = 0;
+
+	*out = NULL;
+	*n = 0;
+	snprintf(id, sizeof(id), "%lld", (long long)job->id);
+	snprintf(lim, sizeof(lim), "%lld", (long long)max);
+	r = cat_exec(
+	        cat_tx_conn(job->tx),
+	        "SELECT id, content_type, body, bytes FROM feed_spool"
+	        " WHERE feed_id = $1::bigint AND batch_id IS NULL ORDER BY id LIMIT $2::bigint",
+	        2, p, err);
+	if (r == NULL)
+		return -1;
+	v = calloc((size_t)PQntuples(r) + 1, sizeof(*v));
+	if (v == NULL) {
+		PQclear(r);
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	}
+	for (int i = 0; i < PQntuples(r); i++) {
+		int64_t bytes = cat_i64(PQgetvalue(r, i, 3));
+
+		if (k > 0 && (strcmp(PQgetvalue(r, i, 1), v[0].content_type) != 0 ||
+		              total + bytes > max_bytes))
+			break;
+		v[k].id = cat_i64(PQgetvalue(r, i, 0));
+		v[k].content_type = strdup(PQgetvalue(r, i, 1));
+		v[k].body = strdup(PQgetvalue(r, i, 2));
+		v[k].bytes = bytes;
+		if (v[k].content_type == NULL || v[k].body == NULL) {
+			cat_feed_spooled_free(v, k + 1);
+			PQclear(r);
+			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		}
+		total += bytes;
+		k++;
+	}
+	PQclear(r);
+	*out = v;
+	*n = k;
+	return 0;
+}
+
+void cat_feed_spooled_free(struct cat_spooled *v, size_t n)
+{
+	for (size_t i = 0; v != NULL && i < n; i++) {
+		free(v[i].content_type);
+		free(v[i].body);
+	}
+	free(v);
+}
+
+int cat_feed_spool_landed(struct cat_feed_job *job, const char *batch_id, const int64_t *ids,
+                          size_t n, struct fl_err *err)
+{
+	char id[24], one[24];
+	const char *p[3] = {id, batch_id, one};
+	PGresult *r;
+
+	snprintf(id, sizeof(id), "%lld", (long long)job->id);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(one, sizeof(one), "%lld", (long long)ids[i]);
+		r = cat_exec(cat_tx_conn(job->tx),
+		             "UPDATE feed_spool SET batch_id = $2, body = NULL"
+		             " WHERE feed_id = $1::bigint AND id = $3::bigint AND batch_id IS NULL",
+		             3, p, err);
+		if (r == NULL)
+			return -1;
+		PQclear(r);
+	}
+	r = cat_exec(cat_tx_conn(job->tx),
+	             "DELETE FROM feed_spool WHERE feed_id = $1::bigint AND batch_id IS NOT NULL"
+	             " AND expires_at < now()",
+	             1, p, err);
+	if (r == NULL)
+		return -1;
+	PQclear(r);
+	return 0;
 }
