@@ -165,16 +165,21 @@ struct cat_feed_batch {
 	const char *outcome; /* committed, nothing, failed */
 	int objects;
 	int64_t rows_ok, rows_bad, bytes_in, bytes_out;
+	int64_t dead_objects; /* objects set aside whole */
 	int64_t snapshot_id; /* 0 = none */
+	int snapshots; /* snapshots this run committed */
 	bool forced;
 	const char *error; /* NULL = none */
 	int64_t started_ms;
 };
 
-/* Records a batch and schedules the feed's next run after `after_s`
- * seconds with its failure count cleared, inside job->tx. */
-int cat_feed_batch_done(struct cat_feed_job *job, const struct cat_feed_batch *b, int64_t after_s,
-                        struct fl_err *err) FL_MUST_CHECK;
+/* Ends a successful run inside job->tx: records the batch (b may be NULL
+ * when the run found nothing to do), adds it to the feed's counters, keeps
+ * the newest 100 batch records, notes the backlog (objects seen but left for
+ * later runs) and schedules the next run after `after_s` seconds with the
+ * failure count cleared. */
+int cat_feed_batch_done(struct cat_feed_job *job, const struct cat_feed_batch *b, int64_t backlog,
+                        int64_t after_s, struct fl_err *err) FL_MUST_CHECK;
 
 /* After a failed run (job->tx rolled back): in a transaction of its own,
  * records the failed batch, counts the failure and delays the next run by
@@ -183,5 +188,34 @@ int cat_feed_batch_done(struct cat_feed_job *job, const struct cat_feed_batch *b
  * which. */
 int cat_feed_failed(struct cat_db *db, int64_t feed_id, const struct cat_feed_batch *b,
                     int64_t max_retries, bool *paused, struct fl_err *err) FL_MUST_CHECK;
+
+/* ---- signals (/metrics), from PostgreSQL so every replica and the CLI count ---- */
+
+struct cat_feed_stat {
+	const char *name, *warehouse, *ns, *table; /* ns: levels joined by '.' */
+	bool paused;
+	int64_t failures; /* runs failed in a row */
+	int64_t rows_committed, bytes_read, bytes_written, batches_committed;
+	double batch_seconds; /* sum over committed batches */
+	int64_t dead_letter_rows, dead_letter_objects, runs_failed;
+	int64_t backlog_objects, spooled_bytes, spooled_requests;
+};
+
+/* Calls fn once per feed (at most limit), ordered by name. */
+int cat_feed_stats(struct cat_db *db, int limit, void (*fn)(const struct cat_feed_stat *, void *),
+                   void *arg, struct fl_err *err) FL_MUST_CHECK;
+
+struct cat_table_signal {
+	const char *warehouse, *ns, *name;
+	int64_t commits; /* commit events, whoever committed */
+	double freshness_s; /* seconds since the newest snapshot that added data; -1 = none */
+};
+
+/* Calls fn once per live table with commit events (at most limit).  Read
+ * from the commit events, so commits of every process count (the CLI's,
+ * other replicas'). */
+int cat_table_signals(struct cat_db *db, int limit,
+                      void (*fn)(const struct cat_table_signal *, void *), void *arg,
+                      struct fl_err *err) FL_MUST_CHECK;
 
 #endif

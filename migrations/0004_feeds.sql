@@ -1,7 +1,6 @@
 -- 0004_feeds: feeds, the ledger of processed objects, batches, dead letters
 -- and the push spool (DESIGN §5b).  Ledger rows are inserted in the
--- transaction of the commit that lands their objects.  (This file must stay
--- under 4095 bytes: embed.py makes it one C string literal.)
+-- transaction of the commit that lands their objects.
 
 CREATE TABLE feed (
     id bigserial PRIMARY KEY,
@@ -16,12 +15,24 @@ CREATE TABLE feed (
     failures integer NOT NULL DEFAULT 0,
     last_error text,
     replay jsonb, -- a pending replay request
+    -- Counters for /metrics, added to in the transaction of each run, so
+    -- they count exactly what landed whichever replica ran it.
+    rows_committed bigint NOT NULL DEFAULT 0,
+    bytes_read bigint NOT NULL DEFAULT 0,
+    bytes_written bigint NOT NULL DEFAULT 0,
+    batches_committed bigint NOT NULL DEFAULT 0,
+    batch_seconds double precision NOT NULL DEFAULT 0,
+    dead_letter_rows bigint NOT NULL DEFAULT 0,
+    dead_letter_objects bigint NOT NULL DEFAULT 0,
+    runs_failed bigint NOT NULL DEFAULT 0,
+    backlog_objects bigint NOT NULL DEFAULT 0,
     created_at timestamptz NOT NULL DEFAULT now(),
     updated_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX feed_due ON feed (next_run_at) WHERE state = 'active';
 
--- One row per batch a worker attempted, for `floe feed show` and /metrics.
+-- One row per run that did something, for `floe feed show` (the newest 100
+-- per feed are kept).
 CREATE TABLE feed_batch (
     id bigserial PRIMARY KEY,
     feed_id bigint NOT NULL REFERENCES feed(id) ON DELETE CASCADE,

@@ -224,6 +224,7 @@ struct run {
 	struct st_batch_opts bo;
 	char dl_dir[PATH_MAX];
 	int64_t max_objects, max_bytes; /* this run's batch bounds */
+	int64_t backlog; /* new source objects left for later runs */
 	int64_t t0_ms;
 	/* totals of the run, for the batch record */
 	struct cat_feed_batch rec;
@@ -326,6 +327,7 @@ static int land(struct run *u, struct obj *const *v, size_t n, struct fl_err *er
 	u->rec.bytes_out += (int64_t)res.res.bytes_out;
 	if (res.committed || res.already)
 		u->rec.snapshot_id = res.snapshot_id;
+	u->rec.snapshots += res.committed;
 	rc = 0;
 out:
 	st_batch_result_free(&res);
@@ -353,6 +355,7 @@ static int set_aside(struct run *u, struct obj *o, const char *reason, struct fl
 		return -1;
 	fl_warn(NULL, "feed %s: object %s set aside in %s: %s", u->job->name, o->key, dst, reason);
 	u->rec.objects++;
+	u->rec.dead_objects++;
 	return 0;
 }
 
@@ -458,6 +461,8 @@ static int run_directory(struct run *u, struct fl_err *err)
 	}
 	if (cat_feed_ledger_seen(u->job, lo, s.n, seen, err) != 0)
 		goto out;
+	for (size_t i = 0; i < s.n; i++)
+		u->backlog += !seen[i];
 	for (size_t i = 0; i < s.n && (int64_t)n < u->max_objects; i++) {
 		if (seen[i])
 			continue;
@@ -472,6 +477,8 @@ static int run_directory(struct run *u, struct fl_err *err)
 		goto out;
 	}
 	rc = land_all(u, take, n, err);
+	if (rc == 0)
+		u->backlog -= (int64_t)n;
 out:
 	scan_free(&s);
 	free(lo);
@@ -601,8 +608,8 @@ static int run_one(struct srv_ctx *ctx, bool *did, struct fl_err *err)
 	u.rec.started_ms = u.t0_ms;
 	u.rec.outcome = u.rec.snapshot_id != 0 ? "committed" : "nothing";
 	if (ok)
-		ok = cat_feed_batch_done(&job, u.rec.objects > 0 ? &u.rec : NULL, interval, err) ==
-		     0;
+		ok = cat_feed_batch_done(&job, u.rec.objects > 0 ? &u.rec : NULL, u.backlog,
+		                         interval, err) == 0;
 	if (u.c != NULL)
 		u.c->ops->close(u.c);
 	free(levels);

@@ -425,22 +425,50 @@ static int batch_insert(struct cat_conn *c, int64_t feed_id, const struct cat_fe
 	return 0;
 }
 
-int cat_feed_batch_done(struct cat_feed_job *job, const struct cat_feed_batch *b, int64_t after_s,
-                        struct fl_err *err)
+int cat_feed_batch_done(struct cat_feed_job *job, const struct cat_feed_batch *b, int64_t backlog,
+                        int64_t after_s, struct fl_err *err)
 {
-	char id[24], after[24];
-	const char *p[2] = {id, after};
+	static const struct cat_feed_batch none = {0};
+	char v[10][24];
+	const char *p[10];
 	PGresult *r;
 
-	snprintf(id, sizeof(id), "%lld", (long long)job->id);
-	snprintf(after, sizeof(after), "%lld", (long long)after_s);
 	if (b != NULL && batch_insert(cat_tx_conn(job->tx), job->id, b, err) != 0)
 		return -1;
+	if (b == NULL)
+		b = &none;
+	snprintf(v[0], sizeof(v[0]), "%lld", (long long)job->id);
+	snprintf(v[1], sizeof(v[1]), "%lld", (long long)after_s);
+	snprintf(v[2], sizeof(v[2]), "%lld", (long long)backlog);
+	snprintf(v[3], sizeof(v[3]), "%lld", (long long)b->rows_ok);
+	snprintf(v[4], sizeof(v[4]), "%lld", (long long)b->bytes_in);
+	snprintf(v[5], sizeof(v[5]), "%lld", (long long)b->bytes_out);
+	snprintf(v[6], sizeof(v[6]), "%d", b->snapshots);
+	snprintf(v[7], sizeof(v[7]), "%lld", (long long)(b->objects > 0 ? b->started_ms : 0));
+	snprintf(v[8], sizeof(v[8]), "%lld", (long long)b->rows_bad);
+	snprintf(v[9], sizeof(v[9]), "%lld", (long long)b->dead_objects);
+	for (int i = 0; i < 10; i++)
+		p[i] = v[i];
 	r = cat_exec(
 	        cat_tx_conn(job->tx),
 	        "UPDATE feed SET failures = 0, last_error = NULL,"
-	        " next_run_at = now() + make_interval(secs => $2::bigint) WHERE id = $1::bigint",
-	        2, p, err);
+	        " next_run_at = now() + make_interval(secs => $2::bigint),"
+	        " backlog_objects = $3::bigint, rows_committed = rows_committed + $4::bigint,"
+	        " bytes_read = bytes_read + $5::bigint, bytes_written = bytes_written + $6::bigint,"
+	        " batches_committed = batches_committed + $7::integer,"
+	        " batch_seconds = batch_seconds + CASE WHEN $8::bigint = 0 THEN 0 ELSE"
+	        "   extract(epoch FROM clock_timestamp() - to_timestamp($8::bigint / 1000.0)) END,"
+	        " dead_letter_rows = dead_letter_rows + $9::bigint,"
+	        " dead_letter_objects = dead_letter_objects + $10::bigint"
+	        " WHERE id = $1::bigint",
+	        10, p, err);
+	if (r == NULL)
+		return -1;
+	PQclear(r);
+	r = cat_exec(cat_tx_conn(job->tx),
+	             "DELETE FROM feed_batch WHERE feed_id = $1::bigint AND id < (SELECT id FROM"
+	             " feed_batch WHERE feed_id = $1::bigint ORDER BY id DESC OFFSET 99 LIMIT 1)",
+	             1, p, err);
 	if (r == NULL)
 		return -1;
 	PQclear(r);
@@ -466,6 +494,7 @@ int cat_feed_failed(struct cat_db *db, int64_t feed_id, const struct cat_feed_ba
 	r = cat_exec(
 	        c,
 	        "UPDATE feed SET failures = failures + 1, last_error = $3, updated_at = now(),"
+	        " runs_failed = runs_failed + 1,"
 	        " state = CASE WHEN failures + 1 > $2::integer THEN 'paused' ELSE state END,"
 	        " next_run_at = now() + make_interval(secs => least(2 ^ least(failures + 1, 9), 300))"
 	        " WHERE id = $1::bigint RETURNING state",
