@@ -65,6 +65,20 @@ int cat_feed_set_paused(struct cat_db *db, const char *name, bool paused, json_t
  * The table and the files it landed stay. */
 int cat_feed_delete(struct cat_db *db, const char *name, struct fl_err *err) FL_MUST_CHECK;
 
+/* ---- replays ---- */
+
+/* Checks a ReplayFeedRequest {from?, to?, since?, until?, force?} (key range
+ * inclusive, modification times RFC 3339 UTC "…Z") and returns the stored
+ * form {id, from, to, since-ms, until-ms, force, after: null} in *out.
+ * FL_ERR_BAD_REQUEST naming the key.  Pure. */
+int cat_feed_replay_check(const json_t *req, json_t **out, struct fl_err *err) FL_MUST_CHECK;
+
+/* Asks feed `name` to replay (replacing a pending replay) and to run now.
+ * FL_ERR_NOT_FOUND for an unknown feed; FL_ERR_BAD_REQUEST when its source
+ * is not a directory.  *out = the feed as cat_feed_get shows it. */
+int cat_feed_replay(struct cat_db *db, const char *name, const json_t *req, json_t **out,
+                    struct fl_err *err) FL_MUST_CHECK;
+
 /* ---- pushes ---- */
 
 /* How long a landed push is remembered by its Idempotency-Key. */
@@ -100,6 +114,7 @@ struct cat_feed_job {
 	json_t *def; /* the normalized definition (owned) */
 	struct cat_warehouse wh;
 	int failures; /* runs failed in a row before this one */
+	json_t *replay; /* the pending replay (cat_feed_replay_check's form) or NULL; owned */
 };
 
 /* Claims the active feed that is due soonest and not held by another
@@ -121,6 +136,11 @@ struct cat_feed_object {
 	const char *outcome; /* ledger: committed, dead-letter or empty */
 	int64_t rows_ok, rows_bad;
 };
+
+/* Records a replay's progress inside job->tx: replay (borrowed) is the new
+ * pending state, NULL when it is done. */
+int cat_feed_replay_progress(struct cat_feed_job *job, const json_t *replay,
+                             struct fl_err *err) FL_MUST_CHECK;
 
 /* Marks seen[i] for the objects already in the feed's ledger (same key,
  * size and etag), inside job->tx. */

@@ -7,10 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "clock.h"
 #include "feed.h"
 #include "json.h"
+#include "uuid.h"
 
 #define WHAT "CreateFeedRequest"
 
@@ -330,4 +332,68 @@ out:
 	json_decref(interval);
 	json_decref(batch);
 	return rc;
+}
+
+/* "2026-12-01T15:04:05Z" or with .fff: milliseconds since the epoch; -1
+ * when malformed. */
+static int64_t rfc3339_ms(const char *s)
+{
+	struct tm tm = {0};
+	int ms = 0, used = 0;
+	char z = 0;
+
+	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+	           &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &used) != 6)
+		return -1;
+	s += used;
+	if (*s == '.') {
+		int digits = 0;
+
+		for (s++; *s >= '0' && *s <= '9'; s++, digits++)
+			if (digits < 3)
+				ms = ms * 10 + (*s - '0');
+		for (; digits > 0 && digits < 3; digits++)
+			ms *= 10;
+	}
+	z = *s;
+	if (z != 'Z' || s[1] != '\0' || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 ||
+	    tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
+		return -1;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	return (int64_t)timegm(&tm) * 1000 + ms;
+}
+
+int cat_feed_replay_check(const json_t *req, json_t **out, struct fl_err *err)
+{
+	static const char *const keys[] = {"from", "to", "since", "until", "force", NULL};
+	const char *from = NULL, *to = NULL, *since = NULL, *until = NULL;
+	int64_t since_ms = -1, until_ms = -1;
+	bool force = false;
+	char id[FL_UUID_STR];
+
+	if (!json_is_object(req))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "ReplayFeedRequest must be a JSON object");
+	if (only_keys(req, keys, "", err) != 0 ||
+	    fl_json_get_str(req, "from", false, "ReplayFeedRequest", &from, err) != 0 ||
+	    fl_json_get_str(req, "to", false, "ReplayFeedRequest", &to, err) != 0 ||
+	    fl_json_get_str(req, "since", false, "ReplayFeedRequest", &since, err) != 0 ||
+	    fl_json_get_str(req, "until", false, "ReplayFeedRequest", &until, err) != 0 ||
+	    fl_json_get_bool(req, "force", false, "ReplayFeedRequest", &force, err) != 0)
+		return -1;
+	if ((since != NULL && (since_ms = rfc3339_ms(since)) < 0) ||
+	    (until != NULL && (until_ms = rfc3339_ms(until)) < 0))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "ReplayFeedRequest: %s must be an RFC 3339 UTC time like "
+		                  "2026-12-01T15:04:05Z",
+		                  since != NULL && since_ms < 0 ? "since" : "until");
+	if (from != NULL && to != NULL && strcmp(from, to) > 0)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "ReplayFeedRequest: from is after to");
+	fl_uuid_v4(id);
+	*out = json_pack("{s:s, s:o, s:o, s:I, s:I, s:b, s:n}", "id", id, "from",
+	                 from ? json_string(from) : json_null(), "to",
+	                 to ? json_string(to) : json_null(), "since-ms", (json_int_t)since_ms,
+	                 "until-ms", (json_int_t)until_ms, "force", force, "after");
+	return *out ? 0 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 }

@@ -225,6 +225,7 @@ struct run {
 	char dl_dir[PATH_MAX];
 	int64_t max_objects, max_bytes; /* this run's batch bounds */
 	int64_t backlog; /* new source objects left for later runs */
+	char salt[64]; /* of batch ids: "" normally, "replay:<id>" for a forced replay */
 	int64_t t0_ms;
 	/* totals of the run, for the batch record */
 	struct cat_feed_batch rec;
@@ -293,7 +294,7 @@ static int land(struct run *u, struct obj *const *v, size_t n, struct fl_err *er
 		         tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
 		         tm.tm_sec, (int)(newest % 1000000000 / 1000000));
 	}
-	batch_id_of(u->job->name, "", v, n, batch);
+	batch_id_of(u->job->name, u->salt, v, n, batch);
 	u->bo.watermark = watermark;
 	if (st_batch_run(u->c, &u->bo, inputs, n, batch, &res, err) != 0)
 		goto out;
@@ -343,7 +344,7 @@ static int set_aside(struct run *u, struct obj *o, const char *reason, struct fl
 	char dst[PATH_MAX], batch[65];
 	struct obj *one[1] = {o};
 
-	batch_id_of(u->job->name, "", one, 1, batch);
+	batch_id_of(u->job->name, u->salt, one, 1, batch);
 	if (mkdirs(u->dl_dir, err) != 0)
 		return -1;
 	if (snprintf(dst, sizeof(dst), "%s/%.16s-%s", u->dl_dir, batch,
@@ -432,6 +433,76 @@ out:
 	return rc;
 }
 
+static int by_key(const void *a, const void *b)
+{
+	return strcmp(((const struct obj *)a)->key, ((const struct obj *)b)->key);
+}
+
+/* One step of a pending replay: the objects in its key and time range, in
+ * key order, after the last one an earlier step landed, at most max-objects.
+ * Without force only those missing from the ledger land (under their usual
+ * batch ids); with force they all land again under batch ids salted with the
+ * replay's id, and the batch record says "forced".  The replay is cleared
+ * when nothing in its range is left. */
+static int run_replay(struct run *u, struct scan *s, bool *seen, struct obj **take,
+                      struct fl_err *err)
+{
+	json_t *rp = u->job->replay;
+	const char *from = json_string_value(json_object_get(rp, "from"));
+	const char *to = json_string_value(json_object_get(rp, "to"));
+	const char *after = json_string_value(json_object_get(rp, "after"));
+	int64_t since = json_integer_value(json_object_get(rp, "since-ms"));
+	int64_t until = json_integer_value(json_object_get(rp, "until-ms"));
+	bool force = json_is_true(json_object_get(rp, "force")), more = false;
+	json_t *next = NULL;
+	size_t n = 0;
+	int rc;
+
+	/* Sort a copy of the flags along with the objects. */
+	for (size_t i = 0; i < s->n; i++)
+		s->v[i].spool_id = seen[i] ? -1 : 0;
+	qsort(s->v, s->n, sizeof(*s->v), by_key);
+	for (size_t i = 0; i < s->n; i++) {
+		struct obj *o = &s->v[i];
+		int64_t ms = o->mtime_ns / 1000000;
+		bool was_seen = o->spool_id == -1;
+
+		o->spool_id = 0;
+		if ((from && strcmp(o->key, from) < 0) || (to && strcmp(o->key, to) > 0) ||
+		    (after && strcmp(o->key, after) <= 0) || (since >= 0 && ms < since) ||
+		    (until >= 0 && ms > until) || (!force && was_seen))
+			continue;
+		if ((int64_t)n == u->max_objects) {
+			more = true;
+			break;
+		}
+		take[n++] = o;
+	}
+	if (force)
+		snprintf(u->salt, sizeof(u->salt), "replay:%.40s",
+		         json_string_value(json_object_get(rp, "id")));
+	u->rec.forced = force;
+	rc = n > 0 ? land_all(u, take, n, err) : 0;
+	u->salt[0] = '\0';
+	if (rc != 0)
+		return -1;
+	if (more) {
+		next = json_deep_copy(rp);
+		if (next == NULL ||
+		    json_object_set_new(next, "after", json_string(take[n - 1]->key)) != 0) {
+			json_decref(next);
+			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		}
+	}
+	if (n > 0)
+		fl_info(NULL, "feed %s: replay %s: %zu objects%s%s", u->job->name,
+		        json_string_value(json_object_get(rp, "id")), n,
+		        force ? " again (forced)" : "", more ? "; more to come" : "; done");
+	rc = cat_feed_replay_progress(u->job, next, err);
+	json_decref(next);
+	return rc;
+}
+
 /* One batch of a directory feed's new files. */
 static int run_directory(struct run *u, struct fl_err *err)
 {
@@ -463,6 +534,10 @@ static int run_directory(struct run *u, struct fl_err *err)
 		goto out;
 	for (size_t i = 0; i < s.n; i++)
 		u->backlog += !seen[i];
+	if (u->job->replay != NULL) {
+		rc = run_replay(u, &s, seen, take, err);
+		goto out;
+	}
 	for (size_t i = 0; i < s.n && (int64_t)n < u->max_objects; i++) {
 		if (seen[i])
 			continue;

@@ -77,6 +77,23 @@ int srv_h_feed_delete(struct srv_req *r, struct fl_err *err)
 	return srv_reply_no_content(r) == 0 ? 0 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 }
 
+int srv_h_feed_replay(struct srv_req *r, struct fl_err *err)
+{
+	json_t *body = NULL, *empty = NULL, *out;
+	int rc;
+
+	/* No body replays everything missing from the ledger. */
+	if (r->body.len > 0) {
+		if (srv_body_json(r, &body, err) != 0)
+			return -1;
+	} else if ((body = empty = json_object()) == NULL) {
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	}
+	rc = cat_feed_replay(r->ctx->db, r->name, body, &out, err);
+	json_decref(empty);
+	return rc == 0 ? answer(r, out, false, err) : -1;
+}
+
 /* The spooled format of a Content-Type: "text/csv" or "application/x-ndjson"
  * (parameters such as charset=utf-8 are allowed); NULL when unsupported. */
 static const char *push_format(const char *ct)

@@ -59,6 +59,7 @@ const struct srv_route srv_routes[] = {
 	{"DELETE", "/management/v1/feeds/{name}",                    srv_h_feed_delete,       SRV_PRIV_WAREHOUSE_ADMIN,  false},
 	{"POST",   "/management/v1/feeds/{name}/pause",              srv_h_feed_pause,        SRV_PRIV_WAREHOUSE_ADMIN,  false},
 	{"POST",   "/management/v1/feeds/{name}/resume",             srv_h_feed_resume,       SRV_PRIV_WAREHOUSE_ADMIN,  false},
+	{"POST",   "/management/v1/feeds/{name}/replay",             srv_h_feed_replay,       SRV_PRIV_WAREHOUSE_ADMIN,  false},
 	{"POST",   "/management/v1/feeds/{name}/records",            srv_h_feed_push,         SRV_PRIV_WAREHOUSE_ADMIN,  false},
 	{"GET",    "/healthz",                                       srv_h_healthz,           SRV_PRIV_PUBLIC,           false},
 	{"GET",    "/readyz",                                        srv_h_readyz,            SRV_PRIV_PUBLIC,           false},

@@ -19,18 +19,20 @@
 	"f.name, f.definition::text, f.state, " TS("f.created_at") ", " TS( \
 	        "f.updated_at") ", f.last_error, f.failures, " TS("f.next_run_at")
 
-/* What GET adds: the spool backlog and the ten newest batches. */
-#define FEED_DETAIL                                                                                            \
+/* What GET adds: the spool backlog, the ten newest batches and the pending
+ * replay. */
+/* clang-format off */
+#define FEED_DETAIL \
 	", (SELECT coalesce(sum(s.bytes), 0) FROM feed_spool s WHERE s.feed_id = f.id AND s.batch_id IS NULL)" \
-	", (SELECT count(*) FROM feed_spool s WHERE s.feed_id = f.id AND s.batch_id IS NULL)"                  \
-	", (SELECT coalesce(json_agg(json_build_object('batch-id', b.batch_id, 'outcome', b.outcome,"          \
-	"     'objects', b.objects, 'rows-committed', b.rows_ok, 'rows-dead-lettered', b.rows_bad,"            \
-	"     'bytes-read', b.bytes_in, 'bytes-written', b.bytes_out, 'snapshot-id', b.snapshot_id,"           \
-	"     'forced', b.forced, 'error', b.error, 'started-at', " TS(                                        \
-	        "b.started_at") ","                                                                            \
-	                        "     'finished-at', " TS(                                                     \
-	                                "b.finished_at") ") ORDER BY b.id DESC), '[]')::text"                  \
-	                                                 "   FROM (SELECT * FROM feed_batch WHERE feed_id = f.id ORDER BY id DESC LIMIT 10) b)"
+	", (SELECT count(*) FROM feed_spool s WHERE s.feed_id = f.id AND s.batch_id IS NULL)" \
+	", (SELECT coalesce(json_agg(json_build_object('batch-id', b.batch_id, 'outcome', b.outcome," \
+	"     'objects', b.objects, 'rows-committed', b.rows_ok, 'rows-dead-lettered', b.rows_bad," \
+	"     'bytes-read', b.bytes_in, 'bytes-written', b.bytes_out, 'snapshot-id', b.snapshot_id," \
+	"     'forced', b.forced, 'error', b.error, 'started-at', " TS("b.started_at") "," \
+	"     'finished-at', " TS("b.finished_at") ") ORDER BY b.id DESC), '[]')::text" \
+	"   FROM (SELECT * FROM feed_batch WHERE feed_id = f.id ORDER BY id DESC LIMIT 10) b)" \
+	", f.replay::text"
+/* clang-format on */
 
 static json_t *feed_json(PGresult *r, int i, bool detail)
 {
@@ -54,6 +56,10 @@ static json_t *feed_json(PGresult *r, int i, bool detail)
 		                              "spooled-requests",
 		                              (json_int_t)cat_i64(PQgetvalue(r, i, 9))));
 		json_object_set_new(o, "last-batches", batches ? batches : json_array());
+		json_object_set_new(o, "pending-replay",
+		                    PQgetisnull(r, i, 11)
+		                            ? json_null()
+		                            : json_loads(PQgetvalue(r, i, 11), 0, NULL));
 	}
 	return o;
 }
@@ -241,7 +247,8 @@ int cat_feed_claim(struct cat_db *db, struct cat_feed_job *job, bool *found, str
 	 * two feeds on one table take turns, and a feed whose table is busy is
 	 * skipped, not waited for. */
 	r = cat_exec(cat_tx_conn(tx),
-	             "SELECT f.id, f.name, f.definition::text, w.name, f.failures FROM feed f"
+	             "SELECT f.id, f.name, f.definition::text, w.name, f.failures, f.replay::text"
+	             " FROM feed f"
 	             " JOIN warehouse w ON w.id = f.warehouse_id"
 	             " WHERE f.state = 'active' AND f.next_run_at <= now()"
 	             " ORDER BY f.next_run_at LIMIT 8 FOR UPDATE OF f SKIP LOCKED",
@@ -265,6 +272,8 @@ int cat_feed_claim(struct cat_db *db, struct cat_feed_job *job, bool *found, str
 			job->def = json_loads(PQgetvalue(r, i, 2), 0, NULL);
 			snprintf(wh_name, sizeof(wh_name), "%s", PQgetvalue(r, i, 3));
 			job->failures = (int)cat_i64(PQgetvalue(r, i, 4));
+			if (!PQgetisnull(r, i, 5))
+				job->replay = json_loads(PQgetvalue(r, i, 5), 0, NULL);
 			*found = true;
 		}
 		PQclear(l);
@@ -289,7 +298,8 @@ out:
 		cat_tx_abort(tx);
 		if (rc != 0 || !*found) {
 			json_decref(job->def);
-			job->def = NULL;
+			json_decref(job->replay);
+			job->def = job->replay = NULL;
 			*found = false;
 		}
 	}
@@ -308,7 +318,8 @@ int cat_feed_job_end(struct cat_feed_job *job, bool ok, struct fl_err *err)
 	}
 	job->tx = NULL;
 	json_decref(job->def);
-	job->def = NULL;
+	json_decref(job->replay);
+	job->def = job->replay = NULL;
 	return rc;
 }
 
@@ -641,6 +652,70 @@ int cat_feed_spool_landed(struct cat_feed_job *job, const char *batch_id, const 
 	             "DELETE FROM feed_spool WHERE feed_id = $1::bigint AND batch_id IS NOT NULL"
 	             " AND expires_at < now()",
 	             1, p, err);
+	if (r == NULL)
+		return -1;
+	PQclear(r);
+	return 0;
+}
+
+/* ---- replays ---- */
+
+int cat_feed_replay(struct cat_db *db, const char *name, const json_t *req, json_t **out,
+                    struct fl_err *err)
+{
+	json_t *replay = NULL;
+	char *text = NULL;
+	struct cat_conn *c;
+	PGresult *r;
+	int rc = -1;
+
+	if (cat_feed_replay_check(req, &replay, err) != 0)
+		return -1;
+	text = fl_json_dump(replay, NULL);
+	json_decref(replay);
+	if (text == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	if (cat_conn_get(db, &c, err) != 0) {
+		free(text);
+		return -1;
+	}
+	const char *p[2] = {name, text};
+	r = cat_exec(
+	        c,
+	        "WITH f AS (SELECT id, definition->'source'->>'type' AS type FROM feed"
+	        "   WHERE name = $1 FOR UPDATE),"
+	        " u AS (UPDATE feed SET replay = $2::jsonb, next_run_at = now(), updated_at = now()"
+	        "   WHERE id IN (SELECT id FROM f WHERE type = 'directory') RETURNING id)"
+	        " SELECT (SELECT count(*) FROM f), (SELECT count(*) FROM u), (SELECT type FROM f)",
+	        2, p, err);
+	cat_conn_put(db, c);
+	free(text);
+	if (r == NULL)
+		return -1;
+	if (cat_i64(PQgetvalue(r, 0, 0)) == 0)
+		not_found(name, err);
+	else if (cat_i64(PQgetvalue(r, 0, 1)) == 0)
+		fl_err_set(err, FL_ERR_BAD_REQUEST,
+		           "feed '%.128s' has a %s source; replays need a directory source", name,
+		           PQgetvalue(r, 0, 2));
+	else
+		rc = 0;
+	PQclear(r);
+	return rc == 0 ? cat_feed_get(db, name, out, err) : -1;
+}
+
+int cat_feed_replay_progress(struct cat_feed_job *job, const json_t *replay, struct fl_err *err)
+{
+	char id[24], *text = replay ? fl_json_dump(replay, NULL) : NULL;
+	const char *p[2] = {id, text};
+	PGresult *r;
+
+	if (replay != NULL && text == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	snprintf(id, sizeof(id), "%lld", (long long)job->id);
+	r = cat_exec(cat_tx_conn(job->tx),
+	             "UPDATE feed SET replay = $2::jsonb WHERE id = $1::bigint", 2, p, err);
+	free(text);
 	if (r == NULL)
 		return -1;
 	PQclear(r);

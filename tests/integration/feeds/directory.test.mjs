@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { psql, request, tmpDir, waitFor } from '../lib/harness.mjs';
 import { startCatalog, createTable, loadTable } from '../ingest/lib.mjs';
+import { expectError } from '../lib/checks.mjs';
 import { F, land, createFeed, tableIds, ledger, waitLedger, csv, range } from './lib.mjs';
 
 let ctx;
@@ -134,4 +135,52 @@ test('a feed whose source is missing backs off and records why', async () => {
   assert.match(f['last-error'], /absent/);
   assert.equal(f.failures, 2);
   assert.ok(f['last-batches'].every((b) => b.outcome === 'failed'));
+});
+
+test('replay: missing objects only, or --force again under new batch ids; bad ranges are 400s', async () => {
+  const dir = path.join(root, 'rp');
+  fs.mkdirSync(dir);
+  await createTable(ctx, 'rp', [
+    { id: 1, name: 'id', type: 'long', required: true },
+    { id: 2, name: 's', type: 'string', required: false },
+  ]);
+  await createFeed(ctx.base, {
+    name: 'rp', table: 'ns.rp', source: { type: 'directory', path: dir }, format: 'csv', interval: 'PT1S',
+  });
+  land(dir, 'a.csv', csv(0, 3));
+  land(dir, 'b.csv', csv(10, 13));
+  land(dir, 'c.csv', csv(20, 23));
+  await waitLedger(ctx.dbUrl, 'rp', 3);
+  const once = [...range(0, 3), ...range(10, 13), ...range(20, 23)];
+  assert.deepEqual((await tableIds(ctx, 'rp')).ids, once);
+  const pending = async () => (await request(ctx.base, 'GET', `${F}/rp`)).json['pending-replay'];
+
+  // Without force: everything is in the ledger, nothing lands again.
+  const r1 = await request(ctx.base, 'POST', `${F}/rp/replay`);
+  assert.equal(r1.status, 200, r1.text);
+  assert.equal(r1.json['pending-replay'].force, false);
+  await waitFor(async () => (await pending()) === null, { what: 'the replay to finish' });
+  assert.deepEqual((await tableIds(ctx, 'rp')).ids, once);
+
+  // Forced over b..c: those land again, once more, in a forced batch.
+  const r2 = await request(ctx.base, 'POST', `${F}/rp/replay`, { body: { from: 'b.csv', to: 'c.csv', force: true } });
+  assert.equal(r2.status, 200, r2.text);
+  await waitFor(async () => (await pending()) === null, { what: 'the forced replay to finish' });
+  const again = [...once, ...range(10, 13), ...range(20, 23)].sort((x, y) => x - y);
+  assert.deepEqual((await tableIds(ctx, 'rp')).ids, again);
+  const l = ledger(ctx.dbUrl, 'rp');
+  assert.deepEqual(l.map((o) => o.key), ['a.csv', 'b.csv', 'b.csv', 'c.csv', 'c.csv']);
+  const f = (await request(ctx.base, 'GET', `${F}/rp`)).json;
+  assert.equal(f['last-batches'][0].forced, true, 'the batch says it was forced');
+  const meta = (await loadTable(ctx, 'rp')).metadata;
+  const batches = meta.snapshots.map((s) => s.summary['floe.batch-id']);
+  assert.equal(new Set(batches).size, batches.length, 'a forced replay has its own batch id');
+
+  // Bad requests.
+  expectError(await request(ctx.base, 'POST', `${F}/rp/replay`, { body: { from: 'z', to: 'a' } }), 400, 'BadRequestException', 'from is after to');
+  expectError(await request(ctx.base, 'POST', `${F}/rp/replay`, { body: { since: 'yesterday' } }), 400, 'BadRequestException', 'since');
+  expectError(await request(ctx.base, 'POST', `${F}/rp/replay`, { body: { force: true, color: 1 } }), 400, 'BadRequestException', "unknown key 'color'");
+  expectError(await request(ctx.base, 'POST', `${F}/nope/replay`), 404, undefined, "feed 'nope' does not exist");
+  await createFeed(ctx.base, { name: 'rp-push', table: 'ns.rp', source: { type: 'push' }, format: 'csv' });
+  expectError(await request(ctx.base, 'POST', `${F}/rp-push/replay`), 400, 'BadRequestException', 'directory source');
 });
