@@ -17,6 +17,7 @@
 #include "auth.h"
 #include "access.h"
 #include "catalog.h"
+#include "cmd_feed.h"
 #include "cmd_ingest.h"
 #include "embedded_pg.h"
 #include "httpd.h"
@@ -339,6 +340,9 @@ static const struct command commands[] = {
 	 "floe status --data-dir ./.floe", run_status, server_options},
 	{"ingest", "--table NS.TABLE [options] FILE...", "commit CSV or NDJSON files to a table as one snapshot",
 	 "floe ingest --table demo.events /tmp/events.csv", srv_cmd_ingest, srv_cmd_ingest_help},
+	{"feed", "create|list|show|pause|resume|delete|replay [NAME|DEFINITION] [options]",
+	 "manage the feeds of a running floe (the management API)",
+	 "floe feed list --url http://127.0.0.1:8181", srv_cmd_feed, srv_cmd_feed_help},
 	{"admin", "bootstrap [options]", "create the first admin principal once and print its credentials",
 	 "floe admin bootstrap --data-dir ./.floe", run_admin, server_options},
 	{"routes", "--json", "print the route table (method, path, privilege) as JSON",
