@@ -13,8 +13,10 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "io/profile.h"
 
 struct cat_db;
+struct st_io;
 
 /* Opens a pool of `size` connections (connected lazily, the first one
  * eagerly so that a wrong URL fails at startup).  The conninfo string is
@@ -76,11 +78,17 @@ struct cat_warehouse {
 	char id[37];
 	char name[256];
 	char location[1024]; /* storage root, "file:///…" or "s3://…", no trailing '/' */
-	char storage_type[16];
+	char storage_type[16]; /* "file" or "s3" */
+	struct st_profile profile; /* parsed; names no secret */
+	/* The warehouse's storage, for calls that touch files (create,
+	 * register, commit); set by the caller, borrowed.  cat_warehouse_get
+	 * leaves it NULL. */
+	struct st_io *io;
 };
 
-/* Creates a warehouse from {name, storage-profile:{type, location}} and
- * returns its JSON.  FL_ERR_ALREADY_EXISTS when the name is taken. */
+/* Creates a warehouse from {name, storage-profile} (storage/io/profile.h
+ * validates the profile) and returns its JSON.  FL_ERR_ALREADY_EXISTS when
+ * the name is taken. */
 int cat_warehouse_create(struct cat_db *db, const json_t *req, json_t **out,
                          struct fl_err *err) FL_MUST_CHECK;
 
@@ -96,6 +104,13 @@ int cat_warehouse_get(struct cat_db *db, struct cat_tx *tx, const char *name,
 int cat_warehouse_list(struct cat_db *db, json_t **out, struct fl_err *err) FL_MUST_CHECK;
 int cat_warehouse_get_json(struct cat_db *db, const char *name, json_t **out,
                            struct fl_err *err) FL_MUST_CHECK;
+
+/* Replaces the storage profile of a warehouse (validated like a new one)
+ * and returns the warehouse's JSON.  The type and location may change only
+ * while the warehouse holds no namespace (FL_ERR_CONFLICT): its tables'
+ * locations lie under the old one.  FL_ERR_NO_SUCH_WAREHOUSE when absent. */
+int cat_warehouse_update_profile(struct cat_db *db, const char *name, const json_t *profile,
+                                 json_t **out, struct fl_err *err) FL_MUST_CHECK;
 
 /* FL_ERR_CONFLICT when it still holds namespaces. */
 int cat_warehouse_delete(struct cat_db *db, const char *name, struct fl_err *err) FL_MUST_CHECK;

@@ -125,6 +125,7 @@ static const char *operation(const json_t *meta)
 /* Files written by this call, deleted again when the transaction is
  * definitely not committed. */
 struct written {
+	struct st_io *io;
 	char **paths;
 	int n;
 };
@@ -149,7 +150,7 @@ static void written_done(struct written *w, bool remove)
 		struct fl_err ignored;
 
 		/* Best effort: an orphan metadata file is harmless, a lost one is not. */
-		if (remove && st_io_delete_tree(w->paths[i], &ignored) != 0)
+		if (remove && st_io_delete(w->io, w->paths[i], &ignored) != 0)
 			ignored.kind = FL_ERR_NONE;
 		free(w->paths[i]);
 	}
@@ -166,6 +167,8 @@ static int write_metadata(const json_t *meta, int64_t version, struct written *w
 	char *t, *p;
 	size_t n;
 
+	if (w->io == NULL)
+		return fl_err_set(err, FL_ERR_INTERNAL, "no storage handle for the warehouse");
 	t = fl_json_dump(meta, &n);
 	p = metadata_file(meta, version);
 	if (t == NULL || p == NULL || written_add(w, p) != 0) {
@@ -173,7 +176,7 @@ static int write_metadata(const json_t *meta, int64_t version, struct written *w
 		free(p);
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	}
-	if (st_io_write_new(p, t, n, err) != 0) {
+	if (st_io_write_new(w->io, p, t, n, err) != 0) {
 		w->n--;
 		free(w->paths[w->n]);
 		free(t);
@@ -214,7 +217,7 @@ int cat_table_create(struct cat_db *db, struct cat_tx *tx, const struct cat_ware
 	const char *name = json_string_value(json_object_get(req, "name"));
 	const char *given = json_string_value(json_object_get(req, "location"));
 	char nsid[24], uuid[FL_UUID_STR], tbuf[520], *location = NULL, *path = NULL, *text = NULL;
-	struct written w = {0};
+	struct written w = {.io = wh->io};
 	struct cat_row row = {0};
 	struct cat_row_stats st;
 	struct cat_scope sc;
@@ -260,11 +263,11 @@ int cat_table_create(struct cat_db *db, struct cat_tx *tx, const struct cat_ware
 		 * warehouse must have the folders ready (DuckDB does not create them). */
 		struct fl_buf d = FL_BUF_INIT;
 		int rc = fl_buf_printf(&d, "%s/metadata", location) != 0 ||
-		         st_io_mkdirs(d.data, err) != 0;
+		         st_io_mkdirs(wh->io, d.data, err) != 0;
 
 		fl_buf_reset(&d);
 		rc = rc || fl_buf_printf(&d, "%s/data", location) != 0 ||
-		     st_io_mkdirs(d.data, err) != 0;
+		     st_io_mkdirs(wh->io, d.data, err) != 0;
 		fl_buf_free(&d);
 		if (rc) {
 			if (err->kind == FL_ERR_NONE)
@@ -329,7 +332,7 @@ int cat_table_register(struct cat_db *db, struct cat_tx *tx, const struct cat_wa
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "metadata-location %.200s is outside the warehouse %.200s",
 		                  metadata_location, wh->location);
-	if (st_io_read(metadata_location, lim->max_metadata_bytes, &raw, &n, err) != 0) {
+	if (st_io_read(wh->io, metadata_location, lim->max_metadata_bytes, &raw, &n, err) != 0) {
 		if (err->kind == FL_ERR_NOT_FOUND)
 			err->kind = FL_ERR_BAD_REQUEST;
 		return fl_err_prefix(err, "register-table");
@@ -669,7 +672,7 @@ int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse 
                struct cat_change *changes, int n, const struct cat_limits *lim,
                const char *request_id, const char *actor, struct fl_err *err)
 {
-	struct written w = {0};
+	struct written w = {.io = wh->io};
 	struct cat_scope sc;
 	size_t budget = lim->max_updates;
 	int *order = NULL;
@@ -741,7 +744,7 @@ int cat_table_append_tx(struct cat_db *db, struct cat_tx *tx, const struct cat_w
                         const struct cat_limits *lim, const char *request_id, const char *actor,
                         struct fl_err *err)
 {
-	struct written w = {0};
+	struct written w = {.io = wh->io};
 	struct cat_row row = {0};
 	struct cat_scope sc;
 	json_t *base = NULL, *updates = NULL, *reqs = json_array();

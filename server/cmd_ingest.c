@@ -116,6 +116,7 @@ struct job {
 	const char *name;
 	char batch_id[65];
 	int64_t snapshot_id;
+	struct st_io *io; /* the table's storage */
 	struct st_ingest_result res;
 	struct st_snapshot_manifest *manifest;
 	int attempt;
@@ -429,10 +430,14 @@ static int write_data(struct job *j, const json_t *meta, struct fl_err *err)
 	snprintf(data_uri, sizeof(data_uri), "%s/data", location);
 	if (j->ic.dead_letter_dir[0] != '\0')
 		snprintf(dl, sizeof(dl), "%s/%.16s.rejected", j->ic.dead_letter_dir, j->batch_id);
-	else
-		snprintf(dl, sizeof(dl), "%s/dead-letter/%.16s.rejected",
-		         strncmp(location, "file://", 7) == 0 ? location + 7 : location,
+	else if (strncmp(location, "file://", 7) == 0)
+		snprintf(dl, sizeof(dl), "%s/dead-letter/%.16s.rejected", location + 7,
 		         j->batch_id);
+	else if (strcmp(j->ic.on_error, "dead-letter") == 0)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "--dead-letter-dir is required for a table on object storage");
+	else
+		dl[0] = '\0';
 	if (strcmp(j->ic.on_error, "dead-letter") == 0) {
 		char dir[PATH_MAX];
 
@@ -454,6 +459,7 @@ static int write_data(struct job *j, const json_t *meta, struct fl_err *err)
 	        .new_columns = strcmp(j->ic.new_columns, "evolve") == 0   ? ST_NEW_COLUMNS_EVOLVE
 	                       : strcmp(j->ic.new_columns, "ignore") == 0 ? ST_NEW_COLUMNS_IGNORE
 	                                                                  : ST_NEW_COLUMNS_REJECT,
+	        .io = j->io,
 	        .data_uri = data_uri,
 	        .dead_letter_path = dl,
 	        .codec = codec_of(j, meta),
@@ -530,6 +536,7 @@ static int make_updates(struct job *j, const json_t *meta, json_t **out, struct 
 	        .spec = spec,
 	        .spec_id = (int32_t)json_integer_value(json_object_get(meta, "default-spec-id")),
 	        .metadata_dir = mdir,
+	        .io = j->io,
 	        .codec = ST_AVRO_CODEC_DEFLATE,
 	};
 	if (j->manifest == NULL) {
@@ -645,7 +652,7 @@ static void discard_manifest(struct job *j)
 {
 	struct fl_err ignored;
 
-	if (j->manifest != NULL && st_io_delete_tree(j->manifest->path, &ignored) != 0)
+	if (j->manifest != NULL && st_io_delete(j->io, j->manifest->path, &ignored) != 0)
 		ignored.kind = FL_ERR_NONE;
 }
 
@@ -709,8 +716,10 @@ static int run_in_process(struct job *j, struct fl_err *err)
 	}
 	if (conninfo == NULL || cat_db_migrate(conninfo, &applied, err) != 0 ||
 	    cat_db_open(conninfo, 1, &db, err) != 0 || cat_db_load_secret(db, err) != 0 ||
-	    cat_warehouse_get(db, NULL, j->sc.warehouse, &wh, err) != 0)
+	    cat_warehouse_get(db, NULL, j->sc.warehouse, &wh, err) != 0 ||
+	    st_io_open(&wh.profile, &j->io, err) != 0)
 		goto out;
+	wh.io = j->io;
 	if (cat_table_load(db, NULL, j->sc.warehouse, &ns, j->name, &mloc, &text, type, err) != 0) {
 		json_t *schema = NULL, *req;
 
@@ -739,11 +748,11 @@ static int run_in_process(struct job *j, struct fl_err *err)
 	}
 	if (cat_table_append(db, &wh, &ch, build_locked, j, &lim, NULL, err) != 0) {
 		if (err->kind != FL_ERR_COMMIT_STATE_UNKNOWN)
-			st_ingest_result_discard(&j->res);
+			st_ingest_result_discard(j->io, &j->res);
 		goto out;
 	}
 	if (j->already)
-		st_ingest_result_discard(&j->res);
+		st_ingest_result_discard(j->io, &j->res);
 	else
 		j->committed_snapshot = j->snapshot_id;
 	cat_changes_free(&ch, 1);
@@ -758,6 +767,25 @@ out:
 	 * (a floe serve, say) still uses it. */
 	srv_pg_stop(pg);
 	return rc;
+}
+
+/* Over REST, the files go where the table's location says.  A local
+ * location needs no credentials; object storage reached through another
+ * catalog needs the credentials it vends, which this build does not read
+ * yet. */
+static int open_rest_io(struct job *j, const json_t *meta, struct fl_err *err)
+{
+	const char *location = json_string_value(json_object_get(meta, "location"));
+	struct st_profile p = {0};
+
+	if (location == NULL || strncmp(location, "file:///", 8) != 0)
+		return fl_err_set(
+		        err, FL_ERR_UNSUPPORTED,
+		        "--catalog-uri: table location %.200s is not a local file:// location; writing to object storage through a REST catalog needs vended credentials",
+		        location ? location : "(none)");
+	p.type = ST_STORAGE_FILE;
+	snprintf(p.location, sizeof(p.location), "%s", location);
+	return st_io_open(&p, &j->io, err);
 }
 
 static int run_rest(struct job *j, struct fl_err *err)
@@ -783,7 +811,7 @@ static int run_rest(struct job *j, struct fl_err *err)
 			goto out;
 		rc = -1;
 	}
-	if (prepare_batch(j, meta, &done, err) != 0)
+	if (open_rest_io(j, meta, err) != 0 || prepare_batch(j, meta, &done, err) != 0)
 		goto out;
 	if (done) {
 		rc = 0;
@@ -849,7 +877,7 @@ static int run_rest(struct job *j, struct fl_err *err)
 				err->kind = FL_ERR_COMMIT_FAILED;
 				fl_err_prefix(err, "gave up after %d attempts", attempt + 1);
 			} else {
-				st_ingest_result_discard(&j->res);
+				st_ingest_result_discard(j->io, &j->res);
 			}
 			goto out;
 		}
@@ -869,7 +897,7 @@ static int run_rest(struct job *j, struct fl_err *err)
 		if (has_batch(meta, j->batch_id, &j->committed_snapshot)) {
 			/* A concurrent run of the same batch won: ours is not needed. */
 			j->already = true;
-			st_ingest_result_discard(&j->res);
+			st_ingest_result_discard(j->io, &j->res);
 			discard_manifest(j);
 			rc = 0;
 			goto out;
@@ -1036,6 +1064,7 @@ report:
 done:
 	st_snapshot_manifest_free(j.manifest);
 	st_ingest_result_free(&j.res);
+	st_io_release(j.io);
 	fl_settings_free(ingest_settings, NINGEST, &j.ic);
 	srv_config_free(&j.sc);
 	free(j.levels);

@@ -45,7 +45,9 @@
 #include "clock.h"
 #include "inprocess.h"
 #include "feed.h"
+#include "io/io.h"
 #include "log.h"
+#include "whcache.h"
 
 #define SCAN_MAX 100000 /* directory entries looked at per run */
 #define DEFAULT_TARGET ((int64_t)512 << 20)
@@ -665,7 +667,10 @@ static int run_one(struct srv_ctx *ctx, bool *did, struct fl_err *err)
 	        .codec = "table",
 	};
 	snprintf(actor, sizeof(actor), "feed:%s", job.name);
-	ok = cat_feed_table_split(def_str(u.def, "table"), &levels, &nlevels, &tname, err) == 0;
+	ok = srv_whcache_io(ctx->whcache, &job.wh, err) == 0;
+	u.bo.io = job.wh.io;
+	ok = ok &&
+	     cat_feed_table_split(def_str(u.def, "table"), &levels, &nlevels, &tname, err) == 0;
 	if (ok) {
 		struct cat_ns ns = {(const char *const *)levels, nlevels};
 
@@ -687,6 +692,8 @@ static int run_one(struct srv_ctx *ctx, bool *did, struct fl_err *err)
 		                         interval, err) == 0;
 	if (u.c != NULL)
 		u.c->ops->close(u.c);
+	st_io_release(job.wh.io);
+	job.wh.io = NULL;
 	free(levels);
 	rc = cat_feed_job_end(&job, ok, ok ? err : &(struct fl_err){0});
 	if (ok && rc == 0) {

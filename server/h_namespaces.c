@@ -10,6 +10,7 @@
 
 #include "auth.h"
 #include "handlers.h"
+#include "io/io.h"
 #include "json.h"
 #include "reply.h"
 #include "whcache.h"
@@ -37,6 +38,23 @@ int srv_warehouse(struct srv_req *r, struct cat_warehouse *wh, struct fl_err *er
 	if (cat_warehouse_get(r->ctx->db, r->tx, name, wh, err) != 0)
 		return -1;
 	srv_whcache_put(r->ctx->whcache, wh);
+	return 0;
+}
+
+static void io_release(void *p)
+{
+	st_io_release(p);
+}
+
+int srv_warehouse_io(struct srv_req *r, struct cat_warehouse *wh, struct fl_err *err)
+{
+	if (srv_whcache_io(r->ctx->whcache, wh, err) != 0)
+		return fl_err_prefix(err, "warehouse '%.200s'", wh->name);
+	if (fl_arena_defer(r->arena, io_release, wh->io) != 0) {
+		st_io_release(wh->io);
+		wh->io = NULL;
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	}
 	return 0;
 }
 

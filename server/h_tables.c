@@ -218,6 +218,7 @@ int srv_h_tbl_create(struct srv_req *r, struct fl_err *err)
 		return -1;
 	}
 	if (path_table(r, &wh, &ns, err) != 0 || check_delegation(r, wh.storage_type, err) != 0 ||
+	    srv_warehouse_io(r, &wh, err) != 0 ||
 	    cat_table_create(r->ctx->db, r->tx, &wh, &ns, body, stage, &mloc, &meta, srv_actor(r),
 	                     err) != 0)
 		return -1;
@@ -245,6 +246,7 @@ int srv_h_tbl_register(struct srv_req *r, struct fl_err *err)
 	    fl_json_get_str(body, "metadata-location", true, what, &mloc, err) != 0 ||
 	    fl_json_get_bool(body, "overwrite", false, what, &overwrite, err) != 0 ||
 	    check_name(r, name, "table name", err) != 0 || path_table(r, &wh, &ns, err) != 0 ||
+	    srv_warehouse_io(r, &wh, err) != 0 ||
 	    cat_table_register(r->ctx->db, r->tx, &wh, &ns, name, mloc, overwrite, &lim, &meta,
 	                       srv_actor(r), err) != 0)
 		return -1;
@@ -477,7 +479,7 @@ int srv_h_tbl_commit(struct srv_req *r, struct fl_err *err)
 
 	if (srv_body_json(r, &body, err) != 0 ||
 	    change_body(body, "CommitTableRequest", &ch, err) != 0 ||
-	    path_table(r, &wh, &ch.ns, err) != 0)
+	    path_table(r, &wh, &ch.ns, err) != 0 || srv_warehouse_io(r, &wh, err) != 0)
 		return -1;
 	ch.name = r->table;
 	if (run_commit(r, &wh, &ch, 1, err) != 0)
@@ -526,7 +528,7 @@ int srv_h_transactions(struct srv_req *r, struct fl_err *err)
 		if (srv_authorize(r, SRV_PRIV_TABLE_WRITE, wh.name, &ch[i].ns, ch[i].name, err) !=
 		    0)
 			return -1;
-	if (run_commit(r, &wh, ch, (int)n, err) != 0)
+	if (srv_warehouse_io(r, &wh, err) != 0 || run_commit(r, &wh, ch, (int)n, err) != 0)
 		return -1;
 	cat_changes_free(ch, (int)n);
 	return srv_reply_no_content(r) == 0 ? 0 : nomem(err);

@@ -1,7 +1,10 @@
 /* h_warehouses.c - the management API for warehouses (/management/v1/). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "handlers.h"
+#include "io/io.h"
+#include "json.h"
 #include "reply.h"
 #include "router.h"
 #include "whcache.h"
@@ -23,6 +26,32 @@ int srv_h_wh_list(struct srv_req *r, struct fl_err *err)
 	return reply_json(r, out, false, err);
 }
 
+/* Checks that the profile reaches a working store before it is saved:
+ * writes, reads back and deletes a marker object.  Any failure is the
+ * client's to fix (a bucket, a key, an endpoint, a clock): 400 naming it. */
+static int probe(const json_t *profile, struct fl_err *err)
+{
+	struct st_profile *p = calloc(1, sizeof(*p));
+	struct st_io *io = NULL;
+	int rc = -1;
+
+	if (p == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	if (st_profile_parse(profile, p, NULL, err) != 0)
+		goto out;
+	if (st_io_open(p, &io, err) != 0 || st_io_probe(io, err) != 0) {
+		if (err->kind != FL_ERR_NOMEM)
+			err->kind = FL_ERR_BAD_REQUEST;
+		fl_err_prefix(err, "storage-profile");
+		goto out;
+	}
+	rc = 0;
+out:
+	st_io_release(io);
+	free(p);
+	return rc;
+}
+
 int srv_h_wh_create(struct srv_req *r, struct fl_err *err)
 {
 	json_t *body, *out;
@@ -34,6 +63,10 @@ int srv_h_wh_create(struct srv_req *r, struct fl_err *err)
 	if (name != NULL && srv_is_reserved_prefix(name))
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "'%s' is a reserved word and cannot name a warehouse", name);
+	if (json_is_object(json_object_get(body, "storage-profile")) &&
+	    json_is_string(json_object_get(body, "name")) &&
+	    probe(json_object_get(body, "storage-profile"), err) != 0)
+		return -1;
 	if (cat_warehouse_create(r->ctx->db, body, &out, err) != 0)
 		return -1;
 	return reply_json(r, out, true, err);
@@ -54,4 +87,23 @@ int srv_h_wh_delete(struct srv_req *r, struct fl_err *err)
 		return -1;
 	srv_whcache_clear(r->ctx->whcache);
 	return srv_reply_no_content(r) == 0 ? 0 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+}
+
+int srv_h_wh_update(struct srv_req *r, struct fl_err *err)
+{
+	json_t *body, *profile = NULL, *out;
+
+	if (srv_body_json(r, &body, err) != 0 ||
+	    fl_json_get_obj(body, "storage-profile", true, "UpdateWarehouseRequest", &profile,
+	                    err) != 0)
+		return -1;
+	if (json_object_size(body) != 1)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "UpdateWarehouseRequest: only storage-profile can change");
+	if (probe(profile, err) != 0 ||
+	    cat_warehouse_update_profile(r->ctx->db, r->name, profile, &out, err) != 0)
+		return -1;
+	/* Lookups and storage handles of the old profile are not reused. */
+	srv_whcache_clear(r->ctx->whcache);
+	return reply_json(r, out, false, err);
 }

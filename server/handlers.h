@@ -30,6 +30,7 @@ int srv_h_transactions(struct srv_req *r, struct fl_err *err);
 int srv_h_wh_list(struct srv_req *r, struct fl_err *err);
 int srv_h_wh_create(struct srv_req *r, struct fl_err *err);
 int srv_h_wh_get(struct srv_req *r, struct fl_err *err);
+int srv_h_wh_update(struct srv_req *r, struct fl_err *err);
 int srv_h_wh_delete(struct srv_req *r, struct fl_err *err);
 int srv_h_healthz(struct srv_req *r, struct fl_err *err);
 int srv_h_readyz(struct srv_req *r, struct fl_err *err);
@@ -68,6 +69,10 @@ int srv_warehouse_name(struct srv_req *r, const char **name, struct fl_err *err)
 
 /* Shared by handlers: resolves r->prefix (or the default warehouse). */
 int srv_warehouse(struct srv_req *r, struct cat_warehouse *wh, struct fl_err *err) FL_MUST_CHECK;
+
+/* Sets wh->io (from srv_warehouse) to the warehouse's storage handle, held
+ * until the request ends. */
+int srv_warehouse_io(struct srv_req *r, struct cat_warehouse *wh, struct fl_err *err) FL_MUST_CHECK;
 
 /* Parses a pageSize query value (NULL = keep *page) and caps it at
  * max-page-size. */

@@ -37,6 +37,7 @@ const struct srv_route srv_routes[] = {
 	{"GET",    "/management/v1/warehouses",                      srv_h_wh_list,           SRV_PRIV_WAREHOUSE_ADMIN,  false},
 	{"POST",   "/management/v1/warehouses",                      srv_h_wh_create,         SRV_PRIV_WAREHOUSE_ADMIN,  false},
 	{"GET",    "/management/v1/warehouses/{name}",               srv_h_wh_get,            SRV_PRIV_WAREHOUSE_ADMIN,  false},
+	{"PUT",    "/management/v1/warehouses/{name}",               srv_h_wh_update,         SRV_PRIV_WAREHOUSE_ADMIN,  false},
 	{"DELETE", "/management/v1/warehouses/{name}",               srv_h_wh_delete,         SRV_PRIV_WAREHOUSE_ADMIN,  false},
 	{"GET",    "/management/v1/principals",                      srv_h_principal_list,    SRV_PRIV_ACCESS_ADMIN,     false},
 	{"POST",   "/management/v1/principals",                      srv_h_principal_create,  SRV_PRIV_ACCESS_ADMIN,     false},

@@ -2,13 +2,33 @@
  *
  * A job is taken with FOR UPDATE SKIP LOCKED inside a transaction that stays
  * open while its files are deleted, so exactly one replica works on it and a
- * crash simply releases it for another.  Failures retry with a growing delay. */
+ * crash simply releases it for another.  Failures retry with a growing delay.
+ * The files are reached through an IO handle opened from the warehouse's
+ * storage profile for the job (on S3: a listing and batch deletes). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "db_int.h"
 #include "io/io.h"
+#include "json.h"
+
+/* Deletes everything under loc with the warehouse's storage. */
+static int purge(const json_t *profile, const char *loc, struct fl_err *err)
+{
+	struct st_profile p;
+	struct st_io *io = NULL;
+	int rc;
+
+	if (profile == NULL)
+		return fl_err_set(err, FL_ERR_INTERNAL, "the warehouse of %.200s no longer exists",
+		                  loc);
+	if (st_profile_parse(profile, &p, NULL, err) != 0 || st_io_open(&p, &io, err) != 0)
+		return -1;
+	rc = st_io_delete_tree(io, loc, err);
+	st_io_release(io);
+	return rc;
+}
 
 int cat_jobs_run_one(struct cat_db *db, bool *did, struct fl_err *err)
 {
@@ -22,11 +42,12 @@ int cat_jobs_run_one(struct cat_db *db, bool *did, struct fl_err *err)
 		return -1;
 	if (cat_exec_cmd(c, "BEGIN", err) != 0)
 		goto out;
-	r = cat_exec(
-	        c,
-	        "SELECT id, location, attempts, warehouse_id FROM maintenance_job WHERE state = 'pending'"
-	        " AND run_after <= now() ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED",
-	        0, NULL, err);
+	r = cat_exec(c,
+	             "SELECT j.id, j.location, j.attempts, j.warehouse_id, w.storage_profile::text"
+	             " FROM maintenance_job j LEFT JOIN warehouse w ON w.id = j.warehouse_id"
+	             " WHERE j.state = 'pending' AND j.run_after <= now() ORDER BY j.id LIMIT 1"
+	             " FOR UPDATE OF j SKIP LOCKED",
+	             0, NULL, err);
 	if (r == NULL)
 		goto out;
 	if (PQntuples(r) == 0) {
@@ -35,10 +56,12 @@ int cat_jobs_run_one(struct cat_db *db, bool *did, struct fl_err *err)
 		goto out;
 	}
 	char id[24], wh[40], *loc = strdup(PQgetvalue(r, 0, 1));
+	json_t *profile = json_loads(PQgetvalue(r, 0, 4), 0, NULL);
 	snprintf(id, sizeof(id), "%s", PQgetvalue(r, 0, 0));
 	snprintf(wh, sizeof(wh), "%s", PQgetvalue(r, 0, 3));
 	PQclear(r);
 	if (loc == NULL) {
+		json_decref(profile);
 		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		goto out;
 	}
@@ -53,6 +76,7 @@ int cat_jobs_run_one(struct cat_db *db, bool *did, struct fl_err *err)
 	             " OR starts_with(location, $2 || '/') OR starts_with($2, location || '/'))",
 	             2, p2, err)) == NULL) {
 		free(loc);
+		json_decref(profile);
 		goto out;
 	}
 	bool reused = cat_i64(PQgetvalue(r, 0, 0)) > 0;
@@ -61,6 +85,7 @@ int cat_jobs_run_one(struct cat_db *db, bool *did, struct fl_err *err)
 		const char *p3[1] = {id};
 
 		free(loc);
+		json_decref(profile);
 		r = cat_exec(
 		        c,
 		        "UPDATE maintenance_job SET state = 'cancelled', finished_at = now(),"
@@ -73,8 +98,9 @@ int cat_jobs_run_one(struct cat_db *db, bool *did, struct fl_err *err)
 		*did = rc == 0;
 		goto out;
 	}
-	int failed = st_io_delete_tree(loc, &job_err) != 0;
+	int failed = purge(profile, loc, &job_err) != 0;
 	free(loc);
+	json_decref(profile);
 	const char *params[2] = {id, failed ? job_err.msg : NULL};
 	r = cat_exec(
 	        c,

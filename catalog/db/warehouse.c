@@ -1,53 +1,27 @@
 /* warehouse.c - warehouses: a name, a storage profile and a root location.
  *
- * The warehouse name is the REST `prefix`.  A storage profile is
- * {type: "file", location: "file:///abs/dir"} or {type: "s3", location:
- * "s3://bucket/prefix", endpoint?, region?, path-style-access?}; locations are
- * stored without a trailing '/'. */
+ * The warehouse name is the REST `prefix`.  The storage profile
+ * (storage/io/profile.h) is stored as validated JSON with the location
+ * without a trailing '/'; it names environment variables or a file for the
+ * server's keys, never the keys themselves. */
 #include <stdio.h>
 #include <string.h>
 
 #include "db_int.h"
+#include "io/profile.h"
 #include "json.h"
 #include "uuid.h"
 
 #define WH_COLS \
 	"id, name, storage_profile::text, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 
+/* Validation lives with the storage code (storage/io/profile.c); the
+ * catalog stores the normalised JSON, which names no secret. */
 static int check_profile(const json_t *profile, json_t **norm, struct fl_err *err)
 {
-	const char *type = NULL, *loc = NULL;
-	size_t n;
-	json_t *p;
+	struct st_profile p;
 
-	if (fl_json_get_str(profile, "type", true, "storage-profile", &type, err) != 0 ||
-	    fl_json_get_str(profile, "location", true, "storage-profile", &loc, err) != 0)
-		return -1;
-	n = strlen(loc);
-	while (n > 0 && loc[n - 1] == '/')
-		n--;
-	if (strcmp(type, "file") == 0) {
-		if (strncmp(loc, "file:///", 8) != 0 || n <= 8 || strstr(loc, "/../") != NULL)
-			return fl_err_set(
-			        err, FL_ERR_BAD_REQUEST,
-			        "storage-profile: a file warehouse needs an absolute location like file:///var/lib/floe/wh");
-	} else if (strcmp(type, "s3") == 0) {
-		if (strncmp(loc, "s3://", 5) != 0 || n <= 5)
-			return fl_err_set(
-			        err, FL_ERR_BAD_REQUEST,
-			        "storage-profile: an s3 warehouse needs a location like s3://bucket/prefix");
-	} else {
-		return fl_err_set(err, FL_ERR_BAD_REQUEST,
-		                  "storage-profile: type '%s' is not supported (file, s3)", type);
-	}
-	if (n >= sizeof(((struct cat_warehouse *)0)->location))
-		return fl_err_set(err, FL_ERR_BAD_REQUEST, "storage-profile: location is too long");
-	p = json_deep_copy(profile);
-	if (p == NULL)
-		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-	json_object_set_new(p, "location", json_stringn(loc, n));
-	*norm = p;
-	return 0;
+	return st_profile_parse(profile, &p, norm, err);
 }
 
 static json_t *row_json(PGresult *r, int i)
@@ -168,24 +142,31 @@ int cat_warehouse_get(struct cat_db *db, struct cat_tx *tx, const char *name,
 {
 	PGresult *r;
 	json_t *prof;
-	const char *loc = "", *type = "";
+	int rc = -1;
 
 	if (query_one(db, tx, name, &r, err) != 0)
 		return -1;
 	prof = json_loads(PQgetvalue(r, 0, 2), 0, NULL);
-	if (prof != NULL) {
-		json_t *l = json_object_get(prof, "location"), *t = json_object_get(prof, "type");
-
-		loc = json_is_string(l) ? json_string_value(l) : "";
-		type = json_is_string(t) ? json_string_value(t) : "";
+	if (prof == NULL) {
+		fl_err_set(err, FL_ERR_INTERNAL,
+		           "warehouse '%.200s': stored storage profile is not JSON", name);
+		goto out;
+	}
+	if (st_profile_parse(prof, &out->profile, NULL, err) != 0) {
+		fl_err_prefix(err, "warehouse '%.200s'", name);
+		goto out;
 	}
 	snprintf(out->id, sizeof(out->id), "%s", PQgetvalue(r, 0, 0));
 	snprintf(out->name, sizeof(out->name), "%s", PQgetvalue(r, 0, 1));
-	snprintf(out->location, sizeof(out->location), "%s", loc);
-	snprintf(out->storage_type, sizeof(out->storage_type), "%s", type);
+	snprintf(out->location, sizeof(out->location), "%s", out->profile.location);
+	snprintf(out->storage_type, sizeof(out->storage_type), "%s",
+	         out->profile.type == ST_STORAGE_S3 ? "s3" : "file");
+	out->io = NULL;
+	rc = 0;
+out:
 	json_decref(prof);
 	PQclear(r);
-	return 0;
+	return rc;
 }
 
 int cat_warehouse_get_json(struct cat_db *db, const char *name, json_t **out, struct fl_err *err)
@@ -217,6 +198,64 @@ int cat_warehouse_list(struct cat_db *db, json_t **out, struct fl_err *err)
 	PQclear(r);
 	*out = json_pack("{s:o}", "warehouses", arr);
 	return 0;
+}
+
+int cat_warehouse_update_profile(struct cat_db *db, const char *name, const json_t *profile,
+                                 json_t **out, struct fl_err *err)
+{
+	json_t *norm = NULL;
+	char *prof = NULL;
+	struct cat_conn *c = NULL;
+	PGresult *r = NULL;
+	int rc = -1;
+
+	if (check_profile(profile, &norm, err) != 0)
+		return -1;
+	prof = fl_json_dump(norm, NULL);
+	json_decref(norm);
+	if (prof == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	if (cat_conn_get(db, &c, err) != 0)
+		goto out;
+	const char *params[2] = {name, prof};
+	/* One statement: the row is locked, the namespace check and the update
+	 * see the same state. */
+	r = cat_exec(
+	        c,
+	        "WITH w AS (SELECT id, storage_profile->>'type' = $2::jsonb->>'type'"
+	        "   AND storage_profile->>'location' = $2::jsonb->>'location' AS same_root,"
+	        "   EXISTS (SELECT 1 FROM namespace n WHERE n.warehouse_id = warehouse.id) AS busy"
+	        "   FROM warehouse WHERE name = $1 FOR UPDATE),"
+	        " u AS (UPDATE warehouse SET storage_profile = $2::jsonb"
+	        "   WHERE id IN (SELECT id FROM w WHERE same_root OR NOT busy) RETURNING " WH_COLS
+	        ")"
+	        " SELECT (SELECT count(*) FROM w), u.* FROM (SELECT 1) one LEFT JOIN u ON true",
+	        2, params, err);
+	if (r == NULL)
+		goto out;
+	if (cat_i64(PQgetvalue(r, 0, 0)) == 0) {
+		fl_err_set(err, FL_ERR_NO_SUCH_WAREHOUSE, "warehouse '%.200s' does not exist",
+		           name);
+		goto out;
+	}
+	if (PQgetisnull(r, 0, 1)) {
+		fl_err_set(
+		        err, FL_ERR_CONFLICT,
+		        "warehouse '%.200s' holds namespaces: its storage type and location cannot change (its tables live there); other settings can",
+		        name);
+		goto out;
+	}
+	*out = json_pack("{s:s, s:s, s:o, s:s}", "id", PQgetvalue(r, 0, 1), "name",
+	                 PQgetvalue(r, 0, 2), "storage-profile",
+	                 json_loads(PQgetvalue(r, 0, 3), 0, NULL), "created-at",
+	                 PQgetvalue(r, 0, 4));
+	rc = *out != NULL ? 0 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+out:
+	PQclear(r);
+	if (c != NULL)
+		cat_conn_put(db, c);
+	free(prof);
+	return rc;
 }
 
 int cat_warehouse_delete(struct cat_db *db, const char *name, struct fl_err *err)

@@ -338,7 +338,7 @@ int st_snapshot_manifest_write(const struct st_snapshot_table *t, int64_t snapsh
 	if (rc != 0)
 		goto fail;
 	m->file.manifest_path = m->path;
-	if (st_io_write_new(m->path, buf.data, buf.len, err) != 0) {
+	if (st_io_write_new(t->io, m->path, buf.data, buf.len, err) != 0) {
 		fl_err_prefix(err, "snapshot: manifest");
 		goto fail;
 	}
@@ -399,7 +399,7 @@ static int read_avro(const struct st_snapshot_table *t, const char *uri, json_t 
 	json_t *all = NULL, *rec = NULL;
 	int rc = -1;
 
-	if (st_io_read(uri, read_bound(t), &data, &len, err) != 0) {
+	if (st_io_read(t->io, uri, read_bound(t), &data, &len, err) != 0) {
 		fl_err_prefix(err, "snapshot: reading %.200s", uri);
 		return -1;
 	}
@@ -906,7 +906,7 @@ static int write_list(const struct st_snapshot_opts *o, const struct parent *p, 
 	w = NULL;
 	if (rc != 0)
 		goto out;
-	rc = st_io_write_new(path, buf.data, buf.len, err);
+	rc = st_io_write_new(o->table->io, path, buf.data, buf.len, err);
 	if (rc != 0)
 		fl_err_prefix(err, "snapshot: manifest list");
 out:

@@ -30,6 +30,7 @@
 #include "err.h"
 #include "iceberg/data_file.h"
 #include "iceberg/manifest_list.h"
+#include "io/io.h"
 
 /* What the table's current metadata says; borrowed for each call. */
 struct st_snapshot_table {
@@ -43,6 +44,7 @@ struct st_snapshot_table {
 	const json_t *spec;
 	int32_t spec_id;
 	const char *metadata_dir; /* "<table location>/metadata" as a URI */
+	struct st_io *io; /* the table's storage (borrowed) */
 	enum st_avro_codec codec; /* manifests and manifest lists */
 	size_t max_read_bytes; /* bound on each parent file read; 0: 64 MiB */
 	const struct st_alloc *alloc; /* NULL: the C library */

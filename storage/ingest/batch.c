@@ -238,10 +238,14 @@ static int write_data(struct run *j, const json_t *meta, struct fl_err *err)
 	snprintf(data_uri, sizeof(data_uri), "%s/data", location);
 	if (o->dead_letter_dir != NULL && o->dead_letter_dir[0] != '\0')
 		snprintf(dl, dlcap, "%s/%.16s.rejected", o->dead_letter_dir, j->batch_id);
+	else if (strncmp(location, "file://", 7) == 0)
+		snprintf(dl, dlcap, "%s/dead-letter/%.16s.rejected", location + 7, j->batch_id);
+	else if (o->on_error == ST_ON_ERROR_DEAD_LETTER)
+		return fl_err_set(
+		        err, FL_ERR_BAD_REQUEST,
+		        "a dead-letter directory is required for a table on object storage");
 	else
-		snprintf(dl, dlcap, "%s/dead-letter/%.16s.rejected",
-		         strncmp(location, "file://", 7) == 0 ? location + 7 : location,
-		         j->batch_id);
+		dl[0] = '\0';
 	if (o->on_error == ST_ON_ERROR_DEAD_LETTER) {
 		char dir[PATH_MAX];
 
@@ -260,6 +264,7 @@ static int write_data(struct run *j, const json_t *meta, struct fl_err *err)
 	        .null_marker = o->null_marker,
 	        .on_error = o->on_error,
 	        .new_columns = o->new_columns,
+	        .io = o->io,
 	        .data_uri = data_uri,
 	        .dead_letter_path = dl,
 	        .codec = codec_of(o, meta),
@@ -323,6 +328,7 @@ static int make_updates(struct run *j, const json_t *meta, json_t **out, struct 
 	        .spec = default_spec(meta),
 	        .spec_id = (int32_t)json_integer_value(json_object_get(meta, "default-spec-id")),
 	        .metadata_dir = mdir,
+	        .io = j->o->io,
 	        .codec = ST_AVRO_CODEC_DEFLATE,
 	};
 	if (j->manifest == NULL) {
@@ -443,7 +449,7 @@ static void discard_manifest(struct run *j)
 {
 	struct fl_err ignored;
 
-	if (j->manifest != NULL && st_io_delete_tree(j->manifest->path, &ignored) != 0)
+	if (j->manifest != NULL && st_io_delete(j->o->io, j->manifest->path, &ignored) != 0)
 		ignored.kind = FL_ERR_NONE;
 }
 
@@ -478,14 +484,14 @@ int st_batch_run(struct st_committer *c, const struct st_batch_opts *o, const ch
 	}
 	if (c->ops->commit(c, batch_id, o->retries, build, &j, err) != 0) {
 		if (err->kind != FL_ERR_COMMIT_STATE_UNKNOWN) {
-			st_ingest_result_discard(&out->res);
+			st_ingest_result_discard(o->io, &out->res);
 			discard_manifest(&j);
 		}
 		goto out;
 	}
 	if (out->already) {
 		/* A concurrent run of the same batch won: ours is not needed. */
-		st_ingest_result_discard(&out->res);
+		st_ingest_result_discard(o->io, &out->res);
 		discard_manifest(&j);
 	} else {
 		out->snapshot_id = j.snapshot_id;

@@ -22,7 +22,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "base/sink.h"
 #include "feed/cast.h"
 #include "feed/csv.h"
 #include "feed/ndjson.h"
@@ -48,7 +47,7 @@ struct part_field {
 /* One open Parquet file, for one partition tuple. */
 struct output {
 	struct st_parquet_writer *w;
-	struct st_file_sink sink;
+	struct st_io_writer *file;
 	char *uri;
 	uint8_t *key; /* the serialized partition tuple: identity of this output */
 	size_t key_len;
@@ -87,11 +86,6 @@ struct run {
 	struct st_ingest_progress prog;
 	uint64_t bytes_done;
 };
-
-static const char *local_path(const char *uri)
-{
-	return strncmp(uri, "file://", 7) == 0 ? uri + 7 : uri;
-}
 
 /* Reads the schema's fields into cols; nested types are refused. */
 static int load_columns(struct run *r, struct fl_err *err)
@@ -327,7 +321,7 @@ static int output_open(struct run *r, struct output *o, struct fl_err *err)
 			off += len;
 		}
 	}
-	if (st_file_sink_open(&o->sink, local_path(o->uri), err) != 0) {
+	if (st_io_writer_open(r->o->io, o->uri, &o->file, err) != 0) {
 		output_drop(o);
 		return -1;
 	}
@@ -345,13 +339,9 @@ static int output_open(struct run *r, struct output *o, struct fl_err *err)
 		po.row_group_bytes = po.row_group_bytes / MAX_OPEN_OUTPUTS > (1u << 20)
 		                             ? po.row_group_bytes / MAX_OPEN_OUTPUTS
 		                             : (1u << 20);
-	po.sink = o->sink.sink;
+	po.sink = *st_io_writer_sink(o->file);
 	if (st_parquet_writer_open(&po, &o->w, err) != 0) {
-		struct fl_err ignored;
-
-		if (st_file_sink_close(&o->sink, &ignored) != 0)
-			ignored.kind = FL_ERR_NONE;
-		unlink(local_path(o->uri));
+		st_io_writer_abort(o->file);
 		output_drop(o);
 		return -1;
 	}
@@ -368,11 +358,15 @@ static int output_close(struct run *r, struct output *o, struct fl_err *err)
 
 	rc = st_parquet_writer_close(o->w, &m, err);
 	o->w = NULL;
-	if (st_file_sink_close(&o->sink, rc == 0 ? err : &ignored) != 0)
+	if (rc != 0)
+		st_io_writer_abort(o->file);
+	else if (st_io_writer_close(o->file, NULL, err) != 0)
 		rc = -1;
+	o->file = NULL;
 	grown = rc == 0 ? realloc(r->res->files, sizeof(*grown) * (r->res->n_files + 1)) : NULL;
 	if (rc != 0 || grown == NULL) {
-		unlink(local_path(o->uri));
+		if (rc == 0 && st_io_delete(r->o->io, o->uri, &ignored) != 0)
+			ignored.kind = FL_ERR_NONE;
 		st_parquet_metrics_free(&m);
 		output_drop(o);
 		return rc != 0 ? -1 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
@@ -743,10 +737,7 @@ static int prepare_output(struct run *r, struct fl_err *err)
 				return -1;
 		}
 	}
-	if (mkdir(local_path(r->o->data_uri), 0755) != 0 && errno != EEXIST)
-		return fl_err_set(err, FL_ERR_IO, "cannot create %.200s: %s", r->o->data_uri,
-		                  strerror(errno));
-	return 0;
+	return st_io_mkdirs(r->o->io, r->o->data_uri, err);
 }
 
 int st_ingest_run(const struct st_ingest_opts *o, const char *const *inputs, size_t n,
@@ -757,10 +748,8 @@ int st_ingest_run(const struct st_ingest_opts *o, const char *const *inputs, siz
 
 	memset(res, 0, sizeof(*res));
 	res->last_column_id = o->last_column_id;
-	if (strncmp(o->data_uri, "file://", 7) != 0)
-		return fl_err_set(err, FL_ERR_UNSUPPORTED,
-		                  "ingest writes to file:// locations only, not %.200s",
-		                  o->data_uri);
+	if (o->io == NULL)
+		return fl_err_set(err, FL_ERR_INTERNAL, "ingest: no storage handle");
 	if (o->on_error == ST_ON_ERROR_DEAD_LETTER && o->dead_letter_path == NULL)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "dead-letter mode needs a dead-letter path");
@@ -804,12 +793,8 @@ int st_ingest_run(const struct st_ingest_opts *o, const char *const *inputs, siz
 	rc = 0;
 out:
 	for (size_t i = 0; i < r.nouts; i++) {
-		struct fl_err ignored;
-
 		st_parquet_writer_free(r.outs[i].w);
-		if (st_file_sink_close(&r.outs[i].sink, &ignored) != 0)
-			ignored.kind = FL_ERR_NONE;
-		unlink(local_path(r.outs[i].uri));
+		st_io_writer_abort(r.outs[i].file);
 		output_drop(&r.outs[i]);
 	}
 	free(r.outs);
@@ -821,7 +806,7 @@ out:
 	if (r.dle != NULL)
 		fclose(r.dle);
 	if (rc != 0) {
-		st_ingest_result_discard(res);
+		st_ingest_result_discard(o->io, res);
 		st_ingest_result_free(res);
 	}
 	json_decref(r.schema);
@@ -833,10 +818,22 @@ out:
 	return rc;
 }
 
-void st_ingest_result_discard(struct st_ingest_result *res)
+void st_ingest_result_discard(struct st_io *io, struct st_ingest_result *res)
 {
+	const char **uris;
+	struct fl_err ignored;
+
+	if (res->n_files == 0)
+		return;
+	uris = calloc(res->n_files, sizeof(*uris));
+	if (uris == NULL)
+		return;
 	for (size_t i = 0; i < res->n_files; i++)
-		unlink(local_path(res->files[i].uri));
+		uris[i] = res->files[i].uri;
+	/* Best effort: an orphan data file is harmless, the commit never named it. */
+	if (st_io_delete_many(io, uris, res->n_files, &ignored) != 0)
+		ignored.kind = FL_ERR_NONE;
+	free(uris);
 }
 
 void st_ingest_result_free(struct st_ingest_result *res)

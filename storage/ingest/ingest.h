@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "io/io.h"
 #include "parquet/parquet.h"
 
 enum st_ingest_format { ST_INGEST_CSV, ST_INGEST_NDJSON };
@@ -38,7 +39,8 @@ struct st_ingest_opts {
 	const char *null_marker; /* CSV: an unquoted field equal to it is null; NULL = "" */
 	enum st_on_error on_error;
 	enum st_new_columns new_columns;
-	const char *data_uri; /* "file:///…/data": where Parquet files go */
+	struct st_io *io; /* the table's storage (borrowed) */
+	const char *data_uri; /* "<table location>/data": where Parquet files go */
 	const char *dead_letter_path; /* local file for rejected records (created when needed) */
 	enum st_parquet_codec codec;
 	uint64_t target_file_bytes; /* roll to a new file past this (compressed); 0 = 512 MiB */
@@ -51,7 +53,7 @@ struct st_ingest_opts {
 };
 
 struct st_ingest_file {
-	char *uri; /* file:///…/data/<uuid>-<n>.parquet */
+	char *uri; /* <data_uri>/<uuid>-<n>.parquet */
 	struct st_parquet_metrics m;
 	struct st_value *partition; /* one value per spec field; NULL when unpartitioned */
 	size_t n_partition;
@@ -71,7 +73,8 @@ struct st_ingest_result {
 	char *dead_letter_errors; /* path of the reasons file, or NULL */
 };
 
-/* Reads the n input files (local paths) and writes Parquet.  In strict mode
+/* Reads the n input files (local paths) and writes Parquet through o->io,
+ * streaming each file (on S3 as a multipart upload).  In strict mode
  * the first bad record fails the run (FL_ERR_BAD_REQUEST naming the file,
  * line and reason) and every file written is removed; in dead-letter mode
  * bad records go to dead_letter_path (their exact bytes) and
@@ -84,8 +87,9 @@ struct st_ingest_result {
 int st_ingest_run(const struct st_ingest_opts *o, const char *const *inputs, size_t n,
                   struct st_ingest_result *res, struct fl_err *err) FL_MUST_CHECK;
 
-/* Deletes the Parquet files a result lists (after a failed commit). */
-void st_ingest_result_discard(struct st_ingest_result *res);
+/* Deletes the Parquet files a result lists (after a failed commit),
+ * best effort, through io (the handle the run wrote with). */
+void st_ingest_result_discard(struct st_io *io, struct st_ingest_result *res);
 
 /* Releases a result; accepts a zeroed one. */
 void st_ingest_result_free(struct st_ingest_result *res);

@@ -1,9 +1,10 @@
-/* file.c - the file:// implementation of io.h.
+/* file.c - the file:// backend of io.h.
  *
  * New objects are written to a temporary name in the same directory, fsynced,
  * then linked into place with link(2), which fails if the name exists: a
  * reader never sees a partial metadata file and two writers can never both
- * "create" the same file. */
+ * "create" the same file.  Streamed data files are written in place and
+ * unlinked when aborted. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,13 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "io.h"
+#include "io_int.h"
 #include "path.h"
-
-int st_io_supported(const char *uri)
-{
-	return strncmp(uri, "file:///", 8) == 0;
-}
 
 static int local_path(const char *uri, char *out, size_t cap, struct fl_err *err)
 {
@@ -38,12 +34,10 @@ static int local_path(const char *uri, char *out, size_t cap, struct fl_err *err
 	return 0;
 }
 
-int st_io_mkdirs(const char *uri, struct fl_err *err)
+static int file_mkdirs(struct st_io *io, const char *uri, struct fl_err *err)
 {
 	char path[PATH_MAX];
 
-	if (strncmp(uri, "s3://", 5) == 0)
-		return 0;
 	if (local_path(uri, path, sizeof(path), err) != 0)
 		return -1;
 	if (fl_mkdir_p(path) != 0)
@@ -52,7 +46,8 @@ int st_io_mkdirs(const char *uri, struct fl_err *err)
 	return 0;
 }
 
-int st_io_write_new(const char *uri, const void *p, size_t n, struct fl_err *err)
+static int file_write_new(struct st_io *io, const char *uri, const void *p, size_t n,
+                          struct fl_err *err)
 {
 	char path[PATH_MAX], dir[PATH_MAX], tmp[PATH_MAX + 32];
 	const char *b = p;
@@ -110,7 +105,23 @@ fail:
 	return -1;
 }
 
-int st_io_read(const char *uri, size_t max, char **out, size_t *n, struct fl_err *err)
+/* Opens uri for reading; path (PATH_MAX bytes) receives the local path.
+ * -1 with FL_ERR_NOT_FOUND when absent. */
+static int open_read(const char *uri, char *path, struct fl_err *err)
+{
+	int fd;
+
+	if (local_path(uri, path, PATH_MAX, err) != 0)
+		return -1;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		fl_err_set(err, errno == ENOENT ? FL_ERR_NOT_FOUND : FL_ERR_IO,
+		           "cannot open %.200s: %s", path, strerror(errno));
+	return fd;
+}
+
+static int file_read(struct st_io *io, const char *uri, size_t max, char **out, size_t *n,
+                     struct fl_err *err)
 {
 	char path[PATH_MAX];
 	struct stat st;
@@ -118,12 +129,9 @@ int st_io_read(const char *uri, size_t max, char **out, size_t *n, struct fl_err
 	size_t off = 0;
 	int fd;
 
-	if (local_path(uri, path, sizeof(path), err) != 0)
-		return -1;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open_read(uri, path, err);
 	if (fd < 0)
-		return fl_err_set(err, errno == ENOENT ? FL_ERR_NOT_FOUND : FL_ERR_IO,
-		                  "cannot open %.200s: %s", path, strerror(errno));
+		return -1;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return fl_err_set(err, FL_ERR_IO, "%.200s is not a regular file", path);
@@ -161,7 +169,7 @@ static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ft
 	return (flag == FTW_DP ? rmdir(p) : unlink(p)) != 0 && errno != ENOENT ? -1 : 0;
 }
 
-int st_io_delete_tree(const char *uri, struct fl_err *err)
+static int file_delete_tree(struct st_io *io, const char *uri, struct fl_err *err)
 {
 	char path[PATH_MAX];
 
@@ -172,5 +180,239 @@ int st_io_delete_tree(const char *uri, struct fl_err *err)
 	if (nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
 		return fl_err_set(err, FL_ERR_IO, "cannot delete %.200s: %s", path,
 		                  strerror(errno));
+	return 0;
+}
+
+static int file_read_range(struct st_io *io, const char *uri, uint64_t off, size_t len, void *buf,
+                           size_t *got, struct fl_err *err)
+{
+	char path[PATH_MAX];
+	size_t done = 0;
+	int fd;
+
+	fd = open_read(uri, path, err);
+	if (fd < 0)
+		return -1;
+	while (done < len) {
+		ssize_t r = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			fl_err_set(err, FL_ERR_IO, "cannot read %.200s: %s", path, strerror(errno));
+			close(fd);
+			return -1;
+		}
+		if (r == 0)
+			break;
+		done += (size_t)r;
+	}
+	close(fd);
+	*got = done;
+	return 0;
+}
+
+static int file_stat(struct st_io *io, const char *uri, uint64_t *size, struct fl_err *err)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (local_path(uri, path, sizeof(path), err) != 0)
+		return -1;
+	if (stat(path, &st) != 0)
+		return fl_err_set(err, errno == ENOENT ? FL_ERR_NOT_FOUND : FL_ERR_IO,
+		                  "cannot stat %.200s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return fl_err_set(err, FL_ERR_NOT_FOUND, "%.200s is not a regular file", path);
+	*size = (uint64_t)st.st_size;
+	return 0;
+}
+
+static int file_delete_many(struct st_io *io, const char *const *uris, size_t n, struct fl_err *err)
+{
+	char path[PATH_MAX];
+
+	for (size_t i = 0; i < n; i++) {
+		if (local_path(uris[i], path, sizeof(path), err) != 0)
+			return -1;
+		if (unlink(path) != 0 && errno != ENOENT)
+			return fl_err_set(err, FL_ERR_IO, "cannot delete %.200s: %s", path,
+			                  strerror(errno));
+	}
+	return 0;
+}
+
+/* Walks dir (a path of len bytes in buf, which has room for PATH_MAX)
+ * depth first, calling fn with file:// URIs of regular files. */
+static int walk(char *buf, size_t len, st_io_list_fn fn, void *arg, struct fl_err *err)
+{
+	DIR *d = opendir(buf + 7);
+	struct dirent *e;
+	int rc = 0;
+
+	if (d == NULL)
+		return errno == ENOENT || errno == ENOTDIR
+		               ? 0
+		               : fl_err_set(err, FL_ERR_IO, "cannot list %.200s: %s", buf + 7,
+		                            strerror(errno));
+	while (rc == 0 && (e = readdir(d)) != NULL) {
+		struct stat st;
+		size_t n = strlen(e->d_name);
+
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (len + 1 + n >= PATH_MAX + 7) {
+			rc = fl_err_set(err, FL_ERR_IO, "path under %.200s is too long", buf + 7);
+			break;
+		}
+		buf[len] = '/';
+		memcpy(buf + len + 1, e->d_name, n + 1);
+		if (lstat(buf + 7, &st) != 0)
+			continue;
+		if (S_ISDIR(st.st_mode))
+			rc = walk(buf, len + 1 + n, fn, arg, err);
+		else if (S_ISREG(st.st_mode))
+			rc = fn(arg, buf, (uint64_t)st.st_size, err);
+		buf[len] = '\0';
+	}
+	closedir(d);
+	return rc;
+}
+
+static int file_list(struct st_io *io, const char *prefix_uri, st_io_list_fn fn, void *arg,
+                     struct fl_err *err)
+{
+	char path[PATH_MAX], *buf;
+	struct stat st;
+	int rc;
+
+	if (local_path(prefix_uri, path, sizeof(path), err) != 0)
+		return -1;
+	if (stat(path, &st) != 0)
+		return errno == ENOENT ? 0
+		                       : fl_err_set(err, FL_ERR_IO, "cannot list %.200s: %s", path,
+		                                    strerror(errno));
+	if (S_ISREG(st.st_mode))
+		return fn(arg, prefix_uri, (uint64_t)st.st_size, err);
+	buf = malloc(PATH_MAX + 8);
+	if (buf == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	rc = snprintf(buf, PATH_MAX + 8, "file://%s", path);
+	while (rc > 8 && buf[rc - 1] == '/')
+		buf[--rc] = '\0';
+	rc = walk(buf, strlen(buf), fn, arg, err);
+	free(buf);
+	return rc;
+}
+
+struct file_writer {
+	struct st_io_writer w; /* first */
+	int fd;
+	char path[PATH_MAX];
+};
+
+static int fw_write(void *ctx, const void *p, size_t n, struct fl_err *err)
+{
+	struct file_writer *f = ctx;
+	const char *c = p;
+
+	f->w.bytes += n;
+	while (n > 0) {
+		ssize_t w = write(f->fd, c, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return fl_err_set(err, FL_ERR_IO, "cannot write %.200s: %s", f->path,
+			                  strerror(errno));
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static void fw_abort(struct st_io_writer *w)
+{
+	struct file_writer *f = (struct file_writer *)w;
+
+	close(f->fd);
+	unlink(f->path);
+	free(f);
+}
+
+static int fw_close(struct st_io_writer *w, struct fl_err *err)
+{
+	struct file_writer *f = (struct file_writer *)w;
+
+	/* Durability of data files is the commit's concern: the metadata file
+	 * that references them is fsynced, and a crash before the commit makes
+	 * them orphans, never corrupt table state. */
+	if (close(f->fd) != 0) {
+		fl_err_set(err, FL_ERR_IO, "cannot write %.200s: %s", f->path, strerror(errno));
+		unlink(f->path);
+		free(f);
+		return -1;
+	}
+	free(f);
+	return 0;
+}
+
+static int file_writer_open(struct st_io *io, const char *uri, struct st_io_writer **out,
+                            struct fl_err *err)
+{
+	struct file_writer *f = calloc(1, sizeof(*f));
+	char *slash;
+
+	if (f == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	if (local_path(uri, f->path, sizeof(f->path), err) != 0)
+		goto fail;
+	f->fd = open(f->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (f->fd < 0 && errno == ENOENT) {
+		slash = strrchr(f->path, '/');
+		*slash = '\0';
+		if (fl_mkdir_p(f->path) != 0) {
+			fl_err_set(err, FL_ERR_IO, "cannot create directory %.200s: %s", f->path,
+			           strerror(errno));
+			goto fail;
+		}
+		*slash = '/';
+		f->fd = open(f->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	}
+	if (f->fd < 0) {
+		fl_err_set(err, FL_ERR_IO, "cannot create %.200s: %s", f->path, strerror(errno));
+		goto fail;
+	}
+	f->w.sink.write = fw_write;
+	f->w.sink.ctx = f;
+	f->w.close = fw_close;
+	f->w.abort = fw_abort;
+	*out = &f->w;
+	return 0;
+fail:
+	free(f);
+	return -1;
+}
+
+static void file_free(struct st_io *io)
+{
+}
+
+static const struct st_io_ops file_ops = {
+        .write_new = file_write_new,
+        .read = file_read,
+        .read_range = file_read_range,
+        .stat = file_stat,
+        .delete_many = file_delete_many,
+        .list = file_list,
+        .delete_tree = file_delete_tree,
+        .mkdirs = file_mkdirs,
+        .writer_open = file_writer_open,
+        .free = file_free,
+};
+
+int st_io_file_init(struct st_io *io, struct fl_err *err)
+{
+	io->ops = &file_ops;
 	return 0;
 }

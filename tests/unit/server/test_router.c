@@ -290,6 +290,7 @@ static const struct match_case match_cases[] = {
         {"POST", "/management/v1/warehouses", "POST", WH, NULL, NULL, NULL, false, 0, NULL},
         {"GET", "/management/v1/warehouses/w", "GET", WH1, NULL, NULL, "w", false, 0, NULL},
         {"DELETE", "/management/v1/warehouses/w", "DELETE", WH1, NULL, NULL, "w", false, 0, NULL},
+        {"PUT", "/management/v1/warehouses/w", "PUT", WH1, NULL, NULL, "w", false, 0, NULL},
         {"GET", "/management/v1/warehouses/namespaces", "GET", WH1, NULL, NULL, "namespaces", false,
          0, NULL},
         /* HEAD falls back to the GET route and marks the request. */
@@ -339,8 +340,8 @@ static const struct match_case match_cases[] = {
          "GET, HEAD"},
         {"DELETE", "/management/v1/warehouses", NULL, NULL, NULL, NULL, NULL, false,
          FL_ERR_METHOD_NOT_ALLOWED, "GET, HEAD, POST"},
-        {"PUT", "/management/v1/warehouses/w", NULL, NULL, NULL, NULL, NULL, false,
-         FL_ERR_METHOD_NOT_ALLOWED, "GET, HEAD, DELETE"},
+        {"PATCH", "/management/v1/warehouses/w", NULL, NULL, NULL, NULL, NULL, false,
+         FL_ERR_METHOD_NOT_ALLOWED, "GET, HEAD, PUT, DELETE"},
         {"get", "/v1/config", NULL, NULL, NULL, NULL, NULL, false, FL_ERR_METHOD_NOT_ALLOWED,
          "GET, HEAD"},
 };

@@ -21,7 +21,9 @@
 #include "iceberg/manifest_list.h"
 #include "iceberg/snapshot.h"
 #include "io/io.h"
+
 #include "jfail.h"
+#include "tio.h"
 
 static const char schema_text[] =
         "{\"type\":\"struct\",\"schema-id\":0,\"fields\":["
@@ -46,7 +48,7 @@ static void fixture_init(struct fixture *f, int version)
 	snprintf(f->dir, sizeof(f->dir), "/tmp/floe-snap-XXXXXX");
 	assert_non_null(mkdtemp(f->dir));
 	snprintf(f->meta_uri, sizeof(f->meta_uri), "file://%s/metadata/", f->dir);
-	assert_int_equal(st_io_mkdirs(f->meta_uri, &err), 0);
+	assert_int_equal(st_io_mkdirs(tio(), f->meta_uri, &err), 0);
 	f->schema = json_loads(schema_text, 0, NULL);
 	assert_non_null(f->schema);
 	f->spec = json_pack("{s:i,s:[]}", "spec-id", 0, "fields");
@@ -56,6 +58,7 @@ static void fixture_init(struct fixture *f, int version)
 	f->t.spec = f->spec;
 	f->t.spec_id = 0;
 	f->t.metadata_dir = f->meta_uri;
+	f->t.io = tio();
 	f->t.codec = ST_AVRO_CODEC_DEFLATE;
 }
 
@@ -65,7 +68,7 @@ static void fixture_done(struct fixture *f)
 	struct fl_err err = {0};
 
 	snprintf(uri, sizeof(uri), "file://%s", f->dir);
-	assert_int_equal(st_io_delete_tree(uri, &err), 0);
+	assert_int_equal(st_io_delete_tree(tio(), uri, &err), 0);
 	json_decref(f->schema);
 	json_decref(f->spec);
 }
@@ -94,7 +97,7 @@ static json_t *read_all(const char *uri, const char *key, char *val, size_t cap)
 	struct st_avro_reader *r;
 	json_t *all = json_array(), *v;
 
-	if (st_io_read(uri, 1 << 24, &data, &len, &err) != 0)
+	if (st_io_read(tio(), uri, 1 << 24, &data, &len, &err) != 0)
 		fail_msg("%s", err.msg);
 	assert_int_equal(st_avro_reader_open(data, len, NULL, &r, &err), 0);
 	if (key != NULL) {
@@ -417,7 +420,7 @@ static void write_foreign_parent(struct fixture *f, char *list_uri, size_t cap)
 		}
 		assert_int_equal(st_manifest_writer_close(w, &mf[k], &err), 0);
 		snprintf(muri[k], sizeof(muri[k]), "%sforeign-%d.avro", f->meta_uri, k);
-		assert_int_equal(st_io_write_new(muri[k], b.data, b.len, &err), 0);
+		assert_int_equal(st_io_write_new(tio(), muri[k], b.data, b.len, &err), 0);
 		mf[k].manifest_path = muri[k];
 		st_buf_free(&b);
 	}
@@ -439,7 +442,7 @@ static void write_foreign_parent(struct fixture *f, char *list_uri, size_t cap)
 		assert_int_equal(st_manifest_list_writer_add(lw, &mf[1], &err), 0);
 		assert_int_equal(st_manifest_list_writer_close(lw, NULL, NULL, &err), 0);
 		snprintf(list_uri, cap, "%sforeign-list.avro", f->meta_uri);
-		assert_int_equal(st_io_write_new(list_uri, b.data, b.len, &err), 0);
+		assert_int_equal(st_io_write_new(tio(), list_uri, b.data, b.len, &err), 0);
 		st_buf_free(&b);
 	}
 	st_manifest_file_release(&mf[0], NULL);
@@ -699,7 +702,7 @@ static void test_refusals(void **state)
 	{
 		struct fl_err e2 = {0};
 
-		assert_int_equal(st_io_write_new(missing, "Obj\x01junk", 8, &e2), 0);
+		assert_int_equal(st_io_write_new(tio(), missing, "Obj\x01junk", 8, &e2), 0);
 	}
 	assert_int_equal(st_snapshot_build(&o, &snap, &err), -1);
 	assert_int_equal(err.kind, FL_ERR_BAD_REQUEST);

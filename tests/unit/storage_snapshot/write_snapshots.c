@@ -29,6 +29,8 @@
 #include "io/io.h"
 #include "parquet/parquet.h"
 
+#include "tio.h"
+
 static const char schema_text[] =
         "{\"type\":\"struct\",\"schema-id\":0,\"fields\":["
         "{\"id\":1,\"name\":\"id\",\"required\":true,\"type\":\"long\"},"
@@ -151,7 +153,7 @@ int main(int argc, char **argv)
 	snprintf(location, sizeof(location), "file://%s", argv[1]);
 	snprintf(meta, sizeof(meta), "%s/metadata", location);
 	snprintf(dir_meta, sizeof(dir_meta), "%s/data", location);
-	if (st_io_mkdirs(meta, &err) != 0 || st_io_mkdirs(dir_meta, &err) != 0)
+	if (st_io_mkdirs(tio(), meta, &err) != 0 || st_io_mkdirs(tio(), dir_meta, &err) != 0)
 		die("mkdirs", &err);
 	schema = json_loads(schema_text, 0, NULL);
 	spec = json_pack("{s:i,s:[]}", "spec-id", 0, "fields");
@@ -161,6 +163,7 @@ int main(int argc, char **argv)
 	t.spec = spec;
 	t.spec_id = 0;
 	t.metadata_dir = meta;
+	t.io = tio();
 	t.codec = strcmp(argv[3], "deflate") == 0 ? ST_AVRO_CODEC_DEFLATE : ST_AVRO_CODEC_NULL;
 
 	if (argc == 8) {

@@ -1,0 +1,270 @@
+/* s3util.c - addressing, XML scanning, error mapping and retry policy for
+ * the S3 backend (see s3_int.h).
+ *
+ * The XML scanner is deliberately small: S3 answers are flat documents and
+ * Floe reads a handful of leaf elements from them (Code, Message, Key,
+ * Size, UploadId, IsTruncated, NextContinuationToken).  It searches for
+ * literal open and close tags within the given bounds, so it never reads
+ * past the buffer and never recurses; nested elements of the same name do
+ * not occur in the answers it reads. */
+#include "s3_int.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sigv4.h"
+
+int st_s3_target(const struct st_profile *p, const char *bucket, const char *key, const char *query,
+                 struct fl_buf *url, struct fl_buf *path, char *host, size_t host_cap,
+                 struct fl_err *err)
+{
+	char aws[128];
+	const char *ep = p->endpoint, *h, *scheme_end;
+	size_t scheme_len;
+	int n;
+
+	if (ep[0] == '\0') {
+		snprintf(aws, sizeof(aws), "https://s3.%s.amazonaws.com", p->region);
+		ep = aws;
+	}
+	scheme_end = strstr(ep, "://");
+	if (scheme_end == NULL)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "s3: endpoint %.200s has no scheme", ep);
+	scheme_len = (size_t)(scheme_end - ep) + 3;
+	h = scheme_end + 3;
+	if (p->path_style)
+		n = snprintf(host, host_cap, "%s", h);
+	else
+		n = snprintf(host, host_cap, "%s.%s", bucket, h);
+	if (n < 0 || (size_t)n >= host_cap)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "s3: host name too long");
+	fl_buf_reset(path);
+	fl_buf_reset(url);
+	if (fl_buf_puts(path, "/") != 0 ||
+	    (p->path_style &&
+	     (fl_buf_puts(path, bucket) != 0 || (key[0] != '\0' && fl_buf_puts(path, "/") != 0))) ||
+	    st_sigv4_encode(path, key, strlen(key), 1) != 0 ||
+	    fl_buf_append(url, ep, scheme_len) != 0 || fl_buf_puts(url, host) != 0 ||
+	    fl_buf_append(url, path->data, path->len) != 0 ||
+	    (query[0] != '\0' && fl_buf_printf(url, "?%s", query) != 0))
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	return 0;
+}
+
+const char *st_xml_next(const char *s, size_t n, const char *tag, const char **val, size_t *vlen)
+{
+	const char *end = s + n, *p = s;
+	size_t tl = strlen(tag);
+
+	while (p < end) {
+		const char *lt = memchr(p, '<', (size_t)(end - p)), *gt, *body, *close;
+
+		if (lt == NULL || (size_t)(end - lt) < tl + 2)
+			return NULL;
+		p = lt + 1;
+		if (memcmp(p, tag, tl) != 0 || (p[tl] != '>' && p[tl] != ' ' && p[tl] != '/' &&
+		                                p[tl] != '\t' && p[tl] != '\n'))
+			continue;
+		gt = memchr(p, '>', (size_t)(end - p));
+		if (gt == NULL)
+			return NULL;
+		if (gt[-1] == '/') { /* <tag/> */
+			*val = gt + 1;
+			*vlen = 0;
+			return gt + 1;
+		}
+		body = gt + 1;
+		for (close = body; close < end;) {
+			const char *c = memchr(close, '<', (size_t)(end - close));
+
+			if (c == NULL || (size_t)(end - c) < tl + 3)
+				return NULL;
+			if (c[1] == '/' && memcmp(c + 2, tag, tl) == 0 && c[2 + tl] == '>') {
+				*val = body;
+				*vlen = (size_t)(c - body);
+				return c + 3 + tl;
+			}
+			close = c + 1;
+		}
+		return NULL;
+	}
+	return NULL;
+}
+
+static int utf8_put(struct fl_buf *out, unsigned long cp)
+{
+	char b[4];
+	size_t n;
+
+	if (cp == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+		return -1;
+	if (cp < 0x80) {
+		b[0] = (char)cp;
+		n = 1;
+	} else if (cp < 0x800) {
+		b[0] = (char)(0xC0 | (cp >> 6));
+		b[1] = (char)(0x80 | (cp & 0x3F));
+		n = 2;
+	} else if (cp < 0x10000) {
+		b[0] = (char)(0xE0 | (cp >> 12));
+		b[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+		b[2] = (char)(0x80 | (cp & 0x3F));
+		n = 3;
+	} else {
+		b[0] = (char)(0xF0 | (cp >> 18));
+		b[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+		b[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+		b[3] = (char)(0x80 | (cp & 0x3F));
+		n = 4;
+	}
+	return fl_buf_append(out, b, n);
+}
+
+int st_xml_unescape(struct fl_buf *out, const char *s, size_t n)
+{
+	static const struct {
+		const char *name;
+		char c;
+	} ents[] = {{"amp", '&'}, {"lt", '<'}, {"gt", '>'}, {"quot", '"'}, {"apos", '\''}};
+	size_t i = 0;
+
+	if (fl_buf_append(out, "", 0) != 0)
+		return -1;
+	while (i < n) {
+		const char *semi;
+		size_t el, k;
+
+		if (s[i] != '&') {
+			const char *amp = memchr(s + i, '&', n - i);
+			size_t run = amp ? (size_t)(amp - (s + i)) : n - i;
+
+			if (fl_buf_append(out, s + i, run) != 0)
+				return -1;
+			i += run;
+			continue;
+		}
+		semi = memchr(s + i, ';', n - i < 12 ? n - i : 12);
+		if (semi == NULL)
+			return -1;
+		el = (size_t)(semi - (s + i + 1));
+		if (el >= 2 && s[i + 1] == '#') {
+			unsigned long cp = 0;
+			bool hexa = s[i + 2] == 'x' || s[i + 2] == 'X';
+
+			k = hexa ? 2 : 1;
+			if (k >= el)
+				return -1;
+			for (; k < el; k++) {
+				char c = s[i + 1 + k];
+				int d = c >= '0' && c <= '9'           ? c - '0'
+				        : hexa && c >= 'a' && c <= 'f' ? c - 'a' + 10
+				        : hexa && c >= 'A' && c <= 'F' ? c - 'A' + 10
+				                                       : -1;
+
+				if (d < 0 || cp > 0x10FFFF)
+					return -1;
+				cp = cp * (hexa ? 16 : 10) + (unsigned long)d;
+			}
+			if (utf8_put(out, cp) != 0)
+				return -1;
+		} else {
+			for (k = 0; k < sizeof(ents) / sizeof(*ents); k++)
+				if (strlen(ents[k].name) == el &&
+				    memcmp(ents[k].name, s + i + 1, el) == 0)
+					break;
+			if (k == sizeof(ents) / sizeof(*ents) ||
+			    fl_buf_append(out, &ents[k].c, 1) != 0)
+				return -1;
+		}
+		i += el + 2;
+	}
+	return 0;
+}
+
+int st_xml_escape(struct fl_buf *out, const char *s)
+{
+	for (; *s; s++) {
+		const char *e = *s == '&'    ? "&amp;"
+		                : *s == '<'  ? "&lt;"
+		                : *s == '>'  ? "&gt;"
+		                : *s == '"'  ? "&quot;"
+		                : *s == '\'' ? "&apos;"
+		                             : NULL;
+
+		if (e != NULL ? fl_buf_puts(out, e) != 0 : fl_buf_append(out, s, 1) != 0)
+			return -1;
+	}
+	return fl_buf_append(out, "", 0);
+}
+
+enum fl_err_kind st_s3_error_kind(long status, const char *code)
+{
+	if (strcmp(code, "NoSuchKey") == 0 || (status == 404 && code[0] == '\0'))
+		return FL_ERR_NOT_FOUND;
+	if (strcmp(code, "PreconditionFailed") == 0 || status == 412 ||
+	    strcmp(code, "ConditionalRequestConflict") == 0)
+		return FL_ERR_ALREADY_EXISTS;
+	if (status == 403 || strcmp(code, "AccessDenied") == 0 ||
+	    strcmp(code, "InvalidAccessKeyId") == 0 || strcmp(code, "SignatureDoesNotMatch") == 0 ||
+	    strcmp(code, "ExpiredToken") == 0 || strcmp(code, "InvalidToken") == 0)
+		return FL_ERR_FORBIDDEN;
+	if (status == 503 || status == 502 || status == 504 || strcmp(code, "SlowDown") == 0)
+		return FL_ERR_UNAVAILABLE;
+	return FL_ERR_IO;
+}
+
+const char *st_s3_error_hint(const char *code)
+{
+	static const struct {
+		const char *code, *hint;
+	} hints[] = {
+	        {"NoSuchBucket", "the bucket does not exist"},
+	        {"AccessDenied", "the credentials may not do this"},
+	        {"InvalidAccessKeyId", "the store does not know this access key id"},
+	        {"SignatureDoesNotMatch", "the secret key does not match the access key id"},
+	        {"RequestTimeTooSkewed",
+	         "the clocks of Floe and the store differ by more than 15 minutes"},
+	        {"ExpiredToken", "the session token has expired"},
+	        {"InvalidToken", "the session token is not valid"},
+	        {"SlowDown", "the store is throttling requests"},
+	        {"AuthorizationHeaderMalformed", "the signing region does not match the bucket's"},
+	        {"PermanentRedirect", "the bucket is in another region or needs another endpoint"},
+	        {"InvalidBucketName", "the bucket name is not valid"},
+	};
+
+	for (size_t i = 0; i < sizeof(hints) / sizeof(*hints); i++)
+		if (strcmp(code, hints[i].code) == 0)
+			return hints[i].hint;
+	return NULL;
+}
+
+bool st_s3_retryable(int curl_code, long status, const char *code)
+{
+	switch (curl_code) {
+	case CURLE_OK: break;
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM: return true;
+	default: return false;
+	}
+	if (status >= 400 && status < 500)
+		return false;
+	return status == 500 || status == 502 || status == 503 || status == 504 ||
+	       strcmp(code, "SlowDown") == 0 || strcmp(code, "InternalError") == 0 ||
+	       strcmp(code, "ServiceUnavailable") == 0;
+}
+
+long st_s3_backoff_ms(int attempt, uint32_t rnd)
+{
+	long cap = 100L << (attempt < 6 ? attempt : 6);
+
+	if (cap > 5000)
+		cap = 5000;
+	return (long)(rnd % (uint32_t)(cap + 1));
+}
