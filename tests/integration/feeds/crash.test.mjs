@@ -11,19 +11,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { freshDatabase, startFloe, request, tmpDir, psql, sleep } from '../lib/harness.mjs';
-import { createTable, snapshotFiles, currentSnapshot, parquetOnDisk } from '../ingest/lib.mjs';
+import { createTable, snapshotFiles, currentSnapshot, parquetOnDisk, seededRandom } from '../ingest/lib.mjs';
 import { F, land, createFeed, tableIds, ledger, waitLedger, csv, range } from './lib.mjs';
 
 const seed = Number(process.env.FLOE_TEST_SEED ?? (Date.now() % 100000));
-let rngState = seed;
-const rand = () => {
-  // mulberry32
-  rngState = (rngState + 0x6d2b79f5) | 0;
-  let t = rngState;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-};
+const rand = seededRandom(seed);
 const KILLS = Number(process.env.FLOE_FEED_KILLS ?? 10);
 const ROWS = 50000; // per file: a batch takes long enough to be killed inside
 

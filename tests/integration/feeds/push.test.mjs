@@ -4,12 +4,12 @@
 // spool is full.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { psql, request, sleep, waitFor } from '../lib/harness.mjs';
 import { expectError } from '../lib/checks.mjs';
-import { startCatalog, createTable, loadTable } from '../ingest/lib.mjs';
+import { startCatalog, createTable } from '../ingest/lib.mjs';
 import { F, createFeed, tableIds, range } from './lib.mjs';
+import { uuidv7 } from '../tables/lib.mjs';
 
 let ctx;
 
@@ -20,16 +20,6 @@ before(async () => {
 after(async () => {
   await ctx?.floe.stop();
 });
-
-// A UUIDv7 (RFC 9562), as Idempotency-Key requires.
-function uuid7() {
-  const b = crypto.randomBytes(16);
-  b.writeUIntBE(Date.now(), 0, 6);
-  b[6] = 0x70 | (b[6] & 0x0f);
-  b[8] = 0x80 | (b[8] & 0x3f);
-  const h = b.toString('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
-}
 
 const ndjson = (from, to) => range(from, to).map((i) => JSON.stringify({ id: i, s: `v${i}` })).join('\n') + '\n';
 const push = (name, body, { key, type = 'application/x-ndjson' } = {}) => request(ctx.base, 'POST', `${F}/${name}/records`, {
@@ -79,7 +69,7 @@ test('200 concurrent clients with retries and keys: every record once, few snaps
     for (let k = 0; k < PER; k++) {
       const from = (c * PER + k) * ROWS;
       const body = ndjson(from, from + ROWS);
-      const key = uuid7();
+      const key = uuidv7();
       await pushOnce('pushed', body, key);
       // The client did not see the answer and sends it again: same key, no effect.
       const again = await pushOnce('pushed', body, key);
@@ -115,10 +105,10 @@ test('a full spool answers 429 with Retry-After, and the same key goes through l
   assert.equal((await request(ctx.base, 'POST', `${F}/full/pause`)).status, 200);
   const chunk = ndjson(0, 2000).slice(0, 30000).replace(/[^\n]*$/, '');
   const ids = chunk.trim().split('\n').map((l) => JSON.parse(l).id);
-  assert.equal((await push('full', chunk, { key: uuid7() })).status, 202);
+  assert.equal((await push('full', chunk, { key: uuidv7() })).status, 202);
   const second = chunk.replace(/"id":(\d+)/g, (_, d) => `"id":${1000000 + Number(d)}`);
-  assert.equal((await push('full', second, { key: uuid7() })).status, 202);
-  const key = uuid7();
+  assert.equal((await push('full', second, { key: uuidv7() })).status, 202);
+  const key = uuidv7();
   const late = ndjson(5000000, 5000010);
   const refused = await push('full', chunk.slice(0, 10000).replace(/[^\n]*$/, '') + late, { key });
   expectError(refused, 429, 'TooManyRequestsException', 'spool-max-bytes');
