@@ -206,6 +206,21 @@ int cat_table_load(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
                    const struct cat_ns *ns, const char *name, char **metadata_location,
                    char **metadata, char storage_type[16], struct fl_err *err) FL_MUST_CHECK;
 
+/* A table found by the location of one of its objects. */
+struct cat_table_ref {
+	char warehouse[256]; /* name */
+	char namespace_json[1024]; /* its levels as a JSON array of strings */
+	char name[256];
+	char location[1024];
+};
+
+/* The tables (of any warehouse) whose location is a proper ancestor of the
+ * object "s3://bucket/key", deepest first: at most max into out, their
+ * number in *found (0 when none).  Remote signing's legacy route uses it
+ * to find the table a request is for. */
+int cat_table_find_by_object(struct cat_db *db, const char *object, struct cat_table_ref *out,
+                             int max, int *found, struct fl_err *err) FL_MUST_CHECK;
+
 /* {identifiers:[{namespace, name}…], next-page-token} in byte order of name. */
 int cat_table_list(struct cat_db *db, struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns,
                    const char *page_token, long page_size, json_t **out,

@@ -65,6 +65,7 @@ struct ingest_cfg {
 	char *dead_letter_dir;
 	int tz_assume_utc;
 	int quiet;
+	int64_t credential_refresh;
 };
 
 #define OFF(f) offsetof(struct ingest_cfg, f)
@@ -101,6 +102,8 @@ static const struct fl_setting ingest_settings[] = {
 	 "timestamptz values without a zone are UTC (default: rejected)"},
 	{"quiet", FL_SET_BOOL, "false", 0, 0, NULL, "FLOE_INGEST_QUIET", OFF(quiet),
 	 "no progress line on standard error (shown only when it is a terminal, after a second)"},
+	{"credential-refresh", FL_SET_SECONDS, "300", 0, 86400, NULL, "FLOE_INGEST_CREDENTIAL_REFRESH", OFF(credential_refresh),
+	 "REST mode: fetch fresh vended credentials (GET …/credentials) when they expire within this"},
 };
 /* clang-format on */
 #define NINGEST (sizeof(ingest_settings) / sizeof(ingest_settings[0]))
@@ -117,6 +120,7 @@ struct job {
 	char batch_id[65];
 	int64_t snapshot_id;
 	struct st_io *io; /* the table's storage */
+	int64_t creds_expire_ms; /* vended credentials of io expire then; 0 = none */
 	struct st_ingest_result res;
 	struct st_snapshot_manifest *manifest;
 	int attempt;
@@ -770,28 +774,101 @@ out:
 }
 
 /* Over REST, the files go where the table's location says.  A local
- * location needs no credentials; object storage reached through another
- * catalog needs the credentials it vends, which this build does not read
- * yet. */
-static int open_rest_io(struct job *j, const json_t *meta, struct fl_err *err)
+ * location needs no credentials; an s3:// one is written with the
+ * credentials the catalog vends for the table (storage-credentials, or
+ * config: s3.access-key-id, s3.secret-access-key, s3.session-token,
+ * s3.endpoint, s3.region / client.region, s3.path-style-access,
+ * s3.session-token-expires-at-ms). */
+static int open_rest_io(struct job *j, const json_t *meta, const json_t *cfg, struct fl_err *err)
 {
 	const char *location = json_string_value(json_object_get(meta, "location"));
+	const char *ak, *sk, *tok, *ep, *region, *ps, *exp, *key;
 	struct st_profile p = {0};
+	struct st_creds *c = NULL;
+	struct st_io *io = NULL;
+	int rc = -1;
 
-	if (location == NULL || strncmp(location, "file:///", 8) != 0)
+	if (location != NULL && strncmp(location, "file:///", 8) == 0) {
+		p.type = ST_STORAGE_FILE;
+		snprintf(p.location, sizeof(p.location), "%s", location);
+		return st_io_open(&p, &j->io, err);
+	}
+	if (location == NULL || strncmp(location, "s3://", 5) != 0)
 		return fl_err_set(
 		        err, FL_ERR_UNSUPPORTED,
-		        "--catalog-uri: table location %.200s is not a local file:// location; writing to object storage through a REST catalog needs vended credentials",
+		        "--catalog-uri: table location %.200s is neither file:// nor s3://",
 		        location ? location : "(none)");
-	p.type = ST_STORAGE_FILE;
+	ak = json_string_value(json_object_get(cfg, "s3.access-key-id"));
+	sk = json_string_value(json_object_get(cfg, "s3.secret-access-key"));
+	tok = json_string_value(json_object_get(cfg, "s3.session-token"));
+	ep = json_string_value(json_object_get(cfg, "s3.endpoint"));
+	region = json_string_value(json_object_get(cfg, "s3.region"));
+	if (region == NULL)
+		region = json_string_value(json_object_get(cfg, "client.region"));
+	ps = json_string_value(json_object_get(cfg, "s3.path-style-access"));
+	exp = json_string_value(json_object_get(cfg, "s3.session-token-expires-at-ms"));
+	if (ak == NULL || sk == NULL)
+		return fl_err_set(err, FL_ERR_UNSUPPORTED,
+		                  "--catalog-uri: the catalog vended no credentials for %.200s "
+		                  "(asked with X-Iceberg-Access-Delegation: vended-credentials)",
+		                  location);
+	if (strlen(ak) >= sizeof(c->access_key_id) || strlen(sk) >= sizeof(c->secret_access_key) ||
+	    (tok != NULL && strlen(tok) >= sizeof(c->session_token)) ||
+	    (ep != NULL && strlen(ep) >= sizeof(p.endpoint)) ||
+	    (region != NULL && strlen(region) >= sizeof(p.region)) ||
+	    strlen(location) >= sizeof(p.location))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "--catalog-uri: a vended credential value is too long");
+	p.type = ST_STORAGE_S3;
 	snprintf(p.location, sizeof(p.location), "%s", location);
-	return st_io_open(&p, &j->io, err);
+	if (st_s3_uri_split(location, p.bucket, sizeof(p.bucket), &key, err) != 0)
+		return -1;
+	snprintf(p.prefix, sizeof(p.prefix), "%s", key);
+	snprintf(p.endpoint, sizeof(p.endpoint), "%s", ep ? ep : "");
+	snprintf(p.region, sizeof(p.region), "%s", region ? region : "us-east-1");
+	p.path_style = ps != NULL && strcmp(ps, "true") == 0;
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	snprintf(c->access_key_id, sizeof(c->access_key_id), "%s", ak);
+	snprintf(c->secret_access_key, sizeof(c->secret_access_key), "%s", sk);
+	snprintf(c->session_token, sizeof(c->session_token), "%s", tok ? tok : "");
+	if (st_io_open_creds(&p, c, &io, err) != 0)
+		goto out;
+	/* Swap: files written so far keep their handle through j->res. */
+	st_io_release(j->io);
+	j->io = io;
+	j->creds_expire_ms = exp != NULL ? strtoll(exp, NULL, 10) : 0;
+	rc = 0;
+out:
+	memset(c, 0, sizeof(*c));
+	free(c);
+	return rc;
+}
+
+/* Fetches fresh vended credentials when the current ones expire within
+ * --credential-refresh. */
+static int refresh_rest_io(struct job *j, struct st_rest *c, const json_t *meta, struct fl_err *err)
+{
+	const char *location = json_string_value(json_object_get(meta, "location"));
+	json_t *cfg = NULL;
+	int rc;
+
+	if (j->creds_expire_ms <= 0 ||
+	    fl_now_ms() < j->creds_expire_ms - j->ic.credential_refresh * 1000)
+		return 0;
+	if (st_rest_load_credentials(c, j->levels, j->nlevels, j->name, location ? location : "",
+	                             &cfg, err) != 0)
+		return fl_err_prefix(err, "refreshing vended credentials");
+	rc = open_rest_io(j, meta, cfg, err);
+	json_decref(cfg);
+	return rc;
 }
 
 static int run_rest(struct job *j, struct fl_err *err)
 {
 	struct st_rest *c = NULL;
-	json_t *meta = NULL, *updates = NULL, *reqs = NULL, *out = NULL;
+	json_t *meta = NULL, *updates = NULL, *reqs = NULL, *out = NULL, *storage = NULL;
 	char *mloc = NULL, *oloc = NULL;
 	bool done;
 	int rc = -1;
@@ -811,7 +888,12 @@ static int run_rest(struct job *j, struct fl_err *err)
 			goto out;
 		rc = -1;
 	}
-	if (open_rest_io(j, meta, err) != 0 || prepare_batch(j, meta, &done, err) != 0)
+	storage = st_rest_storage(c);
+	if (storage == NULL) {
+		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	if (open_rest_io(j, meta, storage, err) != 0 || prepare_batch(j, meta, &done, err) != 0)
 		goto out;
 	if (done) {
 		rc = 0;
@@ -825,7 +907,8 @@ static int run_rest(struct job *j, struct fl_err *err)
 		json_decref(updates);
 		json_decref(reqs);
 		updates = NULL;
-		if (make_updates(j, meta, &updates, err) != 0)
+		if (refresh_rest_io(j, c, meta, err) != 0 ||
+		    make_updates(j, meta, &updates, err) != 0)
 			goto out;
 		reqs = json_pack("[{s:s, s:s, s:o}, {s:s, s:O}]", "type", "assert-ref-snapshot-id",
 		                 "ref", "main", "snapshot-id",
@@ -904,6 +987,7 @@ static int run_rest(struct job *j, struct fl_err *err)
 		}
 	}
 out:
+	json_decref(storage);
 	json_decref(meta);
 	json_decref(updates);
 	json_decref(reqs);

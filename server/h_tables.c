@@ -18,6 +18,7 @@
 #include "json.h"
 #include "metrics.h"
 #include "reply.h"
+#include "vend.h"
 
 static int nomem(struct fl_err *err)
 {
@@ -105,29 +106,79 @@ static char *refs_only(const char *metadata, struct fl_err *err)
 	return out;
 }
 
-/* LoadTableResult around the stored metadata text. */
-static int reply_table(struct srv_req *r, const char *mloc, const char *metadata, bool refs,
-                       bool config, struct fl_err *err)
+/* The bytes of a LoadTableResult (see reply_table) into b. */
+static int table_body(struct fl_buf *b, const char *mloc, const char *metadata, const json_t *extra)
 {
-	struct fl_buf b = FL_BUF_INIT;
-	char etag[40];
 	int rc = 0;
 
 	if (mloc != NULL) {
 		json_t *s = json_string(mloc);
 		char *q = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
 
-		rc |= q == NULL || fl_buf_printf(&b, "{\"metadata-location\":%s,", q) != 0;
+		rc |= q == NULL || fl_buf_printf(b, "{\"metadata-location\":%s,", q) != 0;
 		free(q);
 		json_decref(s);
 	} else {
-		rc |= fl_buf_puts(&b, "{");
+		rc |= fl_buf_puts(b, "{");
 	}
-	/* A file warehouse needs no credentials and must get an empty config:
-	 * DuckDB treats unknown schemes as S3 and fails on a non-empty one. */
-	rc |= fl_buf_puts(&b, "\"metadata\":") != 0 || fl_buf_puts(&b, metadata) != 0 ||
-	      fl_buf_puts(&b, config ? ",\"config\":{}}" : "}") != 0;
-	if (rc) {
+	rc |= fl_buf_puts(b, "\"metadata\":") != 0 || fl_buf_puts(b, metadata) != 0;
+	if (extra != NULL) {
+		const char *k;
+		json_t *v;
+
+		json_object_foreach((json_t *)extra, k, v)
+		{
+			char *q = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+
+			rc |= q == NULL || fl_buf_printf(b, ",\"%s\":%s", k, q) != 0;
+			free(q);
+		}
+	}
+	rc |= fl_buf_puts(b, "}") != 0;
+	return rc ? -1 : 0;
+}
+
+/* extra without vended keys: what an idempotency record may keep (a replay
+ * answers without credentials; GET …/credentials gives fresh ones).  NULL
+ * when out of memory. */
+static json_t *without_secrets(const json_t *extra)
+{
+	static const char *const secret[] = {"s3.access-key-id", "s3.secret-access-key",
+	                                     "s3.session-token", "s3.session-token-expires-at-ms"};
+	json_t *out, *cfg;
+
+	out = json_deep_copy(extra);
+	if (out == NULL)
+		return NULL;
+	json_object_del(out, "storage-credentials");
+	cfg = json_object_get(out, "config");
+	for (size_t i = 0; i < sizeof(secret) / sizeof(secret[0]); i++)
+		json_object_del(cfg, secret[i]);
+	return out;
+}
+
+/* LoadTableResult around the stored metadata text; extra holds "config"
+ * and "storage-credentials" (NULL for a CommitTableResponse). */
+static int reply_table(struct srv_req *r, const char *mloc, const char *metadata, bool refs,
+                       const json_t *extra, struct fl_err *err)
+{
+	struct fl_buf b = FL_BUF_INIT;
+	char etag[40];
+	int rc = 0;
+
+	if (r->tx != NULL && json_object_get(extra, "storage-credentials") != NULL) {
+		json_t *clean = without_secrets(extra);
+		struct fl_buf kept = FL_BUF_INIT;
+
+		rc = clean == NULL ? -1 : table_body(&kept, mloc, metadata, clean);
+		json_decref(clean);
+		r->idem_body = rc == 0 ? fl_arena_strdup(r->arena, kept.data) : NULL;
+		r->idem_len = kept.len;
+		fl_buf_free(&kept);
+		if (r->idem_body == NULL)
+			return nomem(err);
+	}
+	if (table_body(&b, mloc, metadata, extra) != 0) {
 		fl_buf_free(&b);
 		return nomem(err);
 	}
@@ -139,18 +190,46 @@ static int reply_table(struct srv_req *r, const char *mloc, const char *metadata
 	return 0;
 }
 
-/* Vended credentials are not available for file warehouses (there is
- * nothing to vend); other storage must say clearly that it cannot. */
-static int check_delegation(struct srv_req *r, const char *storage_type, struct fl_err *err)
+/* {"config", "storage-credentials"?} of a table response (vend.h).  A file
+ * warehouse gets an empty config: DuckDB treats unknown schemes as S3 and
+ * fails on a non-empty one. */
+static int table_extras(struct srv_req *r, const struct cat_warehouse *wh, const struct cat_ns *ns,
+                        const char *table, const char *metadata, enum srv_vend_mode mode,
+                        json_t **out, struct fl_err *err)
 {
-	const char *d = srv_header(r, "X-Iceberg-Access-Delegation");
+	char loc[1024] = "";
+	json_t *cfg = NULL, *creds = NULL, *o;
 
-	if (d == NULL || d[0] == '\0' || strcmp(storage_type, "file") == 0)
-		return 0;
-	return fl_err_set(
-	        err, FL_ERR_UNSUPPORTED,
-	        "access delegation '%.60s' is not available for this warehouse: credential vending is not configured",
-	        d);
+	if (wh->profile.type == ST_STORAGE_S3 &&
+	    srv_metadata_location(metadata, loc, sizeof(loc), err) != 0)
+		return -1;
+	if (srv_vend_table(r, wh, ns, table, loc, mode, &cfg, &creds, err) != 0)
+		return -1;
+	o = json_object();
+	if (o == NULL || json_object_set_new(o, "config", cfg) != 0 ||
+	    (creds != NULL && json_object_set_new(o, "storage-credentials", creds) != 0)) {
+		json_decref(o);
+		return nomem(err);
+	}
+	*out = o;
+	return 0;
+}
+
+/* The extras of a table in a warehouse known only by name and storage
+ * type (the loadTable query): file warehouses need no lookup. */
+static int table_extras_by_type(struct srv_req *r, const char *type, const struct cat_ns *ns,
+                                const char *table, const char *metadata, enum srv_vend_mode mode,
+                                json_t **out, struct fl_err *err)
+{
+	struct cat_warehouse wh;
+
+	if (strcmp(type, "file") == 0) {
+		*out = json_pack("{s:{}}", "config");
+		return *out != NULL ? 0 : nomem(err);
+	}
+	if (srv_warehouse(r, &wh, err) != 0)
+		return -1;
+	return table_extras(r, &wh, ns, table, metadata, mode, out, err);
 }
 
 /* Path namespace and table without a warehouse lookup (the load query joins it). */
@@ -190,7 +269,7 @@ int srv_h_tbl_list(struct srv_req *r, struct fl_err *err)
 int srv_h_tbl_create(struct srv_req *r, struct fl_err *err)
 {
 	static const char what[] = "CreateTableRequest";
-	json_t *body, *schema = NULL, *props = NULL, *v = NULL;
+	json_t *body, *schema = NULL, *props = NULL, *v = NULL, *extra = NULL;
 	const char *name = NULL, *loc = NULL;
 	char *mloc = NULL, *meta = NULL;
 	struct cat_warehouse wh;
@@ -217,12 +296,14 @@ int srv_h_tbl_create(struct srv_req *r, struct fl_err *err)
 			           (long long)r->ctx->cfg->max_properties);
 		return -1;
 	}
-	if (path_table(r, &wh, &ns, err) != 0 || check_delegation(r, wh.storage_type, err) != 0 ||
-	    srv_warehouse_io(r, &wh, err) != 0 ||
+	if (path_table(r, &wh, &ns, err) != 0 || srv_warehouse_io(r, &wh, err) != 0 ||
 	    cat_table_create(r->ctx->db, r->tx, &wh, &ns, body, stage, &mloc, &meta, srv_actor(r),
 	                     err) != 0)
 		return -1;
-	rc = reply_table(r, mloc, meta, false, true, err);
+	rc = table_extras(r, &wh, &ns, name, meta, SRV_VEND_HINT, &extra, err);
+	if (rc == 0)
+		rc = reply_table(r, mloc, meta, false, extra, err);
+	json_decref(extra);
 	free(mloc);
 	free(meta);
 	return rc;
@@ -238,7 +319,7 @@ int srv_h_tbl_register(struct srv_req *r, struct fl_err *err)
 	struct cat_ns ns;
 	bool overwrite = false;
 	char *meta = NULL;
-	json_t *body;
+	json_t *body, *extra = NULL;
 	int rc;
 
 	if (srv_body_json(r, &body, err) != 0 ||
@@ -250,7 +331,10 @@ int srv_h_tbl_register(struct srv_req *r, struct fl_err *err)
 	    cat_table_register(r->ctx->db, r->tx, &wh, &ns, name, mloc, overwrite, &lim, &meta,
 	                       srv_actor(r), err) != 0)
 		return -1;
-	rc = reply_table(r, mloc, meta, false, true, err);
+	rc = table_extras(r, &wh, &ns, name, meta, SRV_VEND_HINT, &extra, err);
+	if (rc == 0)
+		rc = reply_table(r, mloc, meta, false, extra, err);
+	json_decref(extra);
 	free(meta);
 	return rc;
 }
@@ -260,6 +344,7 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 	const char *snapshots = NULL, *inm, *wh;
 	struct cat_ns ns;
 	char *mloc = NULL, *meta = NULL, etag[40], type[16];
+	json_t *extra = NULL;
 	bool refs;
 	int rc = -1;
 
@@ -271,8 +356,6 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 	if (path_names(r, &ns, &wh, err) != 0 ||
 	    cat_table_load(r->ctx->db, r->tx, wh, &ns, r->table, &mloc, &meta, type, err) != 0)
 		return -1;
-	if (check_delegation(r, type, err) != 0)
-		goto out;
 	refs = snapshots != NULL && strcmp(snapshots, "refs") == 0;
 	etag_of(mloc, refs, etag);
 	inm = srv_header(r, "If-None-Match");
@@ -288,8 +371,11 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 		free(meta);
 		meta = filtered;
 	}
-	rc = reply_table(r, mloc, meta, refs, true, err);
+	if (table_extras_by_type(r, type, &ns, r->table, meta, SRV_VEND_HINT, &extra, err) != 0)
+		goto out;
+	rc = reply_table(r, mloc, meta, refs, extra, err);
 out:
+	json_decref(extra);
 	free(mloc);
 	free(meta);
 	return rc;
@@ -414,22 +500,30 @@ int srv_h_tbl_credentials(struct srv_req *r, struct fl_err *err)
 {
 	struct cat_ns ns;
 	char *mloc = NULL, *meta = NULL, type[16];
+	json_t *extra = NULL, *v = NULL, *creds;
 	const char *wh;
-	json_t *v;
-	int rc;
+	int rc = -1;
 
 	if (path_names(r, &ns, &wh, err) != 0 ||
 	    cat_table_load(r->ctx->db, r->tx, wh, &ns, r->table, &mloc, &meta, type, err) != 0)
 		return -1;
+	/* A file warehouse has nothing to vend: an empty list, not an error. */
+	if (table_extras_by_type(r, type, &ns, r->table, meta, SRV_VEND_DEMAND, &extra, err) != 0)
+		goto out;
+	creds = json_object_get(extra, "storage-credentials");
+	v = creds != NULL ? json_pack("{s:O}", "storage-credentials", creds)
+	                  : json_pack("{s:[]}", "storage-credentials");
+	if (v == NULL) {
+		nomem(err);
+		goto out;
+	}
+	rc = srv_reply_ok(r, v) == 0 ? 0 : nomem(err);
+out:
+	json_decref(v);
+	json_decref(extra);
 	free(mloc);
 	free(meta);
-	if (strcmp(type, "file") != 0)
-		return fl_err_set(err, FL_ERR_UNSUPPORTED,
-		                  "credential vending is not configured for warehouse '%s'", wh);
-	v = json_pack("{s:[]}", "storage-credentials");
-	rc = srv_reply_ok(r, v);
-	json_decref(v);
-	return rc == 0 ? 0 : nomem(err);
+	return rc;
 }
 
 static const char *commit_result(enum fl_err_kind k)
@@ -485,7 +579,7 @@ int srv_h_tbl_commit(struct srv_req *r, struct fl_err *err)
 	if (run_commit(r, &wh, &ch, 1, err) != 0)
 		return -1;
 	/* CommitTableResponse: the stored bytes, spliced, with the new ETag. */
-	rc = reply_table(r, ch.metadata_location, ch.metadata, false, false, err);
+	rc = reply_table(r, ch.metadata_location, ch.metadata, false, NULL, err);
 	cat_changes_free(&ch, 1);
 	return rc;
 }

@@ -26,6 +26,8 @@ int srv_h_tbl_drop(struct srv_req *r, struct fl_err *err);
 int srv_h_tbl_rename(struct srv_req *r, struct fl_err *err);
 int srv_h_tbl_metrics(struct srv_req *r, struct fl_err *err);
 int srv_h_tbl_credentials(struct srv_req *r, struct fl_err *err);
+int srv_h_tbl_sign(struct srv_req *r, struct fl_err *err);
+int srv_h_s3_sign(struct srv_req *r, struct fl_err *err);
 int srv_h_transactions(struct srv_req *r, struct fl_err *err);
 int srv_h_wh_list(struct srv_req *r, struct fl_err *err);
 int srv_h_wh_create(struct srv_req *r, struct fl_err *err);

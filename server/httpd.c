@@ -173,8 +173,9 @@ static void run_idempotent(struct srv_req *r, const char *key)
 		cat_tx_abort(tx);
 		return;
 	}
-	if (cat_idem_store(tx, key, (int)r->status, r->out_ctype, r->out_etag, r->out_body,
-	                   r->out_len, &err) != 0) {
+	if (cat_idem_store(tx, key, (int)r->status, r->out_ctype, r->out_etag,
+	                   r->idem_body ? r->idem_body : r->out_body,
+	                   r->idem_body ? r->idem_len : r->out_len, &err) != 0) {
 		goto fail;
 	}
 	if (cat_tx_commit(tx, &err) != 0)

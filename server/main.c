@@ -28,6 +28,7 @@
 #include "scheduler.h"
 #include "serve_lock.h"
 #include "srv.h"
+#include "vend.h"
 #include "whcache.h"
 
 /* Resolves the database: the configured URL, or the embedded cluster. */
@@ -214,7 +215,8 @@ static int cmd_serve(struct srv_config *cfg)
 		goto fail;
 	ctx.metrics = srv_metrics_new();
 	ctx.whcache = srv_whcache_new();
-	if (ctx.metrics == NULL || ctx.whcache == NULL) {
+	ctx.vend = srv_vend_new(256);
+	if (ctx.metrics == NULL || ctx.whcache == NULL || ctx.vend == NULL) {
 		fl_err_set(&err, FL_ERR_NOMEM, "out of memory");
 		goto fail;
 	}
@@ -240,6 +242,7 @@ out:
 	srv_metrics_free(ctx.metrics);
 	srv_whcache_free(ctx.whcache);
 	srv_auth_free(ctx.auth);
+	srv_vend_free(ctx.vend);
 	free(conninfo);
 	srv_pg_stop(pg);
 	srv_serve_lock_release(port_lock);

@@ -41,6 +41,10 @@ struct srv_metrics {
 	atomic_ullong commits[NRESULT];
 	struct hist commit_latency;
 	atomic_ullong replays;
+	atomic_ullong vend_unavailable; /* vended-credentials asked of a warehouse without STS */
+	atomic_ullong vended; /* credentials handed out (cache hits included) */
+	atomic_ullong sts_calls; /* AssumeRole calls made */
+	atomic_ullong signed_requests[2]; /* remote signing: signed, refused */
 };
 
 static void hist_observe(struct hist *h, int64_t ns)
@@ -119,6 +123,17 @@ void srv_metrics_commit(struct srv_metrics *m, const char *result, int64_t ns)
 		if (strcmp(commit_results[i], result) == 0)
 			atomic_fetch_add_explicit(&m->commits[i], 1, memory_order_relaxed);
 	hist_observe(&m->commit_latency, ns);
+}
+
+void srv_metrics_vend(struct srv_metrics *m, enum srv_vend_event e)
+{
+	atomic_ullong *c = e == SRV_VEND_UNAVAILABLE ? &m->vend_unavailable
+	                   : e == SRV_VEND_VENDED    ? &m->vended
+	                   : e == SRV_VEND_STS_CALL  ? &m->sts_calls
+	                   : e == SRV_VEND_SIGNED    ? &m->signed_requests[0]
+	                                             : &m->signed_requests[1];
+
+	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
 }
 
 void srv_metrics_replay(struct srv_metrics *m)
@@ -343,6 +358,25 @@ int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx, struct fl_buf
 	        "# HELP floe_idempotent_replays_total Responses replayed for a repeated Idempotency-Key.\n"
 	        "# TYPE floe_idempotent_replays_total counter\n");
 	rc |= fl_buf_printf(out, "floe_idempotent_replays_total %llu\n", atomic_load(&m->replays));
+	rc |= fl_buf_printf(
+	        out,
+	        "# HELP floe_credential_vending_unavailable_total Loads that asked for vended "
+	        "credentials of a warehouse without an STS role (answered without).\n"
+	        "# TYPE floe_credential_vending_unavailable_total counter\n"
+	        "floe_credential_vending_unavailable_total %llu\n"
+	        "# HELP floe_credentials_vended_total Vended credentials handed out.\n"
+	        "# TYPE floe_credentials_vended_total counter\n"
+	        "floe_credentials_vended_total %llu\n"
+	        "# HELP floe_sts_assume_role_total STS AssumeRole calls made (cache misses).\n"
+	        "# TYPE floe_sts_assume_role_total counter\n"
+	        "floe_sts_assume_role_total %llu\n"
+	        "# HELP floe_remote_sign_requests_total Remote-signing requests by result.\n"
+	        "# TYPE floe_remote_sign_requests_total counter\n"
+	        "floe_remote_sign_requests_total{result=\"signed\"} %llu\n"
+	        "floe_remote_sign_requests_total{result=\"refused\"} %llu\n",
+	        atomic_load(&m->vend_unavailable), atomic_load(&m->vended),
+	        atomic_load(&m->sts_calls), atomic_load(&m->signed_requests[0]),
+	        atomic_load(&m->signed_requests[1]));
 	{
 		struct table_render t = {out, 0};
 		struct fl_err err;

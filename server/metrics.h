@@ -18,6 +18,17 @@ void srv_metrics_request(struct srv_metrics *m, int route, const char *method, u
  * its latency. */
 void srv_metrics_commit(struct srv_metrics *m, const char *result, int64_t ns);
 
+enum srv_vend_event {
+	SRV_VEND_UNAVAILABLE, /* vended-credentials asked of a warehouse without STS */
+	SRV_VEND_VENDED, /* credentials returned */
+	SRV_VEND_STS_CALL, /* an AssumeRole call */
+	SRV_VEND_SIGNED, /* a remote-signing request signed */
+	SRV_VEND_REFUSED, /* a remote-signing request refused */
+};
+
+/* Counts one credential-vending or remote-signing event. */
+void srv_metrics_vend(struct srv_metrics *m, enum srv_vend_event e);
+
 /* Counts a response replayed from an idempotency record. */
 void srv_metrics_replay(struct srv_metrics *m);
 

@@ -101,6 +101,14 @@ int srv_reply_ok(struct srv_req *r, const json_t *v)
 	return reply_json(r, MHD_HTTP_OK, v);
 }
 
+int srv_reply_ok_private(struct srv_req *r, const json_t *v)
+{
+	if (reply_json(r, MHD_HTTP_OK, v) != 0)
+		return -1;
+	MHD_add_response_header(r->resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	return 0;
+}
+
 int srv_reply_created(struct srv_req *r, const json_t *v)
 {
 	return reply_json(r, MHD_HTTP_CREATED, v);

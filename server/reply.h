@@ -8,6 +8,9 @@
 
 /* 200 with a JSON body (v is borrowed). */
 int srv_reply_ok(struct srv_req *r, const json_t *v) FL_MUST_CHECK;
+/* 200 with a JSON body that must not be cached or replayed (signatures,
+ * credentials): Cache-Control: no-store. */
+int srv_reply_ok_private(struct srv_req *r, const json_t *v) FL_MUST_CHECK;
 /* 201 with a JSON body. */
 int srv_reply_created(struct srv_req *r, const json_t *v) FL_MUST_CHECK;
 /* 204 without a body. */

@@ -32,6 +32,9 @@ const struct srv_route srv_routes[] = {
 	{"DELETE", "/v1/{prefix}/namespaces/{namespace}/tables/{table}", srv_h_tbl_drop,      SRV_PRIV_TABLE_DROP,       true},
 	{"POST",   "/v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics", srv_h_tbl_metrics, SRV_PRIV_TABLE_READ, true},
 	{"GET",    "/v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials", srv_h_tbl_credentials, SRV_PRIV_TABLE_READ, true},
+	{"POST",   "/v1/{prefix}/namespaces/{namespace}/tables/{table}/sign", srv_h_tbl_sign, SRV_PRIV_TABLE_READ, true},
+	/* The table is found by the object the body names; the handler checks the caller's access to it. */
+	{"POST",   "/v1/aws/s3/sign",                                srv_h_s3_sign,           SRV_PRIV_AUTHENTICATED,    false},
 	{"POST",   "/v1/{prefix}/tables/rename",                     srv_h_tbl_rename,        SRV_PRIV_TABLE_WRITE,      true},
 	{"POST",   "/v1/{prefix}/transactions/commit",               srv_h_transactions,      SRV_PRIV_TABLE_WRITE,      true},
 	{"GET",    "/management/v1/warehouses",                      srv_h_wh_list,           SRV_PRIV_WAREHOUSE_ADMIN,  false},

@@ -79,6 +79,7 @@ struct srv_ctx {
 	const char *default_warehouse; /* NULL when none */
 	struct srv_whcache *whcache; /* warehouse lookups; may be NULL */
 	struct srv_auth *auth; /* NULL = auth none */
+	struct srv_vend *vend; /* vended-credential cache (vend.h) */
 };
 
 #define SRV_MAX_SEGS 32
@@ -112,6 +113,11 @@ struct srv_req {
 	size_t out_len;
 	const char *out_ctype;
 	const char *out_etag;
+	/* What an idempotency record stores instead of out_body when the
+	 * response carries secrets (vended credentials), so that they never
+	 * reach PostgreSQL; NULL = out_body. */
+	const char *idem_body;
+	size_t idem_len;
 };
 
 typedef int (*srv_handler_fn)(struct srv_req *r, struct fl_err *err);

@@ -147,6 +147,19 @@ int cat_row_move(struct cat_conn *c, const struct cat_row_move *m, struct fl_err
 	return 0;
 }
 
+/* Appends the n bytes at s as one quoted element of a text[] literal that
+ * b is building after its "{" (a comma first unless it is the first). */
+static int text_array_add(struct fl_buf *b, const char *s, size_t n)
+{
+	if (fl_buf_puts(b, b->len > 1 ? ",\"" : "\"") != 0)
+		return -1;
+	for (size_t k = 0; k < n; k++)
+		if (((s[k] == '"' || s[k] == '\\') && fl_buf_append(b, "\\", 1) != 0) ||
+		    fl_buf_append(b, s + k, 1) != 0)
+			return -1;
+	return fl_buf_puts(b, "\"");
+}
+
 int cat_location_check(struct cat_conn *c, const struct cat_warehouse *wh, const char *location,
                        const char *exclude_id, struct fl_err *err)
 {
@@ -167,21 +180,9 @@ int cat_location_check(struct cat_conn *c, const struct cat_warehouse *wh, const
 	 * as a text[] literal: a table at any of them would contain this one. */
 	if (fl_buf_puts(&anc, "{") != 0)
 		goto nomem;
-	for (size_t i = wl + 1; i <= ll; i++) {
-		if (i == ll || location[i] == '/') {
-			if (fl_buf_puts(&anc, anc.len > 1 ? ",\"" : "\"") != 0)
-				goto nomem;
-			for (size_t k = 0; k < i; k++) {
-				if ((location[k] == '"' || location[k] == '\\') &&
-				    fl_buf_append(&anc, "\\", 1) != 0)
-					goto nomem;
-				if (fl_buf_append(&anc, location + k, 1) != 0)
-					goto nomem;
-			}
-			if (fl_buf_puts(&anc, "\"") != 0)
-				goto nomem;
-		}
-	}
+	for (size_t i = wl + 1; i <= ll; i++)
+		if ((i == ll || location[i] == '/') && text_array_add(&anc, location, i) != 0)
+			goto nomem;
 	if (fl_buf_puts(&anc, "}") != 0)
 		goto nomem;
 	lo = malloc(ll + 2);
@@ -596,4 +597,56 @@ int cat_table_stats(struct cat_db *db, int limit, void (*fn)(const struct cat_ta
 	}
 	PQclear(r);
 	return 0;
+}
+
+int cat_table_find_by_object(struct cat_db *db, const char *object, struct cat_table_ref *out,
+                             int max, int *found, struct fl_err *err)
+{
+	size_t ol = strlen(object), start;
+	struct fl_buf anc = FL_BUF_INIT;
+	struct cat_scope sc;
+	PGresult *r = NULL;
+	int rc = -1, n;
+
+	*found = 0;
+	if (strncmp(object, "s3://", 5) != 0 || (start = strcspn(object + 5, "/") + 5) >= ol)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "'%.200s' names no object", object);
+	/* Every proper ancestor of the object below its bucket, as text[]. */
+	if (fl_buf_puts(&anc, "{") != 0)
+		goto nomem;
+	for (size_t i = start + 1; i < ol; i++)
+		if (object[i] == '/' && text_array_add(&anc, object, i) != 0)
+			goto nomem;
+	if (fl_buf_puts(&anc, "}") != 0)
+		goto nomem;
+	if (cat_scope_begin(db, NULL, false, &sc, err) != 0)
+		goto out;
+	const char *params[1] = {anc.data};
+	r = cat_exec(sc.c,
+	             "SELECT w.name, t.location, array_to_json(n.levels)::text, t.name"
+	             " FROM table_entry t JOIN warehouse w ON w.id = t.warehouse_id"
+	             " JOIN namespace n ON n.id = t.namespace_id WHERE t.kind = 'TABLE'"
+	             " AND t.location = ANY($1::text[]) ORDER BY length(t.location) DESC LIMIT 8",
+	             1, params, err);
+	if (cat_scope_end(&sc, r != NULL, err) != 0 || r == NULL)
+		goto out;
+	n = PQntuples(r);
+	for (int i = 0; i < n && *found < max; i++) {
+		snprintf(out[*found].warehouse, sizeof(out[*found].warehouse), "%s",
+		         PQgetvalue(r, i, 0));
+		snprintf(out[*found].location, sizeof(out[*found].location), "%s",
+		         PQgetvalue(r, i, 1));
+		snprintf(out[*found].namespace_json, sizeof(out[*found].namespace_json), "%s",
+		         PQgetvalue(r, i, 2));
+		snprintf(out[*found].name, sizeof(out[*found].name), "%s", PQgetvalue(r, i, 3));
+		(*found)++;
+	}
+	rc = 0;
+	goto out;
+nomem:
+	fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+out:
+	PQclear(r);
+	fl_buf_free(&anc);
+	return rc;
 }

@@ -20,6 +20,7 @@ struct st_rest {
 	CURL *curl;
 	char *base; /* uri + "/v1/" + prefix segment (with trailing '/') */
 	char *auth; /* "Authorization: Bearer …" or NULL */
+	json_t *storage; /* storage settings of the last table response, or NULL */
 };
 
 static size_t collect(char *p, size_t size, size_t n, void *arg)
@@ -52,6 +53,8 @@ static int request(struct st_rest *c, const char *method, const char *url, const
 	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT, 10L);
 	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
 	h = curl_slist_append(h, "Accept: application/json");
+	/* A hint the catalog may ignore: credentials for the table's storage. */
+	h = curl_slist_append(h, "X-Iceberg-Access-Delegation: vended-credentials");
 	if (c->auth != NULL)
 		h = curl_slist_append(h, c->auth);
 	if (idem != NULL) {
@@ -198,11 +201,57 @@ void st_rest_close(struct st_rest *c)
 		curl_easy_cleanup(c->curl);
 	free(c->base);
 	free(c->auth);
+	json_decref(c->storage);
 	free(c);
 }
 
-/* Parses a LoadTableResult / CommitTableResponse body. */
-static int table_result(const struct fl_buf *b, json_t **metadata, char **mloc, struct fl_err *err)
+json_t *st_rest_pick_credentials(const json_t *creds, const char *location)
+{
+	const json_t *best = NULL, *e;
+	size_t best_len = 0, i;
+
+	json_array_foreach((json_t *)creds, i, e)
+	{
+		const char *p = json_string_value(json_object_get(e, "prefix"));
+		size_t pl = p ? strlen(p) : 0;
+
+		if (p == NULL || !json_is_object(json_object_get(e, "config")) ||
+		    strncmp(location, p, pl) != 0 ||
+		    (pl > 0 && p[pl - 1] != '/' && location[pl] != '\0' && location[pl] != '/'))
+			continue;
+		if (best == NULL || pl > best_len) {
+			best = e;
+			best_len = pl;
+		}
+	}
+	return best ? json_object_get(best, "config") : NULL;
+}
+
+/* config overlaid with the best storage credential for location. */
+static json_t *storage_of(const json_t *result, const char *location)
+{
+	json_t *cfg = json_object_get(result, "config"), *out = json_object(), *pick;
+
+	if (out == NULL)
+		return NULL;
+	if (json_is_object(cfg))
+		json_object_update(out, cfg);
+	pick = st_rest_pick_credentials(json_object_get(result, "storage-credentials"),
+	                                location ? location : "");
+	if (pick != NULL)
+		json_object_update(out, pick);
+	return out;
+}
+
+json_t *st_rest_storage(struct st_rest *c)
+{
+	return c->storage ? json_incref(c->storage) : json_object();
+}
+
+/* Parses a LoadTableResult / CommitTableResponse body; a load or create
+ * answer's storage settings replace the client's. */
+static int table_result(struct st_rest *c, const struct fl_buf *b, json_t **metadata, char **mloc,
+                        struct fl_err *err)
 {
 	json_t *v = json_loadb(b->data ? b->data : "", b->len, 0, NULL);
 	json_t *m = json_object_get(v, "metadata");
@@ -211,6 +260,15 @@ static int table_result(const struct fl_buf *b, json_t **metadata, char **mloc, 
 	if (!json_is_object(m)) {
 		json_decref(v);
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "catalog response has no metadata");
+	}
+	if (json_object_get(v, "config") != NULL ||
+	    json_object_get(v, "storage-credentials") != NULL) {
+		json_t *st = storage_of(v, json_string_value(json_object_get(m, "location")));
+
+		if (st != NULL) {
+			json_decref(c->storage);
+			c->storage = st;
+		}
 	}
 	*metadata = json_incref(m);
 	*mloc = loc ? strdup(loc) : NULL;
@@ -232,7 +290,7 @@ int st_rest_load_table(struct st_rest *c, const char *const *ns, int nlevels, co
 	if (request(c, "GET", url, NULL, NULL, &status, &b, &sent, err) != 0)
 		goto out;
 	if (status == 200)
-		rc = table_result(&b, metadata, metadata_location, err);
+		rc = table_result(c, &b, metadata, metadata_location, err);
 	else
 		http_error(status, &b, status == 404 ? FL_ERR_NO_SUCH_TABLE : FL_ERR_BAD_REQUEST,
 		           err);
@@ -262,7 +320,7 @@ int st_rest_create_table(struct st_rest *c, const char *const *ns, int nlevels, 
 	if (request(c, "POST", url, body, NULL, &status, &b, &sent, err) != 0)
 		goto out;
 	if (status == 200)
-		rc = table_result(&b, metadata, metadata_location, err);
+		rc = table_result(c, &b, metadata, metadata_location, err);
 	else
 		http_error(status, &b,
 		           status == 409   ? FL_ERR_ALREADY_EXISTS
@@ -297,7 +355,7 @@ int st_rest_commit(struct st_rest *c, const char *const *ns, int nlevels, const 
 		goto out;
 	}
 	if (status == 200)
-		rc = table_result(&b, metadata, metadata_location, err);
+		rc = table_result(c, &b, metadata, metadata_location, err);
 	else if (status == 409)
 		http_error(status, &b, FL_ERR_COMMIT_FAILED, err);
 	else if (status == 422)
@@ -310,6 +368,54 @@ int st_rest_commit(struct st_rest *c, const char *const *ns, int nlevels, const 
 out:
 	free(url);
 	json_decref(body);
+	fl_buf_free(&b);
+	return rc;
+}
+
+int st_rest_load_credentials(struct st_rest *c, const char *const *ns, int nlevels,
+                             const char *name, const char *location, json_t **config,
+                             struct fl_err *err)
+{
+	struct fl_buf b = FL_BUF_INIT, url = FL_BUF_INIT;
+	char *t = table_url(c, ns, nlevels, name);
+	json_t *v = NULL, *pick, *out = NULL;
+	long status = 0;
+	bool sent;
+	int rc = -1;
+
+	if (t == NULL || fl_buf_printf(&url, "%s/credentials", t) != 0) {
+		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	if (request(c, "GET", url.data, NULL, NULL, &status, &b, &sent, err) != 0)
+		goto out;
+	if (status != 200) {
+		http_error(status, &b, status == 404 ? FL_ERR_NO_SUCH_TABLE : FL_ERR_BAD_REQUEST,
+		           err);
+		goto out;
+	}
+	v = json_loadb(b.data ? b.data : "", b.len, 0, NULL);
+	pick = st_rest_pick_credentials(json_object_get(v, "storage-credentials"), location);
+	if (pick == NULL) {
+		fl_err_set(err, FL_ERR_BAD_REQUEST,
+		           "the catalog returned no credentials for %.200s", location);
+		goto out;
+	}
+	out = st_rest_storage(c);
+	if (out == NULL || json_object_update(out, pick) != 0) {
+		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	json_decref(c->storage);
+	c->storage = json_incref(out);
+	*config = out;
+	out = NULL;
+	rc = 0;
+out:
+	json_decref(out);
+	json_decref(v);
+	free(t);
+	fl_buf_free(&url);
 	fl_buf_free(&b);
 	return rc;
 }

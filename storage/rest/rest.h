@@ -37,4 +37,24 @@ int st_rest_commit(struct st_rest *c, const char *const *ns, int nlevels, const 
                    const json_t *requirements, const json_t *updates, const char *idempotency_key,
                    json_t **metadata, char **metadata_location, struct fl_err *err) FL_MUST_CHECK;
 
+/* The storage settings that came with the last table the client loaded,
+ * created or refreshed credentials for (every request sends
+ * X-Iceberg-Access-Delegation: vended-credentials): the response's
+ * "config" overlaid with the "storage-credentials" entry whose prefix is
+ * the longest match of the table location.  A new reference; an empty
+ * object when the catalog sent none. */
+json_t *st_rest_storage(struct st_rest *c);
+
+/* GET …/tables/{t}/credentials: the entry best matching location, overlaid
+ * on st_rest_storage (which it then replaces).  *config is a new
+ * reference.  FL_ERR_BAD_REQUEST when none matches or the catalog refuses. */
+int st_rest_load_credentials(struct st_rest *c, const char *const *ns, int nlevels,
+                             const char *name, const char *location, json_t **config,
+                             struct fl_err *err) FL_MUST_CHECK;
+
+/* The "config" of the storage credential in creds (a StorageCredential
+ * array) whose prefix is the longest one location starts with at a '/'
+ * boundary; NULL when none.  Borrowed.  Pure. */
+json_t *st_rest_pick_credentials(const json_t *creds, const char *location);
+
 #endif
