@@ -67,6 +67,18 @@ static int create(struct st_committer *c, const json_t *schema, json_t **meta, s
 	return parse_meta(text, meta, err);
 }
 
+static int io(struct st_committer *c, const json_t *meta, struct st_io **out, struct fl_err *err)
+{
+	struct cat_committer *k = (struct cat_committer *)c;
+
+	(void)meta;
+	if (k->wh->io == NULL)
+		return fl_err_set(err, FL_ERR_INTERNAL, "no storage handle for warehouse %s",
+		                  k->wh->name);
+	*out = k->wh->io;
+	return 0;
+}
+
 static int commit(struct st_committer *c, const char *batch_id, int retries,
                   st_commit_build_fn build, void *arg, struct fl_err *err)
 {
@@ -97,6 +109,7 @@ static void close_committer(struct st_committer *c)
 static const struct st_committer_ops ops = {
         .load = load,
         .create = create,
+        .io = io,
         .commit = commit,
         .close = close_committer,
 };
@@ -106,27 +119,15 @@ int cat_committer_open(struct cat_db *db, struct cat_tx *tx, const struct cat_wa
                        const char *actor, struct st_committer **out, struct fl_err *err)
 {
 	struct cat_committer *k = calloc(1, sizeof(*k));
-	size_t bytes = 0;
-	char *p;
 
 	if (k == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-	for (int i = 0; i < ns->n; i++)
-		bytes += strlen(ns->levels[i]) + 1;
-	k->levels = malloc(sizeof(char *) * (size_t)(ns->n ? ns->n : 1) + bytes);
+	k->levels = st_committer_levels_dup(ns->levels, ns->n);
 	k->name = strdup(name);
 	k->actor = actor ? strdup(actor) : NULL;
 	if (k->levels == NULL || k->name == NULL || (actor != NULL && k->actor == NULL)) {
 		close_committer(&k->base);
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-	}
-	p = (char *)(k->levels + (ns->n ? ns->n : 1));
-	for (int i = 0; i < ns->n; i++) {
-		size_t n = strlen(ns->levels[i]) + 1;
-
-		memcpy(p, ns->levels[i], n);
-		k->levels[i] = p;
-		p += n;
 	}
 	k->nlevels = ns->n;
 	k->base.ops = &ops;

@@ -668,7 +668,6 @@ static int run_one(struct srv_ctx *ctx, bool *did, struct fl_err *err)
 	};
 	snprintf(actor, sizeof(actor), "feed:%s", job.name);
 	ok = srv_whcache_io(ctx->whcache, &job.wh, err) == 0;
-	u.bo.io = job.wh.io;
 	ok = ok &&
 	     cat_feed_table_split(def_str(u.def, "table"), &levels, &nlevels, &tname, err) == 0;
 	if (ok) {

@@ -30,6 +30,8 @@
 /* Everything one batch run knows. */
 struct run {
 	const struct st_batch_opts *o;
+	struct st_committer *c;
+	struct st_io *io; /* from the committer: refreshed before each write */
 	const char *const *inputs;
 	size_t n;
 	const char *batch_id;
@@ -264,7 +266,7 @@ static int write_data(struct run *j, const json_t *meta, struct fl_err *err)
 	        .null_marker = o->null_marker,
 	        .on_error = o->on_error,
 	        .new_columns = o->new_columns,
-	        .io = o->io,
+	        .io = j->io,
 	        .data_uri = data_uri,
 	        .dead_letter_path = dl,
 	        .codec = codec_of(o, meta),
@@ -328,7 +330,7 @@ static int make_updates(struct run *j, const json_t *meta, json_t **out, struct 
 	        .spec = default_spec(meta),
 	        .spec_id = (int32_t)json_integer_value(json_object_get(meta, "default-spec-id")),
 	        .metadata_dir = mdir,
-	        .io = j->o->io,
+	        .io = j->io,
 	        .codec = ST_AVRO_CODEC_DEFLATE,
 	};
 	if (j->manifest == NULL) {
@@ -418,6 +420,9 @@ static int build(void *arg, const json_t *current, json_t **updates, struct fl_e
 		*updates = json_array();
 		return *updates ? 0 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	}
+	/* The manifest list is written now: with fresh credentials. */
+	if (j->c->ops->io(j->c, current, &j->io, err) != 0)
+		return -1;
 	return make_updates(j, current, updates, err);
 }
 
@@ -449,14 +454,14 @@ static void discard_manifest(struct run *j)
 {
 	struct fl_err ignored;
 
-	if (j->manifest != NULL && st_io_delete(j->o->io, j->manifest->path, &ignored) != 0)
+	if (j->manifest != NULL && st_io_delete(j->io, j->manifest->path, &ignored) != 0)
 		ignored.kind = FL_ERR_NONE;
 }
 
 int st_batch_run(struct st_committer *c, const struct st_batch_opts *o, const char *const *inputs,
                  size_t n, const char *batch_id, struct st_batch_result *out, struct fl_err *err)
 {
-	struct run j = {.o = o, .inputs = inputs, .n = n, .batch_id = batch_id, .out = out};
+	struct run j = {.o = o, .c = c, .inputs = inputs, .n = n, .batch_id = batch_id, .out = out};
 	json_t *meta = NULL;
 	int rc = -1;
 
@@ -469,7 +474,7 @@ int st_batch_run(struct st_committer *c, const struct st_batch_opts *o, const ch
 			j.snapshot_id = fl_now_ms();
 		j.snapshot_id &= INT64_MAX;
 	} while (j.snapshot_id == 0);
-	if (load_or_create(c, &j, &meta, err) != 0)
+	if (load_or_create(c, &j, &meta, err) != 0 || c->ops->io(c, meta, &j.io, err) != 0)
 		goto out;
 	if (st_batch_in_history(meta, batch_id, &out->snapshot_id)) {
 		out->already = true;
@@ -484,14 +489,14 @@ int st_batch_run(struct st_committer *c, const struct st_batch_opts *o, const ch
 	}
 	if (c->ops->commit(c, batch_id, o->retries, build, &j, err) != 0) {
 		if (err->kind != FL_ERR_COMMIT_STATE_UNKNOWN) {
-			st_ingest_result_discard(o->io, &out->res);
+			st_ingest_result_discard(j.io, &out->res);
 			discard_manifest(&j);
 		}
 		goto out;
 	}
 	if (out->already) {
 		/* A concurrent run of the same batch won: ours is not needed. */
-		st_ingest_result_discard(o->io, &out->res);
+		st_ingest_result_discard(j.io, &out->res);
 		discard_manifest(&j);
 	} else {
 		out->snapshot_id = j.snapshot_id;

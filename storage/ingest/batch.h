@@ -22,7 +22,6 @@
 #include "ingest.h"
 
 struct st_batch_opts {
-	struct st_io *io; /* the table's storage (borrowed) */
 	enum st_ingest_format format;
 	char delimiter; /* CSV; 0 = ',' */
 	const char *null_marker; /* CSV; NULL = "" */

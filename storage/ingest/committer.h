@@ -12,10 +12,13 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "err.h"
 
 struct st_committer;
+struct st_io;
 
 /* Builds the updates of a commit on top of `current` (the table's metadata
  * the commit will apply to).  Sets *updates to a new reference; an empty
@@ -32,6 +35,13 @@ struct st_committer_ops {
 	 * FL_ERR_ALREADY_EXISTS when someone else created it first. */
 	int (*create)(struct st_committer *c, const json_t *schema, json_t **meta,
 	              struct fl_err *err);
+	/* The storage handle for the table's files (*io, borrowed: valid until
+	 * the next call on c).  In process: the warehouse's.  Over REST: opened
+	 * with the credentials the catalog vended for the table (meta), fetched
+	 * again when they are about to expire ("refresh credentials").  Call it
+	 * after load or create, and again before each write. */
+	int (*io)(struct st_committer *c, const json_t *meta, struct st_io **io,
+	          struct fl_err *err);
 	/* Commits what build returns, exactly once for batch_id: build sees the
 	 * state the commit applies to (in process: under the row lock; over
 	 * REST: after each reload, with the commit asserting that state).  A
@@ -47,5 +57,29 @@ struct st_committer_ops {
 struct st_committer {
 	const struct st_committer_ops *ops;
 };
+
+/* For implementations: copies n namespace levels into one malloc'd block
+ * (the array, then the strings); free() releases it all.  NULL when out of
+ * memory. */
+static inline char **st_committer_levels_dup(const char *const *levels, int n)
+{
+	size_t bytes = 0;
+	char **v, *p;
+
+	for (int i = 0; i < n; i++)
+		bytes += strlen(levels[i]) + 1;
+	v = malloc(sizeof(char *) * (size_t)(n ? n : 1) + bytes);
+	if (v == NULL)
+		return NULL;
+	p = (char *)(v + (n ? n : 1));
+	for (int i = 0; i < n; i++) {
+		size_t len = strlen(levels[i]) + 1;
+
+		memcpy(p, levels[i], len);
+		v[i] = p;
+		p += len;
+	}
+	return v;
+}
 
 #endif
