@@ -9,6 +9,7 @@
 
 #include "db_int.h"
 #include "feed.h"
+#include "buf.h"
 #include "clock.h"
 #include "json.h"
 
@@ -326,24 +327,62 @@ int cat_feed_job_end(struct cat_feed_job *job, bool ok, struct fl_err *err)
 int cat_feed_ledger_seen(struct cat_feed_job *job, const struct cat_feed_object *objs, size_t n,
                          bool *seen, struct fl_err *err)
 {
-	char id[24], size[24];
+	const char **keys = calloc(n ? n : 1, sizeof(char *)),
+	           **etags = calloc(n ? n : 1, sizeof(char *));
+	struct fl_buf sizes = FL_BUF_INIT;
+	char id[24], *karr = NULL, *earr = NULL;
+	PGresult *r = NULL;
+	int rc = -1;
 
-	snprintf(id, sizeof(id), "%lld", (long long)job->id);
-	for (size_t i = 0; i < n; i++) {
-		const char *p[4] = {id, objs[i].key, size, objs[i].etag};
-		PGresult *r;
-
-		snprintf(size, sizeof(size), "%lld", (long long)objs[i].size);
-		r = cat_exec(cat_tx_conn(job->tx),
-		             "SELECT 1 FROM feed_object WHERE feed_id = $1::bigint AND key = $2"
-		             " AND size = $3::bigint AND etag = $4 LIMIT 1",
-		             4, p, err);
-		if (r == NULL)
-			return -1;
-		seen[i] = PQntuples(r) > 0;
-		PQclear(r);
+	/* One round trip for the whole listing: the ledger rows that match, by
+	 * position in the arrays. */
+	for (size_t i = 0; i < n; i++)
+		seen[i] = false;
+	if (n == 0) {
+		rc = 0;
+		goto out;
 	}
-	return 0;
+	if (keys == NULL || etags == NULL || fl_buf_puts(&sizes, "{") != 0)
+		goto nomem;
+	for (size_t i = 0; i < n; i++) {
+		keys[i] = objs[i].key;
+		etags[i] = objs[i].etag;
+		if (fl_buf_printf(&sizes, i ? ",%lld" : "%lld", (long long)objs[i].size) != 0)
+			goto nomem;
+	}
+	struct cat_ns kns = {keys, (int)n}, ens = {etags, (int)n};
+	karr = cat_text_array(&kns, (int)n);
+	earr = cat_text_array(&ens, (int)n);
+	if (karr == NULL || earr == NULL || fl_buf_puts(&sizes, "}") != 0)
+		goto nomem;
+	snprintf(id, sizeof(id), "%lld", (long long)job->id);
+	const char *p[4] = {id, karr, sizes.data, earr};
+	r = cat_exec(
+	        cat_tx_conn(job->tx),
+	        "SELECT u.i FROM unnest($2::text[], $3::bigint[], $4::text[])"
+	        " WITH ORDINALITY AS u(k, s, e, i) WHERE EXISTS (SELECT 1 FROM feed_object o"
+	        " WHERE o.feed_id = $1::bigint AND o.key = u.k AND o.size = u.s AND o.etag = u.e)",
+	        4, p, err);
+	if (r == NULL)
+		goto out;
+	for (int i = 0; i < PQntuples(r); i++) {
+		int64_t at = cat_i64(PQgetvalue(r, i, 0));
+
+		if (at >= 1 && (size_t)at <= n)
+			seen[at - 1] = true;
+	}
+	rc = 0;
+	goto out;
+nomem:
+	fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+out:
+	PQclear(r);
+	free(keys);
+	free(etags);
+	free(karr);
+	free(earr);
+	fl_buf_free(&sizes);
+	return rc;
 }
 
 int cat_feed_ledger_add(struct cat_feed_job *job, const char *batch_id,
