@@ -256,7 +256,7 @@ int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse 
 typedef int (*cat_append_fn)(void *arg, const json_t *current, json_t **updates,
                              struct fl_err *err);
 
-/* In-process commit for `floe ingest`: locks the table, calls build with its
+/* In-process commit for `floe ingest` and maintenance: locks the table, calls build with its
  * current metadata and commits what build returns, in one transaction.
  * ch->ns and ch->name name the table; the result fields are filled. */
 int cat_table_append(struct cat_db *db, const struct cat_warehouse *wh, struct cat_change *ch,
@@ -309,6 +309,40 @@ int cat_idem_claim(struct cat_tx *tx, const char *key, const char *method, const
 int cat_idem_store(struct cat_tx *tx, const char *key, int status, const char *content_type,
                    const char *etag, const char *body, size_t n, struct fl_err *err) FL_MUST_CHECK;
 void cat_idem_free(struct cat_idem *r);
+
+/* ---- maintenance ---- */
+
+/* Snapshot expiry for one table (wh->io set): commits the removal of the
+ * snapshots and refs the table's retention settings expire
+ * (cat_meta_expire_plan, under the row lock), then deletes the manifest
+ * lists, manifests, data and delete files that no remaining snapshot
+ * reaches.  dry_run commits and deletes nothing but reports the same.
+ * *report = {action: "expire", table, dry-run, refs-removed: [names],
+ * snapshots-removed, snapshot-ids, data-files-removed,
+ * delete-files-removed, manifests-removed, manifest-lists-removed,
+ * files-removed, bytes-removed, files-added: 0, bytes-added: 0}.
+ * FL_ERR_NO_SUCH_TABLE, commit errors, or storage errors (prefixed with
+ * what was committed already: the snapshots are gone, the files stay for
+ * orphan cleanup). */
+int cat_maintain_expire(struct cat_db *db, const struct cat_warehouse *wh, const struct cat_ns *ns,
+                        const char *name, const struct cat_limits *lim, int64_t now_ms,
+                        bool dry_run, json_t **report, struct fl_err *err) FL_MUST_CHECK;
+
+/* Orphan cleanup for one table (wh->io set): deletes the objects under the
+ * table location that no snapshot (manifest lists, manifests, data and
+ * delete files, DELETED entries included), metadata file (current and
+ * metadata-log) or statistics file references and that were last modified
+ * longer ago than the table property floe.orphan-grace (ISO-8601 duration,
+ * default P3D, never below PT1H, so an in-flight write is never hit).  The
+ * references are read again after the listing, so a commit that lands
+ * meanwhile protects its files.  dry_run deletes nothing.  *report =
+ * {action: "orphans", table, dry-run, grace-seconds, objects-listed,
+ * files-removed, bytes-removed, files-added: 0, bytes-added: 0, sample: [up
+ * to 20 URIs]}.  A referenced file that cannot be read stops the run before
+ * anything is deleted.  FL_ERR_BAD_REQUEST for a malformed floe.orphan-grace. */
+int cat_maintain_orphans(struct cat_db *db, const struct cat_warehouse *wh, const struct cat_ns *ns,
+                         const char *name, int64_t now_ms, bool dry_run, json_t **report,
+                         struct fl_err *err) FL_MUST_CHECK;
 
 /* ---- background work ---- */
 

@@ -20,6 +20,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "db/db_int.h"
+#include "iceberg/snapshot.h"
 #include "io/io.h"
 #include "json.h"
 #include "tablemeta.h"
@@ -533,6 +534,102 @@ static int check_actions(const json_t *updates, struct fl_err *err)
 	return 0;
 }
 
+/* True when uri lies under dir ("dir/..."), dir with or without its '/',
+ * and no ".." segment leads back out. */
+static bool under(const char *uri, const char *dir)
+{
+	size_t n;
+
+	if (uri == NULL || dir == NULL)
+		return false;
+	n = strlen(dir);
+	while (n > 0 && dir[n - 1] == '/')
+		n--;
+	if (n == 0 || strncmp(uri, dir, n) != 0 || uri[n] != '/' || uri[n + 1] == '\0')
+		return false;
+	for (const char *p = uri + n; (p = strstr(p, "/..")) != NULL; p += 3) {
+		if (p[3] == '/' || p[3] == '\0')
+			return false;
+	}
+	return true;
+}
+
+/* PyIceberg appends to v3 tables without added-rows (it sends first-row-id
+ * only, rest-spec-and-clients.md §B.1), which Java's builder cannot take.
+ * Floe counts the rows from the snapshot's own manifest list, as Java's
+ * writer does (st_snapshot_added_rows), and hands the builder a copy of the
+ * updates with added-rows filled in; *out is a new reference to updates
+ * itself when nothing is missing.  The list must lie under the table's
+ * location (or write.metadata.path), so a request cannot make the server
+ * read other files.  Runs under the row lock: the format version and the
+ * location are those of the locked state and of the updates before the
+ * snapshot. */
+static int fill_added_rows(struct st_io *io, const json_t *base, json_t *updates, json_t **out,
+                           struct fl_err *err)
+{
+	const json_t *props = json_object_get(base, "properties");
+	const char *loc = json_string_value(json_object_get(base, "location"));
+	const char *mdir = json_string_value(json_object_get(props, "write.metadata.path"));
+	json_int_t fv = json_integer_value(json_object_get(base, "format-version"));
+	json_t *copy = NULL, *u;
+	size_t i;
+
+	json_array_foreach(updates, i, u)
+	{
+		const char *action = json_string_value(json_object_get(u, "action"));
+		const json_t *snap = json_object_get(u, "snapshot"), *first, *list;
+		struct st_snapshot_table t = {.io = io};
+		int64_t added = 0;
+
+		if (action == NULL)
+			continue;
+		if (strcmp(action, "upgrade-format-version") == 0) {
+			if (json_integer_value(json_object_get(u, "format-version")) > fv)
+				fv = json_integer_value(json_object_get(u, "format-version"));
+			continue;
+		}
+		if (strcmp(action, "set-location") == 0) {
+			loc = json_string_value(json_object_get(u, "location"));
+			continue;
+		}
+		if (strcmp(action, "add-snapshot") != 0 || fv < 3 || !json_is_object(snap) ||
+		    json_object_get(snap, "added-rows") != NULL)
+			continue;
+		first = json_object_get(snap, "first-row-id");
+		list = json_object_get(snap, "manifest-list");
+		/* Without these the builder names what is missing. */
+		if (!json_is_integer(first) || !json_is_string(list))
+			continue;
+		if (!under(json_string_value(list), loc) && !under(json_string_value(list), mdir)) {
+			json_decref(copy);
+			return fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "snapshot without added-rows: its manifest-list %.200s is "
+			        "not under the table location",
+			        json_string_value(list));
+		}
+		if (st_snapshot_added_rows(&t, json_string_value(list), json_integer_value(first),
+		                           &added, err) != 0) {
+			json_decref(copy);
+			/* A list that is missing or malformed is the request's fault. */
+			if (err->kind == FL_ERR_NOT_FOUND)
+				err->kind = FL_ERR_BAD_REQUEST;
+			return fl_err_prefix(err,
+			                     "snapshot without added-rows, which Floe computes "
+			                     "from its manifest list");
+		}
+		if (copy == NULL && (copy = json_deep_copy(updates)) == NULL)
+			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		if (json_object_set_new(json_object_get(json_array_get(copy, i), "snapshot"),
+		                        "added-rows", json_integer(added)) != 0) {
+			json_decref(copy);
+			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		}
+	}
+	*out = copy != NULL ? copy : json_incref(updates);
+	return 0;
+}
+
 /* One change under its row lock: requirements, builder, file, pointer. */
 static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, struct cat_change *ch,
                       const struct cat_limits *lim, size_t *budget, const char *request_id,
@@ -540,7 +637,7 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 {
 	char tbuf[520], nsid[24], *path = NULL, *text = NULL, *defloc = NULL;
 	struct cat_row row = {0};
-	json_t *base = NULL, *meta = NULL, *updates = NULL;
+	json_t *base = NULL, *meta = NULL, *updates = NULL, *filled = NULL;
 	struct cat_row_stats st;
 	struct cat_conn *c = sc->c;
 	bool changed = false;
@@ -604,7 +701,8 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 	 * the request says). */
 	if (check_actions(ch->updates, err) != 0 ||
 	    cat_meta_check_requirements(base, ch->requirements, err) != 0 ||
-	    cat_meta_apply(base, found ? row.metadata_location : NULL, updates, fl_now_ms(),
+	    fill_added_rows(wh->io, base, updates, &filled, err) != 0 ||
+	    cat_meta_apply(base, found ? row.metadata_location : NULL, filled, fl_now_ms(),
 	                   lim->max_updates, &meta, &changed, err) != 0) {
 		fl_err_prefix(err, "table %s", table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
 		goto out;
@@ -662,6 +760,7 @@ out:
 	json_decref(base);
 	json_decref(meta);
 	json_decref(updates);
+	json_decref(filled);
 	free(path);
 	free(text);
 	free(defloc);

@@ -18,8 +18,8 @@
 
 #include "batch.h"
 #include "catalog.h"
+#include "cli.h"
 #include "clock.h"
-#include "embedded_pg.h"
 #include "inprocess.h"
 #include "ingest.h"
 #include "io/io.h"
@@ -189,31 +189,15 @@ static void progress_cb(void *ctx, const struct st_ingest_progress *p)
 
 static int parse_table(struct job *j, struct fl_err *err)
 {
-	char *s = j->ic.table, *dot;
-	int n = 1;
+	struct srv_cli_table t;
 
-	if (s[0] == '\0')
-		return fl_err_set(err, FL_ERR_BAD_REQUEST, "--table NAMESPACE.TABLE is required");
-	for (char *p = s; *p; p++)
-		n += *p == '.';
-	if (n < 2)
-		return fl_err_set(err, FL_ERR_BAD_REQUEST,
-		                  "--table must be NAMESPACE.TABLE, got '%.200s'", s);
-	j->levels = calloc((size_t)n, sizeof(char *));
-	if (j->levels == NULL)
-		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-	j->nlevels = 0;
-	while ((dot = strchr(s, '.')) != NULL) {
-		*dot = '\0';
-		if (s[0] == '\0')
-			return fl_err_set(err, FL_ERR_BAD_REQUEST,
-			                  "--table has an empty namespace level");
-		j->levels[j->nlevels++] = s;
-		s = dot + 1;
+	if (srv_cli_table_parse(j->ic.table, &t, err) != 0) {
+		free(t.levels);
+		return -1;
 	}
-	if (s[0] == '\0')
-		return fl_err_set(err, FL_ERR_BAD_REQUEST, "--table has an empty table name");
-	j->name = s;
+	j->levels = t.levels;
+	j->nlevels = t.nlevels;
+	j->name = t.name;
 	return 0;
 }
 
@@ -260,41 +244,18 @@ static int run_in_process(struct job *j, struct fl_err *err)
 	struct cat_ns ns = {j->levels, j->nlevels};
 	struct cat_limits lim = {(size_t)j->sc.max_commit_updates,
 	                         (size_t)j->sc.max_metadata_bytes};
-	struct cat_warehouse wh = {0};
+	struct srv_cli_catalog cat;
 	struct st_committer *c = NULL;
-	struct srv_pg *pg = NULL;
-	struct cat_db *db = NULL;
-	char abs[PATH_MAX], *conninfo = NULL;
-	int applied, rc = -1;
+	int rc = -1;
 
-	if (j->sc.database_url[0] != '\0') {
-		conninfo = strdup(j->sc.database_url);
-	} else {
-		if (realpath(j->sc.data_dir, abs) == NULL) {
-			fl_err_set(err, FL_ERR_UNAVAILABLE,
-			           "no catalog: set --database-url, or run floe serve first in %s",
-			           j->sc.data_dir);
-			goto out;
-		}
-		if (srv_pg_start(abs, j->sc.pg_bin_dir, &conninfo, &pg, err) != 0)
-			goto out;
-	}
-	if (conninfo == NULL || cat_db_migrate(conninfo, &applied, err) != 0 ||
-	    cat_db_open(conninfo, 1, &db, err) != 0 || cat_db_load_secret(db, err) != 0 ||
-	    cat_warehouse_get(db, NULL, j->sc.warehouse, &wh, err) != 0 ||
-	    st_io_open(&wh.profile, &wh.io, err) != 0 ||
-	    cat_committer_open(db, NULL, &wh, &ns, j->name, &lim, NULL, &c, err) != 0)
+	if (srv_cli_catalog_open(&j->sc, &cat, err) != 0 ||
+	    cat_committer_open(cat.db, NULL, &cat.wh, &ns, j->name, &lim, NULL, &c, err) != 0)
 		goto out;
 	rc = run_batch(j, c, err);
 out:
 	if (c != NULL)
 		c->ops->close(c);
-	st_io_release(wh.io);
-	cat_db_close(db);
-	free(conninfo);
-	/* The embedded cluster stops here only when no other floe process
-	 * (a floe serve, say) still uses it. */
-	srv_pg_stop(pg);
+	srv_cli_catalog_close(&cat);
 	return rc;
 }
 
@@ -326,42 +287,6 @@ void srv_cmd_ingest_help(FILE *f)
 	        "\ncatalog options (in-process mode): --database-url, --data-dir, --warehouse, --pg-bin-dir\n"
 	        "exit status: 0 committed / already committed / nothing to commit, 2 usage, 3 bad input,\n"
 	        "4 commit conflicts exhausted, 5 commit state unknown, 1 other failures\n");
-}
-
-/* Splits argv into ingest flags, catalog flags and input files. */
-static int split_args(int argc, char **argv, char **ia, int *ni, char **sa, int *ns, struct job *j,
-                      struct fl_err *err)
-{
-	int k = 0;
-
-	*ni = *ns = 1;
-	ia[0] = sa[0] = "floe";
-	while (k < argc && strncmp(argv[k], "--", 2) == 0 && argv[k][2] != '\0') {
-		const char *name = argv[k] + 2, *eq = strchr(name, '=');
-		size_t len = eq ? (size_t)(eq - name) : strlen(name);
-		const struct fl_setting *s = fl_settings_find(ingest_settings, NINGEST, name, len);
-		bool ingest = s != NULL;
-
-		if (s == NULL)
-			s = srv_config_find(name, len);
-		if (s == NULL)
-			return fl_err_set(err, FL_ERR_BAD_REQUEST,
-			                  "unknown option --%.*s (see floe ingest --help)",
-			                  (int)len, name);
-		char **dst = ingest ? ia : sa;
-		int *n = ingest ? ni : ns;
-
-		dst[(*n)++] = argv[k++];
-		if (eq == NULL && s->type != FL_SET_BOOL) {
-			if (k >= argc)
-				return fl_err_set(err, FL_ERR_BAD_REQUEST,
-				                  "option --%s needs a value", s->name);
-			dst[(*n)++] = argv[k++];
-		}
-	}
-	j->inputs = (const char **)(argv + k);
-	j->n_inputs = (size_t)(argc - k);
-	return 0;
 }
 
 static void print_result(struct job *j, int code, const struct fl_err *err)
@@ -413,7 +338,7 @@ int srv_cmd_ingest(int argc, char **argv)
 	struct fl_err err = {0};
 	char **ia = calloc((size_t)argc + 2, sizeof(char *)),
 	     **sa = calloc((size_t)argc + 2, sizeof(char *));
-	int ni, ns, ai = 1, code = EXIT_FAIL;
+	int ni, ns, ai = 1, code = EXIT_FAIL, rest = 0;
 
 	j.t0 = fl_mono_ns();
 	if (ia == NULL || sa == NULL) {
@@ -421,7 +346,8 @@ int srv_cmd_ingest(int argc, char **argv)
 		free(sa);
 		return EXIT_FAIL;
 	}
-	if (split_args(argc, argv, ia, &ni, sa, &ns, &j, &err) != 0 ||
+	if (srv_cli_split_args("ingest", argc, argv, ingest_settings, NINGEST, ia, &ni, sa, &ns,
+	                       &rest, &err) != 0 ||
 	    fl_settings_load(ingest_settings, NINGEST, &j.ic, ni, ia, &ai, &err) != 0 ||
 	    (ai = 1, srv_config_load(&j.sc, ns, sa, &ai, &err)) != 0 ||
 	    parse_table(&j, &err) != 0) {
@@ -429,6 +355,8 @@ int srv_cmd_ingest(int argc, char **argv)
 		code = EXIT_USAGE;
 		goto done;
 	}
+	j.inputs = (const char **)(argv + rest);
+	j.n_inputs = (size_t)(argc - rest);
 	if (j.n_inputs == 0) {
 		fprintf(stderr, "floe ingest: no input files\n");
 		code = EXIT_USAGE;

@@ -27,8 +27,9 @@
  *                          sequence-number > last-sequence-number unless it
  *                          has no parent (else 409, retryable); v3 first-row-id
  *                          >= next-row-id (else 409) and added-rows required
- *                          (400: Floe does not guess row counts), then
- *                          next-row-id += added-rows
+ *                          (400; commit.c counts it from the manifest list
+ *                          when a client such as PyIceberg leaves it out),
+ *                          then next-row-id += added-rows
  *   set-snapshot-ref       type branch|tag in any case; the snapshot must
  *                          exist; main must be a branch; tags take no
  *                          retention but max-ref-age-ms;

@@ -82,7 +82,8 @@ int cat_meta_check_requirements(const json_t *base, const json_t *requirements,
  * order; add-snapshot needs a unique id and, for v2+, a sequence number above
  * last-sequence-number (else FL_ERR_COMMIT_FAILED: the client must retry) and
  * for v3 first-row-id >= next-row-id (else FL_ERR_COMMIT_FAILED) and
- * added-rows (missing: FL_ERR_BAD_REQUEST), after which next-row-id grows by
+ * added-rows (missing: FL_ERR_BAD_REQUEST; commit.c fills it in from the
+ * manifest list before calling), after which next-row-id grows by
  * added-rows; set-snapshot-ref on main moves current-snapshot-id and appends
  * to snapshot-log.  Full rules per action are in apply.c.
  *
@@ -126,5 +127,15 @@ const json_t *cat_meta_current_summary(const json_t *metadata);
 /* Writes "%05lld-<random uuid v4>.metadata.json" for a metadata file version
  * (the Java naming; the caller adds "<location>/metadata/"). */
 void cat_meta_metadata_file_name(int64_t version, char out[CAT_META_FILE_NAME_MAX]);
+
+/* Snapshot expiry by the table's own retention settings (refs' max-ref-age-ms,
+ * max-snapshot-age-ms and min-snapshots-to-keep, else the table properties
+ * history.expire.*; rules in expire.c).  *updates (a new reference) holds
+ * the remove-snapshot-ref updates for expired refs and one remove-snapshots
+ * with the ids in *removed (a new reference, an array of ids); both are
+ * empty arrays when nothing expires.  FL_ERR_BAD_REQUEST names a malformed
+ * history.expire.* property; FL_ERR_NOMEM. */
+int cat_meta_expire_plan(const json_t *meta, int64_t now_ms, json_t **updates, json_t **removed,
+                         struct fl_err *err) FL_MUST_CHECK;
 
 #endif

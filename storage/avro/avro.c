@@ -44,18 +44,6 @@ struct st_avro_writer {
 	bool broken; /* the sink or codec failed: the file is unusable */
 };
 
-static void *zalloc_hook(void *opaque, uInt items, uInt size)
-{
-	if (size != 0 && items > SIZE_MAX / size)
-		return NULL;
-	return st_malloc(opaque, (size_t)items * size);
-}
-
-static void zfree_hook(void *opaque, void *p)
-{
-	st_free(opaque, p);
-}
-
 static int sink_put(struct st_avro_writer *w, const struct st_buf *b, struct fl_err *err)
 {
 	if (w->sink.write(w->sink.ctx, b->data, b->len, err) != 0) {
@@ -150,8 +138,8 @@ int st_avro_writer_open(const struct st_avro_writer_opts *o, struct st_avro_writ
 		goto fail;
 	}
 	if (w->codec == ST_AVRO_CODEC_DEFLATE) {
-		w->zs.zalloc = zalloc_hook;
-		w->zs.zfree = zfree_hook;
+		w->zs.zalloc = st_alloc_hook_zlib;
+		w->zs.zfree = st_alloc_hook_free;
 		w->zs.opaque = (void *)o->alloc;
 		level = o->deflate_level ? o->deflate_level : Z_DEFAULT_COMPRESSION;
 		if (deflateInit2(&w->zs, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {

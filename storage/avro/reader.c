@@ -27,6 +27,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "io/io.h"
 #include "json.h"
 
 #define DEFAULT_DEPTH 64
@@ -957,18 +958,6 @@ int st_avro_reader_open(const void *data, size_t len, const struct st_avro_reade
 	return 0;
 }
 
-static void *zalloc_hook(void *opaque, uInt items, uInt size)
-{
-	if (size != 0 && items > SIZE_MAX / size)
-		return NULL;
-	return st_malloc(opaque, (size_t)items * size);
-}
-
-static void zfree_hook(void *opaque, void *p)
-{
-	st_free(opaque, p);
-}
-
 /* Inflates one raw-deflate block into r->inflated, at most max_block_bytes. */
 static int inflate_block(struct st_avro_reader *r, const uint8_t *p, size_t n)
 {
@@ -979,8 +968,8 @@ static int inflate_block(struct st_avro_reader *r, const uint8_t *p, size_t n)
 	if (n > UINT_MAX)
 		return fail(r, FL_ERR_BAD_REQUEST, "avro: block of %zu bytes is too large", n);
 
-	zs.zalloc = zalloc_hook;
-	zs.zfree = zfree_hook;
+	zs.zalloc = st_alloc_hook_zlib;
+	zs.zfree = st_alloc_hook_free;
 	zs.opaque = (void *)r->alloc;
 	if (inflateInit2(&zs, -15) != Z_OK)
 		return nomem(r);
@@ -1155,4 +1144,45 @@ const uint8_t *st_avro_reader_meta_get(const struct st_avro_reader *r, const cha
 const json_t *st_avro_reader_schema(const struct st_avro_reader *r)
 {
 	return r->schema_json;
+}
+
+int st_avro_read_all(struct st_io *io, const char *uri, size_t max,
+                     const struct st_avro_reader_opts *opts, json_t **out, struct fl_err *err)
+{
+	char *data = NULL;
+	size_t len = 0;
+	struct st_avro_reader *r = NULL;
+	json_t *all = NULL, *rec = NULL;
+	int rc = -1;
+
+	if (st_io_read(io, uri, max, &data, &len, err) != 0)
+		return fl_err_prefix(err, "reading %.200s", uri);
+	if (st_avro_reader_open(data, len, opts, &r, err) != 0)
+		goto fail;
+	all = json_array();
+	if (all == NULL) {
+		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		goto fail;
+	}
+	for (;;) {
+		if (st_avro_reader_next(r, &rec, err) != 0)
+			goto fail;
+		if (rec == NULL)
+			break;
+		if (json_array_append_new(all, rec) != 0) {
+			fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+			goto fail;
+		}
+	}
+	*out = all;
+	all = NULL;
+	rc = 0;
+	goto out;
+fail:
+	fl_err_prefix(err, "%.200s", uri);
+out:
+	json_decref(all);
+	st_avro_reader_free(r);
+	free(data);
+	return rc;
 }

@@ -78,6 +78,16 @@ const json_t *st_avro_reader_schema(const struct st_avro_reader *r);
 /* Frees the reader; accepts NULL.  Datums already returned stay valid. */
 void st_avro_reader_free(struct st_avro_reader *r);
 
+struct st_io;
+
+/* Reads the object at uri (at most max bytes) through io and decodes all
+ * its datums into *out, a new JSON array (opts may be NULL).  Errors name
+ * uri: the IO error (FL_ERR_NOT_FOUND, FL_ERR_TOO_LARGE, ...) or the
+ * decoding error.  *out untouched on failure. */
+int st_avro_read_all(struct st_io *io, const char *uri, size_t max,
+                     const struct st_avro_reader_opts *opts, json_t **out,
+                     struct fl_err *err) FL_MUST_CHECK;
+
 /* Decodes the base64 text of a bytes/fixed value, appending to out.
  * FL_ERR_BAD_REQUEST for text this reader would not have produced
  * (wrong alphabet, padding or length); FL_ERR_NOMEM. */

@@ -67,3 +67,20 @@ char *st_strdup(const struct st_alloc *a, const char *s)
 {
 	return st_memdup(a, s, strlen(s));
 }
+
+void *st_alloc_hook_zlib(void *opaque, unsigned items, unsigned size)
+{
+	if (size != 0 && items > SIZE_MAX / size)
+		return NULL;
+	return st_malloc(opaque, (size_t)items * size);
+}
+
+void *st_alloc_hook_zstd(void *opaque, size_t n)
+{
+	return st_malloc(opaque, n);
+}
+
+void st_alloc_hook_free(void *opaque, void *p)
+{
+	st_free(opaque, p);
+}

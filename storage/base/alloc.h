@@ -29,4 +29,11 @@ void st_free(const struct st_alloc *a, void *p);
 char *st_memdup(const struct st_alloc *a, const void *p, size_t n);
 char *st_strdup(const struct st_alloc *a, const char *s);
 
+/* The allocator as the hooks zlib (zalloc / zfree) and zstd
+ * (ZSTD_customMem) call: opaque is the const struct st_alloc * (NULL: the C
+ * library).  The zlib one refuses an items * size that overflows. */
+void *st_alloc_hook_zlib(void *opaque, unsigned items, unsigned size);
+void *st_alloc_hook_zstd(void *opaque, size_t n);
+void st_alloc_hook_free(void *opaque, void *p);
+
 #endif

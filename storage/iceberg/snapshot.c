@@ -392,46 +392,12 @@ static void parent_free(struct parent *p)
 static int read_avro(const struct st_snapshot_table *t, const char *uri, json_t **out,
                      struct fl_err *err)
 {
-	char *data = NULL;
-	size_t len = 0;
 	struct st_avro_reader_opts ro = {0};
-	struct st_avro_reader *r = NULL;
-	json_t *all = NULL, *rec = NULL;
-	int rc = -1;
 
-	if (st_io_read(t->io, uri, read_bound(t), &data, &len, err) != 0) {
-		fl_err_prefix(err, "snapshot: reading %.200s", uri);
-		return -1;
-	}
 	ro.alloc = t->alloc;
-	if (st_avro_reader_open(data, len, &ro, &r, err) != 0)
-		goto fail;
-	all = json_array();
-	if (all == NULL) {
-		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-		goto fail;
-	}
-	for (;;) {
-		if (st_avro_reader_next(r, &rec, err) != 0)
-			goto fail;
-		if (rec == NULL)
-			break;
-		if (json_array_append_new(all, rec) != 0) {
-			fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-			goto fail;
-		}
-	}
-	*out = all;
-	all = NULL;
-	rc = 0;
-	goto out;
-fail:
-	fl_err_prefix(err, "snapshot: %.200s", uri);
-out:
-	json_decref(all);
-	st_avro_reader_free(r);
-	free(data);
-	return rc;
+	if (st_avro_read_all(t->io, uri, read_bound(t), &ro, out, err) != 0)
+		return fl_err_prefix(err, "snapshot");
+	return 0;
 }
 
 /* An integer field (name, or the v1 name alt); null or absent gives dflt
@@ -620,8 +586,8 @@ static int parent_load(const struct st_snapshot_table *t, const char *uri, struc
 		st_buf_init(&c->key, t->alloc);
 		p->n++;
 		if (convert(rec, c, t->alloc, err) != 0)
-			return fl_err_prefix(
-			        err, "snapshot: parent manifest list %.200s: manifest %zu", uri, i);
+			return fl_err_prefix(err, "snapshot: manifest list %.200s: manifest %zu",
+			                     uri, i);
 		if (mf->content == ST_MANIFEST_DATA) {
 			bad = add_checked(&p->data_files, mf->added_files_count) ||
 			      add_checked(&p->data_files, mf->existing_files_count) ||
@@ -634,10 +600,60 @@ static int parent_load(const struct st_snapshot_table *t, const char *uri, struc
 		}
 		if (bad)
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
-			                  "snapshot: parent manifest list %.200s: counts overflow",
-			                  uri);
+			                  "snapshot: manifest list %.200s: counts overflow", uri);
 	}
 	return 0;
+}
+
+int st_snapshot_added_rows(const struct st_snapshot_table *t, const char *uri, int64_t first,
+                           int64_t *added, struct fl_err *err)
+{
+	struct parent p = {0};
+	int64_t end = first, unnumbered = 0;
+	int rc = -1;
+
+	if (first < 0)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "snapshot: first-row-id %" PRId64 " must not be negative", first);
+	if (parent_load(t, uri, &p, err) != 0)
+		goto out;
+	for (size_t i = 0; i < p.n; i++) {
+		const struct st_manifest_file *mf = &p.c[i].mf;
+		int64_t rows = 0, span_end = 0;
+
+		if (mf->content != ST_MANIFEST_DATA)
+			continue;
+		if (mf->added_rows_count < 0 || mf->existing_rows_count < 0 ||
+		    add_checked(&rows, mf->added_rows_count) ||
+		    add_checked(&rows, mf->existing_rows_count)) {
+			fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "snapshot: manifest list %.200s: manifest %zu has bad row counts",
+			        uri, i);
+			goto out;
+		}
+		if (!mf->has_first_row_id) {
+			if (add_checked(&unnumbered, rows))
+				goto overflow;
+		} else if (mf->first_row_id >= first) {
+			span_end = mf->first_row_id;
+			if (add_checked(&span_end, rows))
+				goto overflow;
+			if (span_end > end)
+				end = span_end;
+		}
+	}
+	if (add_checked(&unnumbered, end - first))
+		goto overflow;
+	*added = unnumbered;
+	rc = 0;
+	goto out;
+overflow:
+	fl_err_set(err, FL_ERR_BAD_REQUEST, "snapshot: manifest list %.200s: row ids overflow",
+	           uri);
+out:
+	parent_free(&p);
+	return rc;
 }
 
 /* Live-file sums over the parent's manifests, for totals the parent

@@ -122,4 +122,20 @@ struct st_snapshot_opts {
 int st_snapshot_build(const struct st_snapshot_opts *opts, json_t **snapshot,
                       struct fl_err *err) FL_MUST_CHECK;
 
+/* The added-rows of a v3 snapshot whose writer did not say (PyIceberg
+ * never sends it), from its manifest list at list_uri, counted as Java's
+ * list writer counts what it assigns (spec "Row Lineage"): data manifests
+ * whose first_row_id is first_row_id or later span [first_row_id,
+ * first_row_id + added_rows_count + existing_rows_count), and data
+ * manifests without one count all their rows; manifests with an earlier
+ * first_row_id were numbered by earlier snapshots, and delete manifests
+ * get no row ids.  The result is first_row_id's distance to the end of the
+ * highest span plus the unnumbered rows: an upper bound, so row ids stay
+ * unique whatever the writer did.  Only table->max_read_bytes and
+ * table->alloc are used.  FL_ERR_BAD_REQUEST for a malformed list or
+ * negative counts or overflow (naming the file); the IO error (e.g.
+ * FL_ERR_NOT_FOUND); FL_ERR_NOMEM.  *added untouched on failure. */
+int st_snapshot_added_rows(const struct st_snapshot_table *table, const char *list_uri,
+                           int64_t first_row_id, int64_t *added, struct fl_err *err) FL_MUST_CHECK;
+
 #endif

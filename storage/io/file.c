@@ -242,6 +242,11 @@ static int file_delete_many(struct st_io *io, const char *const *uris, size_t n,
 	return 0;
 }
 
+static int64_t mtime_ms(const struct stat *st)
+{
+	return (int64_t)st->st_mtim.tv_sec * 1000 + st->st_mtim.tv_nsec / 1000000;
+}
+
 /* Walks dir (a path of len bytes in buf, which has room for PATH_MAX)
  * depth first, calling fn with file:// URIs of regular files. */
 static int walk(char *buf, size_t len, st_io_list_fn fn, void *arg, struct fl_err *err)
@@ -272,7 +277,7 @@ static int walk(char *buf, size_t len, st_io_list_fn fn, void *arg, struct fl_er
 		if (S_ISDIR(st.st_mode))
 			rc = walk(buf, len + 1 + n, fn, arg, err);
 		else if (S_ISREG(st.st_mode))
-			rc = fn(arg, buf, (uint64_t)st.st_size, err);
+			rc = fn(arg, buf, (uint64_t)st.st_size, mtime_ms(&st), err);
 		buf[len] = '\0';
 	}
 	closedir(d);
@@ -293,7 +298,7 @@ static int file_list(struct st_io *io, const char *prefix_uri, st_io_list_fn fn,
 		                       : fl_err_set(err, FL_ERR_IO, "cannot list %.200s: %s", path,
 		                                    strerror(errno));
 	if (S_ISREG(st.st_mode))
-		return fn(arg, prefix_uri, (uint64_t)st.st_size, err);
+		return fn(arg, prefix_uri, (uint64_t)st.st_size, mtime_ms(&st), err);
 	buf = malloc(PATH_MAX + 8);
 	if (buf == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");

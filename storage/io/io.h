@@ -78,9 +78,11 @@ int st_io_delete_many(struct st_io *io, const char *const *uris, size_t n,
 
 /* Calls fn for every object whose URI starts with prefix_uri + "/" (and
  * the object at prefix_uri itself), in no particular order, following the
- * store's continuation tokens.  fn returning -1 stops the walk with its
- * error. */
-typedef int (*st_io_list_fn)(void *arg, const char *uri, uint64_t size, struct fl_err *err);
+ * store's continuation tokens, with its size and its last modification time
+ * (milliseconds since the epoch: file mtime, S3 LastModified).  fn
+ * returning -1 stops the walk with its error. */
+typedef int (*st_io_list_fn)(void *arg, const char *uri, uint64_t size, int64_t mtime_ms,
+                             struct fl_err *err);
 int st_io_list(struct st_io *io, const char *prefix_uri, st_io_list_fn fn, void *arg,
                struct fl_err *err) FL_MUST_CHECK;
 

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "io_int.h"
 #include "s3_int.h"
 #include "sigv4.h"
@@ -541,6 +542,44 @@ static int s3_delete_many(struct st_io *io, const char *const *uris, size_t n, s
 	return rc;
 }
 
+/* An S3 timestamp, "YYYY-MM-DDTHH:MM:SS[.fff]Z" (UTC), in milliseconds
+ * since the epoch (days from the civil date, proleptic Gregorian). */
+static int parse_time_ms(const char *p, size_t n, int64_t *out)
+{
+	int y, mo, d, h, mi, sec, ms = 0, used = 0;
+	char buf[40];
+	int64_t yy, era, yoe, doy, doe, days;
+
+	if (n >= sizeof(buf))
+		return -1;
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+	if (sscanf(buf, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &used) != 6)
+		return -1;
+	if (buf[used] == '.') {
+		int k = used + 1, digits = 0;
+
+		for (; buf[k] >= '0' && buf[k] <= '9'; k++, digits++) {
+			if (digits < 3)
+				ms = ms * 10 + (buf[k] - '0');
+		}
+		for (; digits < 3; digits++)
+			ms *= 10;
+		used = k;
+	}
+	if (strcmp(buf + used, "Z") != 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 ||
+	    mi > 59 || sec > 60)
+		return -1;
+	yy = mo <= 2 ? y - 1 : y;
+	era = (yy >= 0 ? yy : yy - 399) / 400;
+	yoe = yy - era * 400;
+	doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	days = era * 146097 + doe - 719468;
+	*out = ((days * 24 + h) * 60 + mi) * 60000 + (int64_t)sec * 1000 + ms;
+	return 0;
+}
+
 /* One page of ListObjectsV2 under prefix: fn per object; *next is the
  * continuation token (malloc'd) or NULL on the last page. */
 static int list_page(struct st_io *io, const char *bucket, const char *prefix, const char *token,
@@ -566,12 +605,15 @@ static int list_page(struct st_io *io, const char *bucket, const char *prefix, c
 	p = c.resp.data ? c.resp.data : "";
 	end = p + c.resp.len;
 	while ((p = st_xml_next(p, (size_t)(end - p), "Contents", &v, &vl)) != NULL) {
-		const char *kv, *sv;
-		size_t kl, sl;
+		const char *kv, *sv, *mv;
+		size_t kl, sl, ml;
 		char size[24];
+		int64_t mtime;
 
 		if (st_xml_next(v, vl, "Key", &kv, &kl) == NULL ||
-		    st_xml_next(v, vl, "Size", &sv, &sl) == NULL) {
+		    st_xml_next(v, vl, "Size", &sv, &sl) == NULL ||
+		    st_xml_next(v, vl, "LastModified", &mv, &ml) == NULL ||
+		    parse_time_ms(mv, ml, &mtime) != 0) {
 			fl_err_set(err, FL_ERR_IO, "s3 ListObjectsV2 s3://%s: a malformed entry",
 			           bucket);
 			goto out;
@@ -586,7 +628,7 @@ static int list_page(struct st_io *io, const char *bucket, const char *prefix, c
 		}
 		snprintf(size, sizeof(size), "%.*s", (int)(sl < 23 ? sl : 23), sv);
 		(*count)++;
-		if (fn(arg, uri.data, strtoull(size, NULL, 10), err) != 0)
+		if (fn(arg, uri.data, strtoull(size, NULL, 10), mtime, err) != 0)
 			goto out;
 	}
 	if (st_xml_next(c.resp.data ? c.resp.data : "", c.resp.len, "IsTruncated", &v, &vl) !=
@@ -651,8 +693,10 @@ static int s3_list(struct st_io *io, const char *prefix_uri, st_io_list_fn fn, v
 	if (rc == 0 && key[0] != '\0' && key[strlen(key) - 1] != '/') {
 		struct fl_err e2 = {0};
 
+		/* HEAD's Last-Modified is not parsed: the object counts as
+		 * modified now, which never makes it look older than it is. */
 		if (s3_stat(io, prefix_uri, &size, &e2) == 0)
-			rc = fn(arg, prefix_uri, size, err);
+			rc = fn(arg, prefix_uri, size, fl_now_ms(), err);
 		else if (e2.kind != FL_ERR_NOT_FOUND)
 			rc = (*err = e2, -1);
 	}
@@ -668,11 +712,13 @@ struct collect {
 	size_t n;
 };
 
-static int collect_one(void *arg, const char *uri, uint64_t size, struct fl_err *err)
+static int collect_one(void *arg, const char *uri, uint64_t size, int64_t mtime_ms,
+                       struct fl_err *err)
 {
 	struct collect *c = arg;
 
 	(void)size;
+	(void)mtime_ms;
 	c->uris[c->n] = strdup(uri);
 	if (c->uris[c->n] == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");

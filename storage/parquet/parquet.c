@@ -163,30 +163,6 @@ struct st_parquet_writer {
 	bool broken;
 };
 
-/* ---- allocation hooks for the codecs ---------------------------------- */
-
-static void *zstd_alloc(void *opaque, size_t n)
-{
-	return st_malloc(opaque, n);
-}
-
-static void zstd_free(void *opaque, void *p)
-{
-	st_free(opaque, p);
-}
-
-static void *zlib_alloc(void *opaque, uInt items, uInt size)
-{
-	if (size != 0 && items > SIZE_MAX / size)
-		return NULL;
-	return st_malloc(opaque, (size_t)items * size);
-}
-
-static void zlib_free(void *opaque, void *p)
-{
-	st_free(opaque, p);
-}
-
 /* ---- small helpers ----------------------------------------------------- */
 
 static void vstat_init(struct vstat *s, const struct st_alloc *a)
@@ -669,7 +645,7 @@ static int sink_write(struct st_parquet_writer *w, const void *p, size_t n, stru
 static int open_codec(struct st_parquet_writer *w, struct fl_err *err)
 {
 	if (w->codec == CODEC_ZSTD) {
-		ZSTD_customMem cm = {zstd_alloc, zstd_free, (void *)w->alloc};
+		ZSTD_customMem cm = {st_alloc_hook_zstd, st_alloc_hook_free, (void *)w->alloc};
 
 		w->zstd = w->alloc ? ZSTD_createCCtx_advanced(cm) : ZSTD_createCCtx();
 		if (w->zstd == NULL)
@@ -677,8 +653,8 @@ static int open_codec(struct st_parquet_writer *w, struct fl_err *err)
 		if (w->level == 0)
 			w->level = 3;
 	} else if (w->codec == CODEC_GZIP) {
-		w->zs.zalloc = zlib_alloc;
-		w->zs.zfree = zlib_free;
+		w->zs.zalloc = st_alloc_hook_zlib;
+		w->zs.zfree = st_alloc_hook_free;
 		w->zs.opaque = (void *)w->alloc;
 		if (w->level == 0)
 			w->level = 6;

@@ -125,3 +125,112 @@ int st_rle_encode_u8(struct st_buf *out, const uint8_t *v, size_t n, int bit_wid
 
 	return encode(out, &s, n, bit_width);
 }
+
+/* ---- decoder ------------------------------------------------------------
+ *
+ * Reads the runs described above.  Invariant: while `packed`, p points at
+ * the start of the run's remaining bytes and `bit` counts the bits of it
+ * already consumed; `left` never exceeds the values those bytes hold. */
+
+void st_rle_reader_init(struct st_rle_reader *r, const uint8_t *p, size_t n, int bit_width)
+{
+	r->p = p;
+	r->end = p + n;
+	r->width = bit_width;
+	r->packed = false;
+	r->left = 0;
+	r->value = 0;
+	r->bit = 0;
+}
+
+static int read_uvarint(struct st_rle_reader *r, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	for (int shift = 0; shift < 64 && r->p < r->end; shift += 7) {
+		uint8_t b = *r->p++;
+
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if ((b & 0x80) == 0) {
+			*out = v;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int next_run(struct st_rle_reader *r)
+{
+	uint64_t h;
+
+	do {
+		if (read_uvarint(r, &h) != 0)
+			return -1;
+		if (h & 1) {
+			uint64_t groups = h >> 1;
+			size_t avail = (size_t)(r->end - r->p);
+			uint64_t bytes = groups * (uint64_t)r->width;
+
+			if (groups > (UINT64_MAX >> 6) / 32)
+				return -1;
+			r->packed = true;
+			r->bit = 0;
+			r->left = groups * 8;
+			if (bytes > avail)
+				r->left = (uint64_t)avail * 8 / (uint64_t)r->width;
+		} else {
+			int nbytes = (r->width + 7) / 8;
+
+			if ((size_t)(r->end - r->p) < (size_t)nbytes)
+				return -1;
+			r->packed = false;
+			r->value = 0;
+			for (int k = 0; k < nbytes; k++)
+				r->value |= (uint32_t)r->p[k] << (8 * k);
+			r->p += nbytes;
+			if (r->width < 32 && (r->value >> r->width) != 0)
+				return -1;
+			r->left = h >> 1;
+		}
+	} while (r->left == 0);
+	return 0;
+}
+
+int st_rle_next(struct st_rle_reader *r, uint32_t *v)
+{
+	if (r->width == 0) {
+		*v = 0;
+		return 0;
+	}
+	if (r->width < 0 || r->width > 32)
+		return -1;
+	if (r->left == 0) {
+		/* A finished bit-packed run: step over its bytes. */
+		if (r->packed) {
+			size_t used = (size_t)((r->bit + 7) / 8);
+
+			r->p += used;
+			r->packed = false;
+			r->bit = 0;
+		}
+		if (next_run(r) != 0)
+			return -1;
+	}
+	if (r->packed) {
+		uint64_t acc = 0;
+		size_t byte = (size_t)(r->bit / 8);
+		int shift = (int)(r->bit % 8);
+		int need = (shift + r->width + 7) / 8;
+
+		for (int k = 0; k < need; k++)
+			acc |= (uint64_t)r->p[byte + (size_t)k] << (8 * k);
+		*v = (uint32_t)((acc >> shift) &
+		                ((r->width == 32) ? 0xffffffffu : ((1u << r->width) - 1)));
+		r->bit += (uint64_t)r->width;
+		r->left--;
+		return 0;
+	}
+	*v = r->value;
+	r->left--;
+	return 0;
+}

@@ -125,3 +125,288 @@ void st_thrift_elem_i64(struct st_thrift *t, int64_t v)
 {
 	put(t, st_buf_put_zigzag(t->out, v));
 }
+
+/* ---- decoder ------------------------------------------------------------
+ *
+ * Reads the bytes described at the top of this file.  Invariants: p <= end;
+ * once `why` is set nothing more is consumed and every value reads as 0. */
+
+#define ST_THRIFT_UUID 13 /* 16 raw bytes; newer Thrift versions only */
+
+void st_thrift_reader_init(struct st_thrift_reader *r, const void *p, size_t n)
+{
+	memset(r, 0, sizeof(*r));
+	r->start = p;
+	r->p = p;
+	r->end = r->p + n;
+	r->depth = 1;
+}
+
+static void fail(struct st_thrift_reader *r, const char *why)
+{
+	if (r->why == NULL)
+		r->why = why;
+}
+
+static uint64_t uvarint(struct st_thrift_reader *r)
+{
+	uint64_t v = 0;
+
+	for (int shift = 0; shift < 64; shift += 7) {
+		uint8_t b;
+
+		if (r->why != NULL)
+			return 0;
+		if (r->p >= r->end) {
+			fail(r, "truncated varint");
+			return 0;
+		}
+		b = *r->p++;
+		if (shift == 63 && b > 1) {
+			fail(r, "varint overflows 64 bits");
+			return 0;
+		}
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if ((b & 0x80) == 0)
+			return v;
+	}
+	fail(r, "varint longer than 10 bytes");
+	return 0;
+}
+
+bool st_thrift_field(struct st_thrift_reader *r, int16_t *id, uint8_t *type)
+{
+	uint8_t b;
+	int64_t fid;
+
+	*id = 0;
+	*type = 0;
+	if (r->why != NULL)
+		return false;
+	if (r->depth == 0) {
+		fail(r, "read past the end of the message");
+		return false;
+	}
+	if (r->p >= r->end) {
+		fail(r, "truncated struct");
+		return false;
+	}
+	b = *r->p++;
+	if (b == 0) {
+		if (r->depth > 0)
+			r->depth--;
+		return false;
+	}
+	if ((b >> 4) != 0) {
+		fid = r->last[r->depth - 1] + (b >> 4);
+	} else {
+		fid = st_zigzag_decode(uvarint(r));
+	}
+	if (r->why != NULL)
+		return false;
+	if (fid < INT16_MIN || fid > INT16_MAX) {
+		fail(r, "field id out of range");
+		return false;
+	}
+	r->last[r->depth - 1] = (int16_t)fid;
+	*id = (int16_t)fid;
+	*type = b & 0x0f;
+	return true;
+}
+
+int64_t st_thrift_read_i64(struct st_thrift_reader *r, uint8_t type)
+{
+	switch (type) {
+	case ST_THRIFT_BYTE:
+		if (r->why != NULL)
+			return 0;
+		if (r->p >= r->end) {
+			fail(r, "truncated byte");
+			return 0;
+		}
+		return (int8_t)*r->p++;
+	case ST_THRIFT_I16:
+	case ST_THRIFT_I32:
+	case ST_THRIFT_I64: return st_zigzag_decode(uvarint(r));
+	default: fail(r, "an integer field has another type"); return 0;
+	}
+}
+
+int32_t st_thrift_read_i32(struct st_thrift_reader *r, uint8_t type)
+{
+	int64_t v = st_thrift_read_i64(r, type);
+
+	if (v < INT32_MIN || v > INT32_MAX) {
+		fail(r, "an i32 field out of range");
+		return 0;
+	}
+	return (int32_t)v;
+}
+
+bool st_thrift_read_bool(struct st_thrift_reader *r, uint8_t type)
+{
+	if (type != ST_THRIFT_BOOL_TRUE && type != ST_THRIFT_BOOL_FALSE) {
+		fail(r, "a boolean field has another type");
+		return false;
+	}
+	return type == ST_THRIFT_BOOL_TRUE;
+}
+
+void st_thrift_read_binary(struct st_thrift_reader *r, uint8_t type, const uint8_t **p, size_t *n)
+{
+	uint64_t len;
+
+	*p = NULL;
+	*n = 0;
+	if (type != ST_THRIFT_BINARY) {
+		fail(r, "a binary field has another type");
+		return;
+	}
+	len = uvarint(r);
+	if (r->why != NULL)
+		return;
+	if (len > (uint64_t)(r->end - r->p)) {
+		fail(r, "binary length beyond the end");
+		return;
+	}
+	*p = r->p;
+	*n = (size_t)len;
+	r->p += len;
+}
+
+size_t st_thrift_read_list(struct st_thrift_reader *r, uint8_t type, uint8_t *elem)
+{
+	uint64_t n;
+	uint8_t b;
+
+	*elem = 0;
+	if (type != ST_THRIFT_LIST && type != ST_THRIFT_SET) {
+		fail(r, "a list field has another type");
+		return 0;
+	}
+	if (r->why != NULL)
+		return 0;
+	if (r->p >= r->end) {
+		fail(r, "truncated list header");
+		return 0;
+	}
+	b = *r->p++;
+	n = b >> 4;
+	if (n == 15)
+		n = uvarint(r);
+	if (r->why != NULL)
+		return 0;
+	/* Every element takes at least one byte. */
+	if (n > (uint64_t)(r->end - r->p)) {
+		fail(r, "list count beyond the end");
+		return 0;
+	}
+	*elem = b & 0x0f;
+	return (size_t)n;
+}
+
+void st_thrift_enter(struct st_thrift_reader *r, uint8_t type)
+{
+	if (type != ST_THRIFT_STRUCT) {
+		fail(r, "a struct field has another type");
+		return;
+	}
+	if (r->depth >= ST_THRIFT_MAX_DEPTH) {
+		fail(r, "structs nested too deep");
+		return;
+	}
+	r->last[r->depth++] = 0;
+}
+
+static void skip_bytes(struct st_thrift_reader *r, size_t n)
+{
+	if (r->why != NULL)
+		return;
+	if (n > (size_t)(r->end - r->p)) {
+		fail(r, "truncated value");
+		return;
+	}
+	r->p += n;
+}
+
+/* Skips a value; depth counts the values it is nested in, so that lists of
+ * lists cannot recurse without bound either. */
+static void skip(struct st_thrift_reader *r, uint8_t type, int depth)
+{
+	int16_t id;
+	uint8_t t, elem;
+	size_t n;
+
+	if (r->why != NULL)
+		return;
+	if (depth >= ST_THRIFT_MAX_DEPTH) {
+		fail(r, "values nested too deep");
+		return;
+	}
+	switch (type) {
+	case ST_THRIFT_BOOL_TRUE:
+	case ST_THRIFT_BOOL_FALSE: /* in a field header: no payload */ break;
+	case ST_THRIFT_BYTE: skip_bytes(r, 1); break;
+	case ST_THRIFT_I16:
+	case ST_THRIFT_I32:
+	case ST_THRIFT_I64: (void)uvarint(r); break;
+	case ST_THRIFT_DOUBLE: skip_bytes(r, 8); break;
+	case ST_THRIFT_UUID: skip_bytes(r, 16); break;
+	case ST_THRIFT_BINARY: {
+		const uint8_t *p;
+
+		st_thrift_read_binary(r, type, &p, &n);
+		break;
+	}
+	case ST_THRIFT_LIST:
+	case ST_THRIFT_SET:
+		n = st_thrift_read_list(r, type, &elem);
+		for (size_t i = 0; i < n && r->why == NULL; i++) {
+			/* A boolean element is a whole byte. */
+			if (elem == ST_THRIFT_BOOL_TRUE || elem == ST_THRIFT_BOOL_FALSE)
+				skip_bytes(r, 1);
+			else
+				skip(r, elem, depth + 1);
+		}
+		break;
+	case ST_THRIFT_MAP: {
+		uint64_t count = uvarint(r);
+		uint8_t kv = 0;
+
+		if (count == 0 || r->why != NULL)
+			break;
+		if (count > (uint64_t)(r->end - r->p) / 2) {
+			fail(r, "map count beyond the end");
+			break;
+		}
+		skip_bytes(r, 1);
+		if (r->why == NULL)
+			kv = r->p[-1];
+		for (uint64_t i = 0; i < count && r->why == NULL; i++) {
+			for (int k = 0; k < 2; k++) {
+				uint8_t et = k == 0 ? kv >> 4 : kv & 0x0f;
+
+				if (et == ST_THRIFT_BOOL_TRUE || et == ST_THRIFT_BOOL_FALSE)
+					skip_bytes(r, 1);
+				else
+					skip(r, et, depth + 1);
+			}
+		}
+		break;
+	}
+	case ST_THRIFT_STRUCT: {
+		int open = r->depth;
+
+		st_thrift_enter(r, type);
+		while (r->why == NULL && r->depth > open && st_thrift_field(r, &id, &t))
+			skip(r, t, depth + 1);
+		break;
+	}
+	default: fail(r, "unknown value type"); break;
+	}
+}
+
+void st_thrift_skip(struct st_thrift_reader *r, uint8_t type)
+{
+	skip(r, type, 0);
+}

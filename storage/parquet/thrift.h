@@ -1,12 +1,19 @@
-/* thrift.h - a write-only Thrift compact-protocol encoder, enough for the
- * Parquet footer and page headers (apache/thrift
- * doc/specs/thrift-compact-protocol.md).
+/* thrift.h - the Thrift compact protocol (apache/thrift
+ * doc/specs/thrift-compact-protocol.md), enough for the Parquet footer and
+ * page headers: an encoder for the writer and a bounded decoder for the
+ * reader.
  *
- * Callers describe a struct field by field, in ascending field-id order,
- * and nest structs with begin/end.  Like the Avro datum calls, the field
- * calls return nothing: the first allocation failure is remembered in
- * `failed` and checked once when the message is complete.  No state
- * outside the struct; one thread at a time. */
+ * Encoder: callers describe a struct field by field, in ascending field-id
+ * order, and nest structs with begin/end.  Like the Avro datum calls, the
+ * field calls return nothing: the first allocation failure is remembered in
+ * `failed` and checked once when the message is complete.
+ *
+ * Decoder: callers loop over a struct's fields with st_thrift_field and
+ * read or skip each value by the type the header announced.  Every length
+ * and count is checked against the bytes that remain and nesting is
+ * bounded, so a malformed message cannot read out of bounds or loop long;
+ * the first problem is remembered in `why` and every later call is a no-op
+ * returning zeros.  No state outside the structs; one thread at a time. */
 #ifndef ST_THRIFT_H
 #define ST_THRIFT_H
 
@@ -64,5 +71,47 @@ void st_thrift_elem_i32(struct st_thrift *t, int32_t v);
 void st_thrift_elem_i64(struct st_thrift *t, int64_t v);
 void st_thrift_elem_binary(struct st_thrift *t, const void *p, size_t n);
 void st_thrift_elem_struct_begin(struct st_thrift *t);
+
+/* ---- decoder ---------------------------------------------------------- */
+
+struct st_thrift_reader {
+	const uint8_t *p, *end;
+	const uint8_t *start;
+	int16_t last[ST_THRIFT_MAX_DEPTH]; /* last field id read, per open struct */
+	int depth; /* open structs, the message itself included */
+	const char *why; /* the first problem, or NULL */
+};
+
+/* Starts reading a message (the outermost struct) from the n bytes at p. */
+void st_thrift_reader_init(struct st_thrift_reader *r, const void *p, size_t n);
+
+/* Reads the next field header of the innermost open struct into *id and
+ * *type (for booleans the type carries the value: ST_THRIFT_BOOL_TRUE or
+ * _FALSE).  At the struct's stop byte it closes the struct and returns
+ * false; it also returns false once the reader has failed. */
+bool st_thrift_field(struct st_thrift_reader *r, int16_t *id, uint8_t *type);
+
+/* An integer of type BYTE, I16, I32 or I64 (also a list element of those
+ * types); any other type fails the reader.  i32 also fails on values that
+ * do not fit 32 bits. */
+int64_t st_thrift_read_i64(struct st_thrift_reader *r, uint8_t type);
+int32_t st_thrift_read_i32(struct st_thrift_reader *r, uint8_t type);
+
+/* A boolean field's value (from its header type). */
+bool st_thrift_read_bool(struct st_thrift_reader *r, uint8_t type);
+
+/* A BINARY value: *p points into the message (not NUL-terminated). */
+void st_thrift_read_binary(struct st_thrift_reader *r, uint8_t type, const uint8_t **p, size_t *n);
+
+/* A LIST (or SET) header: returns the element count (0 on failure; at most
+ * the bytes that remain) and the element type in *elem. */
+size_t st_thrift_read_list(struct st_thrift_reader *r, uint8_t type, uint8_t *elem);
+
+/* Opens a STRUCT-typed field or list element: its fields follow, read with
+ * st_thrift_field until it returns false. */
+void st_thrift_enter(struct st_thrift_reader *r, uint8_t type);
+
+/* Skips a value of the given type, whatever it nests. */
+void st_thrift_skip(struct st_thrift_reader *r, uint8_t type);
 
 #endif

@@ -2,12 +2,14 @@
 // (rest-spec-and-clients.md §B.1, §B.2), replayed over raw HTTP with each client's
 // headers and bodies, checking the status codes those clients insist on. Every body
 // is validated against the upstream schema (lib.mjs call()). Manifest-list paths are
-// realistic but the files do not exist: the catalog never reads them.
+// realistic but the files do not exist: the catalog never reads them, except the
+// manifest lists of v3 appends without added-rows, which the v3 tests write.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import avro from 'avsc';
 import { startCatalog, call, assertError, readMetadataFile, localPath, encodeNs, newSnapshotId } from './lib.mjs';
 
 let c;
@@ -537,13 +539,87 @@ test('DuckDB: DROP TABLE DELETE ?purgeRequested=false → 204', async () => {
   assertError(await duck('GET', tbl(['duck'], 'empty')), 404, 'NoSuchTableException');
 });
 
-// Row lineage needs added-rows; PyIceberg never sends it.  Floe does not guess
-// (a wrong count would hand out duplicate row ids): it refuses with a 400 that
-// names the field, and v2 tables (the default) are unaffected.
-test('PyIceberg: append to a v3 table without added-rows → 400 naming added-rows, nothing applied', async () => {
+// Row lineage needs added-rows; PyIceberg never sends it (only first-row-id).
+// Floe counts it from the snapshot's manifest list the way Java's list writer
+// assigns row ids: data manifests numbered from first-row-id on, plus data
+// manifests without a first_row_id; older manifests and delete manifests add
+// nothing.  The lists here are written with avsc in the v3 manifest_file
+// layout, as PyIceberg's Avro writer would.
+const manifestListType = avro.Type.forSchema({
+  type: 'record',
+  name: 'manifest_file',
+  fields: [
+    { name: 'manifest_path', type: 'string', 'field-id': 500 },
+    { name: 'manifest_length', type: 'long', 'field-id': 501 },
+    { name: 'partition_spec_id', type: 'int', 'field-id': 502 },
+    { name: 'content', type: 'int', 'field-id': 517 },
+    { name: 'sequence_number', type: 'long', 'field-id': 515 },
+    { name: 'min_sequence_number', type: 'long', 'field-id': 516 },
+    { name: 'added_snapshot_id', type: 'long', 'field-id': 503 },
+    { name: 'added_files_count', type: 'int', 'field-id': 504 },
+    { name: 'existing_files_count', type: 'int', 'field-id': 505 },
+    { name: 'deleted_files_count', type: 'int', 'field-id': 506 },
+    { name: 'added_rows_count', type: 'long', 'field-id': 512 },
+    { name: 'existing_rows_count', type: 'long', 'field-id': 513 },
+    { name: 'deleted_rows_count', type: 'long', 'field-id': 514 },
+    {
+      name: 'partitions',
+      type: ['null', { type: 'array', items: { type: 'record', name: 'r508', fields: [
+        { name: 'contains_null', type: 'boolean', 'field-id': 509 },
+        { name: 'contains_nan', type: ['null', 'boolean'], default: null, 'field-id': 518 },
+        { name: 'lower_bound', type: ['null', 'bytes'], default: null, 'field-id': 510 },
+        { name: 'upper_bound', type: ['null', 'bytes'], default: null, 'field-id': 511 },
+      ] }, 'element-id': 508 }],
+      default: null,
+      'field-id': 507,
+    },
+    { name: 'key_metadata', type: ['null', 'bytes'], default: null, 'field-id': 519 },
+    { name: 'first_row_id', type: ['null', 'long'], default: null, 'field-id': 520 },
+  ],
+});
+
+function writeManifestList(file, snapshot, manifests) {
+  const meta = {
+    'snapshot-id': String(snapshot['snapshot-id']),
+    'parent-snapshot-id': String(snapshot['parent-snapshot-id'] ?? 'null'),
+    'sequence-number': String(snapshot['sequence-number']),
+    'first-row-id': String(snapshot['first-row-id']),
+    'format-version': '3',
+  };
+  return new Promise((resolve, reject) => {
+    const metadata = Object.fromEntries(Object.entries(meta).map(([k, v]) => [k, Buffer.from(v)]));
+    // Done when the file stream has flushed, not when the encoder has.
+    const enc = new avro.streams.BlockEncoder(manifestListType, { codec: 'null', metadata });
+    const out = fs.createWriteStream(file);
+    enc.on('error', reject).pipe(out).on('error', reject).on('finish', resolve);
+    for (const m of manifests) {
+      enc.write({
+        manifest_path: `${path.dirname(file)}/${crypto.randomUUID()}-m0.avro`,
+        manifest_length: 4096,
+        partition_spec_id: 0,
+        content: m.content ?? 0,
+        sequence_number: m.seq ?? snapshot['sequence-number'],
+        min_sequence_number: m.seq ?? snapshot['sequence-number'],
+        added_snapshot_id: m.snapshot ?? snapshot['snapshot-id'],
+        added_files_count: m.added ? 1 : 0,
+        existing_files_count: m.existing ? 1 : 0,
+        deleted_files_count: 0,
+        added_rows_count: m.added ?? 0,
+        existing_rows_count: m.existing ?? 0,
+        deleted_rows_count: 0,
+        partitions: [],
+        key_metadata: null,
+        first_row_id: m.first ?? null,
+      });
+    }
+    enc.end();
+  });
+}
+
+async function createV3(name) {
   const r = expectStatus(
     await py('POST', `${P}/namespaces/py/tables`, {
-      name: 'v3',
+      name,
       schema: pySchema0,
       'partition-spec': { 'spec-id': 0, fields: [] },
       'write-order': { 'order-id': 0, fields: [] },
@@ -553,10 +629,76 @@ test('PyIceberg: append to a v3 table without added-rows → 400 naming added-ro
     200,
   );
   assert.equal(r.metadata['format-version'], 3);
+  assert.equal(r.metadata['next-row-id'], 0);
+  return r;
+}
+
+// PyIceberg's v3 append body: pyAppend plus first-row-id, no added-rows.
+async function v3Append(meta, name, records, manifests) {
+  const body = pyAppend(meta, ['py'], name, newSnapshotId(), records);
+  const snap = body.updates[0].snapshot;
+  snap['first-row-id'] = meta['next-row-id'];
+  assert.equal('added-rows' in snap, false);
+  await writeManifestList(localPath(snap['manifest-list']), snap, manifests(snap));
+  return body;
+}
+
+test('PyIceberg: appends to a v3 table without added-rows → 200, added-rows counted from the manifest list', async () => {
+  const name = 'v3_lineage';
+  let r = await createV3(name);
+  // 1: one new data manifest, numbered from first-row-id.
+  let body = await v3Append(r.metadata, name, 10, (s) => [{ added: 10, first: s['first-row-id'] }]);
+  r = expectStatus(await py('POST', tbl(['py'], name), body), 200);
+  assertFileMatches(r);
+  const s1 = r.metadata.snapshots.at(-1);
+  assert.equal(s1['first-row-id'], 0);
+  assert.equal(s1['added-rows'], 10);
+  assert.equal(r.metadata['next-row-id'], 10);
+  // 2: the new manifest first, the carried one (numbered before) and a
+  // delete manifest after it: only the new rows count.
+  body = await v3Append(r.metadata, name, 7, (s) => [
+    { added: 7, first: s['first-row-id'] },
+    { added: 10, first: 0, snapshot: s1['snapshot-id'], seq: 1 },
+    { content: 1, added: 3, snapshot: s1['snapshot-id'], seq: 1 },
+  ]);
+  r = expectStatus(await py('POST', tbl(['py'], name), body), 200);
+  assert.equal(r.metadata.snapshots.at(-1)['added-rows'], 7);
+  assert.equal(r.metadata['next-row-id'], 17);
+  // 3: manifests the writer left unnumbered count whole (existing rows too),
+  // as Java's list writer would number them.
+  body = await v3Append(r.metadata, name, 4, () => [
+    { added: 4 },
+    { existing: 5, snapshot: s1['snapshot-id'], seq: 1 },
+    { added: 7, first: 10, seq: 2 },
+  ]);
+  r = expectStatus(await py('POST', tbl(['py'], name), body), 200);
+  assert.equal(r.metadata.snapshots.at(-1)['added-rows'], 9);
+  assert.equal(r.metadata.snapshots.at(-1)['first-row-id'], 17);
+  assert.equal(r.metadata['next-row-id'], 26);
+  // A client that does send added-rows is taken at its word.
+  body = pyAppend(r.metadata, ['py'], name, newSnapshotId(), 1);
+  Object.assign(body.updates[0].snapshot, { 'first-row-id': 26, 'added-rows': 2 });
+  r = expectStatus(await py('POST', tbl(['py'], name), body), 200);
+  assert.equal(r.metadata['next-row-id'], 28);
+});
+
+test('PyIceberg: a v3 append whose manifest list is missing or outside the table → 400 naming added-rows, nothing applied', async () => {
+  const r = await createV3('v3');
   const body = pyAppend(r.metadata, ['py'], 'v3', newSnapshotId(), 10);
   body.updates[0].snapshot['first-row-id'] = r.metadata['next-row-id'];
-  const res = await py('POST', tbl(['py'], 'v3'), body);
+  // pyAppend's list path does not exist.
+  let res = await py('POST', tbl(['py'], 'v3'), body);
   assertError(res, 400, 'BadRequestException', 'added-rows');
+  assert.match(res.json.error.message, /manifest list/);
+  // A list elsewhere on the server is never read.
+  body.updates[0].snapshot['manifest-list'] = 'file:///etc/passwd';
+  res = await py('POST', tbl(['py'], 'v3'), body);
+  assertError(res, 400, 'BadRequestException', 'added-rows');
+  assert.match(res.json.error.message, /not under the table location/);
+  body.updates[0].snapshot['manifest-list'] = `${r.metadata.location}/../v3_lineage/metadata/x.avro`;
+  res = await py('POST', tbl(['py'], 'v3'), body);
+  assertError(res, 400, 'BadRequestException', 'added-rows');
+  assert.match(res.json.error.message, /not under the table location/);
   const after = expectStatus(await py('GET', tbl(['py'], 'v3')), 200);
   assert.equal(after['metadata-location'], r['metadata-location'], 'nothing applied');
 });

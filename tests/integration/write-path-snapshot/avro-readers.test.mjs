@@ -10,6 +10,7 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import avro from 'avsc';
+import { bigLong } from '../lib/avro.mjs';
 import { systemPython } from '../lib/paths.mjs';
 import { writeTable, localPath, batchRows, batchFiles } from './snapshots.mjs';
 
@@ -41,19 +42,6 @@ function norm(v) {
 function readPython(file) {
   return JSON.parse(execFileSync(systemPython, [readAvroPy, file], { maxBuffer: 64 << 20 }));
 }
-
-const bigLong = avro.types.LongType.__with({
-  fromBuffer: (buf) => buf.readBigInt64LE(),
-  toBuffer: (n) => {
-    const buf = Buffer.alloc(8);
-    buf.writeBigInt64LE(BigInt(n));
-    return buf;
-  },
-  fromJSON: BigInt,
-  toJSON: Number,
-  isValid: (n) => typeof n === 'bigint',
-  compare: (a, b) => (a === b ? 0 : a < b ? -1 : 1),
-});
 
 function readAvsc(file) {
   return new Promise((resolve, reject) => {

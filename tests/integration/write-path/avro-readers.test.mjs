@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import avro from 'avsc';
+import { bigLong } from '../lib/avro.mjs';
 import { avroMetadata, avroRead } from 'icebird';
 import { systemPython } from '../lib/paths.mjs';
 import { writeSamples, readJson } from './samples.mjs';
@@ -47,19 +48,6 @@ function readPython(file) {
   const out = execFileSync(systemPython, [path.join(here, 'read_avro.py'), file], { maxBuffer: 64 << 20 });
   return JSON.parse(out);
 }
-
-const bigLong = avro.types.LongType.__with({
-  fromBuffer: (buf) => buf.readBigInt64LE(),
-  toBuffer: (n) => {
-    const buf = Buffer.alloc(8);
-    buf.writeBigInt64LE(BigInt(n));
-    return buf;
-  },
-  fromJSON: BigInt,
-  toJSON: Number,
-  isValid: (n) => typeof n === 'bigint',
-  compare: (a, b) => (a === b ? 0 : a < b ? -1 : 1),
-});
 
 function readAvsc(file) {
   return new Promise((resolve, reject) => {

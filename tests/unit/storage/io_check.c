@@ -35,11 +35,13 @@ struct count {
 	uint64_t bytes;
 };
 
-static int count_one(void *arg, const char *uri, uint64_t size, struct fl_err *err)
+static int count_one(void *arg, const char *uri, uint64_t size, int64_t mtime_ms,
+                     struct fl_err *err)
 {
 	struct count *c = arg;
 
 	(void)uri;
+	(void)mtime_ms;
 	(void)err;
 	c->n++;
 	c->bytes += size;

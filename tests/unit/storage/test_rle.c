@@ -1,6 +1,8 @@
-/* test_rle.c - the RLE / bit-packed hybrid encoder (storage/parquet/rle.c):
- * the byte examples of parquet-format Encodings.md, and round trips through
- * a decoder written here from that document. */
+/* test_rle.c - the RLE / bit-packed hybrid encoder and decoder
+ * (storage/parquet/rle.c): the byte examples of parquet-format
+ * Encodings.md, round trips through a decoder written here from that
+ * document and through the product's decoder, and the decoder on
+ * truncated and malformed runs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -165,7 +167,14 @@ static void test_round_trips(void **state)
 				st_buf_init(&b, NULL);
 				assert_int_equal(st_rle_encode_u32(&b, in, n, w), 0);
 				if (n > 0) {
+					struct st_rle_reader r;
+
 					assert_int_equal(decode(b.data, b.len, w, out, n), b.len);
+					assert_memory_equal(in, out, n * sizeof(*in));
+					memset(out, 0, n * sizeof(*out));
+					st_rle_reader_init(&r, b.data, b.len, w);
+					for (size_t i = 0; i < n; i++)
+						assert_int_equal(st_rle_next(&r, &out[i]), 0);
 					assert_memory_equal(in, out, n * sizeof(*in));
 				} else {
 					assert_int_equal(b.len, 0);
@@ -176,6 +185,43 @@ static void test_round_trips(void **state)
 	}
 	free(in);
 	free(out);
+}
+
+static void test_decoder_bounds(void **state)
+{
+	/* An RLE run of 3 x 5 at width 3, then a bit-packed run cut to one
+	 * byte: (1, 2) and the half of a third value, which must not appear. */
+	static const uint8_t runs[] = {0x06, 0x05, 0x03, 0x11};
+	/* A run whose value does not fit the width. */
+	static const uint8_t wide[] = {0x04, 0x09};
+	/* A varint that never ends. */
+	static const uint8_t endless[] = {0x80, 0x80, 0x80};
+	struct st_rle_reader r;
+	uint32_t v;
+
+	(void)state;
+	st_rle_reader_init(&r, runs, sizeof(runs), 3);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(st_rle_next(&r, &v), 0);
+		assert_int_equal(v, 5);
+	}
+	assert_int_equal(st_rle_next(&r, &v), 0);
+	assert_int_equal(v, 1);
+	assert_int_equal(st_rle_next(&r, &v), 0);
+	assert_int_equal(v, 2);
+	assert_int_equal(st_rle_next(&r, &v), -1);
+	st_rle_reader_init(&r, wide, sizeof(wide), 3);
+	assert_int_equal(st_rle_next(&r, &v), -1);
+	st_rle_reader_init(&r, endless, sizeof(endless), 3);
+	assert_int_equal(st_rle_next(&r, &v), -1);
+	st_rle_reader_init(&r, NULL, 0, 1);
+	assert_int_equal(st_rle_next(&r, &v), -1);
+	/* Width 0: every value is 0 without any bytes. */
+	st_rle_reader_init(&r, NULL, 0, 0);
+	assert_int_equal(st_rle_next(&r, &v), 0);
+	assert_int_equal(v, 0);
+	st_rle_reader_init(&r, runs, sizeof(runs), 33);
+	assert_int_equal(st_rle_next(&r, &v), -1);
 }
 
 static void test_bit_width(void **state)
@@ -196,7 +242,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_spec_example),     cmocka_unit_test(test_rle_run_bytes),
 	        cmocka_unit_test(test_alternating_bits), cmocka_unit_test(test_round_trips),
-	        cmocka_unit_test(test_bit_width),
+	        cmocka_unit_test(test_bit_width),        cmocka_unit_test(test_decoder_bounds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

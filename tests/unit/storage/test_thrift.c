@@ -1,6 +1,7 @@
 /* test_thrift.c - Thrift compact protocol bytes (storage/parquet/thrift.c),
  * checked against encodings worked out by hand from
- * thrift-compact-protocol.md. */
+ * thrift-compact-protocol.md, and the decoder on those bytes, on every
+ * truncation of them and on malformed headers. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -111,6 +112,107 @@ static void test_depth_limit(void **state)
 	st_buf_free(&b);
 }
 
+/* The message of test_struct_bytes, read back field by field. */
+static const uint8_t message[] = {
+        0x15, 0x0a, 0x16, 0x01, 0x28, 0x02, 'a',  'b',  0x01, 0x28,
+        0x1c, 0x12, 0x00, 0x19, 0x35, 0x02, 0x04, 0x06, 0x00,
+};
+
+/* Reads message[0..n): returns 1 when all of it decoded as written. */
+static int read_message(size_t n)
+{
+	struct st_thrift_reader r;
+	int16_t id, sid;
+	uint8_t type, st, elem;
+	const uint8_t *p;
+	size_t len, count;
+	int seen = 0;
+
+	st_thrift_reader_init(&r, message, n);
+	while (st_thrift_field(&r, &id, &type)) {
+		switch (id) {
+		case 1: seen += st_thrift_read_i32(&r, type) == 5; break;
+		case 2: seen += st_thrift_read_i64(&r, type) == -1; break;
+		case 4:
+			st_thrift_read_binary(&r, type, &p, &len);
+			seen += len == 2 && memcmp(p, "ab", 2) == 0;
+			break;
+		case 20: seen += st_thrift_read_bool(&r, type); break;
+		case 21:
+			st_thrift_enter(&r, type);
+			while (st_thrift_field(&r, &sid, &st))
+				seen += sid == 1 && !st_thrift_read_bool(&r, st);
+			break;
+		case 22:
+			count = st_thrift_read_list(&r, type, &elem);
+			for (size_t i = 0; i < count; i++)
+				seen += st_thrift_read_i32(&r, elem) == (int32_t)i + 1;
+			break;
+		default: st_thrift_skip(&r, type); break;
+		}
+	}
+	return r.why == NULL && seen == 8 && r.p == r.end;
+}
+
+static void test_decode(void **state)
+{
+	struct st_thrift_reader r;
+	int16_t id;
+	uint8_t type;
+
+	(void)state;
+	assert_int_equal(read_message(sizeof(message)), 1);
+	/* Every truncation fails cleanly. */
+	for (size_t n = 0; n < sizeof(message); n++)
+		assert_int_equal(read_message(n), 0);
+	/* Skipping the whole message as one struct consumes it exactly. */
+	st_thrift_reader_init(&r, message, sizeof(message));
+	while (st_thrift_field(&r, &id, &type))
+		st_thrift_skip(&r, type);
+	assert_null(r.why);
+	assert_ptr_equal(r.p, r.end);
+}
+
+static void test_decode_malformed(void **state)
+{
+	/* A binary longer than the message, a list claiming 2^20 elements, a
+	 * type nibble 15, a varint past 64 bits, and 20 nested structs. */
+	static const uint8_t longbin[] = {0x18, 0x7f, 'a'};
+	static const uint8_t biglist[] = {0x19, 0xf5, 0x80, 0x80, 0x40, 0x00};
+	static const uint8_t badtype[] = {0x1f, 0x00};
+	static const uint8_t endless[] = {0x16, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	                                  0xff, 0xff, 0xff, 0xff, 0x01, 0x00};
+	uint8_t deep[40];
+	const struct {
+		const uint8_t *p;
+		size_t n;
+		const char *why;
+	} cases[] = {
+	        {longbin, sizeof(longbin), "binary length beyond the end"},
+	        {biglist, sizeof(biglist), "list count beyond the end"},
+	        {badtype, sizeof(badtype), "unknown value type"},
+	        {endless, sizeof(endless), "varint overflows 64 bits"},
+	        {deep, sizeof(deep), "structs nested too deep"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < 20; i++) {
+		deep[i] = 0x1c; /* field 1: struct */
+		deep[20 + i] = 0x00;
+	}
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct st_thrift_reader r;
+		int16_t id;
+		uint8_t type;
+
+		st_thrift_reader_init(&r, cases[i].p, cases[i].n);
+		while (st_thrift_field(&r, &id, &type))
+			st_thrift_skip(&r, type);
+		assert_non_null(r.why);
+		assert_string_equal(r.why, cases[i].why);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -118,6 +220,8 @@ int main(void)
 	        cmocka_unit_test(test_long_list_and_nesting),
 	        cmocka_unit_test(test_negative_delta_uses_long_form),
 	        cmocka_unit_test(test_depth_limit),
+	        cmocka_unit_test(test_decode),
+	        cmocka_unit_test(test_decode_malformed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "avro/avro.h"
+#include "decimal_text.h"
 #include "base/sink.h"
 #include "iceberg/manifest.h"
 #include "iceberg/manifest_list.h"
@@ -236,28 +237,9 @@ static void make_row(int r, struct row_store *s, bool all_required)
 
 static json_t *dec_string(const uint8_t dec[16], int scale)
 {
-	i128 x = 0;
-	u128 u;
-	char digits[64], out[72];
-	int n = 0, k = 0;
-	bool neg;
+	char out[72];
 
-	for (int i = 0; i < 16; i++)
-		x = (i128)(((u128)x << 8) | dec[i]);
-	neg = x < 0;
-	u = neg ? (u128)(-x) : (u128)x;
-	do {
-		digits[n++] = (char)('0' + (int)(u % 10));
-		u /= 10;
-	} while (u != 0 || n <= scale);
-	if (neg)
-		out[k++] = '-';
-	for (int i = n - 1; i >= 0; i--) {
-		out[k++] = digits[i];
-		if (i == scale && scale > 0)
-			out[k++] = '.';
-	}
-	out[k] = '\0';
+	decimal_text(dec, scale, out);
 	return json_string(out);
 }
 

@@ -1,0 +1,51 @@
+/* cli.h - what the in-process subcommands (`floe ingest`, `floe maintain`)
+ * share: naming a table on the command line and opening the catalog the
+ * way `floe serve` does (its database URL, or the embedded PostgreSQL of
+ * its data directory). */
+#ifndef SRV_CLI_H
+#define SRV_CLI_H
+
+#include "catalog.h"
+#include "err.h"
+#include "settings.h"
+#include "srv.h"
+
+/* A table named NAMESPACE.TABLE (nested namespaces: a.b.table).  spec is
+ * split in place; levels is malloc'd (free it), names point into spec.
+ * FL_ERR_BAD_REQUEST names what is wrong. */
+struct srv_cli_table {
+	const char **levels;
+	int nlevels;
+	const char *name;
+};
+int srv_cli_table_parse(char *spec, struct srv_cli_table *t, struct fl_err *err) FL_MUST_CHECK;
+
+/* Splits argv (the arguments after the subcommand) into the subcommand's
+ * own options (those in own[0..n_own)), the catalog options of floe serve
+ * (srv_config_find) and the positional arguments after them.  oa and sa
+ * (each room for argc + 1 pointers) receive a program name then the
+ * options with their values, ready for fl_settings_load / srv_config_load;
+ * *rest is the index of the first positional argument.  Returns 0, or -1
+ * with FL_ERR_BAD_REQUEST for an unknown option or a missing value (naming
+ * the command; main.c answers --help before a command runs). */
+int srv_cli_split_args(const char *cmd, int argc, char **argv, const struct fl_setting *own,
+                       size_t n_own, char **oa, int *no, char **sa, int *ns, int *rest,
+                       struct fl_err *err);
+
+/* The catalog of one run: the database, the warehouse and its storage. */
+struct srv_cli_catalog {
+	struct srv_pg *pg; /* the embedded cluster, when this process started it */
+	char *conninfo;
+	struct cat_db *db;
+	struct cat_warehouse wh; /* wh.io is io */
+	struct st_io *io;
+};
+
+/* Connects with sc's settings (migrating the schema as serve does), loads
+ * sc->warehouse and opens its storage.  FL_ERR_UNAVAILABLE when there is no
+ * catalog to connect to; release c with srv_cli_catalog_close either way. */
+int srv_cli_catalog_open(const struct srv_config *sc, struct srv_cli_catalog *c,
+                         struct fl_err *err) FL_MUST_CHECK;
+void srv_cli_catalog_close(struct srv_cli_catalog *c);
+
+#endif
