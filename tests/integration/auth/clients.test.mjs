@@ -7,18 +7,26 @@ import assert from 'node:assert/strict';
 import { request, sleep } from '../lib/harness.mjs';
 import { catalog } from '../lib/clients.mjs';
 import {
-  ADMIN_ID, ADMIN_SECRET, assertNoLeaks, bearer, duckdbTokenRequest, principal, pyicebergTokenRequest, remember,
+  ADMIN_ID, ADMIN_SECRET, assertNoLeaks, bearer, duckdbTokenRequest, mgmt, pyicebergTokenRequest, remember,
   startAuthFloe, tokenFor,
 } from './lib.mjs';
 
 let env;
-let adminToken;
 let writer;
+
+// Tokens live 2 s on this server: each setup call takes a fresh admin token, so a slow
+// machine (a sanitizer build under load) cannot let one expire between calls.
+async function asAdmin(method, p, body) {
+  return mgmt(env.base, await tokenFor(env.base, ADMIN_ID, ADMIN_SECRET), method, p, body);
+}
 
 before(async () => {
   env = await startAuthFloe({ tag: 'auth_clients', args: ['--token-lifetime', '2', '--token-clock-skew', '0'] });
-  adminToken = await tokenFor(env.base, ADMIN_ID, ADMIN_SECRET);
-  writer = await principal(env.base, adminToken, 'etl', ['writer']);
+  let res = await asAdmin('POST', '/principals', { name: 'etl' });
+  assert.equal(res.status, 201, `create principal etl: ${res.status} ${res.text}`);
+  writer = { id: 'etl', secret: remember(res.json['client-secret']) };
+  res = await asAdmin('POST', '/principals/etl/roles', { role: 'writer' });
+  assert.equal(res.status, 204, `assign writer to etl: ${res.status} ${res.text}`);
 });
 
 after(async () => {
