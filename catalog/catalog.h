@@ -367,6 +367,22 @@ int cat_maintain_orphans(struct cat_db *db, const struct cat_warehouse *wh, cons
                          const char *name, int64_t now_ms, bool dry_run, json_t **report,
                          struct fl_err *err) FL_MUST_CHECK;
 
+/* Compaction (bin-pack) plan for one table (wh->io set): per partition
+ * (spec id and partition tuple) of the current snapshot, the live data
+ * files smaller than 75% of write.target-file-size-bytes (default 512
+ * MiB), when there are two or more.  *report = {action: "compact", table,
+ * dry-run, target-file-size-bytes, files-removed, files-added (estimated:
+ * bytes / target, rounded up), bytes-removed, bytes-added: 0, partitions,
+ * plan: [{spec-id, partition, bytes, files-removed}]}.  The rewrite is not
+ * implemented: without dry_run a table with something to compact fails
+ * with FL_ERR_UNSUPPORTED saying so (nothing is written); with nothing to
+ * compact the report is all zeros.  FL_ERR_UNSUPPORTED for v3 tables and
+ * tables with delete files (not yet supported); FL_ERR_BAD_REQUEST for a
+ * malformed write.target-file-size-bytes; storage errors. */
+int cat_maintain_compact(struct cat_db *db, const struct cat_warehouse *wh, const struct cat_ns *ns,
+                         const char *name, bool dry_run, json_t **report,
+                         struct fl_err *err) FL_MUST_CHECK;
+
 /* ---- background work ---- */
 
 /* Deletes expired idempotency records; *n = how many. */

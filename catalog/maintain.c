@@ -20,7 +20,15 @@
  * Orphan cleanup deletes the objects under the table location that no
  * snapshot, metadata file or statistics file references and that are older
  * than the table's floe.orphan-grace (ISO-8601 duration, default P3D), so
- * that the files of a write still in flight are never touched. */
+ * that the files of a write still in flight are never touched.
+ *
+ * Compaction (bin-pack) is planned here: per partition (spec id and
+ * partition tuple) the live data files smaller than 75% of the table's
+ * write.target-file-size-bytes (default 512 MiB), when a partition has two
+ * or more.  Tables with delete files (position, equality, deletion
+ * vectors) and v3 tables (whose rows' _row_id must survive) are refused as
+ * not yet supported.  Only the plan (--dry-run) exists in this build; the
+ * rewrite and its `replace` commit do not yet. */
 #include "catalog.h"
 
 #include <inttypes.h>
@@ -29,6 +37,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "avro/reader.h"
 #include "iceberg/reachable.h"
 #include "tablemeta.h"
 
@@ -516,6 +525,230 @@ out:
 	json_decref(doomed);
 	json_decref(sample);
 	json_decref(w.found);
+	json_decref(r);
+	return rc;
+}
+
+/* ---- compaction plan ------------------------------------------------------ */
+
+#define DEFAULT_TARGET_FILE_BYTES ((json_int_t)512 << 20)
+#define MAX_MANIFEST_READ ((size_t)64 << 20)
+
+/* write.target-file-size-bytes, or the default when absent. */
+static int target_bytes(const json_t *meta, const char *table, json_int_t *out, struct fl_err *err)
+{
+	const char *s = json_string_value(json_object_get(json_object_get(meta, "properties"),
+	                                                  "write.target-file-size-bytes"));
+	char *end = NULL;
+	long long v;
+
+	*out = DEFAULT_TARGET_FILE_BYTES;
+	if (s == NULL)
+		return 0;
+	v = strtoll(s, &end, 10);
+	if (end == s || *end != '\0' || v <= 0)
+		return fl_err_set(
+		        err, FL_ERR_BAD_REQUEST,
+		        "table %s: write.target-file-size-bytes '%.40s' is not a positive "
+		        "integer",
+		        table, s);
+	*out = (json_int_t)v;
+	return 0;
+}
+
+static const json_t *current_snapshot(const json_t *meta)
+{
+	json_int_t id = json_integer_value(json_object_get(meta, "current-snapshot-id"));
+	size_t i;
+	const json_t *s;
+
+	json_array_foreach(json_object_get(meta, "snapshots"), i, s)
+	{
+		if (json_integer_value(json_object_get(s, "snapshot-id")) == id)
+			return s;
+	}
+	return NULL;
+}
+
+/* Adds the live entries of one manifest to groups: "<spec id>|<partition
+ * JSON>" -> {spec-id, partition, files: [[uri, size]], bytes} for the data
+ * files under threshold.  Delete content anywhere refuses the table. */
+static int plan_manifest(struct st_io *io, const json_t *mf, const char *table,
+                         json_int_t threshold, json_t *groups, struct fl_err *err)
+{
+	const char *uri = json_string_value(json_object_get(mf, "manifest_path"));
+	json_int_t spec_id = json_integer_value(json_object_get(mf, "partition_spec_id"));
+	json_t *entries = NULL, *e;
+	size_t i;
+	int rc = -1;
+
+	if (uri == NULL)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "table %s: a manifest list entry lacks manifest_path", table);
+	if (st_avro_read_all(io, uri, MAX_MANIFEST_READ, NULL, &entries, err) != 0)
+		return -1;
+	json_array_foreach(entries, i, e)
+	{
+		const json_t *df = json_object_get(e, "data_file");
+		const char *path = json_string_value(json_object_get(df, "file_path"));
+		json_int_t size = json_integer_value(json_object_get(df, "file_size_in_bytes"));
+		char *key = NULL, *pj;
+		json_t *g;
+
+		if (json_integer_value(json_object_get(e, "status")) == 2)
+			continue;
+		if (json_integer_value(json_object_get(df, "content")) != 0 ||
+		    json_integer_value(json_object_get(mf, "content")) != 0) {
+			fl_err_set(
+			        err, FL_ERR_UNSUPPORTED,
+			        "table %s has position/equality delete files or deletion vectors; "
+			        "compaction that applies them is not yet supported",
+			        table);
+			goto out;
+		}
+		if (path == NULL) {
+			fl_err_set(err, FL_ERR_BAD_REQUEST,
+			           "manifest %.200s: entry %zu lacks file_path", uri, i);
+			goto out;
+		}
+		if (size >= threshold)
+			continue;
+		pj = json_dumps(json_object_get(df, "partition"),
+		                JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+		if (pj != NULL && (key = malloc(strlen(pj) + 24)) != NULL)
+			snprintf(key, strlen(pj) + 24, "%" JSON_INTEGER_FORMAT "|%s", spec_id, pj);
+		if (key == NULL) {
+			free(pj);
+			nomem(err);
+			goto out;
+		}
+		free(pj);
+		g = json_object_get(groups, key);
+		if (g == NULL) {
+			g = json_pack("{s:I, s:O?, s:[], s:I}", "spec-id", spec_id, "partition",
+			              json_object_get(df, "partition"), "files", "bytes",
+			              (json_int_t)0);
+			if (g == NULL || json_object_set_new(groups, key, g) != 0) {
+				free(key);
+				nomem(err);
+				goto out;
+			}
+		}
+		free(key);
+		if (json_array_append_new(json_object_get(g, "files"),
+		                          json_pack("[s,I]", path, size)) != 0 ||
+		    json_object_set_new(
+		            g, "bytes",
+		            json_integer(json_integer_value(json_object_get(g, "bytes")) + size)) !=
+		            0) {
+			nomem(err);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	json_decref(entries);
+	return rc;
+}
+
+int cat_maintain_compact(struct cat_db *db, const struct cat_warehouse *wh, const struct cat_ns *ns,
+                         const char *name, bool dry_run, json_t **report, struct fl_err *err)
+{
+	char tbuf[520], nsbuf[520], *mloc = NULL;
+	json_t *meta = NULL, *list = NULL, *groups = json_object(), *plan = json_array(), *r = NULL;
+	json_t *g, *mf;
+	const json_t *snap;
+	const char *k;
+	json_int_t target, removed = 0, bytes = 0, added = 0, parts = 0;
+	size_t i;
+	int rc = -1;
+
+	snprintf(tbuf, sizeof(tbuf), "%s.%s", cat_ns_str(ns, nsbuf, sizeof(nsbuf)), name);
+	if (groups == NULL || plan == NULL) {
+		nomem(err);
+		goto out;
+	}
+	if (wh->io == NULL) {
+		fl_err_set(err, FL_ERR_INTERNAL, "no storage handle for the warehouse");
+		goto out;
+	}
+	if (load_meta(db, wh, ns, name, &mloc, &meta, err) != 0 ||
+	    target_bytes(meta, tbuf, &target, err) != 0)
+		goto out;
+	if (json_integer_value(json_object_get(meta, "format-version")) >= 3) {
+		fl_err_set(err, FL_ERR_UNSUPPORTED,
+		           "table %s is format v3: compaction that keeps _row_id and "
+		           "_last_updated_sequence_number is not yet supported",
+		           tbuf);
+		goto out;
+	}
+	snap = current_snapshot(meta);
+	if (snap != NULL) {
+		const char *luri = json_string_value(json_object_get(snap, "manifest-list"));
+
+		if (luri == NULL) {
+			fl_err_set(err, FL_ERR_BAD_REQUEST,
+			           "table %s: the current snapshot has no manifest-list", tbuf);
+			goto out;
+		}
+		if (st_avro_read_all(wh->io, luri, MAX_MANIFEST_READ, NULL, &list, err) != 0)
+			goto fail;
+		json_array_foreach(list, i, mf)
+		{
+			if (plan_manifest(wh->io, mf, tbuf, target / 4 * 3, groups, err) != 0)
+				goto fail;
+		}
+	}
+	json_object_foreach(groups, k, g)
+	{
+		size_t n = json_array_size(json_object_get(g, "files"));
+		json_int_t b = json_integer_value(json_object_get(g, "bytes"));
+
+		if (n < 2)
+			continue;
+		parts++;
+		removed += (json_int_t)n;
+		bytes += b;
+		added += (b + target - 1) / target;
+		if (json_object_set_new(g, "files-removed", json_integer((json_int_t)n)) != 0 ||
+		    json_object_del(g, "files") != 0 || json_array_append(plan, g) != 0) {
+			nomem(err);
+			goto out;
+		}
+	}
+	if (!dry_run && removed > 0) {
+		fl_err_set(err, FL_ERR_UNSUPPORTED,
+		           "table %s: compaction would rewrite %" JSON_INTEGER_FORMAT
+		           " files in %" JSON_INTEGER_FORMAT
+		           " partitions, but the rewrite is not yet implemented in this build "
+		           "(--dry-run shows the plan)",
+		           tbuf, removed, parts);
+		goto out;
+	}
+	r = report_new("compact", tbuf, dry_run);
+	if (r == NULL ||
+	    json_object_set_new(r, "target-file-size-bytes", json_integer(target)) != 0 ||
+	    json_object_set_new(r, "files-removed", json_integer(dry_run ? removed : 0)) != 0 ||
+	    json_object_set_new(r, "files-added", json_integer(dry_run ? added : 0)) != 0 ||
+	    json_object_set_new(r, "bytes-removed", json_integer(dry_run ? bytes : 0)) != 0 ||
+	    json_object_set_new(r, "bytes-added", json_integer(0)) != 0 ||
+	    json_object_set_new(r, "partitions", json_integer(dry_run ? parts : 0)) != 0 ||
+	    json_object_set(r, "plan", plan) != 0) {
+		nomem(err);
+		goto out;
+	}
+	*report = r;
+	r = NULL;
+	rc = 0;
+	goto out;
+fail:
+	fl_err_prefix(err, "table %s: compaction plan", tbuf);
+out:
+	free(mloc);
+	json_decref(meta);
+	json_decref(list);
+	json_decref(groups);
+	json_decref(plan);
 	json_decref(r);
 	return rc;
 }

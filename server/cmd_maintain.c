@@ -3,7 +3,8 @@
  * database URL or data directory), through catalog/maintain.c.
  *
  * Actions: expire (snapshot expiry and the files it frees), orphans
- * (unreferenced files past floe.orphan-grace), compact and manifests (not
+ * (unreferenced files past floe.orphan-grace), compact (the bin-pack plan:
+ * with --dry-run only; the rewrite is not in this build) and manifests (not
  * in this build: reported as failed).  Without actions, those the table's
  * policy enables run: the table property floe.maintenance.actions, a comma
  * list (default "expire,orphans").  Each action prints one JSON line with
@@ -50,7 +51,8 @@ void srv_cmd_maintain_help(FILE *f)
 	fprintf(f, "Runs table maintenance in process, with the catalog of --database-url or\n"
 	           "--data-dir.  ACTION: expire (snapshots past the table's retention, then the\n"
 	           "files no kept snapshot references), orphans (unreferenced files older than\n"
-	           "floe.orphan-grace, default P3D), compact, manifests (not in this build).\n"
+	           "floe.orphan-grace, default P3D), compact (bin-pack plan; only with\n"
+	           "--dry-run in this build), manifests (not in this build).\n"
 	           "Without ACTION: those in the table property floe.maintenance.actions\n"
 	           "(default " DEFAULT_ACTIONS "). One JSON line per action.\n\n"
 	           "maintain options (each also an environment variable):\n");
@@ -198,6 +200,9 @@ int srv_cmd_maintain(int argc, char **argv)
 			else if (strcmp(sel[i], "orphans") == 0)
 				rc = cat_maintain_orphans(cat.db, &cat.wh, &cns, t.name,
 				                          fl_now_ms(), mc.dry_run, &r, &err);
+			else if (strcmp(sel[i], "compact") == 0)
+				rc = cat_maintain_compact(cat.db, &cat.wh, &cns, t.name, mc.dry_run,
+				                          &r, &err);
 			else
 				rc = fl_err_set(&err, FL_ERR_UNSUPPORTED,
 				                "%s is not implemented in this build", sel[i]);
