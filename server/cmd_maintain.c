@@ -3,9 +3,9 @@
  * database URL or data directory), through catalog/maintain.c.
  *
  * Actions: expire (snapshot expiry and the files it frees), orphans
- * (unreferenced files past floe.orphan-grace), compact (the bin-pack plan:
- * with --dry-run only; the rewrite is not in this build) and manifests (not
- * in this build: reported as failed).  Without actions, those the table's
+ * (unreferenced files past floe.orphan-grace), compact (bin-pack of small
+ * files, committed as a replace snapshot) and manifests (not in this
+ * build: reported as failed).  Without actions, those the table's
  * policy enables run: the table property floe.maintenance.actions, a comma
  * list (default "expire,orphans").  Each action prints one JSON line with
  * what it did or, with --dry-run, would do: files and bytes removed and
@@ -51,8 +51,9 @@ void srv_cmd_maintain_help(FILE *f)
 	fprintf(f, "Runs table maintenance in process, with the catalog of --database-url or\n"
 	           "--data-dir.  ACTION: expire (snapshots past the table's retention, then the\n"
 	           "files no kept snapshot references), orphans (unreferenced files older than\n"
-	           "floe.orphan-grace, default P3D), compact (bin-pack plan; only with\n"
-	           "--dry-run in this build), manifests (not in this build).\n"
+	           "floe.orphan-grace, default P3D), compact (small files of each partition\n"
+	           "rewritten toward write.target-file-size-bytes; not yet for v3 tables or\n"
+	           "tables with delete files), manifests (not in this build).\n"
 	           "Without ACTION: those in the table property floe.maintenance.actions\n"
 	           "(default " DEFAULT_ACTIONS "). One JSON line per action.\n\n"
 	           "maintain options (each also an environment variable):\n");
@@ -60,6 +61,16 @@ void srv_cmd_maintain_help(FILE *f)
 	fprintf(f,
 	        "\ncatalog options: --database-url, --data-dir, --warehouse, --pg-bin-dir\n"
 	        "exit status: 0 all actions succeeded, 2 usage, 3 bad input, 1 other failures\n");
+}
+
+/* FLOE_TEST_COMPACT_PAUSE_MS: tests hold a compaction between its rewrite
+ * and its commit, to race appends against it (bounded to a minute). */
+static unsigned test_pause_ms(void)
+{
+	const char *s = getenv("FLOE_TEST_COMPACT_PAUSE_MS");
+	unsigned long v = s != NULL ? strtoul(s, NULL, 10) : 0;
+
+	return v > 60000 ? 60000 : (unsigned)v;
 }
 
 static bool known(const char *a)
@@ -201,8 +212,8 @@ int srv_cmd_maintain(int argc, char **argv)
 				rc = cat_maintain_orphans(cat.db, &cat.wh, &cns, t.name,
 				                          fl_now_ms(), mc.dry_run, &r, &err);
 			else if (strcmp(sel[i], "compact") == 0)
-				rc = cat_maintain_compact(cat.db, &cat.wh, &cns, t.name, mc.dry_run,
-				                          &r, &err);
+				rc = cat_maintain_compact(cat.db, &cat.wh, &cns, t.name, &lim,
+				                          test_pause_ms(), mc.dry_run, &r, &err);
 			else
 				rc = fl_err_set(&err, FL_ERR_UNSUPPORTED,
 				                "%s is not implemented in this build", sel[i]);
