@@ -22,13 +22,18 @@
  * than the table's floe.orphan-grace (ISO-8601 duration, default P3D), so
  * that the files of a write still in flight are never touched.
  *
- * Compaction (bin-pack) is planned here: per partition (spec id and
- * partition tuple) the live data files smaller than 75% of the table's
+ * Compaction (bin-pack): per partition (spec id and partition tuple) the
+ * live data files smaller than 75% of the table's
  * write.target-file-size-bytes (default 512 MiB), when a partition has two
- * or more.  Tables with delete files (position, equality, deletion
+ * or more, are read with the Parquet reader and written again toward the
+ * target size; one `replace` snapshot drops the manifests that held them
+ * (only manifests whose every live file is rewritten) and adds one whose
+ * entries are the new files ADDED and the old ones DELETED.  It is built
+ * under the row lock on the then current state, so a concurrent append is
+ * carried, and a concurrent commit that removed a dropped manifest aborts
+ * the run.  Tables with delete files (position, equality, deletion
  * vectors) and v3 tables (whose rows' _row_id must survive) are refused as
- * not yet supported.  Only the plan (--dry-run) exists in this build; the
- * rewrite and its `replace` commit do not yet. */
+ * not yet supported. */
 #include "catalog.h"
 
 #include <inttypes.h>
@@ -618,7 +623,7 @@ static int plan_manifest(struct compact *c, const json_t *mf, struct fl_err *err
 {
 	const char *uri = json_string_value(json_object_get(mf, "manifest_path"));
 	json_int_t spec_id = json_integer_value(json_object_get(mf, "partition_spec_id"));
-	json_int_t live = 0, cand = 0;
+	json_int_t live = 0;
 	json_t *entries = NULL, *e;
 	size_t i;
 	int rc = -1;
@@ -686,7 +691,6 @@ static int plan_manifest(struct compact *c, const json_t *mf, struct fl_err *err
 			nomem(err);
 			goto out;
 		}
-		cand++;
 	}
 	if (json_object_set_new(c->mlive, uri, json_pack("[I,I]", live, (json_int_t)0)) != 0) {
 		nomem(err);
@@ -1053,7 +1057,7 @@ static int rewrite_all(struct compact *c, struct fl_err *err)
 	}
 	json_array_foreach(c->plan, i, g)
 	{
-		size_t nparts, k, before = rw.n;
+		size_t nparts, k;
 		const json_t *f;
 
 		if (st_snapshot_partition_parse(&c->t, json_object_get(g, "partition"), &parts[i],
@@ -1071,7 +1075,6 @@ static int rewrite_all(struct compact *c, struct fl_err *err)
 			nomem(err);
 			goto out;
 		}
-		(void)before;
 		json_array_foreach(json_object_get(g, "files"), k, f)
 		{
 			dfs[nd].content = ST_CONTENT_DATA;

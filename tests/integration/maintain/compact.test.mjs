@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  startCatalog, createTable, loadTable, ingest, show, currentSnapshot, localPath, readAvro, tmpDir,
+  startCatalog, createTable, loadTable, ingest, show, currentSnapshot, localPath, readAvro, tmpDir, duck, sqlStr,
 } from '../ingest/lib.mjs';
 import { call } from '../tables/lib.mjs';
 import { helpers, decodeAvro, encodeAvro } from './lib.mjs';
@@ -162,10 +162,15 @@ test('compact: a partitioned table is compacted per partition', async () => {
   }
   const after = await head(name);
   assert.deepEqual(await rows(after, cols), beforeRows);
-  // Each new file holds one region's rows and says so in its partition.
-  for (const e of entries(after).filter((x) => x.status === '1')) {
-    const ids = beforeRows.filter((row) => row[2] === e.partition.region);
-    assert.equal(ids.length, 12);
+  // Each new file holds exactly its partition's rows.
+  const con = await duck();
+  const added = entries(after).filter((x) => x.status === '1');
+  assert.equal(added.length, 3);
+  for (const e of added) {
+    const got = (await con.runAndReadAll(`SELECT id::VARCHAR, name, region FROM read_parquet(${sqlStr(localPath(e.path))}) ORDER BY id`))
+      .getRowsJson().map((row) => [String(row[0]), row[1], row[2]]);
+    assert.deepEqual(got, beforeRows.filter((row) => row[2] === e.partition.region));
+    assert.equal(got.length, 12);
   }
   assert.equal(after.summary['changed-partition-count'], '3');
 });
