@@ -47,6 +47,7 @@
 #include <time.h>
 
 #include "avro/reader.h"
+#include "iceberg/name_mapping.h"
 #include "iceberg/snapshot.h"
 #include "parquet/parquet.h"
 #include "parquet/reader.h"
@@ -835,6 +836,7 @@ struct rewrite {
 	size_t ncols;
 	char *schema_json;
 	enum st_parquet_codec codec;
+	const struct st_name_mapping *mapping; /* schema.name-mapping.default; may be NULL */
 	struct st_io_writer *file;
 	struct st_parquet_writer *w;
 	char *uri;
@@ -936,9 +938,24 @@ static int rewrite_group(struct rewrite *rw, const json_t *g, const struct st_va
 		struct st_parquet_reader *r = NULL;
 		const struct st_parquet_batch *b;
 
+		struct st_parquet_reader_opts ro = {.name_mapping = rw->mapping};
+
 		if (st_parquet_source_io(&src, &ictx, rw->c->io, uri, err) != 0 ||
-		    st_parquet_reader_open(&src, NULL, &r, err) != 0 ||
-		    st_parquet_reader_project(r, want, rw->ncols, err) != 0)
+		    st_parquet_reader_open(&src, &ro, &r, err) != 0)
+			goto bad;
+		/* A column without a field id would read as nulls: never rewrite
+		 * such a file (its values would be lost). */
+		for (size_t l = 0; l < st_parquet_reader_n_leaves(r); l++) {
+			if (st_parquet_reader_leaf(r, l)->field_id < 0) {
+				fl_err_set(
+				        err, FL_ERR_UNSUPPORTED,
+				        "column %.100s has no field id and the table's name mapping "
+				        "does not name it; compacting such files is not yet supported",
+				        st_parquet_reader_leaf(r, l)->path);
+				goto bad;
+			}
+		}
+		if (st_parquet_reader_project(r, want, rw->ncols, err) != 0)
 			goto bad;
 		for (;;) {
 			if (st_parquet_reader_next(r, &b, err) != 0)
@@ -1038,12 +1055,21 @@ static int rewrite_all(struct compact *c, struct fl_err *err)
 	struct st_data_file *dfs = NULL;
 	struct st_manifest_entry *del = NULL;
 	struct rewrite rw = {.c = c, .codec = table_codec(c->meta)};
+	struct st_name_mapping *mapping = NULL;
+	const char *mapping_text = json_string_value(json_object_get(
+	        json_object_get(c->meta, "properties"), "schema.name-mapping.default"));
 	size_t ncols = 0, np = json_array_size(c->plan), nd = 0, i;
 	json_t *g;
 	int rc = -1;
 
 	if (schema_columns(c, &cols, &want, &ncols, err) != 0)
 		goto out;
+	if (mapping_text != NULL &&
+	    st_name_mapping_parse(mapping_text, strlen(mapping_text), &mapping, err) != 0) {
+		fl_err_prefix(err, "table %s: schema.name-mapping.default", c->table);
+		goto out;
+	}
+	rw.mapping = mapping;
 	rw.cols = cols;
 	rw.ncols = ncols;
 	rw.schema_json = json_dumps(c->t.schema, JSON_COMPACT);
@@ -1124,6 +1150,7 @@ out:
 	free(cols);
 	free(want);
 	free(rw.schema_json);
+	st_name_mapping_free(mapping);
 	return rc;
 }
 

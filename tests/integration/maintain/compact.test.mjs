@@ -7,6 +7,8 @@
 // - appends racing a compaction (held between its rewrite and its commit)
 //   are kept: every acknowledged row present exactly once; a commit that
 //   removes a file the compaction rewrote aborts it, and nothing is lost;
+// - files without field ids (DuckDB's) are read through the table's name
+//   mapping, and refused without one (their columns would read as nulls);
 // - --dry-run reports the plan and changes nothing;
 // - tables with delete files and v3 tables are refused as not yet supported.
 import { test, before, after } from 'node:test';
@@ -228,6 +230,59 @@ test('compact: a commit that removes a rewritten file aborts it, nothing lost', 
   assert.equal(after.summary.operation, 'delete');
   assert.deepEqual((await rows(after)).map((row) => Number(row[0])), range(3, 9));
   assert.deepEqual(fs.readdirSync(dataDir).filter((f) => f.includes('compact')), [], 'its new files are deleted');
+});
+
+test('compact: files without field ids are read by the name mapping, refused without one', async () => {
+  const name = 'foreign';
+  await createTable(ctx, name, fields);
+  for (let b = 0; b < 2; b++) await append(name, range(b * 3, 3));
+  let meta = (await loadTable(ctx, name)).metadata;
+  // A DuckDB file (no field ids) added by a manifest copied from an append's.
+  const dataDir = path.join(localPath(currentSnapshot(meta)['manifest-list']), '..', '..', 'data');
+  const duckFile = path.join(dataDir, 'duckdb-written.parquet');
+  const con = await duck();
+  await con.run(`COPY (SELECT (100 + i)::BIGINT AS id, 'd' || i AS name FROM range(3) t(i)) TO ${sqlStr(duckFile)} (FORMAT parquet)`);
+  const listRecs = readAvro(currentSnapshot(meta)['manifest-list']).records;
+  const src = localPath(listRecs[0].manifest_path);
+  const m = await decodeAvro(src);
+  const added = `${path.dirname(src)}/duckdb-added-m0.avro`;
+  const size = BigInt(fs.statSync(duckFile).size);
+  await encodeAvro(added, m.type, m.header.meta, [{
+    ...m.recs[0],
+    data_file: {
+      ...m.recs[0].data_file, file_path: `file://${duckFile}`, file_size_in_bytes: size, record_count: 3n,
+      column_sizes: null, value_counts: null, null_value_counts: null, nan_value_counts: null,
+      lower_bounds: null, upper_bounds: null, split_offsets: null,
+    },
+  }]);
+  meta = (await dropManifests(name, meta, () => false, {
+    edit: (recs) => [...recs, {
+      ...recs[0], manifest_path: `file://${added}`, manifest_length: BigInt(fs.statSync(added).size), added_rows_count: 3n,
+    }],
+  })).metadata;
+  const before = currentSnapshot(meta);
+  assert.equal(liveFiles(before).length, 3);
+  const mapping = JSON.stringify([{ 'field-id': 1, names: ['id'] }, { 'field-id': 2, names: ['name'] }]);
+  const beforeRows = await rows(before, ['id', 'name'], { mapping });
+  assert.equal(beforeRows.length, 9);
+  let res = maintain(name, ['compact']);
+  assert.equal(res.code, 1, res.stdout);
+  assert.match(res.lines[0].error, /column id has no field id and the table's name mapping does not name it; compacting such files is not yet supported/);
+  assert.equal(String((await head(name))['snapshot-id']), String(before['snapshot-id']));
+  assert.deepEqual(fs.readdirSync(dataDir).filter((f) => f.includes('compact')), [], 'its new files are deleted');
+
+  await call(ctx.base, 'POST', `${ctx.p}/namespaces/${ctx.ns.join('%1F')}/tables/${name}`, {
+    body: {
+      requirements: [],
+      updates: [{ action: 'set-properties', updates: { 'schema.name-mapping.default': mapping } }],
+    },
+    expect: 200,
+  });
+  res = maintain(name, ['compact']);
+  assert.equal(res.code, 0, res.stderr);
+  assert.equal(res.lines[0]['files-removed'], 3);
+  assert.equal(res.lines[0]['files-added'], 1);
+  assert.deepEqual(await rows(await head(name)), beforeRows);
 });
 
 test('compact: tables with delete files and v3 tables are refused as not yet supported', async () => {

@@ -103,8 +103,9 @@ export function helpers(ctx, dir) {
   }
 
   // The table's rows as DuckDB and Floe's reader see them (sorted by id):
-  // [id as text, then the other columns].
-  async function rows(snapshot, cols = ['id', 'name']) {
+  // [id as text, then the other columns].  mapping: a name mapping (JSON
+  // text) for Floe's reader, for files without field ids.
+  async function rows(snapshot, cols = ['id', 'name'], { mapping } = {}) {
     const files = liveFiles(snapshot).map(localPath);
     if (files.length === 0) return [];
     const con = await duck();
@@ -113,7 +114,13 @@ export function helpers(ctx, dir) {
     const duckRows = (await con.runAndReadAll(sql)).getRowsJson().map((r) => [String(r[0]), ...r.slice(1)]);
     const floeRows = [];
     for (const f of files) {
-      const r = spawnSync(dumpBin, [f], { encoding: 'utf8' });
+      let args = [f];
+      if (mapping) {
+        const mf = path.join(dir, 'mapping.json');
+        fs.writeFileSync(mf, mapping);
+        args = ['--mapping', mf, f];
+      }
+      const r = spawnSync(dumpBin, args, { encoding: 'utf8' });
       assert.equal(r.status, 0, r.stderr);
       const [head, ...lines] = r.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l));
       const at = cols.map((c) => head.columns.findIndex((x) => x.path === c));
