@@ -1002,6 +1002,10 @@ static int build_compact(void *arg, const json_t *current, json_t **updates, str
 		                  "table %s: compaction aborted: the table has no current snapshot "
 		                  "any more",
 		                  c->table);
+	if (json_integer_value(json_object_get(current, "format-version")) != c->t.format_version)
+		return fl_err_set(err, FL_ERR_CONFLICT,
+		                  "table %s: compaction aborted: the table was upgraded meanwhile",
+		                  c->table);
 	drop = calloc(nd, sizeof(*drop));
 	if (drop == NULL)
 		return nomem(err);

@@ -375,7 +375,7 @@ int st_snapshot_manifest_write_replace(const struct st_snapshot_table *t, int64_
 	if (check_table(t, err) != 0)
 		return -1;
 	st_buf_init(&buf, t->alloc);
-	if (n == 0 || files == NULL)
+	if (n + n_deleted == 0 || (n > 0 && files == NULL))
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "snapshot: a manifest needs data files");
 	for (size_t i = 0; i < n; i++) {
 		if (files[i].content != ST_CONTENT_DATA)

@@ -81,7 +81,8 @@ int st_snapshot_manifest_write(const struct st_snapshot_table *table, int64_t sn
  * Each deleted entry names its data file (content DATA; path, format,
  * partition, record_count and size at least) and carries the snapshot id
  * and data and file sequence numbers the file had; the status given is
- * ignored.  The counts of both go to out->file, the removed sizes to
+ * ignored; n may be 0 (files with no rows) when n_deleted is not.  The
+ * counts of both go to out->file, the removed sizes to
  * out->removed_files_size.  Errors as st_snapshot_manifest_write, and
  * FL_ERR_BAD_REQUEST for a deleted entry lacking those. */
 int st_snapshot_manifest_write_replace(const struct st_snapshot_table *table, int64_t snapshot_id,
