@@ -45,6 +45,21 @@ after(async () => {
 });
 
 const head = async (name) => currentSnapshot((await loadTable(ctx, name)).metadata);
+
+// The server's table cache learns of in-process commits (`floe ingest`,
+// `floe maintain`) by NOTIFY, so a load right after one may be stale: load
+// until the current snapshot satisfies pred (at most 10 s).
+async function settled(name, pred) {
+  for (let i = 0; ; i++) {
+    const meta = (await loadTable(ctx, name)).metadata;
+    const snap = currentSnapshot(meta);
+    if (snap && pred(snap)) return { meta, snap };
+    if (i >= 200) throw new Error(`table ${name} did not reach the expected state`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+const files = (n) => (snap) => snap.summary['total-data-files'] === String(n);
+const isSnap = (id) => (snap) => String(snap['snapshot-id']) === String(id);
 const range = (from, n) => Array.from({ length: n }, (_, i) => from + i);
 
 // The entries of a snapshot's manifests: [{status, path, partition}].
@@ -62,7 +77,7 @@ test('compact: 20 small appends become one file, rows unchanged, a replace snaps
   const name = 'small';
   await createTable(ctx, name, fields);
   for (let b = 0; b < 20; b++) await append(name, range(b * 5, 5));
-  const before = await head(name);
+  const before = (await settled(name, files(20))).snap;
   const beforeFiles = liveFiles(before);
   assert.equal(beforeFiles.length, 20);
   const beforeRows = await rows(before);
@@ -95,7 +110,7 @@ test('compact: 20 small appends become one file, rows unchanged, a replace snaps
   assert.equal(r['files-added'], 1);
   assert.equal(r['bytes-removed'], sizes);
   assert.equal(r.partitions, 1);
-  const after = await head(name);
+  const after = (await settled(name, isSnap(r['snapshot-id']))).snap;
   assert.equal(String(after['snapshot-id']), String(r['snapshot-id']));
   assert.equal(String(after['parent-snapshot-id']), String(before['snapshot-id']));
   const s = after.summary;
@@ -146,7 +161,7 @@ test('compact: a partitioned table is compacted per partition', async () => {
     const res = await ingest(ctx, name, [file]);
     assert.equal(res.code, 0, show(res));
   }
-  const before = await head(name);
+  const before = (await settled(name, files(18))).snap;
   assert.equal(liveFiles(before).length, 18);
   const cols = ['id', 'name', 'region'];
   const beforeRows = await rows(before, cols);
@@ -162,7 +177,7 @@ test('compact: a partitioned table is compacted per partition', async () => {
     assert.equal(p['files-removed'], 6);
     assert.equal(p['files-added'], 1);
   }
-  const after = await head(name);
+  const after = (await settled(name, isSnap(r['snapshot-id']))).snap;
   assert.deepEqual(await rows(after, cols), beforeRows);
   // Each new file holds exactly its partition's rows.
   const con = await duck();
@@ -181,7 +196,7 @@ test('compact: appends racing the compaction are kept, each row exactly once', a
   const name = 'race';
   await createTable(ctx, name, fields);
   for (let b = 0; b < 10; b++) await append(name, range(b * 3, 3));
-  const before = await head(name);
+  const before = (await settled(name, files(10))).snap;
   // Hold the compaction between its rewrite and its commit while 8
   // concurrent appends land.
   const running = maintainAsync(name, ['compact'], { FLOE_TEST_COMPACT_PAUSE_MS: '1500' });
@@ -198,7 +213,7 @@ test('compact: appends racing the compaction are kept, each row exactly once', a
   const r = res.lines[0];
   assert.equal(r.status, 'ok', r.error);
   assert.equal(r['files-removed'], 10);
-  const after = await head(name);
+  const after = (await settled(name, isSnap(r['snapshot-id']))).snap;
   // The compaction committed last, on top of the appends.
   assert.equal(String(after['snapshot-id']), String(r['snapshot-id']));
   assert.notEqual(String(after['parent-snapshot-id']), String(before['snapshot-id']));
@@ -214,19 +229,20 @@ test('compact: a commit that removes a rewritten file aborts it, nothing lost', 
   const name = 'conflict';
   await createTable(ctx, name, fields);
   for (let b = 0; b < 4; b++) await append(name, range(b * 3, 3));
-  const dataDir = path.join(localPath((await head(name))['manifest-list']), '..', '..', 'data');
+  const { meta } = await settled(name, files(4));
+  const dataDir = path.join(localPath(currentSnapshot(meta)['manifest-list']), '..', '..', 'data');
   const running = maintainAsync(name, ['compact'], { FLOE_TEST_COMPACT_PAUSE_MS: '1500' });
   await new Promise((res) => setTimeout(res, 300));
   // Meanwhile a delete drops the first append's manifest (and its rows).
-  const meta = (await loadTable(ctx, name)).metadata;
   const lists = readAvro(currentSnapshot(meta)['manifest-list']).records;
   const first = lists[lists.length - 1].manifest_path;
-  await dropManifests(name, meta, (rec) => rec.manifest_path === first);
+  const dropped = await dropManifests(name, meta, (rec) => rec.manifest_path === first);
   const res = await running;
   assert.equal(res.code, 1, res.stdout);
   assert.equal(res.lines[0].status, 'failed');
   assert.match(res.lines[0].error, /compaction aborted, a concurrent commit removed files it rewrote/);
   const after = await head(name);
+  assert.equal(String(after['snapshot-id']), String(currentSnapshot(dropped.metadata)['snapshot-id']));
   assert.equal(after.summary.operation, 'delete');
   assert.deepEqual((await rows(after)).map((row) => Number(row[0])), range(3, 9));
   assert.deepEqual(fs.readdirSync(dataDir).filter((f) => f.includes('compact')), [], 'its new files are deleted');
@@ -236,7 +252,7 @@ test('compact: files without field ids are read by the name mapping, refused wit
   const name = 'foreign';
   await createTable(ctx, name, fields);
   for (let b = 0; b < 2; b++) await append(name, range(b * 3, 3));
-  let meta = (await loadTable(ctx, name)).metadata;
+  let { meta } = await settled(name, files(2));
   // A DuckDB file (no field ids) added by a manifest copied from an append's.
   const dataDir = path.join(localPath(currentSnapshot(meta)['manifest-list']), '..', '..', 'data');
   const duckFile = path.join(dataDir, 'duckdb-written.parquet');
@@ -282,14 +298,14 @@ test('compact: files without field ids are read by the name mapping, refused wit
   assert.equal(res.code, 0, res.stderr);
   assert.equal(res.lines[0]['files-removed'], 3);
   assert.equal(res.lines[0]['files-added'], 1);
-  assert.deepEqual(await rows(await head(name)), beforeRows);
+  assert.deepEqual(await rows((await settled(name, isSnap(res.lines[0]['snapshot-id']))).snap), beforeRows);
 });
 
 test('compact: tables with delete files and v3 tables are refused as not yet supported', async () => {
   const name = 'deletes';
   await createTable(ctx, name, fields);
   for (let b = 0; b < 3; b++) await append(name, range(b * 3, 3));
-  let meta = (await loadTable(ctx, name)).metadata;
+  let { meta } = await settled(name, files(3));
   // A position delete manifest: a copy of a data manifest whose entry says
   // content 1, listed as a delete manifest.
   const listRecs = readAvro(currentSnapshot(meta)['manifest-list']).records;
