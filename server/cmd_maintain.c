@@ -188,11 +188,16 @@ int srv_cmd_maintain(int argc, char **argv)
 		struct cat_ns cns = {t.levels, t.nlevels};
 		struct cat_limits lim = {(size_t)sc.max_commit_updates,
 		                         (size_t)sc.max_metadata_bytes};
+		char tname[520], nsbuf[520];
+
+		/* The parse split mc.table in place: the name as given, again. */
+		snprintf(tname, sizeof(tname), "%s.%s", cat_ns_str(&cns, nsbuf, sizeof(nsbuf)),
+		         t.name);
 
 		opened = true;
 		if (srv_cli_catalog_open(&sc, &cat, &err) != 0 ||
 		    (n_sel == 0 && policy(&cat, &cns, t.name, sel, &n_sel, &err) != 0)) {
-			print_line(NULL, n_sel ? sel[0] : "maintain", mc.table, mc.dry_run,
+			print_line(NULL, n_sel ? sel[0] : "maintain", tname, mc.dry_run,
 			           fl_mono_ns(), &err);
 			fprintf(stderr, "floe maintain: %s\n", err.msg);
 			code = err.kind == FL_ERR_BAD_REQUEST ? EXIT_BAD_INPUT : EXIT_FAIL;
@@ -217,7 +222,7 @@ int srv_cmd_maintain(int argc, char **argv)
 			else
 				rc = fl_err_set(&err, FL_ERR_UNSUPPORTED,
 				                "%s is not implemented in this build", sel[i]);
-			print_line(rc == 0 ? r : NULL, sel[i], mc.table, mc.dry_run, t0,
+			print_line(rc == 0 ? r : NULL, sel[i], tname, mc.dry_run, t0,
 			           rc == 0 ? NULL : &err);
 			if (rc != 0) {
 				fprintf(stderr, "floe maintain: %s: %s\n", sel[i], err.msg);

@@ -321,6 +321,7 @@ test('compact: tables with delete files and v3 tables are refused as not yet sup
     const res = maintain(name, args);
     assert.equal(res.code, 1, res.stdout);
     assert.equal(res.lines[0].status, 'failed');
+    assert.equal(res.lines[0].table, `${ctx.ns.join('.')}.${name}`);
     assert.match(res.lines[0].error, /delete files or deletion vectors; compaction that applies them is not yet supported/);
   }
   assert.equal(String((await head(name))['snapshot-id']), String(currentSnapshot(meta)['snapshot-id']));
