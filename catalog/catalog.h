@@ -379,6 +379,34 @@ int cat_maintain_orphans(struct cat_db *db, const struct cat_warehouse *wh, cons
                          const char *name, int64_t now_ms, bool dry_run, json_t **report,
                          struct fl_err *err) FL_MUST_CHECK;
 
+/* Compaction (bin-pack) of one table (wh->io set).  Per partition (spec
+ * id and partition tuple) of the current snapshot, the live data files of
+ * the default spec smaller than 75% of write.target-file-size-bytes
+ * (default 512 MiB) are chosen when there are two or more; a manifest is
+ * rewritten only whole (every live file in it chosen), so chosen files that
+ * share a manifest with files that stay are skipped (files-skipped).  The
+ * chosen files are read (storage/parquet/reader.h) and written again
+ * toward the target size with the current schema's field ids and the same
+ * partition values, then one `replace` snapshot is committed whose new
+ * manifest holds the new files ADDED and the old ones DELETED; the other
+ * manifests are carried unchanged.  The commit is built under the row
+ * lock on the then current state: appends since the plan are kept; a
+ * commit that removed a dropped manifest aborts the run (FL_ERR_CONFLICT,
+ * the new files deleted).  pause_ms (tests only; 0 normally) sleeps
+ * between the rewrite and the commit.  dry_run writes nothing and
+ * estimates the files added (bytes / target, rounded up).  *report =
+ * {action: "compact", table, dry-run, target-file-size-bytes,
+ * files-removed, files-added, bytes-removed, bytes-added, partitions,
+ * files-skipped, plan: [{spec-id, partition, files-removed, bytes-removed,
+ * files-added, bytes-added}], snapshot-id (when committed)}.
+ * FL_ERR_UNSUPPORTED (not yet) for v3 tables, tables with delete files,
+ * nested columns and binary/fixed/uuid/decimal partition values;
+ * FL_ERR_BAD_REQUEST for a malformed write.target-file-size-bytes;
+ * storage and commit errors. */
+int cat_maintain_compact(struct cat_db *db, const struct cat_warehouse *wh, const struct cat_ns *ns,
+                         const char *name, const struct cat_limits *lim, unsigned pause_ms,
+                         bool dry_run, json_t **report, struct fl_err *err) FL_MUST_CHECK;
+
 /* ---- background work ---- */
 
 /* Deletes expired idempotency records; *n = how many. */

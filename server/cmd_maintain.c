@@ -3,8 +3,9 @@
  * database URL or data directory), through catalog/maintain.c.
  *
  * Actions: expire (snapshot expiry and the files it frees), orphans
- * (unreferenced files past floe.orphan-grace), compact and manifests (not
- * in this build: reported as failed).  Without actions, those the table's
+ * (unreferenced files past floe.orphan-grace), compact (bin-pack of small
+ * files, committed as a replace snapshot) and manifests (not in this
+ * build: reported as failed).  Without actions, those the table's
  * policy enables run: the table property floe.maintenance.actions, a comma
  * list (default "expire,orphans").  Each action prints one JSON line with
  * what it did or, with --dry-run, would do: files and bytes removed and
@@ -50,7 +51,9 @@ void srv_cmd_maintain_help(FILE *f)
 	fprintf(f, "Runs table maintenance in process, with the catalog of --database-url or\n"
 	           "--data-dir.  ACTION: expire (snapshots past the table's retention, then the\n"
 	           "files no kept snapshot references), orphans (unreferenced files older than\n"
-	           "floe.orphan-grace, default P3D), compact, manifests (not in this build).\n"
+	           "floe.orphan-grace, default P3D), compact (small files of each partition\n"
+	           "rewritten toward write.target-file-size-bytes; not yet for v3 tables or\n"
+	           "tables with delete files), manifests (not in this build).\n"
 	           "Without ACTION: those in the table property floe.maintenance.actions\n"
 	           "(default " DEFAULT_ACTIONS "). One JSON line per action.\n\n"
 	           "maintain options (each also an environment variable):\n");
@@ -58,6 +61,16 @@ void srv_cmd_maintain_help(FILE *f)
 	fprintf(f,
 	        "\ncatalog options: --database-url, --data-dir, --warehouse, --pg-bin-dir\n"
 	        "exit status: 0 all actions succeeded, 2 usage, 3 bad input, 1 other failures\n");
+}
+
+/* FLOE_TEST_COMPACT_PAUSE_MS: tests hold a compaction between its rewrite
+ * and its commit, to race appends against it (bounded to a minute). */
+static unsigned test_pause_ms(void)
+{
+	const char *s = getenv("FLOE_TEST_COMPACT_PAUSE_MS");
+	unsigned long v = s != NULL ? strtoul(s, NULL, 10) : 0;
+
+	return v > 60000 ? 60000 : (unsigned)v;
 }
 
 static bool known(const char *a)
@@ -175,11 +188,16 @@ int srv_cmd_maintain(int argc, char **argv)
 		struct cat_ns cns = {t.levels, t.nlevels};
 		struct cat_limits lim = {(size_t)sc.max_commit_updates,
 		                         (size_t)sc.max_metadata_bytes};
+		char tname[520], nsbuf[520];
+
+		/* The parse split mc.table in place: the name as given, again. */
+		snprintf(tname, sizeof(tname), "%s.%s", cat_ns_str(&cns, nsbuf, sizeof(nsbuf)),
+		         t.name);
 
 		opened = true;
 		if (srv_cli_catalog_open(&sc, &cat, &err) != 0 ||
 		    (n_sel == 0 && policy(&cat, &cns, t.name, sel, &n_sel, &err) != 0)) {
-			print_line(NULL, n_sel ? sel[0] : "maintain", mc.table, mc.dry_run,
+			print_line(NULL, n_sel ? sel[0] : "maintain", tname, mc.dry_run,
 			           fl_mono_ns(), &err);
 			fprintf(stderr, "floe maintain: %s\n", err.msg);
 			code = err.kind == FL_ERR_BAD_REQUEST ? EXIT_BAD_INPUT : EXIT_FAIL;
@@ -198,10 +216,13 @@ int srv_cmd_maintain(int argc, char **argv)
 			else if (strcmp(sel[i], "orphans") == 0)
 				rc = cat_maintain_orphans(cat.db, &cat.wh, &cns, t.name,
 				                          fl_now_ms(), mc.dry_run, &r, &err);
+			else if (strcmp(sel[i], "compact") == 0)
+				rc = cat_maintain_compact(cat.db, &cat.wh, &cns, t.name, &lim,
+				                          test_pause_ms(), mc.dry_run, &r, &err);
 			else
 				rc = fl_err_set(&err, FL_ERR_UNSUPPORTED,
 				                "%s is not implemented in this build", sel[i]);
-			print_line(rc == 0 ? r : NULL, sel[i], mc.table, mc.dry_run, t0,
+			print_line(rc == 0 ? r : NULL, sel[i], tname, mc.dry_run, t0,
 			           rc == 0 ? NULL : &err);
 			if (rc != 0) {
 				fprintf(stderr, "floe maintain: %s: %s\n", sel[i], err.msg);

@@ -222,6 +222,90 @@ fail:
 	return -1;
 }
 
+int st_snapshot_partition_parse(const struct st_snapshot_table *t, const json_t *rec,
+                                struct st_value **out, size_t *n_out, struct fl_err *err)
+{
+	struct st_partition_field *spec = NULL;
+	struct st_value *v = NULL;
+	size_t n = 0;
+	int rc = -1;
+
+	*out = NULL;
+	*n_out = 0;
+	if (spec_parse(t, &spec, &n, err) != 0)
+		return -1;
+	if (n == 0)
+		return 0;
+	v = st_calloc(t->alloc, n, sizeof(*v));
+	if (v == NULL) {
+		fl_err_set(err, FL_ERR_NOMEM, "snapshot: out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const json_t *x = json_object_get(rec, spec[i].name);
+		bool ok;
+
+		if (x == NULL || json_is_null(x)) {
+			v[i].null = true;
+			continue;
+		}
+		switch (spec[i].type.id) {
+		case ST_TYPE_BOOLEAN:
+			ok = json_is_boolean(x);
+			v[i].v.b = json_is_true(x);
+			break;
+		case ST_TYPE_INT:
+		case ST_TYPE_DATE:
+			ok = json_is_integer(x) && json_integer_value(x) >= INT32_MIN &&
+			     json_integer_value(x) <= INT32_MAX;
+			v[i].v.i = (int32_t)json_integer_value(x);
+			break;
+		case ST_TYPE_LONG:
+		case ST_TYPE_TIME:
+		case ST_TYPE_TIMESTAMP:
+		case ST_TYPE_TIMESTAMPTZ:
+		case ST_TYPE_TIMESTAMP_NS:
+		case ST_TYPE_TIMESTAMPTZ_NS:
+			ok = json_is_integer(x);
+			v[i].v.l = json_integer_value(x);
+			break;
+		case ST_TYPE_FLOAT:
+		case ST_TYPE_DOUBLE:
+			ok = json_is_number(x);
+			if (spec[i].type.id == ST_TYPE_FLOAT)
+				v[i].v.f = (float)json_number_value(x);
+			else
+				v[i].v.d = json_number_value(x);
+			break;
+		case ST_TYPE_STRING:
+			ok = json_is_string(x);
+			v[i].v.bin.p = (const uint8_t *)json_string_value(x);
+			v[i].v.bin.len = json_string_length(x);
+			break;
+		default:
+			fl_err_set(
+			        err, FL_ERR_UNSUPPORTED,
+			        "snapshot: partition field %s: its type is not yet supported here",
+			        spec[i].name);
+			goto out;
+		}
+		if (!ok) {
+			fl_err_set(err, FL_ERR_BAD_REQUEST,
+			           "snapshot: partition field %s: the value does not fit its type",
+			           spec[i].name);
+			goto out;
+		}
+	}
+	*out = v;
+	*n_out = n;
+	v = NULL;
+	rc = 0;
+out:
+	st_free(t->alloc, v);
+	st_free(t->alloc, spec);
+	return rc;
+}
+
 static bool value_equal(const struct st_type *t, const struct st_value *a, const struct st_value *b)
 {
 	if (a->null || b->null)
@@ -270,6 +354,14 @@ int st_snapshot_manifest_write(const struct st_snapshot_table *t, int64_t snapsh
                                const struct st_data_file *files, size_t n,
                                struct st_snapshot_manifest **out, struct fl_err *err)
 {
+	return st_snapshot_manifest_write_replace(t, snapshot_id, files, n, NULL, 0, out, err);
+}
+
+int st_snapshot_manifest_write_replace(const struct st_snapshot_table *t, int64_t snapshot_id,
+                                       const struct st_data_file *files, size_t n,
+                                       const struct st_manifest_entry *deleted, size_t n_deleted,
+                                       struct st_snapshot_manifest **out, struct fl_err *err)
+{
 	struct st_partition_field *spec = NULL;
 	size_t n_spec = 0;
 	struct st_manifest_opts mo = {0};
@@ -283,7 +375,7 @@ int st_snapshot_manifest_write(const struct st_snapshot_table *t, int64_t snapsh
 	if (check_table(t, err) != 0)
 		return -1;
 	st_buf_init(&buf, t->alloc);
-	if (n == 0 || files == NULL)
+	if (n + n_deleted == 0 || (n > 0 && files == NULL))
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "snapshot: a manifest needs data files");
 	for (size_t i = 0; i < n; i++) {
 		if (files[i].content != ST_CONTENT_DATA)
@@ -328,6 +420,26 @@ int st_snapshot_manifest_write(const struct st_snapshot_table *t, int64_t snapsh
 			goto fail;
 		if (__builtin_add_overflow(m->added_files_size, files[i].file_size_in_bytes,
 		                           &m->added_files_size)) {
+			fl_err_set(err, FL_ERR_BAD_REQUEST, "snapshot: file sizes overflow");
+			goto fail;
+		}
+	}
+	for (size_t i = 0; i < n_deleted; i++) {
+		struct st_manifest_entry e = deleted[i];
+
+		e.status = ST_ENTRY_DELETED;
+		if (e.file == NULL || e.file->content != ST_CONTENT_DATA || !e.has_snapshot_id ||
+		    !e.has_sequence_number) {
+			fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "snapshot: a removed file needs a data file, its snapshot id and "
+			        "its sequence number");
+			goto fail;
+		}
+		if (st_manifest_writer_add(w, &e, err) != 0)
+			goto fail;
+		if (__builtin_add_overflow(m->removed_files_size, e.file->file_size_in_bytes,
+		                           &m->removed_files_size)) {
 			fl_err_set(err, FL_ERR_BAD_REQUEST, "snapshot: file sizes overflow");
 			goto fail;
 		}
@@ -729,6 +841,9 @@ static const char *const computed_keys[] = {
         "total-delete-files",
         "total-position-deletes",
         "total-equality-deletes",
+        "deleted-data-files",
+        "deleted-records",
+        "removed-files-size",
 };
 
 /* A summary value: a decimal string of a non-negative long. */
@@ -832,11 +947,16 @@ static json_t *make_summary(const struct st_snapshot_opts *o, const int64_t tota
 	int bad = s == NULL;
 
 	if (!bad)
-		bad = json_object_set_new(s, "operation", json_string("append"));
+		bad = json_object_set_new(s, "operation",
+		                          json_string(o->n_drop > 0 ? "replace" : "append"));
 	if (!bad && m != NULL)
 		bad = put_long_str(s, "added-data-files", m->file.added_files_count) ||
 		      put_long_str(s, "added-records", m->file.added_rows_count) ||
 		      put_long_str(s, "added-files-size", m->added_files_size);
+	if (!bad && m != NULL && m->file.deleted_files_count > 0)
+		bad = put_long_str(s, "deleted-data-files", m->file.deleted_files_count) ||
+		      put_long_str(s, "deleted-records", m->file.deleted_rows_count) ||
+		      put_long_str(s, "removed-files-size", m->removed_files_size);
 	if (!bad)
 		bad = put_long_str(s, "changed-partition-count",
 		                   m != NULL ? m->changed_partitions : 0);
@@ -892,6 +1012,39 @@ static int check_opts(const struct st_snapshot_opts *o, struct fl_err *err)
 	return check_extra(o->extra_summary, err);
 }
 
+static bool dropped(const struct st_snapshot_opts *o, const char *path)
+{
+	for (size_t i = 0; i < o->n_drop; i++) {
+		if (strcmp(o->drop_manifests[i], path) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Every manifest a replace drops must be in the parent's list: else a
+ * commit since the plan has removed or rewritten it, and its files may no
+ * longer be live. */
+static int check_dropped(const struct st_snapshot_opts *o, const struct parent *p,
+                         struct fl_err *err)
+{
+	for (size_t i = 0; i < o->n_drop; i++) {
+		size_t k = 0;
+
+		while (k < p->n && strcmp(p->c[k].mf.manifest_path, o->drop_manifests[i]) != 0)
+			k++;
+		if (k == p->n)
+			return fl_err_set(err, FL_ERR_CONFLICT,
+			                  "snapshot: manifest %.200s is no longer in the current "
+			                  "snapshot: files it held were removed or rewritten since",
+			                  o->drop_manifests[i]);
+		if (p->c[k].mf.content != ST_MANIFEST_DATA)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "snapshot: manifest %.200s holds delete files",
+			                  o->drop_manifests[i]);
+	}
+	return 0;
+}
+
 static int write_list(const struct st_snapshot_opts *o, const struct parent *p, const char *path,
                       int64_t *next_row_id, struct fl_err *err)
 {
@@ -915,7 +1068,8 @@ static int write_list(const struct st_snapshot_opts *o, const struct parent *p, 
 	if (o->manifest != NULL && st_manifest_list_writer_add(w, &o->manifest->file, err) != 0)
 		goto out;
 	for (size_t i = 0; i < p->n; i++) {
-		if (st_manifest_list_writer_add(w, &p->c[i].mf, err) != 0)
+		if (!dropped(o, p->c[i].mf.manifest_path) &&
+		    st_manifest_list_writer_add(w, &p->c[i].mf, err) != 0)
 			goto out;
 	}
 	rc = st_manifest_list_writer_close(w, NULL, next_row_id, err);
@@ -955,10 +1109,18 @@ int st_snapshot_build(const struct st_snapshot_opts *o, json_t **snapshot, struc
 			goto out;
 		}
 	}
+	if (o->n_drop > 0 && (o->parent == NULL || check_dropped(o, &p, err) != 0)) {
+		if (o->parent == NULL)
+			fl_err_set(err, FL_ERR_BAD_REQUEST, "snapshot: a replace needs a parent");
+		goto out;
+	}
 	if (o->manifest != NULL) {
-		added[T_RECORDS] = o->manifest->file.added_rows_count;
-		added[T_FILES_SIZE] = o->manifest->added_files_size;
-		added[T_DATA_FILES] = o->manifest->file.added_files_count;
+		added[T_RECORDS] =
+		        o->manifest->file.added_rows_count - o->manifest->file.deleted_rows_count;
+		added[T_FILES_SIZE] =
+		        o->manifest->added_files_size - o->manifest->removed_files_size;
+		added[T_DATA_FILES] = (int64_t)o->manifest->file.added_files_count -
+		                      o->manifest->file.deleted_files_count;
 	}
 	if (compute_totals(o, &p, added, totals, err) != 0)
 		goto out;

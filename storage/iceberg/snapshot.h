@@ -29,6 +29,7 @@
 #include "base/alloc.h"
 #include "err.h"
 #include "iceberg/data_file.h"
+#include "iceberg/manifest.h"
 #include "iceberg/manifest_list.h"
 #include "io/io.h"
 
@@ -59,6 +60,7 @@ struct st_snapshot_manifest {
 	struct st_manifest_file file; /* what the list records; file.manifest_path == path */
 	int64_t snapshot_id; /* the snapshot its entries belong to */
 	int64_t added_files_size; /* sum of the data files' sizes */
+	int64_t removed_files_size; /* sum of the DELETED entries' sizes (replace) */
 	int64_t changed_partitions; /* distinct partition tuples among the files */
 	const struct st_alloc *alloc;
 };
@@ -73,6 +75,31 @@ struct st_snapshot_manifest {
 int st_snapshot_manifest_write(const struct st_snapshot_table *table, int64_t snapshot_id,
                                const struct st_data_file *files, size_t n,
                                struct st_snapshot_manifest **out, struct fl_err *err) FL_MUST_CHECK;
+
+/* The manifest of a `replace` (compaction): the n new data files ADDED, as
+ * above, then the n_deleted entries of the files it removes as DELETED.
+ * Each deleted entry names its data file (content DATA; path, format,
+ * partition, record_count and size at least) and carries the snapshot id
+ * and data and file sequence numbers the file had; the status given is
+ * ignored; n may be 0 (files with no rows) when n_deleted is not.  The
+ * counts of both go to out->file, the removed sizes to
+ * out->removed_files_size.  Errors as st_snapshot_manifest_write, and
+ * FL_ERR_BAD_REQUEST for a deleted entry lacking those. */
+int st_snapshot_manifest_write_replace(const struct st_snapshot_table *table, int64_t snapshot_id,
+                                       const struct st_data_file *files, size_t n,
+                                       const struct st_manifest_entry *deleted, size_t n_deleted,
+                                       struct st_snapshot_manifest **out,
+                                       struct fl_err *err) FL_MUST_CHECK;
+
+/* The partition tuple of table->spec from a manifest entry's partition
+ * record as st_avro_read_all decodes it (an object keyed by partition field
+ * name): *out gets one value per spec field (NULL and 0 when
+ * unpartitioned; free with st_free(table->alloc, ...)); string values
+ * point into rec, which must outlive them.  FL_ERR_BAD_REQUEST for a value
+ * that does not fit its field's type; FL_ERR_UNSUPPORTED for binary,
+ * fixed, uuid and decimal partition values (not yet). */
+int st_snapshot_partition_parse(const struct st_snapshot_table *table, const json_t *rec,
+                                struct st_value **out, size_t *n, struct fl_err *err) FL_MUST_CHECK;
 
 /* Releases a manifest description (not the file); accepts NULL. */
 void st_snapshot_manifest_free(struct st_snapshot_manifest *m);
@@ -94,6 +121,11 @@ struct st_snapshot_opts {
 	int attempt; /* 1 for the first commit attempt, then 2, 3, ... */
 	const struct st_snapshot_manifest *manifest; /* NULL: a snapshot adding no files */
 	const json_t *extra_summary; /* {string: string} added to the summary; may be NULL */
+	/* A replace (compaction): manifests of the parent's list to leave out
+	 * (their live files are the manifest's DELETED entries).  n_drop > 0
+	 * makes the operation "replace". */
+	const char *const *drop_manifests;
+	size_t n_drop;
 };
 
 /* Writes the manifest list and returns in *snapshot (a new reference) the
@@ -113,6 +145,12 @@ struct st_snapshot_opts {
  * manifests carried without one (written before an upgrade to v3) get the
  * ids after it, as Java's list writer does; added-rows counts them all, so
  * the table's next-row-id must grow by added-rows (spec "Row Lineage").
+ * With drop_manifests, the operation is "replace", the summary adds
+ * deleted-data-files, deleted-records and removed-files-size (Appendix F),
+ * the totals subtract what the manifest's DELETED entries remove, the
+ * dropped manifests are left out of the list, and each must be in the
+ * parent's list (else FL_ERR_CONFLICT: a commit since the plan changed
+ * them; rebuild the plan on the new state).
  * Fails with FL_ERR_BAD_REQUEST (bad options, an extra_summary key that
  * collides with a computed one or a non-string value, a manifest of
  * another snapshot id), FL_ERR_CONFLICT (the parent's list already holds

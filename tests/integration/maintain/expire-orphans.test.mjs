@@ -14,21 +14,13 @@
 //   only by removed snapshots.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import avro from 'avsc';
-import { bigLong } from '../lib/avro.mjs';
 import {
-  startCatalog, createTable, loadTable, ingest, show, currentSnapshot, snapshotById, localPath, readAvro,
-  duck, sqlStr, tmpDir, parseJsonBig,
+  startCatalog, createTable, loadTable, currentSnapshot, snapshotById, localPath, readAvro, tmpDir,
 } from '../ingest/lib.mjs';
-import { call, tablePath } from '../tables/lib.mjs';
-import { floeBin } from '../lib/harness.mjs';
-import { buildDir } from '../write-path/samples.mjs';
+import { helpers } from './lib.mjs';
 
-const dumpBin = path.join(buildDir, 'tests', 'unit', 'storage', 'parquet_dump');
 const fields = [
   { id: 1, name: 'id', type: 'long', required: true },
   { id: 2, name: 'name', type: 'string', required: false },
@@ -36,149 +28,23 @@ const fields = [
 
 let ctx;
 const dir = tmpDir('maintain');
+let maintain;
+let append;
+let commit;
+let tag;
+let liveFiles;
+let reached;
+let rows;
+let dropManifests;
 
 before(async () => {
   ctx = await startCatalog('maintain');
+  ({ maintain, append, commit, tag, liveFiles, reached, rows, dropManifests } = helpers(ctx, dir));
 });
 
 after(async () => {
   await ctx?.floe.stop();
 });
-
-function maintain(name, args) {
-  const argv = ['maintain', '--table', [...ctx.ns, name].join('.'), '--database-url', ctx.dbUrl,
-    '--log-level', 'error', ...args];
-  const r = spawnSync(floeBin, argv, { encoding: 'utf8' });
-  const lines = r.stdout.split('\n').filter(Boolean).map((l) => parseJsonBig(l));
-  return { code: r.status, signal: r.signal, lines, stdout: r.stdout, stderr: r.stderr, cmd: `floe ${argv.join(' ')}` };
-}
-
-let batch = 0;
-async function append(name, rows) {
-  const file = path.join(dir, `b${batch++}.csv`);
-  fs.writeFileSync(file, `id,name\n${rows.map((i) => `${i},n${i}`).join('\n')}\n`);
-  const r = await ingest(ctx, name, [file]);
-  assert.equal(r.code, 0, show(r));
-  return r.out['snapshot-id'];
-}
-
-// JSON with BigInt values written as exact integer literals (snapshot ids are 63-bit).
-const exactJson = (v) => JSON.stringify(v, (k, x) => (typeof x === 'bigint' ? `__big__${x}` : x))
-  .replace(/"__big__(-?\d+)"/g, '$1');
-
-async function commit(name, body, { expect = [200] } = {}) {
-  const res = await call(ctx.base, 'POST', tablePath(ctx.p, ctx.ns, name), { body: exactJson(body), expect });
-  return res.status === 200 ? parseJsonBig(res.text) : null;
-}
-
-async function tag(name, tagName, snapshotId) {
-  return commit(name, {
-    requirements: [],
-    updates: [{ action: 'set-snapshot-ref', 'ref-name': tagName, type: 'tag', 'snapshot-id': BigInt(snapshotId) }],
-  });
-}
-
-// Live data files of a snapshot: manifest list -> manifests -> entries not DELETED.
-function liveFiles(snapshot) {
-  const out = [];
-  for (const le of readAvro(snapshot['manifest-list']).records) {
-    for (const e of readAvro(le.manifest_path).records) {
-      if (e.status !== '2') out.push(e.data_file.file_path);
-    }
-  }
-  return out.sort();
-}
-
-// Every file a snapshot reaches: its list, its manifests, their files.
-function reached(snapshot) {
-  const out = new Set([snapshot['manifest-list']]);
-  for (const le of readAvro(snapshot['manifest-list']).records) {
-    out.add(le.manifest_path);
-    for (const e of readAvro(le.manifest_path).records) if (e.status !== '2') out.add(e.data_file.file_path);
-  }
-  return out;
-}
-
-// The table's rows as DuckDB and Floe's reader see them (sorted by id).
-async function rows(snapshot) {
-  const files = liveFiles(snapshot).map(localPath);
-  if (files.length === 0) return { duck: [], floe: [] };
-  const con = await duck();
-  const sql = `SELECT id::VARCHAR AS id, name FROM read_parquet([${files.map(sqlStr).join(', ')}]) ORDER BY id::BIGINT`;
-  const duckRows = (await con.runAndReadAll(sql)).getRowsJson().map((r) => [String(r[0]), r[1]]);
-  const floeRows = [];
-  for (const f of files) {
-    const r = spawnSync(dumpBin, [f], { encoding: 'utf8' });
-    assert.equal(r.status, 0, r.stderr);
-    floeRows.push(...r.stdout.split('\n').filter(Boolean).slice(1).map((l) => JSON.parse(l)));
-  }
-  floeRows.sort((a, b) => Number(BigInt(a[0]) - BigInt(b[0])));
-  assert.deepEqual(floeRows, duckRows, 'Floe reader and DuckDB agree');
-  return duckRows;
-}
-
-// A snapshot that drops whole manifests: its list is the parent's list
-// without the manifests `drop` selects (a delete of every file in them).
-async function dropManifests(name, meta, drop, attempt = 0) {
-  const parent = currentSnapshot(meta);
-  const src = localPath(parent['manifest-list']);
-  const decoded = await new Promise((resolve, reject) => {
-    const recs = [];
-    let type;
-    let header;
-    avro.createFileDecoder(src, {
-      parseHook: (schema) => avro.Type.forSchema(schema, { wrapUnions: false, registry: { long: bigLong } }),
-    })
-      .on('metadata', (t, codec, h) => { type = t; header = h; })
-      .on('data', (r) => recs.push(r))
-      .on('error', reject)
-      .on('end', () => resolve({ type, header, recs }));
-  });
-  const id = BigInt(crypto.randomInt(1, 2 ** 47)) * 1024n;
-  const seq = BigInt(meta['last-sequence-number']) + 1n;
-  const kept = decoded.recs.filter((r) => !drop(r));
-  const listPath = `${localPath(meta.location)}/metadata/snap-${id}-drop.avro`;
-  // The encoder writes its own avro.schema and avro.codec.
-  const metaOut = Object.fromEntries(Object.entries(decoded.header.meta).filter(([k]) => !k.startsWith('avro.')));
-  metaOut['snapshot-id'] = Buffer.from(String(id));
-  metaOut['parent-snapshot-id'] = Buffer.from(String(parent['snapshot-id']));
-  metaOut['sequence-number'] = Buffer.from(String(seq));
-  await new Promise((resolve, reject) => {
-    const enc = new avro.streams.BlockEncoder(decoded.type, { codec: 'null', metadata: metaOut, writeHeader: 'always' });
-    const out = fs.createWriteStream(listPath);
-    enc.on('error', reject).pipe(out).on('error', reject).on('finish', resolve);
-    for (const r of kept) enc.write(r);
-    enc.end();
-  });
-  // The server's table cache learns of `floe ingest` commits by NOTIFY, so a
-  // load right after one may be stale: a 409 means reload and retry, as a
-  // client would.
-  const done = await commit(name, {
-    requirements: [{ type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': BigInt(parent['snapshot-id']) }],
-    updates: [
-      {
-        action: 'add-snapshot',
-        snapshot: {
-          'snapshot-id': id,
-          'parent-snapshot-id': BigInt(parent['snapshot-id']),
-          'sequence-number': seq,
-          'timestamp-ms': Date.now(),
-          'manifest-list': `file://${listPath}`,
-          summary: { operation: 'delete' },
-          'schema-id': 0,
-        },
-      },
-      { action: 'set-snapshot-ref', 'ref-name': 'main', type: 'branch', 'snapshot-id': id },
-    ],
-  }, { expect: [200, 409] });
-  if (done === null) {
-    fs.rmSync(listPath);
-    if (attempt >= 10) throw new Error('dropManifests: 10 conflicts in a row');
-    await new Promise((r) => setTimeout(r, 50));
-    return dropManifests(name, (await loadTable(ctx, name)).metadata, drop, attempt + 1);
-  }
-  return done;
-}
 
 const exists = (uri) => fs.existsSync(localPath(uri));
 
@@ -315,10 +181,10 @@ test('maintain: the policy picks the actions; usage errors exit 2; unknown table
   assert.deepEqual(r.lines.map((l) => l.action), ['orphans']);
   r = maintain(name, ['--dry-run', 'expire', 'orphans']);
   assert.deepEqual(r.lines.map((l) => l.action), ['expire', 'orphans']);
-  r = maintain(name, ['compact']);
+  r = maintain(name, ['manifests']);
   assert.equal(r.code, 1);
   assert.equal(r.lines[0].status, 'failed');
-  assert.match(r.lines[0].error, /compact is not implemented/);
+  assert.match(r.lines[0].error, /manifests is not implemented/);
   r = maintain(name, ['vacuum']);
   assert.equal(r.code, 2);
   assert.match(r.stderr, /unknown action 'vacuum'/);

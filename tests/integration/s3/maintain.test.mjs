@@ -2,16 +2,19 @@
 // deletes the freed manifest lists on S3 (batch delete) and nothing a kept
 // snapshot reaches; orphan cleanup lists every object of the table with its
 // LastModified (an object written just now is never old enough, so nothing
-// goes), then deletes nothing referenced.  Skipped without moto_server.
+// goes), then deletes nothing referenced; compaction reads the small files
+// from S3 in ranges and writes the new one back (a multipart upload), rows
+// unchanged for Floe's reader.  Skipped without moto_server.
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { request, floeBin, tmpDir } from '../lib/harness.mjs';
 import { expectJson } from '../lib/checks.mjs';
 import { NO_S3 } from '../lib/moto.mjs';
 import { startS3Catalog, s3Profile, createWarehouse } from './lib.mjs';
+import { buildDir } from '../write-path/samples.mjs';
 
 let ctx = null;
 const WH = 'lake';
@@ -88,4 +91,47 @@ test('expire and orphans on S3: freed lists deleted, everything referenced stays
   assert.equal(r.lines[0]['objects-listed'], after1.length + 1, 'every object listed, with its LastModified');
   assert.equal(r.lines[0]['files-removed'], 0, 'nothing is older than the grace');
   assert.deepEqual(await keys('wh/ns/t/'), [...after1, 'wh/ns/t/data/stray.parquet'].sort());
+});
+
+// The current snapshot's summary and the values of column a in each data
+// file of the table, read by Floe's reader (parquet_dump) from downloaded copies.
+// The server's table cache learns of in-process commits by NOTIFY: load
+// until the current snapshot's operation is op (at most 10 s).  (Ids are
+// compared as the JSON numbers they parse to, rounded alike.)
+async function liveValues(op) {
+  let summary;
+  for (let i = 0; ; i++) {
+    const m = expectJson(await request(ctx.base, 'GET', `${P}/namespaces/ns/tables/t`), 200).metadata;
+    summary = m.snapshots.find((s) => s['snapshot-id'] === m['current-snapshot-id']).summary;
+    if (summary.operation === op) break;
+    if (i >= 200) throw new Error(`the table never showed a ${op} snapshot`);
+    await new Promise((res) => setTimeout(res, 50));
+  }
+  const out = [];
+  // (not the stray object of the orphans test, which is no Parquet file)
+  const keysNow = (await keys('wh/ns/t/data/')).filter((k) => k.endsWith('.parquet') && !k.endsWith('stray.parquet'));
+  for (const k of keysNow) {
+    const local = path.join(dir, path.basename(k));
+    fs.writeFileSync(local, await ctx.s3.get(ctx.bucket, k));
+    const r = spawnSync(path.join(buildDir, 'tests', 'unit', 'storage', 'parquet_dump'), [local], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    out.push({ key: k, rows: r.stdout.split('\n').filter(Boolean).slice(1).map((l) => JSON.parse(l)[0]) });
+  }
+  return { summary, out };
+}
+
+test('compact on S3: the small files become one, rows unchanged', async (t) => {
+  if (skip(t)) return;
+  const r = await floe(['maintain', '--table', 'ns.t'], ['compact']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.lines[0].status, 'ok', r.lines[0].error);
+  assert.equal(r.lines[0]['files-removed'], 3);
+  assert.equal(r.lines[0]['files-added'], 1);
+  const { summary, out } = await liveValues('replace');
+  assert.equal(summary['total-data-files'], '1');
+  assert.equal(summary['total-records'], '6');
+  // The old files stay (for older snapshots) until expiry; the new one holds every row.
+  const added = out.filter((o) => o.key.endsWith('-compact.parquet'));
+  assert.equal(added.length, 1);
+  assert.deepEqual(added[0].rows.map(String).sort((a, b) => a - b), ['0', '1', '2', '10', '11', '12']);
 });

@@ -2,7 +2,7 @@
  * real directory: three appends in a row and what their lists hold, a
  * retry on a new parent that reuses the manifest, totals recomputed from a
  * foreign parent's files (with delete manifests), v3 row ids, partitioned
- * specs, refusals, and every allocation failed in turn.  Lists and
+ * specs, a replace (compaction), refusals, and every allocation failed in turn.  Lists and
  * manifests are read back with storage/avro/reader.c; the node tests in
  * tests/integration/write-path-snapshot/ read them with other readers. */
 #include <inttypes.h>
@@ -633,6 +633,139 @@ static void test_partitioned(void **state)
 	fixture_done(&f);
 }
 
+/* A replace (compaction) on top of three appends: the manifests of the
+ * first two are dropped, the new manifest holds the rewritten file ADDED
+ * and the four old ones DELETED with their sequence numbers, the summary
+ * counts both (Appendix F) and the totals subtract; a manifest that is no
+ * longer in the parent's list is a conflict.  Then partition tuples parse
+ * from a manifest entry's record. */
+static void test_replace(void **state)
+{
+	struct fixture f;
+	json_t *s[3], *list, *entries, *snap, *rec;
+	struct st_data_file old[4], out = {0};
+	char paths[4][96];
+	struct st_manifest_entry del[4];
+	struct st_snapshot_manifest *m;
+	struct st_snapshot_parent p;
+	struct st_snapshot_opts o = {0};
+	struct fl_err err = {0};
+	const char *drop[2], *gone[1] = {"file:///nowhere/m.avro"};
+	struct st_value *vals;
+	size_t nv;
+
+	(void)state;
+	fixture_init(&f, 2);
+	s[0] = append(&f, 101, NULL, 1, 2, 0, NULL);
+	s[1] = append(&f, 102, s[0], 2, 2, 0, NULL);
+	s[2] = append(&f, 103, s[1], 3, 2, 0, NULL);
+	list = read_all(json_string_value(json_object_get(s[2], "manifest-list")), NULL, NULL, 0);
+	assert_int_equal(json_array_size(list), 3);
+	/* newest first: batch 3, 2, 1 */
+	drop[0] = json_string_value(json_object_get(json_array_get(list, 1), "manifest_path"));
+	drop[1] = json_string_value(json_object_get(json_array_get(list, 2), "manifest_path"));
+	make_files(old, paths, 2, 1, NULL, 0);
+	make_files(old + 2, paths + 2, 2, 2, NULL, 0);
+	for (int i = 0; i < 4; i++) {
+		memset(&del[i], 0, sizeof(del[i]));
+		del[i].file = &old[i];
+		del[i].has_snapshot_id = true;
+		del[i].snapshot_id = i < 2 ? 101 : 102;
+		del[i].has_sequence_number = del[i].has_file_sequence_number = true;
+		del[i].sequence_number = del[i].file_sequence_number = i < 2 ? 1 : 2;
+	}
+	out.content = ST_CONTENT_DATA;
+	out.file_path = "file:///warehouse/t/data/compact.parquet";
+	out.file_format = "PARQUET";
+	out.record_count = 62;
+	out.file_size_in_bytes = 5000;
+	/* a deleted entry without its sequence number is refused */
+	del[3].has_sequence_number = false;
+	assert_int_not_equal(
+	        st_snapshot_manifest_write_replace(&f.t, 104, &out, 1, del, 4, &m, &err), 0);
+	assert_int_equal(err.kind, FL_ERR_BAD_REQUEST);
+	del[3].has_sequence_number = true;
+	if (st_snapshot_manifest_write_replace(&f.t, 104, &out, 1, del, 4, &m, &err) != 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(m->removed_files_size, 6002);
+	p.snapshot_id = 103;
+	p.manifest_list = json_string_value(json_object_get(s[2], "manifest-list"));
+	p.summary = json_object_get(s[2], "summary");
+	o.table = &f.t;
+	o.parent = &p;
+	o.snapshot_id = 104;
+	o.sequence_number = 4;
+	o.timestamp_ms = 1700000000104;
+	o.attempt = 1;
+	o.manifest = m;
+	o.drop_manifests = gone;
+	o.n_drop = 1;
+	assert_int_not_equal(st_snapshot_build(&o, &snap, &err), 0);
+	assert_int_equal(err.kind, FL_ERR_CONFLICT);
+	o.drop_manifests = drop;
+	o.n_drop = 2;
+	if (st_snapshot_build(&o, &snap, &err) != 0)
+		fail_msg("%s", err.msg);
+	rec = json_object_get(snap, "summary");
+	assert_string_equal(sget(rec, "operation"), "replace");
+	assert_string_equal(sget(rec, "added-data-files"), "1");
+	assert_string_equal(sget(rec, "added-records"), "62");
+	assert_string_equal(sget(rec, "added-files-size"), "5000");
+	assert_string_equal(sget(rec, "deleted-data-files"), "4");
+	assert_string_equal(sget(rec, "deleted-records"), "62");
+	assert_string_equal(sget(rec, "removed-files-size"), "6002");
+	assert_string_equal(sget(rec, "total-records"), "123");
+	assert_string_equal(sget(rec, "total-files-size"), "11001");
+	assert_string_equal(sget(rec, "total-data-files"), "3");
+	json_decref(list);
+	list = read_all(json_string_value(json_object_get(snap, "manifest-list")), NULL, NULL, 0);
+	assert_int_equal(json_array_size(list), 2);
+	assert_string_equal(
+	        json_string_value(json_object_get(json_array_get(list, 0), "manifest_path")),
+	        m->path);
+	assert_int_equal(iget(json_array_get(list, 0), "added_files_count"), 1);
+	assert_int_equal(iget(json_array_get(list, 0), "deleted_files_count"), 4);
+	assert_int_equal(iget(json_array_get(list, 0), "deleted_rows_count"), 62);
+	entries = read_all(m->path, NULL, NULL, 0);
+	assert_int_equal(json_array_size(entries), 5);
+	assert_int_equal(iget(json_array_get(entries, 0), "status"), 1);
+	for (size_t i = 1; i < 5; i++) {
+		rec = json_array_get(entries, i);
+		assert_int_equal(iget(rec, "status"), 2);
+		assert_int_equal(iget(rec, "snapshot_id"), i < 3 ? 101 : 102);
+		assert_int_equal(iget(rec, "sequence_number"), i < 3 ? 1 : 2);
+		assert_int_equal(iget(rec, "file_sequence_number"), i < 3 ? 1 : 2);
+	}
+	json_decref(entries);
+	json_decref(list);
+	json_decref(snap);
+	st_snapshot_manifest_free(m);
+
+	/* partition tuples from a decoded record: identity on s (string) */
+	json_decref(f.spec);
+	f.spec = json_pack("{s:i,s:[{s:i,s:i,s:s,s:s}]}", "spec-id", 1, "fields", "field-id", 1000,
+	                   "source-id", 2, "name", "s", "transform", "identity");
+	f.t.spec = f.spec;
+	rec = json_pack("{s:s}", "s", "eu");
+	assert_int_equal(st_snapshot_partition_parse(&f.t, rec, &vals, &nv, &err), 0);
+	assert_int_equal(nv, 1);
+	assert_false(vals[0].null);
+	assert_int_equal(vals[0].v.bin.len, 2);
+	assert_memory_equal(vals[0].v.bin.p, "eu", 2);
+	free(vals);
+	json_object_set_new(rec, "s", json_null());
+	assert_int_equal(st_snapshot_partition_parse(&f.t, rec, &vals, &nv, &err), 0);
+	assert_true(vals[0].null);
+	free(vals);
+	json_object_set_new(rec, "s", json_integer(3));
+	assert_int_not_equal(st_snapshot_partition_parse(&f.t, rec, &vals, &nv, &err), 0);
+	assert_int_equal(err.kind, FL_ERR_BAD_REQUEST);
+	json_decref(rec);
+	for (int i = 0; i < 3; i++)
+		json_decref(s[i]);
+	fixture_done(&f);
+}
+
 static void test_refusals(void **state)
 {
 	struct fixture f;
@@ -792,10 +925,10 @@ static void test_alloc_failures(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(test_three_appends),  cmocka_unit_test(test_retry),
-	        cmocka_unit_test(test_recompute),      cmocka_unit_test(test_v3_row_ids),
-	        cmocka_unit_test(test_partitioned),    cmocka_unit_test(test_refusals),
-	        cmocka_unit_test(test_alloc_failures),
+	        cmocka_unit_test(test_three_appends), cmocka_unit_test(test_retry),
+	        cmocka_unit_test(test_recompute),     cmocka_unit_test(test_v3_row_ids),
+	        cmocka_unit_test(test_partitioned),   cmocka_unit_test(test_refusals),
+	        cmocka_unit_test(test_replace),       cmocka_unit_test(test_alloc_failures),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
