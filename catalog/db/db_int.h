@@ -94,6 +94,12 @@ PGresult *cat_exec(struct cat_conn *c, const char *sql, int n, const char *const
 /* Runs a statement whose result is not needed (BEGIN, COMMIT, …). */
 int cat_exec_cmd(struct cat_conn *c, const char *sql, struct fl_err *err) FL_MUST_CHECK;
 
+/* Runs parameterless statements separated by ';' in one round trip (the
+ * simple query protocol); sql may be built at run time but must never hold
+ * request data.  The first failing statement ends the script: -1 with err
+ * set as cat_exec does. */
+int cat_exec_script(struct cat_conn *c, const char *sql, struct fl_err *err) FL_MUST_CHECK;
+
 /* Formats levels as a PostgreSQL text[] literal ({"a","b\"c"}) into a malloc'd
  * string, quoting every element. */
 char *cat_text_array(const struct cat_ns *ns, int n);

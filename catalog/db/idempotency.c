@@ -44,18 +44,18 @@ static int idem_claim(struct cat_tx *tx, const char *key, const char *method, co
 
 	hex(fp, 32, fph);
 	snprintf(life, sizeof(life), "%lld", (long long)lifetime_s);
-	const char *p1[1] = {key};
-	r = cat_exec(c,
-	             "DELETE FROM idempotency_record WHERE key = $1::uuid AND expires_at < now()",
-	             1, p1, err);
-	if (r == NULL)
-		return -1;
-	PQclear(r);
+	/* One round trip: a new key is inserted; an expired record of the key
+	 * is replaced in place (as if deleted first); a live one is left alone
+	 * and returns no row.  A concurrent claim of the key blocks here until
+	 * its transaction ends. */
 	r = cat_exec(
 	        c,
 	        "INSERT INTO idempotency_record (key, method, route, fingerprint, expires_at)"
 	        " VALUES ($1::uuid, $2, $3, $4::bytea, now() + make_interval(secs => $5::bigint))"
-	        " ON CONFLICT (key) DO NOTHING RETURNING key",
+	        " ON CONFLICT (key) DO UPDATE SET method = EXCLUDED.method, route = EXCLUDED.route,"
+	        " fingerprint = EXCLUDED.fingerprint, status = NULL, content_type = NULL,"
+	        " etag = NULL, body = NULL, created_at = now(), expires_at = EXCLUDED.expires_at"
+	        " WHERE idempotency_record.expires_at < now() RETURNING key",
 	        5, params, err);
 	if (r == NULL)
 		return -1;

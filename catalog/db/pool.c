@@ -213,13 +213,9 @@ static const char *prepared(struct cat_conn *c, const char *sql, char name[16])
 	return name;
 }
 
-PGresult *cat_exec(struct cat_conn *c, const char *sql, int n, const char *const *params,
-                   struct fl_err *err)
+/* r when it succeeded; otherwise NULL with err set as cat_exec says. */
+static PGresult *checked(struct cat_conn *c, PGresult *r, struct fl_err *err)
 {
-	char name[16];
-	const char *stmt = n > 0 ? prepared(c, sql, name) : NULL;
-	PGresult *r = stmt ? PQexecPrepared(c->pg, stmt, n, params, NULL, NULL, 0)
-	                   : PQexecParams(c->pg, sql, n, NULL, params, NULL, NULL, 0);
 	ExecStatusType st = PQresultStatus(r);
 	const char *state;
 
@@ -243,6 +239,28 @@ PGresult *cat_exec(struct cat_conn *c, const char *sql, int n, const char *const
 	}
 	PQclear(r);
 	return NULL;
+}
+
+PGresult *cat_exec(struct cat_conn *c, const char *sql, int n, const char *const *params,
+                   struct fl_err *err)
+{
+	char name[16];
+	const char *stmt = n > 0 ? prepared(c, sql, name) : NULL;
+
+	return checked(c,
+	               stmt ? PQexecPrepared(c->pg, stmt, n, params, NULL, NULL, 0)
+	                    : PQexecParams(c->pg, sql, n, NULL, params, NULL, NULL, 0),
+	               err);
+}
+
+int cat_exec_script(struct cat_conn *c, const char *sql, struct fl_err *err)
+{
+	PGresult *r = checked(c, PQexec(c->pg, sql), err);
+
+	if (r == NULL)
+		return -1;
+	PQclear(r);
+	return 0;
 }
 
 int cat_exec_cmd(struct cat_conn *c, const char *sql, struct fl_err *err)
