@@ -37,7 +37,7 @@ static int idem_claim(struct cat_tx *tx, const char *key, const char *method, co
                       const unsigned char fp[32], int64_t lifetime_s, struct cat_idem *out,
                       struct fl_err *err)
 {
-	struct cat_conn *c = cat_tx_conn(tx);
+	struct cat_conn *c;
 	char fph[70], life[24];
 	const char *params[5] = {key, method, route, fph, life};
 	PGresult *r;
@@ -48,8 +48,8 @@ static int idem_claim(struct cat_tx *tx, const char *key, const char *method, co
 	 * is replaced in place (as if deleted first); a live one is left alone
 	 * and returns no row.  A concurrent claim of the key blocks here until
 	 * its transaction ends. */
-	r = cat_exec(
-	        c,
+	r = cat_tx_exec(
+	        tx,
 	        "INSERT INTO idempotency_record (key, method, route, fingerprint, expires_at)"
 	        " VALUES ($1::uuid, $2, $3, $4::bytea, now() + make_interval(secs => $5::bigint))"
 	        " ON CONFLICT (key) DO UPDATE SET method = EXCLUDED.method, route = EXCLUDED.route,"
@@ -59,6 +59,7 @@ static int idem_claim(struct cat_tx *tx, const char *key, const char *method, co
 	        5, params, err);
 	if (r == NULL)
 		return -1;
+	c = cat_tx_conn(tx); /* begun by the claim */
 	if (PQntuples(r) == 1) {
 		PQclear(r);
 		memset(out, 0, sizeof(*out));

@@ -253,6 +253,62 @@ PGresult *cat_exec(struct cat_conn *c, const char *sql, int n, const char *const
 	               err);
 }
 
+PGresult *cat_exec_begin(struct cat_conn *c, const char *sql, int n, const char *const *params,
+                         struct fl_err *err)
+{
+	char name[16];
+	const char *stmt = n > 0 ? prepared(c, sql, name) : NULL; /* not in pipeline mode */
+	PGresult *r, *out = NULL, *bad = NULL;
+	bool synced = false;
+	int nulls = 0;
+
+	if (PQenterPipelineMode(c->pg) != 1)
+		return checked(c, NULL, err);
+	if (PQsendQueryParams(c->pg, "BEGIN", 0, NULL, NULL, NULL, NULL, 0) == 1 &&
+	    (stmt ? PQsendQueryPrepared(c->pg, stmt, n, params, NULL, NULL, 0)
+	          : PQsendQueryParams(c->pg, sql, n, NULL, params, NULL, NULL, 0)) == 1 &&
+	    PQpipelineSync(c->pg) == 1) {
+		/* BEGIN's result, NULL, the statement's, NULL, then the sync; a
+		 * lost connection ends the sequence early. */
+		while (!synced && nulls <= 2) {
+			r = PQgetResult(c->pg);
+			if (r == NULL) {
+				nulls++;
+				if (PQstatus(c->pg) != CONNECTION_OK)
+					break;
+				continue;
+			}
+			switch (PQresultStatus(r)) {
+			case PGRES_PIPELINE_SYNC:
+				synced = true;
+				PQclear(r);
+				break;
+			case PGRES_COMMAND_OK:
+			case PGRES_TUPLES_OK:
+				PQclear(out);
+				out = r;
+				break;
+			default:
+				/* The first failure is the cause; later ones say "aborted". */
+				if (bad == NULL)
+					bad = r;
+				else
+					PQclear(r);
+			}
+		}
+	}
+	/* A connection left in pipeline mode is not idle: cat_conn_put drops it. */
+	if (!synced || PQexitPipelineMode(c->pg) != 1) {
+		PQclear(out);
+		return checked(c, bad, err);
+	}
+	if (bad != NULL) {
+		PQclear(out);
+		return checked(c, bad, err);
+	}
+	return out;
+}
+
 int cat_exec_script(struct cat_conn *c, const char *sql, struct fl_err *err)
 {
 	PGresult *r = checked(c, PQexec(c->pg, sql), err);

@@ -42,6 +42,8 @@ struct cat_tx {
 	 * sent with the next savepoint command instead of in a round trip of
 	 * its own (COMMIT releases whatever is left). */
 	int unreleased;
+	/* BEGIN was sent: it rides with the first statement (cat_tx_exec). */
+	bool begun;
 };
 
 /* Runs cmd (a savepoint command) in tx, after the RELEASE of every
@@ -54,6 +56,9 @@ static int savepoint_cmd(struct cat_tx *tx, const char *cmd, struct fl_err *err)
 	struct fl_buf b = FL_BUF_INIT;
 	int rc = 0;
 
+	if (!tx->begun)
+		rc = fl_buf_puts(&b, "BEGIN; ");
+	tx->begun = true;
 	for (int i = 0; i < tx->unreleased && rc == 0; i++)
 		rc = fl_buf_puts(&b, "RELEASE SAVEPOINT cat_call; ");
 	if (rc != 0 || fl_buf_puts(&b, cmd) != 0) {
@@ -113,13 +118,26 @@ int cat_tx_begin(struct cat_db *db, struct cat_tx **out, struct fl_err *err)
 		free(tx);
 		return -1;
 	}
-	if (cat_exec_cmd(tx->c, "BEGIN", err) != 0) {
-		cat_conn_put(db, tx->c);
-		free(tx);
-		return -1;
-	}
 	*out = tx;
 	return 0;
+}
+
+/* Sends the deferred BEGIN on its own, for a use that cannot carry it. */
+static int tx_started(struct cat_tx *tx, struct fl_err *err)
+{
+	if (tx->begun)
+		return 0;
+	tx->begun = true;
+	return cat_exec_cmd(tx->c, "BEGIN", err);
+}
+
+PGresult *cat_tx_exec(struct cat_tx *tx, const char *sql, int n, const char *const *params,
+                      struct fl_err *err)
+{
+	if (tx->begun)
+		return cat_exec(tx->c, sql, n, params, err);
+	tx->begun = true;
+	return cat_exec_begin(tx->c, sql, n, params, err);
 }
 
 /* COMMIT whose failure means "maybe applied" unless the server said no. */
@@ -147,7 +165,7 @@ static int commit(struct cat_conn *c, struct fl_err *err)
 int cat_tx_commit(struct cat_tx *tx, struct fl_err *err)
 {
 	int64_t t0 = fl_mono_ns();
-	int rc = commit(tx->c, err);
+	int rc = tx->begun ? commit(tx->c, err) : 0; /* nothing ran: nothing to commit */
 
 	if (tx->timed) {
 		int64_t t1 = t0 - tx->idem_ns;
@@ -168,7 +186,7 @@ void cat_tx_abort(struct cat_tx *tx)
 	if (tx == NULL)
 		return;
 	after_run(&tx->after, false);
-	if (PQstatus(tx->c->pg) == CONNECTION_OK)
+	if (tx->begun && PQstatus(tx->c->pg) == CONNECTION_OK)
 		PQclear(PQexec(tx->c->pg, "ROLLBACK"));
 	cat_conn_put(tx->db, tx->c);
 	free(tx);
@@ -206,6 +224,12 @@ void cat_tx_idem_time(struct cat_tx *tx, int64_t ns)
 
 struct cat_conn *cat_tx_conn(struct cat_tx *tx)
 {
+	struct fl_err ignored;
+
+	/* A BEGIN that fails has lost the connection: the caller's statement
+	 * fails the same way and reports it. */
+	if (tx_started(tx, &ignored) != 0)
+		ignored.kind = FL_ERR_NONE;
 	return tx->c;
 }
 
@@ -221,7 +245,7 @@ int cat_scope_begin(struct cat_db *db, struct cat_tx *tx, bool write, struct cat
 	s->touched.overflow = false;
 	if (tx != NULL) {
 		s->c = tx->c;
-		return write ? savepoint_cmd(tx, "SAVEPOINT cat_call", err) : 0;
+		return write ? savepoint_cmd(tx, "SAVEPOINT cat_call", err) : tx_started(tx, err);
 	}
 	if (cat_conn_get(db, &s->c, err) != 0)
 		return -1;
