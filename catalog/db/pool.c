@@ -47,6 +47,11 @@ static int conn_open(struct cat_db *db, struct cat_conn *c, struct fl_err *err)
 	c->retry_at_ns = 0;
 	/* Requests are short; a stuck statement must not hold a row lock forever. */
 	PQclear(PQexec(c->pg, "SET statement_timeout = '30s'; SET lock_timeout = '10s'"));
+	/* Metadata and stored responses are JSON of up to hundreds of KB written
+	 * on every commit, under the row lock: lz4 compresses them for TOAST
+	 * about 4x faster than the default pglz.  A server built without lz4
+	 * refuses the setting and keeps pglz. */
+	PQclear(PQexec(c->pg, "SET default_toast_compression = 'lz4'"));
 	return 0;
 }
 
