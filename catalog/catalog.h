@@ -95,9 +95,10 @@ int cat_db_load_secret(struct cat_db *db, struct fl_err *err) FL_MUST_CHECK;
 
 struct cat_tx;
 
-/* Pins a pooled connection and BEGINs.  Functions below that take a tx run
- * inside it (a failed call is rolled back to its own savepoint); NULL means
- * "in a transaction of its own". */
+/* Pins a pooled connection for a transaction, whose BEGIN rides with its
+ * first statement.  Functions below that take a tx run inside it (a failed
+ * call is rolled back to its own savepoint); NULL means "in a transaction
+ * of its own". */
 int cat_tx_begin(struct cat_db *db, struct cat_tx **out, struct fl_err *err) FL_MUST_CHECK;
 
 /* COMMITs and frees tx.  FL_ERR_COMMIT_STATE_UNKNOWN when the outcome cannot

@@ -94,6 +94,19 @@ PGresult *cat_exec(struct cat_conn *c, const char *sql, int n, const char *const
 /* Runs a statement whose result is not needed (BEGIN, COMMIT, …). */
 int cat_exec_cmd(struct cat_conn *c, const char *sql, struct fl_err *err) FL_MUST_CHECK;
 
+/* BEGIN, then sql as cat_exec runs it, in one round trip (libpq pipeline
+ * mode): opens a transaction with its first statement.  Returns the
+ * statement's result or NULL with err set as cat_exec does (for BEGIN's
+ * failure too). */
+PGresult *cat_exec_begin(struct cat_conn *c, const char *sql, int n, const char *const *params,
+                         struct fl_err *err);
+
+/* Runs parameterless statements separated by ';' in one round trip (the
+ * simple query protocol); sql may be built at run time but must never hold
+ * request data.  The first failing statement ends the script: -1 with err
+ * set as cat_exec does. */
+int cat_exec_script(struct cat_conn *c, const char *sql, struct fl_err *err) FL_MUST_CHECK;
+
 /* Formats levels as a PostgreSQL text[] literal ({"a","b\"c"}) into a malloc'd
  * string, quoting every element. */
 char *cat_text_array(const struct cat_ns *ns, int n);
@@ -197,8 +210,13 @@ int cat_event_insert(struct cat_conn *c, const char *table_id, const char *wh_id
                      const char *metadata_location, int64_t snapshot_id, const char *operation,
                      const char *request_id, const char *actor, struct fl_err *err) FL_MUST_CHECK;
 
-/* The connection a transaction pins. */
+/* The connection a transaction pins, its BEGIN sent. */
 struct cat_conn *cat_tx_conn(struct cat_tx *tx);
+
+/* Runs sql in tx as cat_exec does; the transaction's first statement
+ * carries its deferred BEGIN in the same round trip. */
+PGresult *cat_tx_exec(struct cat_tx *tx, const char *sql, int n, const char *const *params,
+                      struct fl_err *err);
 
 /* Adds ns to the transaction's idempotency time (reported as
  * CAT_STAGE_IDEMPOTENCY when a table commit ran in it). */

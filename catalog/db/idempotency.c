@@ -37,28 +37,29 @@ static int idem_claim(struct cat_tx *tx, const char *key, const char *method, co
                       const unsigned char fp[32], int64_t lifetime_s, struct cat_idem *out,
                       struct fl_err *err)
 {
-	struct cat_conn *c = cat_tx_conn(tx);
+	struct cat_conn *c;
 	char fph[70], life[24];
 	const char *params[5] = {key, method, route, fph, life};
 	PGresult *r;
 
 	hex(fp, 32, fph);
 	snprintf(life, sizeof(life), "%lld", (long long)lifetime_s);
-	const char *p1[1] = {key};
-	r = cat_exec(c,
-	             "DELETE FROM idempotency_record WHERE key = $1::uuid AND expires_at < now()",
-	             1, p1, err);
-	if (r == NULL)
-		return -1;
-	PQclear(r);
-	r = cat_exec(
-	        c,
+	/* One round trip: a new key is inserted; an expired record of the key
+	 * is replaced in place (as if deleted first); a live one is left alone
+	 * and returns no row.  A concurrent claim of the key blocks here until
+	 * its transaction ends. */
+	r = cat_tx_exec(
+	        tx,
 	        "INSERT INTO idempotency_record (key, method, route, fingerprint, expires_at)"
 	        " VALUES ($1::uuid, $2, $3, $4::bytea, now() + make_interval(secs => $5::bigint))"
-	        " ON CONFLICT (key) DO NOTHING RETURNING key",
+	        " ON CONFLICT (key) DO UPDATE SET method = EXCLUDED.method, route = EXCLUDED.route,"
+	        " fingerprint = EXCLUDED.fingerprint, status = NULL, content_type = NULL,"
+	        " etag = NULL, body = NULL, created_at = now(), expires_at = EXCLUDED.expires_at"
+	        " WHERE idempotency_record.expires_at < now() RETURNING key",
 	        5, params, err);
 	if (r == NULL)
 		return -1;
+	c = cat_tx_conn(tx); /* begun by the claim */
 	if (PQntuples(r) == 1) {
 		PQclear(r);
 		memset(out, 0, sizeof(*out));

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "clock.h"
 #include "db_int.h"
 
@@ -37,7 +38,38 @@ struct cat_tx {
 	struct cat_touched touched;
 	bool timed; /* a table commit ran in it: time its COMMIT */
 	int64_t idem_ns; /* cat_tx_idem_time */
+	/* Savepoints of scopes that ended well, not yet released: RELEASE is
+	 * sent with the next savepoint command instead of in a round trip of
+	 * its own (COMMIT releases whatever is left). */
+	int unreleased;
+	/* BEGIN was sent: it rides with the first statement (cat_tx_exec). */
+	bool begun;
 };
+
+/* Runs cmd (a savepoint command) in tx, after the RELEASE of every
+ * savepoint left by scopes that ended well, in one round trip.  Scopes
+ * nest, so those savepoints are the newest ones: releasing them first makes
+ * cmd act on the savepoint it would have found had they been released at
+ * once. */
+static int savepoint_cmd(struct cat_tx *tx, const char *cmd, struct fl_err *err)
+{
+	struct fl_buf b = FL_BUF_INIT;
+	int rc = 0;
+
+	if (!tx->begun)
+		rc = fl_buf_puts(&b, "BEGIN; ");
+	tx->begun = true;
+	for (int i = 0; i < tx->unreleased && rc == 0; i++)
+		rc = fl_buf_puts(&b, "RELEASE SAVEPOINT cat_call; ");
+	if (rc != 0 || fl_buf_puts(&b, cmd) != 0) {
+		fl_buf_free(&b);
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	}
+	tx->unreleased = 0;
+	rc = cat_exec_script(tx->c, b.data, err);
+	fl_buf_free(&b);
+	return rc;
+}
 
 static void touched_add(struct cat_touched *t, const char *id)
 {
@@ -86,13 +118,26 @@ int cat_tx_begin(struct cat_db *db, struct cat_tx **out, struct fl_err *err)
 		free(tx);
 		return -1;
 	}
-	if (cat_exec_cmd(tx->c, "BEGIN", err) != 0) {
-		cat_conn_put(db, tx->c);
-		free(tx);
-		return -1;
-	}
 	*out = tx;
 	return 0;
+}
+
+/* Sends the deferred BEGIN on its own, for a use that cannot carry it. */
+static int tx_started(struct cat_tx *tx, struct fl_err *err)
+{
+	if (tx->begun)
+		return 0;
+	tx->begun = true;
+	return cat_exec_cmd(tx->c, "BEGIN", err);
+}
+
+PGresult *cat_tx_exec(struct cat_tx *tx, const char *sql, int n, const char *const *params,
+                      struct fl_err *err)
+{
+	if (tx->begun)
+		return cat_exec(tx->c, sql, n, params, err);
+	tx->begun = true;
+	return cat_exec_begin(tx->c, sql, n, params, err);
 }
 
 /* COMMIT whose failure means "maybe applied" unless the server said no. */
@@ -120,7 +165,7 @@ static int commit(struct cat_conn *c, struct fl_err *err)
 int cat_tx_commit(struct cat_tx *tx, struct fl_err *err)
 {
 	int64_t t0 = fl_mono_ns();
-	int rc = commit(tx->c, err);
+	int rc = tx->begun ? commit(tx->c, err) : 0; /* nothing ran: nothing to commit */
 
 	if (tx->timed) {
 		int64_t t1 = t0 - tx->idem_ns;
@@ -141,7 +186,7 @@ void cat_tx_abort(struct cat_tx *tx)
 	if (tx == NULL)
 		return;
 	after_run(&tx->after, false);
-	if (PQstatus(tx->c->pg) == CONNECTION_OK)
+	if (tx->begun && PQstatus(tx->c->pg) == CONNECTION_OK)
 		PQclear(PQexec(tx->c->pg, "ROLLBACK"));
 	cat_conn_put(tx->db, tx->c);
 	free(tx);
@@ -179,6 +224,12 @@ void cat_tx_idem_time(struct cat_tx *tx, int64_t ns)
 
 struct cat_conn *cat_tx_conn(struct cat_tx *tx)
 {
+	struct fl_err ignored;
+
+	/* A BEGIN that fails has lost the connection: the caller's statement
+	 * fails the same way and reports it. */
+	if (tx_started(tx, &ignored) != 0)
+		ignored.kind = FL_ERR_NONE;
 	return tx->c;
 }
 
@@ -194,7 +245,7 @@ int cat_scope_begin(struct cat_db *db, struct cat_tx *tx, bool write, struct cat
 	s->touched.overflow = false;
 	if (tx != NULL) {
 		s->c = tx->c;
-		return write ? cat_exec_cmd(s->c, "SAVEPOINT cat_call", err) : 0;
+		return write ? savepoint_cmd(tx, "SAVEPOINT cat_call", err) : tx_started(tx, err);
 	}
 	if (cat_conn_get(db, &s->c, err) != 0)
 		return -1;
@@ -210,16 +261,17 @@ int cat_scope_end(struct cat_scope *s, bool ok, struct fl_err *err)
 	int rc = ok ? 0 : -1;
 
 	if (s->outer != NULL) {
-		if (s->write) {
+		if (s->write && ok) {
+			s->outer->unreleased++;
+		} else if (s->write) {
 			struct fl_err ignored;
 
-			if (ok && cat_exec_cmd(s->c, "RELEASE SAVEPOINT cat_call", err) != 0)
-				rc = -1;
-			else if (!ok &&
-			         cat_exec_cmd(s->c, "ROLLBACK TO SAVEPOINT cat_call", &ignored) ==
-			                 0 &&
-			         cat_exec_cmd(s->c, "RELEASE SAVEPOINT cat_call", &ignored) != 0)
-				rc = -1; /* the outer transaction is broken; its COMMIT will say so */
+			/* When this fails the outer transaction is broken: its COMMIT says so. */
+			if (savepoint_cmd(
+			            s->outer,
+			            "ROLLBACK TO SAVEPOINT cat_call; RELEASE SAVEPOINT cat_call",
+			            &ignored) != 0)
+				ignored.kind = FL_ERR_NONE;
 		}
 		return rc;
 	}

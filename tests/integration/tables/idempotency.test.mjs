@@ -6,7 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { parse, sum } from '../lib/prom.mjs';
-import { request } from '../lib/harness.mjs';
+import { request, psql } from '../lib/harness.mjs';
 import { startCatalog, call, assertError, tablePath, createBody, appendCommit, uuidv7 } from './lib.mjs';
 
 let c;
@@ -152,6 +152,26 @@ test('same key, different body / route / method → 422 UnprocessableEntityExcep
   assertError(await call(c.base, 'GET', `${c.p}/namespaces/idem_other`), 404);
   // whitespace differences are a different body too: the fingerprint is over the bytes
   assertError(await keyed('POST', p, `${JSON.stringify(body)} `, key), 422, 'UnprocessableEntityException');
+});
+
+test('an expired record is replaced: the key executes again (even for another body), then replays the new outcome', async () => {
+  await call(c.base, 'POST', `${c.p}/namespaces/idem/tables`, { body: createBody('texp'), expect: 200 });
+  const p = tablePath(c.p, NS, 'texp');
+  const key = uuidv7();
+  const set = (v) => ({ requirements: [], updates: [{ action: 'set-properties', updates: { v } }] });
+  const first = await keyed('POST', p, set('1'), key);
+  assert.equal(first.status, 200);
+  assertReplay(first, await keyed('POST', p, set('1'), key));
+  // Age the record past its lifetime (the GC has not run): it counts as absent.
+  psql(c.dbUrl, `UPDATE idempotency_record SET expires_at = now() - interval '1 second' WHERE key = '${key}'`);
+  const second = await keyed('POST', p, set('2'), key);
+  assert.equal(second.status, 200, second.text);
+  assert.equal(second.headers['idempotent-replayed'], undefined, 'executed, not replayed');
+  assert.notEqual(second.json['metadata-location'], first.json['metadata-location']);
+  assert.equal((await load('texp')).metadata.properties.v, '2');
+  assertReplay(second, await keyed('POST', p, set('2'), key));
+  assertError(await keyed('POST', p, set('1'), key), 422, 'UnprocessableEntityException');
+  assert.equal((await load('texp')).metadata.properties.v, '2');
 });
 
 test('malformed Idempotency-Key → 400, nothing applied', async () => {
