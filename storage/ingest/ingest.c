@@ -329,6 +329,7 @@ static int output_open(struct run *r, struct output *o, struct fl_err *err)
 	po.n_columns = r->ncols;
 	po.iceberg_schema_json = r->schema_json;
 	po.codec = r->o->codec;
+	po.compression_level = r->o->compression_level;
 	/* Strings reach the writer only through the cast, which validated them
 	 * (or the CSV reader did): skip the writer's own UTF-8 pass. */
 	po.utf8_checked = true;
