@@ -298,6 +298,18 @@ int cat_table_append(struct cat_db *db, const struct cat_warehouse *wh, struct c
                      cat_append_fn build, void *arg, const struct cat_limits *lim,
                      const char *request_id, struct fl_err *err) FL_MUST_CHECK;
 
+/* cat_table_append inside the caller's transaction tx (NULL = its own): the
+ * hook for "extra rows in this commit's transaction".  The row lock is held
+ * and the commit becomes visible only when the caller commits tx, so rows
+ * the caller adds to tx (a feed's ledger) land atomically with the snapshot;
+ * an unknown outcome of that final COMMIT is the caller's
+ * FL_ERR_COMMIT_STATE_UNKNOWN.  actor (NULL = Floe itself) goes into the
+ * commit event. */
+int cat_table_append_tx(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
+                        struct cat_change *ch, cat_append_fn build, void *arg,
+                        const struct cat_limits *lim, const char *request_id, const char *actor,
+                        struct fl_err *err) FL_MUST_CHECK;
+
 /* Per-table statistics for /metrics: fn is called once per table. */
 struct cat_table_stat {
 	const char *warehouse;

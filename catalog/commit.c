@@ -908,6 +908,14 @@ int cat_table_append(struct cat_db *db, const struct cat_warehouse *wh, struct c
                      cat_append_fn build, void *arg, const struct cat_limits *lim,
                      const char *request_id, struct fl_err *err)
 {
+	return cat_table_append_tx(db, NULL, wh, ch, build, arg, lim, request_id, NULL, err);
+}
+
+int cat_table_append_tx(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
+                        struct cat_change *ch, cat_append_fn build, void *arg,
+                        const struct cat_limits *lim, const char *request_id, const char *actor,
+                        struct fl_err *err)
+{
 	struct written w = {.io = wh->io};
 	struct written *stale = malloc(sizeof(*stale));
 	struct cat_row row = {0};
@@ -924,7 +932,7 @@ int cat_table_append(struct cat_db *db, const struct cat_warehouse *wh, struct c
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	}
 	*stale = w;
-	if (cat_scope_begin(db, NULL, true, &sc, err) != 0) {
+	if (cat_scope_begin(db, tx, true, &sc, err) != 0) {
 		json_decref(reqs);
 		free(stale);
 		return -1;
@@ -947,7 +955,7 @@ int cat_table_append(struct cat_db *db, const struct cat_warehouse *wh, struct c
 	ch->requirements = reqs;
 	ch->updates = updates;
 	/* The row lock is held: commit_one sees exactly the state build saw. */
-	if (commit_one(&sc, wh, ch, lim, &budget, request_id, NULL, &w, stale, err) != 0)
+	if (commit_one(&sc, wh, ch, lim, &budget, request_id, actor, &w, stale, err) != 0)
 		goto out;
 	cat_scope_after_commit(&sc, stale_delete, stale);
 	stale = NULL;

@@ -55,6 +55,15 @@ int srv_h_role_delete(struct srv_req *r, struct fl_err *err);
 int srv_h_grant_list(struct srv_req *r, struct fl_err *err);
 int srv_h_grant_add(struct srv_req *r, struct fl_err *err);
 int srv_h_grant_revoke(struct srv_req *r, struct fl_err *err);
+/* h_feeds.c: the feed management API */
+int srv_h_feed_list(struct srv_req *r, struct fl_err *err);
+int srv_h_feed_create(struct srv_req *r, struct fl_err *err);
+int srv_h_feed_get(struct srv_req *r, struct fl_err *err);
+int srv_h_feed_pause(struct srv_req *r, struct fl_err *err);
+int srv_h_feed_resume(struct srv_req *r, struct fl_err *err);
+int srv_h_feed_delete(struct srv_req *r, struct fl_err *err);
+int srv_h_feed_push(struct srv_req *r, struct fl_err *err);
+int srv_h_feed_replay(struct srv_req *r, struct fl_err *err);
 
 /* The warehouse name of the request: its prefix, or the default warehouse;
  * FL_ERR_BAD_REQUEST when there is neither. */

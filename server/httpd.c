@@ -125,7 +125,7 @@ static void run_handler(struct srv_req *r)
 /* Runs a mutation under an Idempotency-Key (DESIGN §3): the key is claimed,
  * the handler runs, and its response (2xx or 4xx) is stored, all in one
  * transaction; a repeated key replays the stored response without running
- * anything, and 5xx outcomes are never stored. */
+ * anything, and 5xx and 429 outcomes are never stored. */
 static void run_idempotent(struct srv_req *r, const char *key)
 {
 	struct fl_err err = {0};
@@ -171,7 +171,9 @@ static void run_idempotent(struct srv_req *r, const char *key)
 	r->tx = tx;
 	run_handler(r);
 	r->tx = NULL;
-	if (r->status >= 500) {
+	/* A 429 did nothing and asks to come back: a retry with the same key
+	 * must run, not replay the refusal. */
+	if (r->status >= 500 || r->status == 429) {
 		cat_tx_abort(tx);
 		return;
 	}

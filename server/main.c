@@ -17,6 +17,7 @@
 #include "auth.h"
 #include "access.h"
 #include "catalog.h"
+#include "cmd_feed.h"
 #include "cmd_ingest.h"
 #include "cmd_maintain.h"
 #include "embedded_pg.h"
@@ -345,6 +346,9 @@ static const struct command commands[] = {
 	 "floe status --data-dir ./.floe", run_status, server_options},
 	{"ingest", "--table NS.TABLE [options] FILE...", "commit CSV or NDJSON files to a table as one snapshot",
 	 "floe ingest --table demo.events /tmp/events.csv", srv_cmd_ingest, srv_cmd_ingest_help},
+	{"feed", "create|list|show|pause|resume|delete|replay [NAME|DEFINITION] [options]",
+	 "manage the feeds of a running floe (the management API)",
+	 "floe feed list --url http://127.0.0.1:8181", srv_cmd_feed, srv_cmd_feed_help},
 	{"maintain", "--table NS.TABLE [--dry-run] [options] [ACTION...]", "expire snapshots, delete orphan files",
 	 "floe maintain --table demo.events --dry-run expire orphans", srv_cmd_maintain, srv_cmd_maintain_help},
 	{"admin", "bootstrap [options]", "create the first admin principal once and print its credentials",

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "feed.h"
 #include "router.h"
 
 static const unsigned statuses[] = {200, 201, 204, 304, 400, 401, 403, 404, 405,
@@ -188,6 +189,121 @@ static void render_table(const struct cat_table_stat *st, void *arg)
 	}
 }
 
+/* Feed and table signals: one buffer per metric family, so that each
+ * family's samples stay together as the exposition format requires. */
+#define NFEED_FAMILIES 13
+static const char *const feed_families[NFEED_FAMILIES][3] = {
+        {"floe_feed_rows_committed_total", "counter", "Rows the feed committed."},
+        {"floe_feed_bytes_read_total", "counter", "Source bytes the feed read."},
+        {"floe_feed_bytes_committed_total", "counter", "Data-file bytes the feed committed."},
+        {"floe_feed_batches_committed_total", "counter", "Snapshots the feed committed."},
+        {"floe_feed_batch_seconds_total", "counter",
+         "Seconds spent in committed batches (divide by batches for the mean latency)."},
+        {"floe_feed_dead_letter_rows_total", "counter", "Rows the feed set aside as bad."},
+        {"floe_feed_dead_letter_objects_total", "counter",
+         "Objects or pushes the feed set aside whole."},
+        {"floe_feed_retries_total", "counter", "Runs that failed and were retried later."},
+        {"floe_feed_failures", "gauge", "Runs failed in a row (0 when the last run worked)."},
+        {"floe_feed_paused", "gauge", "1 when the feed is paused."},
+        {"floe_feed_backlog_objects", "gauge", "Source objects seen but not yet landed."},
+        {"floe_feed_backlog_bytes", "gauge", "Pushed bytes spooled, waiting to be committed."},
+        {"floe_feed_backlog_requests", "gauge", "Pushes spooled, waiting to be committed."},
+};
+
+struct family_render {
+	struct fl_buf *bufs;
+	int rc;
+};
+
+static void render_feed(const struct cat_feed_stat *st, void *arg)
+{
+	struct family_render *f = arg;
+	double v[NFEED_FAMILIES] = {
+	        (double)st->rows_committed,
+	        (double)st->bytes_read,
+	        (double)st->bytes_written,
+	        (double)st->batches_committed,
+	        st->batch_seconds,
+	        (double)st->dead_letter_rows,
+	        (double)st->dead_letter_objects,
+	        (double)st->runs_failed,
+	        (double)st->failures,
+	        st->paused ? 1.0 : 0.0,
+	        (double)st->backlog_objects,
+	        (double)st->spooled_bytes,
+	        (double)st->spooled_requests,
+	};
+
+	for (int i = 0; i < NFEED_FAMILIES; i++) {
+		struct fl_buf *b = &f->bufs[i];
+
+		f->rc |= fl_buf_printf(b, "%s{feed=\"", feed_families[i][0]);
+		f->rc |= label(b, st->name);
+		f->rc |= fl_buf_puts(b, "\",warehouse=\"");
+		f->rc |= label(b, st->warehouse);
+		f->rc |= fl_buf_puts(b, "\",namespace=\"");
+		f->rc |= label(b, st->ns);
+		f->rc |= fl_buf_puts(b, "\",table=\"");
+		f->rc |= label(b, st->table);
+		f->rc |= fl_buf_printf(b, "\"} %.17g\n", v[i]);
+	}
+}
+
+static void render_signal(const struct cat_table_signal *st, void *arg)
+{
+	struct family_render *f = arg;
+	double v[2] = {(double)st->commits, st->freshness_s};
+
+	for (int i = 0; i < 2; i++) {
+		struct fl_buf *b = &f->bufs[i];
+
+		if (v[i] < 0)
+			continue;
+		f->rc |= fl_buf_puts(b, i == 0 ? "floe_table_commits_total{warehouse=\""
+		                               : "floe_table_freshness_seconds{warehouse=\"");
+		f->rc |= label(b, st->warehouse);
+		f->rc |= fl_buf_puts(b, "\",namespace=\"");
+		f->rc |= label(b, st->ns);
+		f->rc |= fl_buf_puts(b, "\",table=\"");
+		f->rc |= label(b, st->name);
+		f->rc |= fl_buf_printf(b, "\"} %.3f\n", v[i]);
+	}
+}
+
+/* Appends the feed and table signals (a database outage leaves a comment). */
+static int render_signals(struct srv_ctx *ctx, struct fl_buf *out)
+{
+	struct fl_buf bufs[NFEED_FAMILIES] = {0};
+	struct family_render f = {bufs, 0};
+	struct fl_err err;
+	int rc = 0;
+
+	if (cat_feed_stats(ctx->db, 10000, render_feed, &f, &err) != 0)
+		rc |= fl_buf_puts(out, "# feed statistics unavailable\n");
+	for (int i = 0; i < NFEED_FAMILIES; i++) {
+		rc |= fl_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", feed_families[i][0],
+		                    feed_families[i][2], feed_families[i][0], feed_families[i][1]);
+		if (bufs[i].len > 0)
+			rc |= fl_buf_append(out, bufs[i].data, bufs[i].len);
+		fl_buf_reset(&bufs[i]);
+	}
+	if (cat_table_signals(ctx->db, 10000, render_signal, &f, &err) != 0)
+		rc |= fl_buf_puts(out, "# table signals unavailable\n");
+	rc |= fl_buf_puts(out,
+	                  "# HELP floe_table_commits_total Commits of the table by any process"
+	                  " (from the commit events).\n# TYPE floe_table_commits_total counter\n");
+	if (bufs[0].len > 0)
+		rc |= fl_buf_append(out, bufs[0].data, bufs[0].len);
+	rc |= fl_buf_puts(
+	        out, "# HELP floe_table_freshness_seconds Seconds since the newest"
+	             " snapshot that added data.\n# TYPE floe_table_freshness_seconds gauge\n");
+	if (bufs[1].len > 0)
+		rc |= fl_buf_append(out, bufs[1].data, bufs[1].len);
+	for (int i = 0; i < NFEED_FAMILIES; i++)
+		fl_buf_free(&bufs[i]);
+	return rc | f.rc;
+}
+
 static const char *route_label(int i)
 {
 	return i < srv_route_count ? srv_routes[i].path : "unmatched";
@@ -316,6 +432,7 @@ int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx, struct fl_buf
 		        "# TYPE floe_table_cache_entries gauge\nfloe_table_cache_entries %zu\n",
 		        cs.hits, cs.misses, cs.evictions, cs.bytes, cs.max_bytes, cs.entries);
 	}
+	rc |= render_signals(ctx, out);
 	cat_db_stats(ctx->db, &in_use, &idle, &waiting);
 	rc |= fl_buf_puts(out,
 	                  "# HELP floe_db_pool_connections Database pool connections by state.\n"

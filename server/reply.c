@@ -246,3 +246,19 @@ void srv_reply_error(struct srv_req *r, const struct fl_err *err, const char *al
 		                                ? "Bearer realm=\"floe\", error=\"invalid_token\""
 		                                : "Bearer realm=\"floe\"");
 }
+
+int srv_reply_accepted(struct srv_req *r, const json_t *v)
+{
+	return reply_json(r, MHD_HTTP_ACCEPTED, v);
+}
+
+void srv_reply_error_retry(struct srv_req *r, const struct fl_err *err, int seconds)
+{
+	char ra[16];
+
+	srv_reply_error(r, err, NULL);
+	if (r->resp == NULL || srv_err_status(err->kind) != MHD_HTTP_TOO_MANY_REQUESTS)
+		return;
+	snprintf(ra, sizeof(ra), "%d", seconds > 0 ? seconds : 1);
+	MHD_add_response_header(r->resp, "Retry-After", ra);
+}

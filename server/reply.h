@@ -41,6 +41,12 @@ int srv_reply_oauth_error(struct srv_req *r, const struct fl_err *err, const cha
  * Retry-After on 503 and Allow on 405 (allow may be NULL). */
 void srv_reply_error(struct srv_req *r, const struct fl_err *err, const char *allow);
 
+/* 202 with a JSON body (v is borrowed): accepted, done later. */
+int srv_reply_accepted(struct srv_req *r, const json_t *v) FL_MUST_CHECK;
+
+/* The error model for err, with Retry-After: seconds when it is a 429. */
+void srv_reply_error_retry(struct srv_req *r, const struct fl_err *err, int seconds);
+
 /* HTTP status and Iceberg type name for an error kind. */
 unsigned srv_err_status(enum fl_err_kind kind);
 const char *srv_err_type(enum fl_err_kind kind);

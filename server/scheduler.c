@@ -1,7 +1,7 @@
 /* scheduler.c - background work on a single thread per replica.
  *
- * Every second it runs due jobs (several replicas share them through SKIP
- * LOCKED) and every minute it deletes expired idempotency records.  Failures
+ * Every second it runs due jobs and due feeds (several replicas share them
+ * through SKIP LOCKED; feeds.c) and every minute it deletes expired idempotency records.  Failures
  * are logged and retried on the next tick; a database outage only delays
  * the work. */
 #include "scheduler.h"
@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "feeds.h"
 #include "log.h"
 
 struct srv_scheduler {
@@ -41,6 +42,13 @@ static void *loop(void *arg)
 			if (!did)
 				break;
 			fl_info(NULL, "scheduler: finished a purge job");
+		}
+		{
+			struct fl_err err = {0};
+			int ran = 0;
+
+			if (srv_feeds_run_due(s->ctx, 16, &ran, &err) != 0)
+				fl_warn(NULL, "scheduler: feeds: %s", err.msg);
 		}
 		if (tick++ % 60 == 0) {
 			struct fl_err err = {0};

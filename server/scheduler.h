@@ -1,4 +1,4 @@
-/* scheduler.h - the background thread: purge jobs and idempotency-key GC. */
+/* scheduler.h - the background thread: purge jobs, feeds and idempotency-key GC. */
 #ifndef SRV_SCHEDULER_H
 #define SRV_SCHEDULER_H
 

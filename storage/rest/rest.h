@@ -7,7 +7,10 @@
 
 #include <jansson.h>
 
+#include <stdint.h>
+
 #include "err.h"
+#include "ingest/committer.h"
 
 struct st_rest;
 
@@ -56,5 +59,14 @@ int st_rest_load_credentials(struct st_rest *c, const char *const *ns, int nleve
  * array) whose prefix is the longest one location starts with at a '/'
  * boundary; NULL when none.  Borrowed.  Pure. */
 json_t *st_rest_pick_credentials(const json_t *creds, const char *location);
+
+/* The REST implementation of the write path's committer
+ * (ingest/committer.h) for table ns.name of the catalog at uri: connects
+ * (st_rest_open), then load / create / io / commit as committer.h says;
+ * vended credentials are fetched again when they expire within refresh_s
+ * seconds.  Close it through its ops. */
+int st_rest_committer_open(const char *uri, const char *warehouse, const char *token,
+                           const char *const *ns, int nlevels, const char *name, int64_t refresh_s,
+                           struct st_committer **out, struct fl_err *err) FL_MUST_CHECK;
 
 #endif

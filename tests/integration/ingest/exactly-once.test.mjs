@@ -16,19 +16,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import {
   startCatalog, createTable, loadTable, ingest, show, snapshotFiles, currentSnapshot, localPath, parquetOnDisk, duck,
-  sqlStr, tmpDir,
+  sqlStr, tmpDir, seededRandom,
 } from './lib.mjs';
 
 const seed = Number(process.env.FLOE_TEST_SEED ?? (Date.now() % 100000));
-let rngState = seed;
-const rand = () => {
-  // mulberry32
-  rngState = (rngState + 0x6d2b79f5) | 0;
-  let t = rngState;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-};
+const rand = seededRandom(seed);
 
 const fields = [
   { id: 1, name: 'id', type: 'long', required: true },

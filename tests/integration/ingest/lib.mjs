@@ -29,6 +29,19 @@ const readAvroPy = path.join(here, '..', 'write-path', 'read_avro.py');
 
 export { tmpDir };
 
+// A seeded random number generator in [0, 1) (mulberry32), so that a
+// failure's random delays can be replayed from the seed it prints.
+export function seededRandom(seed) {
+  let state = seed;
+  return () => {
+    state = (state + 0x6d2b79f5) | 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 // ---- exact JSON ----
 
 // JSON.parse, except that integer literals of 16 or more digits (which a double

@@ -28,7 +28,7 @@ const docPath = path.join(repoRoot, 'openapi', 'floe.yaml');
 const routerPath = path.join(repoRoot, 'server', 'router.c');
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 // Every status Floe's handlers and front end can answer with (server/reply.c).
-const STATUSES = new Set(['200', '201', '204', '304', '400', '401', '403', '404', '405', '406', '409', '413', '422', '429', '500', '503']);
+const STATUSES = new Set(['200', '201', '202', '204', '304', '400', '401', '403', '404', '405', '406', '409', '413', '422', '429', '500', '503']);
 
 function loadDoc() {
   try {

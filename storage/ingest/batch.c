@@ -1,0 +1,546 @@
+/* batch.c - one batch of feed files into one table snapshot, exactly once,
+ * through a committer (see batch.h for the contract).
+ *
+ * Order of work: load the table (creating it from the first input's
+ * inferred schema when asked), look for the batch in the history, write the
+ * Parquet files for the current schema, write the manifest once, then let
+ * the committer call build() on the state the commit applies to; build
+ * writes a manifest list on that parent and returns add-snapshot +
+ * set-snapshot-ref (and add-schema when columns were added).  The snapshot
+ * id is fixed for the whole batch because the manifest's entries name it. */
+#include "batch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "feed/csv.h"
+#include "feed/infer.h"
+#include "feed/ndjson.h"
+#include "io/io.h"
+
+/* Everything one batch run knows. */
+struct run {
+	const struct st_batch_opts *o;
+	struct st_committer *c;
+	struct st_io *io; /* from the committer: refreshed before each write */
+	const char *const *inputs;
+	size_t n;
+	const char *batch_id;
+	int64_t snapshot_id;
+	struct st_snapshot_manifest *manifest;
+	int attempt;
+	struct st_batch_result *out;
+};
+
+static const json_t *find_by_id(const json_t *arr, const char *key, json_int_t id)
+{
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(arr, i, v)
+	{
+		if (json_integer_value(json_object_get(v, key)) == id)
+			return v;
+	}
+	return NULL;
+}
+
+static const json_t *current_schema(const json_t *meta)
+{
+	return find_by_id(json_object_get(meta, "schemas"), "schema-id",
+	                  json_integer_value(json_object_get(meta, "current-schema-id")));
+}
+
+static const json_t *default_spec(const json_t *meta)
+{
+	return find_by_id(json_object_get(meta, "partition-specs"), "spec-id",
+	                  json_integer_value(json_object_get(meta, "default-spec-id")));
+}
+
+static const char *prop(const json_t *meta, const char *key)
+{
+	return json_string_value(json_object_get(json_object_get(meta, "properties"), key));
+}
+
+bool st_batch_in_history(const json_t *meta, const char *batch_id, int64_t *snapshot)
+{
+	json_t *snaps = json_object_get(meta, "snapshots"), *s;
+	size_t i;
+
+	json_array_foreach(snaps, i, s)
+	{
+		const char *b = json_string_value(
+		        json_object_get(json_object_get(s, "summary"), "floe.batch-id"));
+
+		if (b != NULL && strcmp(b, batch_id) == 0) {
+			*snapshot = json_integer_value(json_object_get(s, "snapshot-id"));
+			return true;
+		}
+	}
+	return false;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int st_batch_identity(const char *const *inputs, size_t n, char out[65], struct fl_err *err)
+{
+	EVP_MD_CTX *all = EVP_MD_CTX_new();
+	unsigned char h[32], buf[65536];
+	unsigned int hl;
+	const char **sorted = malloc(sizeof(char *) * (n ? n : 1));
+	int rc = -1;
+
+	if (all == NULL || sorted == NULL) {
+		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	memcpy(sorted, inputs, sizeof(char *) * n);
+	qsort(sorted, n, sizeof(char *), cmp_str);
+	EVP_DigestInit_ex(all, EVP_sha256(), NULL);
+	for (size_t k = 0; k < n; k++) {
+		char real[PATH_MAX], size[32];
+		EVP_MD_CTX *one = EVP_MD_CTX_new();
+		struct stat st;
+		ssize_t got;
+		int fd = open(sorted[k], O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0 || fstat(fd, &st) != 0 || realpath(sorted[k], real) == NULL ||
+		    one == NULL) {
+			fl_err_set(err, FL_ERR_BAD_REQUEST, "cannot read %.200s: %s", sorted[k],
+			           strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			EVP_MD_CTX_free(one);
+			goto out;
+		}
+		EVP_DigestInit_ex(one, EVP_sha256(), NULL);
+		while ((got = read(fd, buf, sizeof(buf))) > 0)
+			EVP_DigestUpdate(one, buf, (size_t)got);
+		close(fd);
+		EVP_DigestFinal_ex(one, h, &hl);
+		EVP_MD_CTX_free(one);
+		snprintf(size, sizeof(size), "%lld", (long long)st.st_size);
+		EVP_DigestUpdate(all, real, strlen(real) + 1);
+		EVP_DigestUpdate(all, size, strlen(size) + 1);
+		EVP_DigestUpdate(all, h, sizeof(h));
+	}
+	EVP_DigestFinal_ex(all, h, &hl);
+	for (int i = 0; i < 32; i++)
+		snprintf(out + 2 * i, 3, "%02x", h[i]);
+	rc = 0;
+out:
+	EVP_MD_CTX_free(all);
+	free(sorted);
+	return rc;
+}
+
+static enum st_parquet_codec codec_of(const struct st_batch_opts *o, const json_t *meta)
+{
+	const char *c = o->codec == NULL || strcmp(o->codec, "table") == 0
+	                        ? prop(meta, "write.parquet.compression-codec")
+	                        : o->codec;
+
+	if (c == NULL || strcmp(c, "zstd") == 0)
+		return ST_PARQUET_ZSTD;
+	if (strcmp(c, "snappy") == 0)
+		return ST_PARQUET_SNAPPY;
+	if (strcmp(c, "gzip") == 0)
+		return ST_PARQUET_GZIP;
+	return ST_PARQUET_UNCOMPRESSED;
+}
+
+/* write.parquet.compression-level, as Iceberg's writers honour it: unset
+ * means the codec's default (zstd 3, as parquet-mr and DuckDB; gzip 6); a
+ * set value must be a level the codec has (zstd 1-22, gzip 1-9); snappy and
+ * none have no level and ignore it. */
+static int level_of(enum st_parquet_codec codec, const json_t *meta, int *level, struct fl_err *err)
+{
+	const char *v = prop(meta, "write.parquet.compression-level");
+	int max = codec == ST_PARQUET_ZSTD ? 22 : codec == ST_PARQUET_GZIP ? 9 : 0;
+	char *end;
+	long l;
+
+	*level = 0;
+	if (v == NULL || max == 0)
+		return 0;
+	errno = 0;
+	l = strtol(v, &end, 10);
+	if (errno != 0 || end == v || *end != '\0' || l < 1 || l > max)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "table property write.parquet.compression-level is '%.40s': "
+		                  "expected an integer from 1 to %d for %s",
+		                  v, max, codec == ST_PARQUET_ZSTD ? "zstd" : "gzip");
+	*level = (int)l;
+	return 0;
+}
+
+/* Infers a schema from the first readable rows of the first input. */
+static int infer_schema(const struct run *j, json_t **schema, struct fl_err *err)
+{
+	struct st_infer *inf = NULL;
+	struct st_fd_source src;
+	int fd = open(j->inputs[0], O_RDONLY | O_CLOEXEC), rc = -1, got;
+
+	if (fd < 0)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "cannot open %.200s: %s", j->inputs[0],
+		                  strerror(errno));
+	st_fd_source_init(&src, fd, j->inputs[0]);
+	if (st_infer_open(NULL, 0, &inf, err) != 0)
+		goto out;
+	if (j->o->format == ST_INGEST_CSV) {
+		struct st_csv_opts co = {.source = &src.source,
+		                         .delimiter = j->o->delimiter ? j->o->delimiter : ',',
+		                         .header = true};
+		struct st_csv_reader *r = NULL;
+		const struct st_csv_record *rec;
+
+		if (st_csv_reader_open(&co, &r, err) != 0)
+			goto out;
+		got = 0;
+		if (st_csv_reader_header(r) == NULL ||
+		    st_infer_csv_header(inf, st_csv_reader_header(r), err) != 0)
+			got = -1;
+		for (int k = 0; got == 0 && k < 10000; k++) {
+			if (st_csv_reader_next(r, &rec, err) != 0)
+				got = -1;
+			else if (rec == NULL)
+				break;
+			else if (rec->error == NULL && st_infer_csv_row(inf, rec, err) != 0)
+				got = -1;
+		}
+		st_csv_reader_free(r);
+	} else {
+		struct st_ndjson_opts no = {.source = &src.source};
+		struct st_ndjson_reader *r = NULL;
+		const struct st_ndjson_record *rec;
+
+		if (st_ndjson_reader_open(&no, &r, err) != 0)
+			goto out;
+		got = 0;
+		for (int k = 0; k < 10000 && got == 0; k++) {
+			if (st_ndjson_reader_next(r, &rec, err) != 0)
+				got = -1;
+			else if (rec == NULL)
+				break;
+			else if (rec->obj != NULL && st_infer_json_object(inf, rec->obj, err) != 0)
+				got = -1;
+		}
+		st_ndjson_reader_free(r);
+	}
+	if (got < 0)
+		goto out;
+	rc = st_infer_schema(inf, schema, err);
+out:
+	st_infer_free(inf);
+	close(fd);
+	return rc;
+}
+
+/* Writes the Parquet files for this table's current schema. */
+static int write_data(struct run *j, const json_t *meta, struct fl_err *err)
+{
+	const struct st_batch_opts *o = j->o;
+	const char *location = json_string_value(json_object_get(meta, "location"));
+	const char *tfs = prop(meta, "write.target-file-size-bytes");
+	const char *rgs = prop(meta, "write.parquet.row-group-size-bytes");
+	const json_t *schema = current_schema(meta);
+	char data_uri[PATH_MAX], *dl = j->out->dead_letter_path;
+	size_t dlcap = sizeof(j->out->dead_letter_path);
+	enum st_parquet_codec codec = codec_of(o, meta);
+	int level;
+
+	if (location == NULL || schema == NULL)
+		return fl_err_set(err, FL_ERR_INTERNAL,
+		                  "table metadata has no location or current schema");
+	if (level_of(codec, meta, &level, err) != 0)
+		return -1;
+	snprintf(data_uri, sizeof(data_uri), "%s/data", location);
+	if (o->dead_letter_dir != NULL && o->dead_letter_dir[0] != '\0')
+		snprintf(dl, dlcap, "%s/%.16s.rejected", o->dead_letter_dir, j->batch_id);
+	else if (strncmp(location, "file://", 7) == 0)
+		snprintf(dl, dlcap, "%s/dead-letter/%.16s.rejected", location + 7, j->batch_id);
+	else if (o->on_error == ST_ON_ERROR_DEAD_LETTER)
+		return fl_err_set(
+		        err, FL_ERR_BAD_REQUEST,
+		        "a dead-letter directory is required for a table on object storage");
+	else
+		dl[0] = '\0';
+	if (o->on_error == ST_ON_ERROR_DEAD_LETTER) {
+		char dir[PATH_MAX];
+
+		snprintf(dir, sizeof(dir), "%s", dl);
+		*strrchr(dir, '/') = '\0';
+		if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+			return fl_err_set(err, FL_ERR_IO, "cannot create %s: %s", dir,
+			                  strerror(errno));
+	}
+	struct st_ingest_opts io = {
+	        .schema = schema,
+	        .spec = default_spec(meta),
+	        .last_column_id = json_integer_value(json_object_get(meta, "last-column-id")),
+	        .format = o->format,
+	        .delimiter = o->delimiter ? o->delimiter : ',',
+	        .null_marker = o->null_marker,
+	        .on_error = o->on_error,
+	        .new_columns = o->new_columns,
+	        .io = j->io,
+	        .data_uri = data_uri,
+	        .dead_letter_path = dl,
+	        .codec = codec,
+	        .compression_level = level,
+	        .target_file_bytes = o->target_file_bytes > 0 ? o->target_file_bytes
+	                             : tfs != NULL            ? strtoull(tfs, NULL, 10)
+	                                                      : 0,
+	        /* Memory is bounded by the open row groups; 64 MiB keeps a run
+	         * well under 256 MB of RSS unless the table asks for more. */
+	        .row_group_bytes = rgs != NULL ? (size_t)strtoull(rgs, NULL, 10) : (size_t)64 << 20,
+	        .tz_assume_utc = o->tz_assume_utc,
+	        .progress = o->progress,
+	        .progress_ctx = o->progress_ctx,
+	};
+	return st_ingest_run(&io, j->inputs, j->n, &j->out->res, err);
+}
+
+/* The schema id the evolved schema will get (the builder reuses an identical
+ * schema, which cannot exist: it has a column the current one lacks). */
+static int64_t next_schema_id(const json_t *meta)
+{
+	json_t *s;
+	size_t i;
+	int64_t max = -1;
+
+	json_array_foreach(json_object_get(meta, "schemas"), i, s)
+	{
+		int64_t id = json_integer_value(json_object_get(s, "schema-id"));
+
+		if (id > max)
+			max = id;
+	}
+	return max + 1;
+}
+
+/* The updates of one commit attempt on top of meta. */
+static int make_updates(struct run *j, const json_t *meta, json_t **out, struct fl_err *err)
+{
+	struct st_ingest_result *res = &j->out->res;
+	const json_t *schema = res->evolved ? res->schema : current_schema(meta);
+	int64_t schema_id =
+	        res->evolved ? next_schema_id(meta)
+	                     : json_integer_value(json_object_get(meta, "current-schema-id"));
+	const char *location = json_string_value(json_object_get(meta, "location"));
+	char mdir[PATH_MAX], n[24];
+	json_t *schema_copy = NULL, *snapshot = NULL, *updates = NULL, *extra = NULL;
+	int64_t cur = json_integer_value(json_object_get(meta, "current-snapshot-id"));
+	int rc = -1;
+
+	snprintf(mdir, sizeof(mdir), "%s/metadata", location);
+	if (res->evolved) {
+		schema_copy = json_deep_copy(schema);
+		if (schema_copy == NULL)
+			goto nomem;
+		json_object_set_new(schema_copy, "schema-id", json_integer(schema_id));
+		schema = schema_copy;
+	}
+	struct st_snapshot_table t = {
+	        .format_version = (int)json_integer_value(json_object_get(meta, "format-version")),
+	        .schema = schema,
+	        .schema_id = (int32_t)schema_id,
+	        .spec = default_spec(meta),
+	        .spec_id = (int32_t)json_integer_value(json_object_get(meta, "default-spec-id")),
+	        .metadata_dir = mdir,
+	        .io = j->io,
+	        .codec = ST_AVRO_CODEC_DEFLATE,
+	};
+	if (j->manifest == NULL) {
+		struct st_data_file *files =
+		        calloc(res->n_files ? res->n_files : 1, sizeof(*files));
+
+		if (files == NULL)
+			goto nomem;
+		for (size_t i = 0; i < res->n_files; i++) {
+			st_parquet_metrics_to_data_file(&res->files[i].m, &files[i]);
+			files[i].file_path = res->files[i].uri;
+			files[i].partition = res->files[i].partition;
+		}
+		rc = st_snapshot_manifest_write(&t, j->snapshot_id, files, res->n_files,
+		                                &j->manifest, err);
+		free(files);
+		if (rc != 0)
+			goto out;
+		rc = -1;
+	}
+	const json_t *psnap =
+	        cur > 0 || (cur == 0 && json_object_get(meta, "current-snapshot-id") != NULL)
+	                ? find_by_id(json_object_get(meta, "snapshots"), "snapshot-id", cur)
+	                : NULL;
+	struct st_snapshot_parent parent = {0};
+	if (psnap != NULL) {
+		parent.snapshot_id = cur;
+		parent.manifest_list = json_string_value(json_object_get(psnap, "manifest-list"));
+		parent.summary = json_object_get(psnap, "summary");
+	}
+	snprintf(n, sizeof(n), "%llu", (unsigned long long)res->rows_bad);
+	extra = json_pack("{s:s, s:s}", "floe.batch-id", j->batch_id, "floe.rows-dead-lettered", n);
+	if (extra == NULL ||
+	    (j->o->watermark != NULL &&
+	     json_object_set_new(extra, "floe.watermark", json_string(j->o->watermark)) != 0))
+		goto nomem;
+	struct st_snapshot_opts so = {
+	        .table = &t,
+	        .parent = psnap ? &parent : NULL,
+	        .snapshot_id = j->snapshot_id,
+	        .sequence_number =
+	                json_integer_value(json_object_get(meta, "last-sequence-number")) + 1,
+	        .timestamp_ms = fl_now_ms(),
+	        .first_row_id = json_integer_value(json_object_get(meta, "next-row-id")),
+	        .attempt = ++j->attempt,
+	        .manifest = j->manifest,
+	        .extra_summary = extra,
+	};
+	if (st_snapshot_build(&so, &snapshot, err) != 0)
+		goto out;
+	updates = json_array();
+	if (updates == NULL)
+		goto nomem;
+	if (res->evolved) {
+		json_array_append_new(
+		        updates, json_pack("{s:s, s:O}", "action", "add-schema", "schema", schema));
+		json_array_append_new(updates, json_pack("{s:s, s:i}", "action",
+		                                         "set-current-schema", "schema-id", -1));
+	}
+	json_array_append_new(
+	        updates, json_pack("{s:s, s:O}", "action", "add-snapshot", "snapshot", snapshot));
+	json_array_append_new(updates,
+	                      json_pack("{s:s, s:s, s:s, s:I}", "action", "set-snapshot-ref",
+	                                "ref-name", "main", "type", "branch", "snapshot-id",
+	                                (json_int_t)j->snapshot_id));
+	*out = updates;
+	updates = NULL;
+	rc = 0;
+	goto out;
+nomem:
+	fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+out:
+	json_decref(schema_copy);
+	json_decref(snapshot);
+	json_decref(updates);
+	json_decref(extra);
+	return rc;
+}
+
+/* The committer's build step: nothing when the batch is already there. */
+static int build(void *arg, const json_t *current, json_t **updates, struct fl_err *err)
+{
+	struct run *j = arg;
+
+	if (st_batch_in_history(current, j->batch_id, &j->out->snapshot_id)) {
+		j->out->already = true;
+		*updates = json_array();
+		return *updates ? 0 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	}
+	/* The manifest list is written now: with fresh credentials. */
+	if (j->c->ops->io(j->c, current, &j->io, err) != 0)
+		return -1;
+	return make_updates(j, current, updates, err);
+}
+
+/* Loads the table, creating it from the inputs when asked (a concurrent
+ * creator winning is fine: load what it made). */
+static int load_or_create(struct st_committer *c, struct run *j, json_t **meta, struct fl_err *err)
+{
+	json_t *schema = NULL;
+	int rc;
+
+	if (c->ops->load(c, meta, err) == 0)
+		return 0;
+	if (err->kind != FL_ERR_NO_SUCH_TABLE || !j->o->create)
+		return -1;
+	fl_err_clear(err);
+	if (infer_schema(j, &schema, err) != 0)
+		return -1;
+	rc = c->ops->create(c, schema, meta, err);
+	json_decref(schema);
+	if (rc != 0 && err->kind == FL_ERR_ALREADY_EXISTS) {
+		fl_err_clear(err);
+		rc = c->ops->load(c, meta, err);
+	}
+	return rc;
+}
+
+/* Deletes the manifest this run wrote (it was never committed). */
+static void discard_manifest(struct run *j)
+{
+	struct fl_err ignored;
+
+	if (j->manifest != NULL && st_io_delete(j->io, j->manifest->path, &ignored) != 0)
+		ignored.kind = FL_ERR_NONE;
+}
+
+int st_batch_run(struct st_committer *c, const struct st_batch_opts *o, const char *const *inputs,
+                 size_t n, const char *batch_id, struct st_batch_result *out, struct fl_err *err)
+{
+	struct run j = {.o = o, .c = c, .inputs = inputs, .n = n, .batch_id = batch_id, .out = out};
+	json_t *meta = NULL;
+	int rc = -1;
+
+	if (n == 0 || batch_id == NULL || batch_id[0] == '\0' || strlen(batch_id) > 64)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  n == 0 ? "a batch needs at least one input"
+		                         : "a batch id must be 1-64 characters");
+	do {
+		if (RAND_bytes((unsigned char *)&j.snapshot_id, sizeof(j.snapshot_id)) != 1)
+			j.snapshot_id = fl_now_ms();
+		j.snapshot_id &= INT64_MAX;
+	} while (j.snapshot_id == 0);
+	if (load_or_create(c, &j, &meta, err) != 0 || c->ops->io(c, meta, &j.io, err) != 0)
+		goto out;
+	if (st_batch_in_history(meta, batch_id, &out->snapshot_id)) {
+		out->already = true;
+		rc = 0;
+		goto out;
+	}
+	if (write_data(&j, meta, err) != 0)
+		goto out;
+	if (out->res.rows_ok == 0) {
+		rc = 0;
+		goto out;
+	}
+	if (c->ops->commit(c, batch_id, o->retries, build, &j, err) != 0) {
+		if (err->kind != FL_ERR_COMMIT_STATE_UNKNOWN) {
+			st_ingest_result_discard(j.io, &out->res);
+			discard_manifest(&j);
+		}
+		goto out;
+	}
+	if (out->already) {
+		/* A concurrent run of the same batch won: ours is not needed. */
+		st_ingest_result_discard(j.io, &out->res);
+		discard_manifest(&j);
+	} else {
+		out->snapshot_id = j.snapshot_id;
+		out->committed = true;
+	}
+	rc = 0;
+out:
+	st_snapshot_manifest_free(j.manifest);
+	json_decref(meta);
+	return rc;
+}
+
+void st_batch_result_free(struct st_batch_result *r)
+{
+	if (r != NULL)
+		st_ingest_result_free(&r->res);
+}

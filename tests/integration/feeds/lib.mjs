@@ -1,0 +1,59 @@
+// Shared by the feed tests: landing files the way writers should (write, then
+// rename), reading a table's rows with DuckDB through its current snapshot,
+// and the feed tables through psql.
+import fs from 'node:fs';
+import path from 'node:path';
+import assert from 'node:assert/strict';
+import { psql, request, waitFor } from '../lib/harness.mjs';
+import { loadTable, currentSnapshot, snapshotFiles, localPath, duck, sqlStr } from '../ingest/lib.mjs';
+
+export const F = '/management/v1/feeds';
+
+// Lands a file atomically: the feed never sees it half written.
+export function land(dir, name, text) {
+  const tmp = path.join(dir, `.${name}.part`);
+  fs.writeFileSync(tmp, text);
+  fs.renameSync(tmp, path.join(dir, name));
+}
+
+export async function createFeed(base, body) {
+  const res = await request(base, 'POST', F, { body });
+  assert.equal(res.status, 201, res.text);
+  return res.json;
+}
+
+// The ids in the table's current snapshot, read by DuckDB from the data
+// files its manifests list (sorted numbers; duplicates kept).
+export async function tableIds(ctx, name) {
+  const meta = (await loadTable(ctx, name))?.metadata;
+  if (!meta) return { meta: null, ids: [] };
+  const cur = currentSnapshot(meta);
+  if (!cur) return { meta, ids: [] };
+  const files = snapshotFiles(cur).map((f) => localPath(f.file.file_path));
+  const con = await duck();
+  const rows = (await con.runAndReadAll(
+    `SELECT id::BIGINT FROM read_parquet([${files.map(sqlStr).join(', ')}]) ORDER BY 1`)).getRows();
+  return { meta, ids: rows.map((r) => Number(r[0])) };
+}
+
+// The feed's ledger: [{key, outcome, batch}] ordered by key.
+export function ledger(dbUrl, feed) {
+  const out = psql(dbUrl, `SELECT o.key || '|' || o.outcome || '|' || o.batch_id FROM feed_object o
+    JOIN feed f ON f.id = o.feed_id WHERE f.name = '${feed}' ORDER BY o.key, o.batch_id`);
+  return out ? out.split('\n').map((l) => {
+    const [key, outcome, batch] = l.split('|');
+    return { key, outcome, batch };
+  }) : [];
+}
+
+export const waitLedger = (dbUrl, feed, n, what) => waitFor(() => ledger(dbUrl, feed).length >= n,
+  { timeoutMs: 30000, intervalMs: 200, what: what ?? `${n} objects in the ledger of ${feed}` });
+
+// CSV text of ids [from, to) with a string column.
+export function csv(from, to) {
+  let s = 'id,s\n';
+  for (let i = from; i < to; i++) s += `${i},v${i}\n`;
+  return s;
+}
+
+export const range = (from, to) => Array.from({ length: to - from }, (_, i) => from + i);

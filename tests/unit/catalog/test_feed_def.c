@@ -1,0 +1,107 @@
+/* Unit tests of catalog/feed_def.c: feed definitions are normalized with
+ * every default, and each bad one is refused naming its key. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "feed.h"
+
+static json_t *parse(const char *s)
+{
+	json_t *v = json_loads(s, 0, NULL);
+
+	assert_non_null(v);
+	return v;
+}
+
+static void test_defaults(void **state)
+{
+	struct fl_err err = {0};
+	json_t *req = parse("{\"name\":\"o\",\"table\":\"a.b.t\",\"format\":\"csv\","
+	                    "\"source\":{\"type\":\"directory\",\"path\":\"/in/\"},"
+	                    "\"interval\":\"PT90S\"}");
+	json_t *out = NULL;
+	char *s;
+
+	(void)state;
+	assert_int_equal(cat_feed_def_check(req, "wh", &out, &err), 0);
+	s = json_dumps(out, JSON_COMPACT);
+	assert_string_equal(
+	        s, "{\"name\":\"o\",\"warehouse\":\"wh\",\"table\":\"a.b.t\","
+	           "\"source\":{\"type\":\"directory\",\"path\":\"/in\",\"glob\":\"*\"},"
+	           "\"format\":\"csv\",\"mode\":\"append\",\"interval\":\"PT1M30S\","
+	           "\"on-error\":\"strict\",\"new-columns\":\"reject\",\"create-table\":false,"
+	           "\"batch\":{\"max-bytes\":0,\"max-objects\":1000,\"max-age\":\"PT0S\"},"
+	           "\"max-retries\":5,\"dead-letter\":\"\",\"spool-max-bytes\":67108864}");
+	free(s);
+	json_decref(out);
+	json_decref(req);
+}
+
+static void test_refusals(void **state)
+{
+	static const struct {
+		const char *body, *word;
+	} cases[] = {
+	        {"{\"name\":\"o\",\"table\":\"n.t\",\"format\":\"csv\",\"source\":{\"type\":\"push\"},\"x\":1}",
+	         "unknown key 'x'"},
+	        {"{\"table\":\"n.t\",\"format\":\"csv\",\"source\":{\"type\":\"push\"}}", "name"},
+	        {"{\"name\":\"o\",\"table\":\"t\",\"format\":\"csv\",\"source\":{\"type\":\"push\"}}",
+	         "NAMESPACE.TABLE"},
+	        {"{\"name\":\"o\",\"table\":\"n.t\",\"source\":{\"type\":\"push\"}}",
+	         "format is required"},
+	        {"{\"name\":\"o\",\"table\":\"n.t\",\"format\":\"csv\",\"source\":{\"type\":\"push\"},\"interval\":\"PT0S\"}",
+	         "interval"},
+	        {"{\"name\":\"o\",\"table\":\"n.t\",\"format\":\"csv\",\"source\":{\"type\":\"directory\",\"path\":\"/a/./b\"}}",
+	         "source.path"},
+	        {"{\"name\":\"o\",\"table\":\"n.t\",\"format\":\"csv\",\"source\":{\"type\":\"push\"},\"batch\":{\"max-objects\":0}}",
+	         "batch.max-objects"},
+	        {"{\"name\":\"o\",\"table\":\"n.t\",\"format\":\"csv\",\"source\":{\"type\":\"push\",\"path\":\"/a\"}}",
+	         "source.path"},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct fl_err err = {0};
+		json_t *req = parse(cases[i].body), *out = NULL;
+
+		assert_int_equal(cat_feed_def_check(req, "wh", &out, &err), -1);
+		assert_int_equal(err.kind, FL_ERR_BAD_REQUEST);
+		if (strstr(err.msg, cases[i].word) == NULL)
+			fail_msg("case %zu: '%s' does not name '%s'", i, err.msg, cases[i].word);
+		assert_null(out);
+		json_decref(req);
+	}
+}
+
+static void test_table_split(void **state)
+{
+	struct fl_err err = {0};
+	char **levels = NULL;
+	const char *name = NULL;
+	int n = 0;
+
+	(void)state;
+	assert_int_equal(cat_feed_table_split("a.b.t", &levels, &n, &name, &err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(levels[0], "a");
+	assert_string_equal(levels[1], "b");
+	assert_string_equal(name, "t");
+	free(levels);
+	assert_int_equal(cat_feed_table_split("a.", &levels, &n, &name, &err), -1);
+	assert_int_equal(cat_feed_table_split("t", &levels, &n, &name, &err), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_defaults),
+	        cmocka_unit_test(test_refusals),
+	        cmocka_unit_test(test_table_split),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
