@@ -78,6 +78,7 @@ int srv_cli_split_args(const char *cmd, int argc, char **argv, const struct fl_s
 int srv_cli_catalog_open(const struct srv_config *sc, struct srv_cli_catalog *c, struct fl_err *err)
 {
 	char abs[PATH_MAX];
+	struct fl_err probe = {0};
 	int applied;
 
 	memset(c, 0, sizeof(*c));
@@ -94,8 +95,15 @@ int srv_cli_catalog_open(const struct srv_config *sc, struct srv_cli_catalog *c,
 	}
 	if (c->conninfo == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-	if (cat_db_migrate(c->conninfo, &applied, err) != 0 ||
-	    cat_db_open(c->conninfo, 1, &c->db, err) != 0 || cat_db_load_secret(c->db, err) != 0 ||
+	/* One connection, and the migrations (their own connection, an
+	 * advisory lock, four more round trips) only when the one query of
+	 * cat_db_ready says the schema is not this binary's: a short-lived
+	 * command like floe ingest pays for its start on every run. */
+	if (cat_db_open(c->conninfo, 1, &c->db, err) != 0)
+		return -1;
+	if (cat_db_ready(c->db, &probe) != 0 && cat_db_migrate(c->conninfo, &applied, err) != 0)
+		return -1;
+	if (cat_db_load_secret(c->db, err) != 0 ||
 	    cat_warehouse_get(c->db, NULL, sc->warehouse, &c->wh, err) != 0 ||
 	    st_io_open(&c->wh.profile, &c->io, err) != 0)
 		return -1;

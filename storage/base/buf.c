@@ -14,7 +14,7 @@ void st_buf_init(struct st_buf *b, const struct st_alloc *alloc)
 	b->alloc = alloc;
 }
 
-int st_buf_reserve(struct st_buf *b, size_t extra)
+int st_buf_grow(struct st_buf *b, size_t extra)
 {
 	size_t need, cap;
 	uint8_t *p;
@@ -33,22 +33,6 @@ int st_buf_reserve(struct st_buf *b, size_t extra)
 	b->data = p;
 	b->cap = cap;
 	return 0;
-}
-
-int st_buf_append(struct st_buf *b, const void *p, size_t n)
-{
-	if (n == 0)
-		return 0;
-	if (st_buf_reserve(b, n) != 0)
-		return -1;
-	memcpy(b->data + b->len, p, n);
-	b->len += n;
-	return 0;
-}
-
-int st_buf_put_u8(struct st_buf *b, uint8_t v)
-{
-	return st_buf_append(b, &v, 1);
 }
 
 int st_buf_put_le32(struct st_buf *b, uint32_t v)

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "alloc.h"
 #include "err.h"
@@ -23,10 +24,37 @@ struct st_buf {
 /* Prepares an empty buffer; allocates nothing. */
 void st_buf_init(struct st_buf *b, const struct st_alloc *alloc);
 
-/* Makes room for extra more bytes. */
-int st_buf_reserve(struct st_buf *b, size_t extra) FL_MUST_CHECK;
-int st_buf_append(struct st_buf *b, const void *p, size_t n) FL_MUST_CHECK;
-int st_buf_put_u8(struct st_buf *b, uint8_t v) FL_MUST_CHECK;
+/* Grows the buffer to hold extra more bytes: the slow path of
+ * st_buf_reserve, out of line. */
+int st_buf_grow(struct st_buf *b, size_t extra) FL_MUST_CHECK;
+
+/* Makes room for extra more bytes.  The appends below are inline: the
+ * Parquet and CSV writers call them once per value, and the call, not the
+ * copy, was their cost. */
+static inline FL_MUST_CHECK int st_buf_reserve(struct st_buf *b, size_t extra)
+{
+	return extra <= b->cap - b->len ? 0 : st_buf_grow(b, extra);
+}
+
+static inline FL_MUST_CHECK int st_buf_append(struct st_buf *b, const void *p, size_t n)
+{
+	if (n == 0)
+		return 0;
+	if (st_buf_reserve(b, n) != 0)
+		return -1;
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+static inline FL_MUST_CHECK int st_buf_put_u8(struct st_buf *b, uint8_t v)
+{
+	if (st_buf_reserve(b, 1) != 0)
+		return -1;
+	b->data[b->len++] = v;
+	return 0;
+}
+
 int st_buf_put_le32(struct st_buf *b, uint32_t v) FL_MUST_CHECK;
 int st_buf_put_le64(struct st_buf *b, uint64_t v) FL_MUST_CHECK;
 

@@ -204,6 +204,41 @@ static bool float_special(const char *s, size_t n, double *out)
 	return false;
 }
 
+/* The exact fast path for the common [+-]digits[.digits] with at most 15
+ * significant digits: the mantissa m < 10^15 < 2^53 and 10^k (k <= 15) are
+ * both exact doubles, so m / 10^k is one correctly rounded IEEE division,
+ * the same double strtod returns (Clinger's fast path).  False when the
+ * text is of another form; the caller then takes strtod. */
+static bool simple_double(const char *s, size_t n, double *out)
+{
+	static const double p10[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+	                             1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+	size_t i = 0, digits = 0, frac = 0;
+	uint64_t m = 0;
+	bool neg = false, dot = false;
+	double x;
+
+	if (i < n && (s[i] == '+' || s[i] == '-'))
+		neg = s[i++] == '-';
+	for (; i < n; i++) {
+		if (is_digit(s[i])) {
+			if (++digits > 15)
+				return false;
+			m = m * 10 + (uint64_t)(s[i] - '0');
+			frac += dot;
+		} else if (s[i] == '.' && !dot) {
+			dot = true;
+		} else {
+			return false;
+		}
+	}
+	if (digits == 0)
+		return false;
+	x = (double)m / p10[frac];
+	*out = neg ? -x : x;
+	return true;
+}
+
 static enum verdict parse_double(const char *s, size_t n, bool single, double *d, float *f,
                                  struct why *w)
 {
@@ -211,6 +246,11 @@ static enum verdict parse_double(const char *s, size_t n, bool single, double *d
 	char *end;
 	double x;
 
+	if (!single && simple_double(s, n, &x)) {
+		*d = x;
+		*f = (float)x;
+		return OK;
+	}
 	if (float_special(s, n, &x)) {
 		*d = x;
 		*f = (float)x;

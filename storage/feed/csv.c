@@ -67,6 +67,10 @@ struct st_csv_reader {
 	const struct st_alloc *alloc;
 	const struct st_source *src;
 	uint8_t delim;
+	/* Bytes that end a run inside an unquoted (stop_unq) or quoted
+	 * (stop_q) field: one table load a byte instead of four compares. */
+	bool stop_unq[256];
+	bool stop_q[256];
 	bool keep_blank;
 	size_t max_field, max_record;
 
@@ -259,9 +263,9 @@ static int scan(struct st_csv_reader *r, bool *done)
 			break;
 		case S_UNQUOTED:
 			s = pos;
-			while (pos < end && (c = in[pos]) != d && c != '"' && c != '\r' &&
-			       c != '\n')
+			while (pos < end && !r->stop_unq[in[pos]])
 				pos++;
+			c = pos < end ? in[pos] : 0;
 			if (pos > s) {
 				r->content = true;
 				r->prev_cr = false;
@@ -282,8 +286,9 @@ static int scan(struct st_csv_reader *r, bool *done)
 			break;
 		case S_QUOTED:
 			s = pos;
-			while (pos < end && (c = in[pos]) != '"' && c != '\r' && c != '\n')
+			while (pos < end && !r->stop_q[in[pos]])
 				pos++;
+			c = pos < end ? in[pos] : 0;
 			if (pos > s) {
 				r->prev_cr = false;
 				if (field_put(r, in + s, pos - s) != 0)
@@ -454,10 +459,12 @@ static int publish(struct st_csv_reader *r, struct rec_store *s)
 			f[i].p = p;
 			f[i].len = s->meta[i].len;
 			f[i].quoted = s->meta[i].quoted;
-			if (rec->utf8_valid && !fl_utf8_valid(p, f[i].len))
-				rec->utf8_valid = false;
 			p += f[i].len + 1;
 		}
+		/* One pass over all the fields: they are separated by NUL bytes,
+		 * which no multi-byte sequence contains, so the whole is valid
+		 * exactly when every field is. */
+		rec->utf8_valid = fl_utf8_valid((const char *)s->vals.data, s->vals.len);
 		rec->fields = f;
 	}
 	rec->n_fields = s->n;
@@ -519,6 +526,10 @@ int st_csv_reader_open(const struct st_csv_opts *opts, struct st_csv_reader **ou
 	r->alloc = opts->alloc;
 	r->src = opts->source;
 	r->delim = (uint8_t)d;
+	r->stop_unq[(uint8_t)d] = true;
+	r->stop_unq['"'] = r->stop_q['"'] = true;
+	r->stop_unq['\r'] = r->stop_q['\r'] = true;
+	r->stop_unq['\n'] = r->stop_q['\n'] = true;
 	r->keep_blank = opts->keep_blank_lines;
 	r->max_field =
 	        opts->max_field_bytes ? opts->max_field_bytes : ST_CSV_DEFAULT_MAX_FIELD_BYTES;

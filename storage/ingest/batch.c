@@ -161,6 +161,31 @@ static enum st_parquet_codec codec_of(const struct st_batch_opts *o, const json_
 	return ST_PARQUET_UNCOMPRESSED;
 }
 
+/* write.parquet.compression-level, as Iceberg's writers honour it: unset
+ * means the codec's default (zstd 3, as parquet-mr and DuckDB; gzip 6); a
+ * set value must be a level the codec has (zstd 1-22, gzip 1-9); snappy and
+ * none have no level and ignore it. */
+static int level_of(enum st_parquet_codec codec, const json_t *meta, int *level, struct fl_err *err)
+{
+	const char *v = prop(meta, "write.parquet.compression-level");
+	int max = codec == ST_PARQUET_ZSTD ? 22 : codec == ST_PARQUET_GZIP ? 9 : 0;
+	char *end;
+	long l;
+
+	*level = 0;
+	if (v == NULL || max == 0)
+		return 0;
+	errno = 0;
+	l = strtol(v, &end, 10);
+	if (errno != 0 || end == v || *end != '\0' || l < 1 || l > max)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "table property write.parquet.compression-level is '%.40s': "
+		                  "expected an integer from 1 to %d for %s",
+		                  v, max, codec == ST_PARQUET_ZSTD ? "zstd" : "gzip");
+	*level = (int)l;
+	return 0;
+}
+
 /* Infers a schema from the first readable rows of the first input. */
 static int infer_schema(const struct run *j, json_t **schema, struct fl_err *err)
 {
@@ -233,10 +258,14 @@ static int write_data(struct run *j, const json_t *meta, struct fl_err *err)
 	const json_t *schema = current_schema(meta);
 	char data_uri[PATH_MAX], *dl = j->out->dead_letter_path;
 	size_t dlcap = sizeof(j->out->dead_letter_path);
+	enum st_parquet_codec codec = codec_of(o, meta);
+	int level;
 
 	if (location == NULL || schema == NULL)
 		return fl_err_set(err, FL_ERR_INTERNAL,
 		                  "table metadata has no location or current schema");
+	if (level_of(codec, meta, &level, err) != 0)
+		return -1;
 	snprintf(data_uri, sizeof(data_uri), "%s/data", location);
 	if (o->dead_letter_dir != NULL && o->dead_letter_dir[0] != '\0')
 		snprintf(dl, dlcap, "%s/%.16s.rejected", o->dead_letter_dir, j->batch_id);
@@ -269,7 +298,8 @@ static int write_data(struct run *j, const json_t *meta, struct fl_err *err)
 	        .io = j->io,
 	        .data_uri = data_uri,
 	        .dead_letter_path = dl,
-	        .codec = codec_of(o, meta),
+	        .codec = codec,
+	        .compression_level = level,
 	        .target_file_bytes = o->target_file_bytes > 0 ? o->target_file_bytes
 	                             : tfs != NULL            ? strtoull(tfs, NULL, 10)
 	                                                      : 0,

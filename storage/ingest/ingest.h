@@ -43,6 +43,7 @@ struct st_ingest_opts {
 	const char *data_uri; /* "<table location>/data": where Parquet files go */
 	const char *dead_letter_path; /* local file for rejected records (created when needed) */
 	enum st_parquet_codec codec;
+	int compression_level; /* write.parquet.compression-level; 0 = the codec's default */
 	uint64_t target_file_bytes; /* roll to a new file past this (compressed); 0 = 512 MiB */
 	size_t row_group_bytes; /* 0 = the writer's default */
 	bool tz_assume_utc; /* timestamptz without a zone is UTC */

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -375,6 +376,59 @@ static void test_nan_and_negative_zero_bits(void **state)
 	assert_true(v.v.f == 1.00000011920928955078125f);
 }
 
+/* The exact fast path for short decimals (up to 15 significant digits)
+ * must give the very bits strtod gives, and leave everything else to it:
+ * random digit strings of every length and decimal point position, signs,
+ * leading zeros, and the 15/16-digit border. */
+static void test_double_fast_path_matches_strtod(void **state)
+{
+	static const char *const edge[] = {"999999999999999",
+	                                   "9999999999999999",
+	                                   "0.000000000000001",
+	                                   "0.0000000000000001",
+	                                   "123456789012345.",
+	                                   ".123456789012345",
+	                                   "-0",
+	                                   "+0.5",
+	                                   "000000000000000001",
+	                                   "9007199254740993",
+	                                   "0.1",
+	                                   "-3.14159265358979"};
+	struct st_type d = {.id = ST_TYPE_DOUBLE};
+	uint64_t x = 0x9e3779b97f4a7c15u;
+	struct st_value v;
+	struct fl_err err;
+	char text[40];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(edge) / sizeof(edge[0]); i++) {
+		double want = strtod(edge[i], NULL);
+
+		assert_int_equal(st_cast_text(&d, edge[i], strlen(edge[i]), NULL, NULL, &v, &err),
+		                 0);
+		assert_memory_equal(&v.v.d, &want, sizeof(want));
+	}
+	for (int i = 0; i < 200000; i++) {
+		size_t n = 0, digits, dot;
+		double want;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		digits = 1 + x % 17;
+		dot = (x >> 8) % (digits + 2);
+		if ((x >> 16) & 1)
+			text[n++] = '-';
+		for (size_t k = 0; k < digits; k++) {
+			if (k == dot)
+				text[n++] = '.';
+			text[n++] = (char)('0' + (x >> (20 + 2 * k % 40)) % 10);
+		}
+		text[n] = '\0';
+		want = strtod(text, NULL);
+		assert_int_equal(st_cast_text(&d, text, n, NULL, NULL, &v, &err), 0);
+		assert_memory_equal(&v.v.d, &want, sizeof(want));
+	}
+}
+
 static void test_scratch(void **state)
 {
 	struct st_type u = {.id = ST_TYPE_UUID}, b = {.id = ST_TYPE_BINARY};
@@ -542,6 +596,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_text),
 	        cmocka_unit_test(test_nan_and_negative_zero_bits),
+	        cmocka_unit_test(test_double_fast_path_matches_strtod),
 	        cmocka_unit_test(test_scratch),
 	        cmocka_unit_test(test_json),
 	        cmocka_unit_test(test_json_missing_is_null),

@@ -319,6 +319,42 @@ static void test_truncated_raw(void **state)
 	st_csv_reader_free(r);
 }
 
+/* A record's raw bytes are the input's exactly however the input is chunked:
+ * kept in the chunk when the record fits there, copied when a refill falls
+ * inside it; the header's survive later refills; a record over the limit
+ * keeps its first max_record_bytes. */
+static void test_raw_bytes_across_chunks(void **state)
+{
+	static const char in[] = "h1,h2\r\n\"a\r\nb\",c\r\nx\"y,z\n0123456789\nlast";
+	static const char *const want[] = {"\"a\r\nb\",c\r\n", "x\"y,z\n", "0123456789", "last"};
+	static const size_t steps[] = {1, 2, 3, 5, 7, 64};
+	struct trickle t;
+	struct st_csv_opts o = {0};
+	struct st_csv_reader *r;
+	const struct st_csv_record *rec;
+	struct fl_err err;
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+		trickle_init(&t, in, strlen(in), steps[k]);
+		o.source = &t.source;
+		o.header = true;
+		o.max_record_bytes = 10;
+		assert_int_equal(st_csv_reader_open(&o, &r, &err), 0);
+		for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+			assert_int_equal(st_csv_reader_next(r, &rec, &err), 0);
+			assert_non_null(rec);
+			assert_int_equal(rec->raw_len, strlen(want[i]));
+			assert_memory_equal(rec->raw, want[i], rec->raw_len);
+		}
+		assert_int_equal(st_csv_reader_next(r, &rec, &err), 0);
+		assert_null(rec);
+		assert_int_equal(st_csv_reader_header(r)->raw_len, 7);
+		assert_memory_equal(st_csv_reader_header(r)->raw, "h1,h2\r\n", 7);
+		st_csv_reader_free(r);
+	}
+}
+
 static void test_raw_bytes(void **state)
 {
 	static const char in[] = "\"a\r\nb\",c\r\nd\n";
@@ -488,6 +524,7 @@ int main(void)
 	        cmocka_unit_test(test_malformed),
 	        cmocka_unit_test(test_truncated_raw),
 	        cmocka_unit_test(test_raw_bytes),
+	        cmocka_unit_test(test_raw_bytes_across_chunks),
 	        cmocka_unit_test(test_bad_options_and_header),
 	        cmocka_unit_test(test_fd_source),
 	        cmocka_unit_test(test_alloc_failures),
