@@ -28,10 +28,16 @@
  * max-age}, max-retries, dead-letter, spool-max-bytes}.  default_wh is used
  * when "warehouse" is absent.  An unknown key, a wrong type, or a value out
  * of range is FL_ERR_BAD_REQUEST naming the key (e.g. "source.glob");
- * a mode or source the workers cannot run yet is FL_ERR_BAD_REQUEST saying
- * so.  Pure: no database, no file system. */
+ * a mode the workers cannot run yet is FL_ERR_BAD_REQUEST saying so.  Pure: no database, no file system. */
 int cat_feed_def_check(const json_t *req, const char *default_wh, json_t **out,
                        struct fl_err *err) FL_MUST_CHECK;
+
+/* Checks a normalized definition against its warehouse: an s3 source (and
+ * an s3:// dead-letter) needs an S3 warehouse, whose object-IO handle reads
+ * it; a directory source (and a directory dead-letter) a warehouse on local
+ * files.  FL_ERR_BAD_REQUEST naming why.  Pure. */
+int cat_feed_def_check_warehouse(const json_t *def, const struct cat_warehouse *wh,
+                                 struct fl_err *err) FL_MUST_CHECK;
 
 /* Splits a definition's "table" ("a.b.orders") into namespace levels and a
  * name, all malloc'd into one block *levels (free it; the strings live in

@@ -144,6 +144,79 @@ static bool dir_ok(const char *p)
 	return true;
 }
 
+/* An s3 prefix: "s3://bucket[/prefix]", a bucket of 3-63 bytes, a prefix
+ * without "." or ".." segments or doubled slashes (the ledger's keys are
+ * relative to it); stored without the trailing '/'. */
+static bool s3_location_ok(const char *loc)
+{
+	size_t n = strlen(loc);
+	const char *bucket = loc + 5, *slash;
+
+	if (n < 8 || n > CAT_FEED_PATH_MAX || strncmp(loc, "s3://", 5) != 0)
+		return false;
+	slash = strchr(bucket, '/');
+	if ((slash ? (size_t)(slash - bucket) : strlen(bucket)) < 3 ||
+	    (slash ? (size_t)(slash - bucket) : strlen(bucket)) > 63)
+		return false;
+	if (slash == NULL)
+		return true;
+	return strstr(slash, "//") == NULL && strstr(slash, "/./") == NULL &&
+	       strstr(slash, "/../") == NULL && strcmp(slash, "/.") != 0 &&
+	       strcmp(slash, "/..") != 0 && (n < 2 || strcmp(loc + n - 2, "/.") != 0) &&
+	       (n < 3 || strcmp(loc + n - 3, "/..") != 0);
+}
+
+static int check_s3_source(const json_t *src, json_t **out, struct fl_err *err)
+{
+	static const char *const s3_keys[] = {"type", "location", "glob", NULL};
+	const char *loc = NULL, *glob = "*";
+	size_t n;
+
+	if (only_keys(src, s3_keys, "source.", err) != 0 ||
+	    fl_json_get_str(src, "location", true, WHAT ".source", &loc, err) != 0 ||
+	    fl_json_get_str(src, "glob", false, WHAT ".source", &glob, err) != 0)
+		return -1;
+	if (!s3_location_ok(loc))
+		return bad(err, "source.location",
+		           "must be s3://bucket/prefix/ with a 3-63 byte bucket and no '.', '..'"
+		           " or '//' segments (at most 1024 bytes)");
+	if (glob[0] == '\0' || strlen(glob) > CAT_FEED_GLOB_MAX)
+		return bad(err, "source.glob",
+		           "must be a non-empty key pattern (at most 255 bytes; '*' does not"
+		           " cross '/')");
+	n = strlen(loc);
+	while (n > 5 && loc[n - 1] == '/')
+		n--;
+	*out = json_pack("{s:s, s:s#, s:s}", "type", "s3", "location", loc, (int)n, "glob", glob);
+	return *out ? 0 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+}
+
+int cat_feed_def_check_warehouse(const json_t *def, const struct cat_warehouse *wh,
+                                 struct fl_err *err)
+{
+	const char *type =
+	        json_string_value(json_object_get(json_object_get(def, "source"), "type"));
+	const char *dl = json_string_value(json_object_get(def, "dead-letter"));
+	bool s3 = strcmp(wh->storage_type, "s3") == 0;
+
+	if (type != NULL && strcmp(type, "s3") == 0 && !s3)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  WHAT ": source.type 's3' needs an S3 warehouse (its credentials"
+		                       " read the prefix); warehouse '%.255s' is on local files:"
+		                       " use a directory source",
+		                  wh->name);
+	if (type != NULL && strcmp(type, "directory") == 0 && s3)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  WHAT ": source.type 'directory' needs a warehouse on local files;"
+		                       " warehouse '%.255s' is on S3: use an s3 source",
+		                  wh->name);
+	if (dl != NULL && dl[0] != '\0' && (dl[0] == '/') == s3)
+		return bad(err, "dead-letter",
+		           s3 ? "must be an s3:// location on an S3 warehouse"
+		              : "must be an absolute directory path on a warehouse on local files");
+	return 0;
+}
+
 static int check_source(const json_t *req, json_t **out, struct fl_err *err)
 {
 	static const char *const dir_keys[] = {"type", "path", "glob", NULL};
@@ -162,8 +235,7 @@ static int check_source(const json_t *req, json_t **out, struct fl_err *err)
 		return *out ? 0 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	}
 	if (strcmp(type, "s3") == 0)
-		return bad(err, "source.type",
-		           "'s3' is not supported yet by the feed workers (directory, push)");
+		return check_s3_source(src, out, err);
 	if (strcmp(type, "directory") != 0)
 		return fl_err_set(
 		        err, FL_ERR_BAD_REQUEST,
@@ -306,9 +378,10 @@ int cat_feed_def_check(const json_t *req, const char *default_wh, json_t **out, 
 	    get_bounded_int(req, "spool-max-bytes", "spool-max-bytes", DEF_SPOOL_MAX, 1 << 16,
 	                    SPOOL_MAX_MAX, &spool, err) != 0)
 		return -1;
-	if (dl[0] != '\0' && !dir_ok(dl))
+	if (dl[0] != '\0' && !dir_ok(dl) && !(strncmp(dl, "s3://", 5) == 0 && s3_location_ok(dl)))
 		return bad(err, "dead-letter",
-		           "must be an absolute directory path without '.', '..' or '//' segments");
+		           "must be an absolute directory path, or an s3:// location on an S3"
+		           " warehouse, without '.', '..' or '//' segments");
 	if (check_source(req, &source, err) != 0)
 		goto out;
 	if (get_duration(req, "interval", "interval", "PT10S", CAT_FEED_INTERVAL_MIN,

@@ -1,10 +1,13 @@
-/* feeds.c - the daemon's feed workers: a directory feed's objects, and the
- * records pushed to a feed, into its table, exactly once.
+/* feeds.c - the daemon's feed workers: a directory or s3 feed's objects,
+ * and the records pushed to a feed, into its table, exactly once.
  *
  * One run of a feed, all inside the transaction that claimed it:
  *   1. list the source's files that match the glob (dot-files and *.tmp are
- *      skipped: writers land files by rename);
- *   2. drop those already in the ledger (same key, size and mtime);
+ *      skipped: writers land files by rename); an s3 prefix is listed
+ *      through the warehouse's object-IO handle, and an object taken into a
+ *      batch is copied to a temporary file in ranged reads first;
+ *   2. drop those already in the ledger (same key, size and mtime; for s3
+ *      the LastModified);
  *   3. take the oldest first, up to the batch bounds (objects, bytes; bytes
  *      default to the table's write.target-file-size-bytes); a partial batch
  *      whose oldest object is younger than max-age waits;
@@ -19,8 +22,9 @@
  * run: the oldest waiting bodies of one format, up to the batch bounds, land
  * as one batch and are marked landed in the same transaction.
  *
- * Bad input: in dead-letter mode bad rows go to the dead-letter folder and
- * the rest commits.  An object that fails as a whole (cannot be parsed, or
+ * Bad input: in dead-letter mode bad rows go to the dead-letter folder (on
+ * S3 through the handle: the batch writes them locally, then they are
+ * uploaded) and the rest commits.  An object that fails as a whole (cannot be parsed, or
  * any bad row in strict mode) is isolated by running the batch's objects one
  * by one; the one that fails alone is a poison object: copied whole to the
  * dead-letter folder with its reason and never retried.  Other failures
@@ -53,8 +57,12 @@
 #define DEFAULT_TARGET ((int64_t)512 << 20)
 
 struct obj {
-	char *key; /* file name inside the source directory; "push/<id>" for a push */
-	char *path; /* full path (a push's body is written to a temporary file) */
+	char *key; /* file name inside the source directory, key under the s3 prefix,
+	            * or "push/<id>" for a push */
+	char *path; /* full path (a push's body is written to a temporary file; an s3
+	             * object is copied to one when its batch lands) */
+	char *uri; /* an s3 object's URI; NULL otherwise */
+	bool tmp; /* path is a temporary copy, removed with the scan */
 	int64_t size;
 	int64_t mtime_ns; /* a push: when the worker took it */
 	char etag[24];
@@ -64,15 +72,38 @@ struct obj {
 struct scan {
 	struct obj *v;
 	size_t n, cap;
+	/* an s3 listing */
+	const char *prefix; /* the source location, no trailing '/' */
+	const char *glob;
+	int64_t listed;
 };
 
 static void scan_free(struct scan *s)
 {
 	for (size_t i = 0; i < s->n; i++) {
+		if (s->v[i].tmp && s->v[i].path != NULL)
+			unlink(s->v[i].path);
 		free(s->v[i].key);
 		free(s->v[i].path);
+		free(s->v[i].uri);
 	}
 	free(s->v);
+}
+
+/* A new zeroed entry at the end of s, or NULL when out of memory. */
+static struct obj *scan_add(struct scan *s)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		struct obj *v = realloc(s->v, cap * sizeof(*v));
+
+		if (v == NULL)
+			return NULL;
+		s->v = v;
+		s->cap = cap;
+	}
+	memset(&s->v[s->n], 0, sizeof(s->v[s->n]));
+	return &s->v[s->n];
 }
 
 static int by_age(const void *a, const void *b)
@@ -109,17 +140,10 @@ static int scan_dir(const char *dir, const char *glob, struct scan *s, struct fl
 		if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path) ||
 		    stat(path, &st) != 0 || !S_ISREG(st.st_mode))
 			continue;
-		if (s->n == s->cap) {
-			size_t cap = s->cap ? s->cap * 2 : 64;
-			struct obj *v = realloc(s->v, cap * sizeof(*v));
+		struct obj *o = scan_add(s);
 
-			if (v == NULL)
-				goto nomem;
-			s->v = v;
-			s->cap = cap;
-		}
-		struct obj *o = &s->v[s->n];
-		memset(o, 0, sizeof(*o));
+		if (o == NULL)
+			goto nomem;
 		o->key = strdup(e->d_name);
 		o->path = strdup(path);
 		if (o->key == NULL || o->path == NULL) {
@@ -138,6 +162,95 @@ static int scan_dir(const char *dir, const char *glob, struct scan *s, struct fl
 nomem:
 	closedir(d);
 	return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+}
+
+/* One object of an s3 listing: kept when its key (relative to the prefix)
+ * matches the glob, '*' not crossing '/', and its last segment is not a
+ * dot-file or a *.tmp.  Its etag in the ledger is its LastModified. */
+static int s3_listed(void *arg, const char *uri, uint64_t size, int64_t mtime_ms,
+                     struct fl_err *err)
+{
+	struct scan *s = arg;
+	size_t plen = strlen(s->prefix);
+	const char *key = uri + plen + 1, *base;
+	struct obj *o;
+
+	if (strncmp(uri, s->prefix, plen) != 0 || uri[plen] != '/' || key[0] == '\0')
+		return 0; /* the object at the prefix itself */
+	if (++s->listed > SCAN_MAX)
+		return fl_err_set(err, FL_ERR_TOO_LARGE, "listing stopped at %d objects", SCAN_MAX);
+	base = strrchr(key, '/');
+	base = base ? base + 1 : key;
+	if (skipped_name(base) || fnmatch(s->glob, key, FNM_PATHNAME | FNM_PERIOD) != 0)
+		return 0;
+	o = scan_add(s);
+	if (o == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	o->key = strdup(key);
+	o->uri = strdup(uri);
+	if (o->key == NULL || o->uri == NULL) {
+		free(o->key);
+		free(o->uri);
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	}
+	o->size = (int64_t)size;
+	o->mtime_ns = mtime_ms * 1000000;
+	snprintf(o->etag, sizeof(o->etag), "%lld", (long long)mtime_ms);
+	s->n++;
+	return 0;
+}
+
+/* Lists the objects under an s3 prefix matching glob through the
+ * warehouse's handle (following continuation tokens), oldest first; at most
+ * SCAN_MAX objects are looked at per run. */
+static int scan_s3(struct st_io *io, const char *prefix, const char *glob, struct scan *s,
+                   struct fl_err *err)
+{
+	s->prefix = prefix;
+	s->glob = glob;
+	if (st_io_list(io, prefix, s3_listed, s, err) != 0) {
+		if (err->kind != FL_ERR_TOO_LARGE || s->listed <= SCAN_MAX)
+			return fl_err_prefix(err, "source.location %.200s", prefix);
+		fl_err_clear(err);
+	}
+	qsort(s->v, s->n, sizeof(*s->v), by_age);
+	return 0;
+}
+
+/* Copies an s3 object to a temporary file before its batch reads it. */
+static int fetch(struct st_io *io, struct obj *o, struct fl_err *err)
+{
+	const char *tmp = getenv("TMPDIR"), *base;
+	char path[PATH_MAX];
+	uint64_t size = 0;
+	int fd, n;
+
+	if (o->uri == NULL || o->path != NULL)
+		return 0;
+	/* The copy keeps the key's last segment, so rejected rows' reasons name it. */
+	base = strrchr(o->key, '/');
+	base = base ? base + 1 : o->key;
+	n = snprintf(path, sizeof(path), "%s/floe-feed-XXXXXX-%.200s", tmp && tmp[0] ? tmp : "/tmp",
+	             base);
+	fd = n > 0 && n < (int)sizeof(path)
+	             ? mkstemps(path, (int)strlen(strrchr(path, '/') + 1) - 16)
+	             : -1;
+	if (fd < 0)
+		return fl_err_set(err, FL_ERR_IO, "cannot create a temporary file: %s",
+		                  strerror(errno));
+	if (st_io_download(io, o->uri, fd, &size, err) != 0) {
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	close(fd);
+	o->path = strdup(path);
+	if (o->path == NULL) {
+		unlink(path);
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	}
+	o->tmp = true;
+	return 0;
 }
 
 /* The batch id: hex SHA-256 over the feed name, a replay salt and the
@@ -224,7 +337,8 @@ struct run {
 	const json_t *def;
 	struct st_committer *c;
 	struct st_batch_opts bo;
-	char dl_dir[PATH_MAX];
+	char dl_dir[PATH_MAX]; /* where the batch writes rejected rows (local) */
+	char dl_uri[PATH_MAX]; /* an s3 dead-letter location ("" = dl_dir is it) */
 	int64_t max_objects, max_bytes; /* this run's batch bounds */
 	int64_t backlog; /* new source objects left for later runs */
 	char salt[64]; /* of batch ids: "" normally, "replay:<id>" for a forced replay */
@@ -267,6 +381,30 @@ static int record(struct run *u, struct obj *const *v, const struct cat_feed_obj
 	return rc;
 }
 
+/* Moves a batch's rejected rows and their reasons (local files) to an s3
+ * dead-letter location; res names the uploaded rows after. */
+static int move_rejected(struct run *u, struct st_batch_result *res, struct fl_err *err)
+{
+	const char *local = res->dead_letter_path, *base = strrchr(local, '/');
+	char uri[sizeof(res->dead_letter_path)], euri[PATH_MAX];
+
+	if (u->dl_uri[0] == '\0' || local[0] == '\0')
+		return 0;
+	base = base ? base + 1 : local;
+	if (snprintf(uri, sizeof(uri), "%s/%s", u->dl_uri, base) >= (int)sizeof(uri) ||
+	    snprintf(euri, sizeof(euri), "%s.errors.ndjson", uri) >= (int)sizeof(euri))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "dead-letter location is too long");
+	if (st_io_upload(u->job->wh.io, local, uri, err) != 0 ||
+	    (res->res.dead_letter_errors != NULL &&
+	     st_io_upload(u->job->wh.io, res->res.dead_letter_errors, euri, err) != 0))
+		return -1;
+	unlink(local);
+	if (res->res.dead_letter_errors != NULL)
+		unlink(res->res.dead_letter_errors);
+	memcpy(res->dead_letter_path, uri, sizeof(uri));
+	return 0;
+}
+
 /* Lands n objects as one batch; -1 with err on failure (the caller decides
  * whether that is poison). */
 static int land(struct run *u, struct obj *const *v, size_t n, struct fl_err *err)
@@ -283,6 +421,8 @@ static int land(struct run *u, struct obj *const *v, size_t n, struct fl_err *er
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
+		if (fetch(u->job->wh.io, v[i], err) != 0)
+			goto out;
 		inputs[i] = v[i]->path;
 		if (v[i]->mtime_ns > newest)
 			newest = v[i]->mtime_ns;
@@ -310,6 +450,8 @@ static int land(struct run *u, struct obj *const *v, size_t n, struct fl_err *er
 		lo[i].rows_bad = n == 1 ? (int64_t)res.res.rows_bad : 0;
 	}
 	if (record(u, v, lo, n, batch, err) != 0)
+		goto out;
+	if (res.res.rows_bad > 0 && move_rejected(u, &res, err) != 0)
 		goto out;
 	if (res.res.rows_bad > 0) {
 		char reason[160];
@@ -347,13 +489,19 @@ static int set_aside(struct run *u, struct obj *o, const char *reason, struct fl
 	struct obj *one[1] = {o};
 
 	batch_id_of(u->job->name, u->salt, one, 1, batch);
-	if (mkdirs(u->dl_dir, err) != 0)
+	if (u->dl_uri[0] == '\0' && mkdirs(u->dl_dir, err) != 0)
 		return -1;
-	if (snprintf(dst, sizeof(dst), "%s/%.16s-%s", u->dl_dir, batch,
+	if (snprintf(dst, sizeof(dst), "%s/%.16s-%s", u->dl_uri[0] ? u->dl_uri : u->dl_dir, batch,
 	             o->spool_id ? "push" : o->key) >= (int)sizeof(dst))
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "dead-letter path for %.100s is too long", o->key);
-	if (copy_whole(o->path, dst, err) != 0 || record(u, one, &lo, 1, batch, err) != 0 ||
+	/* An s3 key may hold '/': a local dead letter keeps one flat folder. */
+	for (char *p = dst + strlen(u->dl_dir) + 1; u->dl_uri[0] == '\0' && *p; p++)
+		*p = *p == '/' ? '_' : *p;
+	if (fetch(u->job->wh.io, o, err) != 0 ||
+	    (u->dl_uri[0] ? st_io_upload(u->job->wh.io, o->path, dst, err)
+	                  : copy_whole(o->path, dst, err)) != 0 ||
+	    record(u, one, &lo, 1, batch, err) != 0 ||
 	    cat_feed_dead_letter_add(u->job, batch, o->key, true, 0, dst, reason, err) != 0)
 		return -1;
 	fl_warn(NULL, "feed %s: object %s set aside in %s: %s", u->job->name, o->key, dst, reason);
@@ -412,22 +560,35 @@ static int prepare(struct run *u, struct fl_err *err)
 
 		u->max_bytes = t != NULL ? strtoll(t, NULL, 10) : DEFAULT_TARGET;
 	}
+	/* The dead-letter location: the definition's, or <table>/dead-letter, or
+	 * <warehouse>/dead-letter/<feed> before the table exists. */
 	if (def_str(u->def, "dead-letter")[0] != '\0')
 		snprintf(u->dl_dir, sizeof(u->dl_dir), "%s", def_str(u->def, "dead-letter"));
-	else if (meta != NULL && strncmp(def_str(meta, "location"), "file://", 7) == 0)
-		snprintf(u->dl_dir, sizeof(u->dl_dir), "%s/dead-letter",
-		         def_str(meta, "location") + 7);
-	else if (strncmp(u->job->wh.location, "file://", 7) == 0)
-		snprintf(u->dl_dir, sizeof(u->dl_dir), "%s/dead-letter/%s", u->job->wh.location + 7,
+	else if (meta != NULL && def_str(meta, "location")[0] != '\0')
+		snprintf(u->dl_dir, sizeof(u->dl_dir), "%s/dead-letter", def_str(meta, "location"));
+	else
+		snprintf(u->dl_dir, sizeof(u->dl_dir), "%s/dead-letter/%s", u->job->wh.location,
 		         u->job->name);
-	else {
-		fl_err_set(err, FL_ERR_BAD_REQUEST,
-		           "feed %s: a table on object storage needs a dead-letter directory",
-		           u->job->name);
-		goto out;
+	if (strncmp(u->dl_dir, "file://", 7) == 0)
+		memmove(u->dl_dir, u->dl_dir + 7, strlen(u->dl_dir + 7) + 1);
+	else if (strncmp(u->dl_dir, "s3://", 5) == 0) {
+		/* Object storage: the batch writes rejected rows to a local folder
+		 * of its own, and they are moved through the warehouse's handle. */
+		const char *tmp = getenv("TMPDIR");
+
+		memcpy(u->dl_uri, u->dl_dir, sizeof(u->dl_uri));
+		snprintf(u->dl_dir, sizeof(u->dl_dir), "%s/floe-dl-XXXXXX",
+		         tmp && tmp[0] ? tmp : "/tmp");
+		if (mkdtemp(u->dl_dir) == NULL) {
+			fl_err_set(err, FL_ERR_IO, "cannot create a temporary folder: %s",
+			           strerror(errno));
+			u->dl_dir[0] = '\0';
+			goto out;
+		}
 	}
 	u->bo.dead_letter_dir = u->dl_dir;
-	if (u->bo.on_error == ST_ON_ERROR_DEAD_LETTER && mkdirs(u->dl_dir, err) != 0)
+	if (u->bo.on_error == ST_ON_ERROR_DEAD_LETTER && u->dl_uri[0] == '\0' &&
+	    mkdirs(u->dl_dir, err) != 0)
 		goto out;
 	rc = 0;
 out:
@@ -505,8 +666,8 @@ static int run_replay(struct run *u, struct scan *s, bool *seen, struct obj **ta
 	return rc;
 }
 
-/* One batch of a directory feed's new files. */
-static int run_directory(struct run *u, struct fl_err *err)
+/* One batch of a directory or s3 feed's new objects. */
+static int run_source(struct run *u, struct fl_err *err)
 {
 	const json_t *src = json_object_get(u->def, "source"),
 	             *batch = json_object_get(u->def, "batch");
@@ -518,7 +679,10 @@ static int run_directory(struct run *u, struct fl_err *err)
 	size_t n = 0;
 	int rc = -1;
 
-	if (scan_dir(def_str(src, "path"), def_str(src, "glob"), &s, err) != 0)
+	if ((strcmp(def_str(src, "type"), "s3") == 0
+	             ? scan_s3(u->job->wh.io, def_str(src, "location"), def_str(src, "glob"), &s,
+	                       err)
+	             : scan_dir(def_str(src, "path"), def_str(src, "glob"), &s, err)) != 0)
 		goto out;
 	lo = calloc(s.n ? s.n : 1, sizeof(*lo));
 	seen = calloc(s.n ? s.n : 1, sizeof(bool));
@@ -678,8 +842,8 @@ static int run_one(struct srv_ctx *ctx, bool *did, struct fl_err *err)
 	}
 	if (ok)
 		ok = prepare(&u, err) == 0;
-	if (ok && strcmp(def_str(json_object_get(u.def, "source"), "type"), "directory") == 0)
-		ok = run_directory(&u, err) == 0;
+	if (ok && strcmp(def_str(json_object_get(u.def, "source"), "type"), "push") != 0)
+		ok = run_source(&u, err) == 0;
 	/* Pushes group-commit on every feed (a directory feed may take them too). */
 	if (ok)
 		ok = run_spool(&u, err) == 0;
@@ -691,6 +855,8 @@ static int run_one(struct srv_ctx *ctx, bool *did, struct fl_err *err)
 		                         interval, err) == 0;
 	if (u.c != NULL)
 		u.c->ops->close(u.c);
+	if (u.dl_uri[0] != '\0' && u.dl_dir[0] != '\0')
+		rmdir(u.dl_dir); /* empty unless an upload failed; then kept for a look */
 	st_io_release(job.wh.io);
 	job.wh.io = NULL;
 	free(levels);

@@ -156,7 +156,8 @@ int cat_feed_create(struct cat_db *db, const json_t *req, const char *default_wh
 	                         &nlevels, &tname, err) != 0)
 		goto out;
 	struct cat_ns ns = {(const char *const *)levels, nlevels};
-	if (check_target(db, def, &wh, &ns, tname, err) != 0)
+	if (cat_feed_def_check_warehouse(def, &wh, err) != 0 ||
+	    check_target(db, def, &wh, &ns, tname, err) != 0)
 		goto out;
 	arr = cat_text_array(&ns, nlevels);
 	text = fl_json_dump(def, NULL);

@@ -318,6 +318,21 @@ int st_infer_schema(const struct st_infer *s, json_t **out, struct fl_err *err)
 	return 0;
 }
 
+static enum kind kind_of_name(const char *t)
+{
+	for (size_t i = K_LONG; i < sizeof(kind_names) / sizeof(kind_names[0]); i++)
+		if (strcmp(kind_names[i], t) == 0)
+			return (enum kind)i;
+	return K_STRING;
+}
+
+const char *st_infer_join_type(const char *a, const char *b)
+{
+	if (a == NULL)
+		return b;
+	return kind_names[join(kind_of_name(a), kind_of_name(b))];
+}
+
 void st_infer_free(struct st_infer *s)
 {
 	if (s == NULL)

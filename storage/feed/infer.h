@@ -62,6 +62,12 @@ size_t st_infer_rows(const struct st_infer *s);
  * FL_ERR_BAD_REQUEST when there are no columns; FL_ERR_NOMEM. */
 int st_infer_schema(const struct st_infer *s, json_t **out, struct fl_err *err) FL_MUST_CHECK;
 
+/* The type two inferences of one column agree on, by the rules above:
+ * equal types stay, "long" and "double" give "double", anything else
+ * "string".  A NULL a gives b.  Used to type a column seen in several
+ * inputs. */
+const char *st_infer_join_type(const char *a, const char *b);
+
 /* Releases the inference; accepts NULL. */
 void st_infer_free(struct st_infer *s);
 

@@ -24,6 +24,7 @@
 
 #include "feed/cast.h"
 #include "feed/csv.h"
+#include "feed/infer.h"
 #include "feed/ndjson.h"
 #include "iceberg/transform.h"
 #include "json.h"
@@ -130,13 +131,14 @@ static int find_col(const struct run *r, const char *name, size_t len)
 	return -1;
 }
 
-/* Appends an optional string column named name (len bytes) to the schema. */
-static int evolve_add(struct run *r, const char *name, size_t len, struct fl_err *err)
+/* Appends an optional column named name (len bytes) of type to the schema. */
+static int evolve_add(struct run *r, const char *name, size_t len, const char *type,
+                      struct fl_err *err)
 {
 	json_t *fields = json_object_get(r->schema, "fields");
 	json_t *f =
 	        json_pack("{s:I, s:s%, s:b, s:s}", "id", (json_int_t)(r->res->last_column_id + 1),
-	                  "name", name, len, "required", 0, "type", "string");
+	                  "name", name, len, "required", 0, "type", type);
 
 	if (f == NULL || json_array_append_new(fields, f) != 0)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
@@ -150,7 +152,7 @@ static int unknown_column(struct run *r, const char *name, size_t len, const cha
 {
 	switch (r->o->new_columns) {
 	case ST_NEW_COLUMNS_IGNORE: return 0;
-	case ST_NEW_COLUMNS_EVOLVE: return evolve_add(r, name, len, err);
+	case ST_NEW_COLUMNS_EVOLVE: return evolve_add(r, name, len, "string", err);
 	case ST_NEW_COLUMNS_REJECT: break;
 	}
 	return fl_err_set(
@@ -230,49 +232,119 @@ static void progress_start(struct run *r, const char *const *inputs, size_t n)
 			r->prog.bytes_total += (uint64_t)st.st_size;
 }
 
-/* Learns the columns an evolving run must add, before anything is written. */
-static int prescan(struct run *r, const char *const *inputs, size_t n, struct fl_err *err)
+/* Feeds one input's rows to inf when it has columns the schema lacks;
+ * *any = whether it has.  Rows the inference refuses are skipped (the write
+ * pass rejects them by the usual rules). */
+static int infer_input(struct run *r, struct input *in, struct st_infer *inf, bool *any,
+                       struct fl_err *err)
 {
-	for (size_t k = 0; k < n; k++) {
-		struct input in;
-		int rc = 0;
+	int got;
 
-		if (input_open(r, inputs[k], &in, err) != 0)
-			return -1;
-		if (in.csv != NULL) {
-			const struct st_csv_record *h = st_csv_reader_header(in.csv);
+	if (in->csv != NULL) {
+		const struct st_csv_record *h = st_csv_reader_header(in->csv), *rec;
 
-			for (size_t i = 0; h != NULL && i < h->n_fields && rc == 0; i++)
-				if (find_col(r, h->fields[i].p, h->fields[i].len) < 0)
-					rc = unknown_column(r, h->fields[i].p, h->fields[i].len,
-					                    inputs[k], err);
-		} else {
-			const struct st_ndjson_record *rec;
-			int got = 0;
-
-			while (rc == 0 && (got = st_ndjson_reader_next(in.nd, &rec, err)) == 0 &&
-			       rec != NULL) {
-				const char *key;
-				json_t *v;
-
-				if (rec->obj == NULL)
-					continue;
-				json_object_foreach(rec->obj, key, v)
-				{
-					if (rc == 0 && find_col(r, key, strlen(key)) < 0)
-						rc = unknown_column(r, key, strlen(key), inputs[k],
-						                    err);
-				}
+		for (size_t i = 0; h != NULL && i < h->n_fields; i++)
+			*any = *any || find_col(r, h->fields[i].p, h->fields[i].len) < 0;
+		if (!*any || st_infer_csv_header(inf, h, err) != 0)
+			return *any ? -1 : 0;
+		while ((got = st_csv_reader_next(in->csv, &rec, err)) == 0 && rec != NULL)
+			if (rec->error == NULL && st_infer_csv_row(inf, rec, err) != 0) {
+				if (err->kind != FL_ERR_BAD_REQUEST)
+					return -1;
+				fl_err_clear(err);
 			}
-			if (got < 0)
-				rc = -1;
+		return got;
+	}
+	const struct st_ndjson_record *rec;
+
+	while ((got = st_ndjson_reader_next(in->nd, &rec, err)) == 0 && rec != NULL) {
+		const char *key;
+		json_t *v;
+
+		if (rec->obj == NULL)
+			continue;
+		json_object_foreach(rec->obj, key, v)
+		{
+			*any = *any || find_col(r, key, strlen(key)) < 0;
 		}
-		r->res->bytes_in = 0;
-		input_close(&in);
-		if (rc != 0)
-			return -1;
+		if (st_infer_json_object(inf, rec->obj, err) != 0) {
+			if (err->kind != FL_ERR_BAD_REQUEST)
+				return -1;
+			fl_err_clear(err);
+		}
+	}
+	return got;
+}
+
+/* Adds to found (name -> type) the columns of one input's inferred schema
+ * that the table lacks, joining their types with those other inputs gave. */
+static int note_new_columns(struct run *r, json_t *found, const json_t *inferred,
+                            struct fl_err *err)
+{
+	size_t i;
+	json_t *f;
+
+	json_array_foreach(json_object_get(inferred, "fields"), i, f)
+	{
+		const char *name = json_string_value(json_object_get(f, "name"));
+		const char *type = json_string_value(json_object_get(f, "type"));
+
+		if (name == NULL || type == NULL || find_col(r, name, strlen(name)) >= 0)
+			continue;
+		type = st_infer_join_type(json_string_value(json_object_get(found, name)), type);
+		if (json_object_set_new(found, name, json_string(type)) != 0)
+			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	}
 	return 0;
+}
+
+/* Evolve mode: reads the inputs once before writing and adds every column
+ * the schema lacks, typed from the values seen for it in all the inputs
+ * (the inference's rules: long, double, boolean, date, timestamp,
+ * timestamptz; disagreeing inputs widen, and string is the fallback), in
+ * the order first seen. */
+static int prescan(struct run *r, const char *const *inputs, size_t n, struct fl_err *err)
+{
+	json_t *found = json_object(), *t;
+	const char *name;
+	int rc = -1;
+
+	if (found == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	for (size_t k = 0; k < n; k++) {
+		struct st_infer *inf = NULL;
+		json_t *inferred = NULL;
+		struct input in;
+		bool any = false;
+		int frc;
+
+		if (input_open(r, inputs[k], &in, err) != 0)
+			goto out;
+		frc = st_infer_open(NULL, 0, &inf, err);
+		if (frc == 0)
+			frc = infer_input(r, &in, inf, &any, err);
+		if (frc == 0 && any && st_infer_rows(inf) + (in.csv != NULL) > 0)
+			frc = st_infer_schema(inf, &inferred, err);
+		if (frc == 0 && inferred != NULL)
+			frc = note_new_columns(r, found, inferred, err);
+		json_decref(inferred);
+		st_infer_free(inf);
+		r->res->bytes_in = 0;
+		input_close(&in);
+		if (frc != 0) {
+			fl_err_prefix(err, "%.200s", inputs[k]);
+			goto out;
+		}
+	}
+	json_object_foreach(found, name, t)
+	{
+		if (evolve_add(r, name, strlen(name), json_string_value(t), err) != 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	json_decref(found);
+	return rc;
 }
 
 /* ---- Parquet output ---- */

@@ -83,7 +83,9 @@ struct st_ingest_result {
  * A partitioned table gets one file set per partition tuple (identity,
  * bucket, truncate, year, month, day, hour, void).
  * Unknown input columns follow new_columns (reject: FL_ERR_BAD_REQUEST
- * naming the column; evolve: added as optional string columns).  On
+ * naming the column; evolve: added as optional columns typed from all
+ * their values in the inputs by the rules of feed/infer.h, read once before
+ * writing; string when the values say nothing more precise).  On
  * failure res is left empty. */
 int st_ingest_run(const struct st_ingest_opts *o, const char *const *inputs, size_t n,
                   struct st_ingest_result *res, struct fl_err *err) FL_MUST_CHECK;

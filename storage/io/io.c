@@ -5,9 +5,12 @@
  * backend's scheme, so a backend never has to guess what it was given. */
 #include "io_int.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "uuid.h"
 
@@ -204,4 +207,74 @@ void st_io_writer_abort(struct st_io_writer *w)
 {
 	if (w != NULL)
 		w->abort(w);
+}
+
+#define COPY_CHUNK ((size_t)8 << 20)
+
+int st_io_download(struct st_io *io, const char *uri, int fd, uint64_t *size, struct fl_err *err)
+{
+	char *buf = malloc(COPY_CHUNK);
+	uint64_t off = 0;
+	size_t got = 0;
+	int rc = -1;
+
+	if (buf == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	do {
+		if (st_io_read_range(io, uri, off, COPY_CHUNK, buf, &got, err) != 0)
+			goto out;
+		for (size_t done = 0; done < got;) {
+			ssize_t w = write(fd, buf + done, got - done);
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				fl_err_set(err, FL_ERR_IO, "copying %.200s to a local file: %s",
+				           uri, w < 0 ? strerror(errno) : "short write");
+				goto out;
+			}
+			done += (size_t)w;
+		}
+		off += got;
+	} while (got == COPY_CHUNK);
+	*size = off;
+	rc = 0;
+out:
+	free(buf);
+	return rc;
+}
+
+int st_io_upload(struct st_io *io, const char *path, const char *uri, struct fl_err *err)
+{
+	struct st_io_writer *w = NULL;
+	char *buf = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = -1;
+	ssize_t n;
+
+	if (fd < 0)
+		return fl_err_set(err, FL_ERR_IO, "cannot open %.200s: %s", path, strerror(errno));
+	buf = malloc(COPY_CHUNK);
+	if (buf == NULL) {
+		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	if (st_io_writer_open(io, uri, &w, err) != 0)
+		goto out;
+	while ((n = read(fd, buf, COPY_CHUNK)) > 0) {
+		struct st_sink *s = st_io_writer_sink(w);
+
+		if (s->write(s->ctx, buf, (size_t)n, err) != 0)
+			goto out;
+	}
+	if (n < 0) {
+		fl_err_set(err, FL_ERR_IO, "cannot read %.200s: %s", path, strerror(errno));
+		goto out;
+	}
+	rc = st_io_writer_close(w, NULL, err);
+	w = NULL;
+out:
+	st_io_writer_abort(w);
+	free(buf);
+	close(fd);
+	return rc;
 }

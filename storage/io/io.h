@@ -86,6 +86,18 @@ typedef int (*st_io_list_fn)(void *arg, const char *uri, uint64_t size, int64_t 
 int st_io_list(struct st_io *io, const char *prefix_uri, st_io_list_fn fn, void *arg,
                struct fl_err *err) FL_MUST_CHECK;
 
+/* Copies the object uri into the open file descriptor fd (at its current
+ * offset) in ranged reads of at most 8 MiB, so memory stays bounded
+ * whatever the object's size; *size = bytes copied.  Fails on a short
+ * write to fd with FL_ERR_IO naming the object. */
+int st_io_download(struct st_io *io, const char *uri, int fd, uint64_t *size,
+                   struct fl_err *err) FL_MUST_CHECK;
+
+/* Copies the local file path to uri (overwritten if it exists) through a
+ * streaming writer: nothing is visible at uri unless the copy is whole. */
+int st_io_upload(struct st_io *io, const char *path, const char *uri,
+                 struct fl_err *err) FL_MUST_CHECK;
+
 /* Deletes uri and everything under it; a missing uri is success. */
 int st_io_delete_tree(struct st_io *io, const char *uri, struct fl_err *err) FL_MUST_CHECK;
 

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Shared by load_table_bench.sh, commit_bench.sh and ingest_bench.sh (sourced, not run).
+# Shared by the bench scripts (sourced, not run).
 #
 # What it gives a benchmark script:
 #   bench_init NAME          temp dir ($BT), EXIT/INT/TERM traps that stop everything started
@@ -23,6 +23,22 @@ BENCH_NAME=bench
 BT=
 FLOE_PID=
 BENCH_PIDS=()
+
+# The Iceberg schema whose types cast shared/bench/gencsv.c's text exactly (see
+# ingest_bench.sh): id long, user_id long, qty int, amount decimal(9,2), score double,
+# category/name/comment string, created_at/updated_at timestamp.
+# shellcheck disable=SC2034 # used by the scripts that source this file
+BENCH_GENCSV_SCHEMA='{"type":"struct","schema-id":0,"fields":[
+ {"id":1,"name":"id","type":"long","required":true},
+ {"id":2,"name":"user_id","type":"long","required":false},
+ {"id":3,"name":"qty","type":"int","required":false},
+ {"id":4,"name":"amount","type":"decimal(9, 2)","required":false},
+ {"id":5,"name":"score","type":"double","required":false},
+ {"id":6,"name":"category","type":"string","required":false},
+ {"id":7,"name":"name","type":"string","required":false},
+ {"id":8,"name":"comment","type":"string","required":false},
+ {"id":9,"name":"created_at","type":"timestamp","required":false},
+ {"id":10,"name":"updated_at","type":"timestamp","required":false}]}'
 
 bench_die()
 {

@@ -54,17 +54,7 @@ bench_build_c gencsv "$SHARED/bench/gencsv.c"
 bench_pg_start || bench_die "could not start PostgreSQL"
 bench_floe_start --log-level=info
 
-schema='{"type":"struct","schema-id":0,"fields":[
- {"id":1,"name":"id","type":"long","required":true},
- {"id":2,"name":"user_id","type":"long","required":false},
- {"id":3,"name":"qty","type":"int","required":false},
- {"id":4,"name":"amount","type":"decimal(9, 2)","required":false},
- {"id":5,"name":"score","type":"double","required":false},
- {"id":6,"name":"category","type":"string","required":false},
- {"id":7,"name":"name","type":"string","required":false},
- {"id":8,"name":"comment","type":"string","required":false},
- {"id":9,"name":"created_at","type":"timestamp","required":false},
- {"id":10,"name":"updated_at","type":"timestamp","required":false}]}'
+schema=$BENCH_GENCSV_SCHEMA
 curl -fsS -X POST -H 'Content-Type: application/json' -d '{"namespace":["ing"]}' \
 	"$BASE$P/namespaces" >/dev/null || bench_die "create namespace failed"
 create_table()

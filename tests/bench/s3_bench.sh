@@ -79,17 +79,7 @@ curl -fsS -o "$BT/wh.json" -X POST "$BASE/management/v1/warehouses" -d "{\"name\
 	\"region\": \"us-east-1\", \"path-style-access\": true,
 	\"access-key-id-env\": \"BENCH_S3_AK\", \"secret-access-key-env\": \"BENCH_S3_SK\"}}" ||
 	bench_die "create the s3 warehouse failed"
-schema='{"type":"struct","schema-id":0,"fields":[
- {"id":1,"name":"id","type":"long","required":true},
- {"id":2,"name":"user_id","type":"long","required":false},
- {"id":3,"name":"qty","type":"int","required":false},
- {"id":4,"name":"amount","type":"decimal(9, 2)","required":false},
- {"id":5,"name":"score","type":"double","required":false},
- {"id":6,"name":"category","type":"string","required":false},
- {"id":7,"name":"name","type":"string","required":false},
- {"id":8,"name":"comment","type":"string","required":false},
- {"id":9,"name":"created_at","type":"timestamp","required":false},
- {"id":10,"name":"updated_at","type":"timestamp","required":false}]}'
+schema=$BENCH_GENCSV_SCHEMA
 for wh in default s3wh; do
 	curl -fsS -o /dev/null -X POST -d '{"namespace":["ing"]}' "$BASE/v1/$wh/namespaces" ||
 		bench_die "create namespace in $wh failed"

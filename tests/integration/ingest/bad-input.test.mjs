@@ -6,7 +6,8 @@
 // .errors.ndjson sidecar one {file, line, reason} per rejected record.
 // Empty inputs (0 bytes, header only) are nothing to commit.
 // --new-columns: reject names the column, ignore drops it, evolve adds it as
-// an optional string column whose values read back.
+// an optional column typed from its values (string when they say nothing
+// more precise) whose values read back.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -281,3 +282,50 @@ for (const format of ['csv', 'ndjson']) {
     assert.equal((await loadTable(ctx, name)).metadata.schemas.length, 2);
   });
 }
+
+// evolve types the new columns from their values (the inference of
+// `floe ingest --create`), widening when inputs disagree, string as fallback.
+test('--new-columns evolve: new columns are typed from the data (long, timestamp), DuckDB reads them', async () => {
+  const name = await freshTable('newtyped');
+  const r = await ingest(ctx, name, [
+    file('typed-1.csv', 'id,qty,seen_at,note\n1,7,2024-03-01T10:00:00,a\n2,,2024-03-02T11:30:00.5,\n'),
+    file('typed-2.csv', 'id,qty,seen_at,ratio\n3,-12,2024-03-03T00:00:00,1\n4,40,,2.5\n'),
+  ], { args: ['--new-columns', 'evolve'] });
+  assert.equal(r.out?.status, 'committed', show(r));
+  const meta = (await loadTable(ctx, name)).metadata;
+  const schema = meta.schemas.find((s) => s['schema-id'] === meta['current-schema-id']);
+  const typeOf = Object.fromEntries(schema.fields.map((f) => [f.name, f.type]));
+  assert.equal(typeOf.qty, 'long', JSON.stringify(schema));
+  assert.equal(typeOf.seen_at, 'timestamp', JSON.stringify(schema));
+  assert.equal(typeOf.note, 'string', 'a column of text stays a string');
+  assert.equal(typeOf.ratio, 'double', 'long in one row and double in another widen to double');
+  const con = await duck();
+  const f = snapshotFiles(currentSnapshot(meta)).map((x) => sqlStr(localPath(x.file.file_path)));
+  const rows = (await con.runAndReadAll(
+    `SELECT id, qty, CAST(seen_at AS VARCHAR) AS seen_at, typeof(qty) AS tq, typeof(seen_at) AS ts, ratio
+       FROM read_parquet([${f.join(', ')}], union_by_name => true) ORDER BY id`)).getRowObjectsJson();
+  assert.deepEqual(rows.map((x) => [x.id, x.qty, x.seen_at, x.ratio]), [
+    ['1', '7', '2024-03-01 10:00:00', null],
+    ['2', null, '2024-03-02 11:30:00.5', null],
+    ['3', '-12', '2024-03-03 00:00:00', 1],
+    ['4', '40', null, 2.5],
+  ]);
+  assert.equal(rows[0].tq, 'BIGINT');
+  assert.equal(rows[0].ts, 'TIMESTAMP');
+});
+
+test('--new-columns evolve (ndjson): values that disagree across inputs fall back to string', async () => {
+  const name = await freshTable('newmixed');
+  const r = await ingest(ctx, name, [
+    file('mixed-1.ndjson', '{"id":1,"flag":true,"code":5}\n'),
+    file('mixed-2.ndjson', '{"id":2,"flag":false,"code":"x5"}\n'),
+  ], { args: ['--new-columns', 'evolve'] });
+  assert.equal(r.out?.status, 'committed', show(r));
+  const meta = (await loadTable(ctx, name)).metadata;
+  const schema = meta.schemas.find((s) => s['schema-id'] === meta['current-schema-id']);
+  const typeOf = Object.fromEntries(schema.fields.map((f) => [f.name, f.type]));
+  assert.equal(typeOf.flag, 'boolean', JSON.stringify(schema));
+  assert.equal(typeOf.code, 'string', JSON.stringify(schema));
+  const rows = await rowsOf(name);
+  assert.deepEqual(rows.map((x) => [x.id, x.flag, x.code]), [['1', true, '5'], ['2', false, 'x5']]);
+});

@@ -96,12 +96,60 @@ static void test_table_split(void **state)
 	assert_int_equal(cat_feed_table_split("t", &levels, &n, &name, &err), -1);
 }
 
+/* An s3 source: normalized without the trailing '/', bad locations refused,
+ * and it must agree with its warehouse's storage. */
+static void test_s3_source(void **state)
+{
+	static const char *const bad[] = {"s3://ab/p",       "s3:///p",     "s3://bkt/a//b",
+	                                  "s3://bkt/a/../b", "s3://bkt/..", "/local",
+	                                  "file:///x"};
+	struct fl_err err = {0};
+	struct cat_warehouse s3wh = {.name = "lake", .storage_type = "s3"},
+	                     filewh = {.name = "local", .storage_type = "file"};
+	json_t *req = parse("{\"name\":\"o\",\"table\":\"n.t\",\"format\":\"csv\","
+	                    "\"source\":{\"type\":\"s3\",\"location\":\"s3://bkt/in/x/\","
+	                    "\"glob\":\"*/*.csv\"}}");
+	json_t *out = NULL;
+	char *s;
+
+	(void)state;
+	assert_int_equal(cat_feed_def_check(req, "wh", &out, &err), 0);
+	s = json_dumps(json_object_get(out, "source"), JSON_COMPACT);
+	assert_string_equal(
+	        s, "{\"type\":\"s3\",\"location\":\"s3://bkt/in/x\",\"glob\":\"*/*.csv\"}");
+	free(s);
+	assert_int_equal(cat_feed_def_check_warehouse(out, &s3wh, &err), 0);
+	assert_int_equal(cat_feed_def_check_warehouse(out, &filewh, &err), -1);
+	assert_non_null(strstr(err.msg, "'s3' needs an S3 warehouse"));
+	json_object_set_new(out, "dead-letter", json_string("/dl"));
+	assert_int_equal(cat_feed_def_check_warehouse(out, &s3wh, &err), -1);
+	assert_non_null(strstr(err.msg, "dead-letter"));
+	json_object_set_new(json_object_get(out, "source"), "type", json_string("directory"));
+	json_object_set_new(out, "dead-letter", json_string(""));
+	assert_int_equal(cat_feed_def_check_warehouse(out, &filewh, &err), 0);
+	assert_int_equal(cat_feed_def_check_warehouse(out, &s3wh, &err), -1);
+	assert_non_null(strstr(err.msg, "'directory' needs a warehouse on local files"));
+	json_decref(out);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *src = json_object_get(req, "source");
+
+		out = NULL;
+		json_object_set_new(src, "location", json_string(bad[i]));
+		assert_int_equal(cat_feed_def_check(req, "wh", &out, &err), -1);
+		if (strstr(err.msg, "source.location") == NULL)
+			fail_msg("%s: '%s' does not name source.location", bad[i], err.msg);
+		assert_null(out);
+	}
+	json_decref(req);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_defaults),
 	        cmocka_unit_test(test_refusals),
 	        cmocka_unit_test(test_table_split),
+	        cmocka_unit_test(test_s3_source),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -324,12 +324,27 @@ static void test_alloc_failures(void **state)
 	assert_true(reached_end);
 }
 
+/* Types of one column from several inputs join by the same rules. */
+static void test_join_type(void **state)
+{
+	(void)state;
+	assert_string_equal(st_infer_join_type(NULL, "long"), "long");
+	assert_string_equal(st_infer_join_type("long", "long"), "long");
+	assert_string_equal(st_infer_join_type("long", "double"), "double");
+	assert_string_equal(st_infer_join_type("double", "long"), "double");
+	assert_string_equal(st_infer_join_type("timestamp", "timestamp"), "timestamp");
+	assert_string_equal(st_infer_join_type("timestamp", "timestamptz"), "string");
+	assert_string_equal(st_infer_join_type("long", "boolean"), "string");
+	assert_string_equal(st_infer_join_type("date", "string"), "string");
+	assert_string_equal(st_infer_join_type("string", "long"), "string");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_csv_widening),   cmocka_unit_test(test_schema_json),
 	        cmocka_unit_test(test_csv_refusals),   cmocka_unit_test(test_ndjson),
-	        cmocka_unit_test(test_alloc_failures),
+	        cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_join_type),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
