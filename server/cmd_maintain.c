@@ -4,8 +4,8 @@
  *
  * Actions: expire (snapshot expiry and the files it frees), orphans
  * (unreferenced files past floe.orphan-grace), compact (bin-pack of small
- * files, committed as a replace snapshot) and manifests (not in this
- * build: reported as failed).  Without actions, those the table's
+ * files, committed as a replace snapshot) and manifests (small manifests
+ * merged per partition spec, committed as a replace snapshot).  Without actions, those the table's
  * policy enables run: the table property floe.maintenance.actions, a comma
  * list (default "expire,orphans").  Each action prints one JSON line with
  * what it did or, with --dry-run, would do: files and bytes removed and
@@ -53,7 +53,9 @@ void srv_cmd_maintain_help(FILE *f)
 	           "files no kept snapshot references), orphans (unreferenced files older than\n"
 	           "floe.orphan-grace, default P3D), compact (small files of each partition\n"
 	           "rewritten toward write.target-file-size-bytes; not yet for v3 tables or\n"
-	           "tables with delete files), manifests (not in this build).\n"
+	           "tables with delete files), manifests (manifests smaller than\n"
+	           "commit.manifest.target-size-bytes, default 8 MiB, merged per partition\n"
+	           "spec; data and delete manifests apart).\n"
 	           "Without ACTION: those in the table property floe.maintenance.actions\n"
 	           "(default " DEFAULT_ACTIONS "). One JSON line per action.\n\n"
 	           "maintain options (each also an environment variable):\n");
@@ -220,8 +222,8 @@ int srv_cmd_maintain(int argc, char **argv)
 				rc = cat_maintain_compact(cat.db, &cat.wh, &cns, t.name, &lim,
 				                          test_pause_ms(), mc.dry_run, &r, &err);
 			else
-				rc = fl_err_set(&err, FL_ERR_UNSUPPORTED,
-				                "%s is not implemented in this build", sel[i]);
+				rc = cat_maintain_manifests(cat.db, &cat.wh, &cns, t.name, &lim,
+				                            mc.dry_run, &r, &err);
 			print_line(rc == 0 ? r : NULL, sel[i], tname, mc.dry_run, t0,
 			           rc == 0 ? NULL : &err);
 			if (rc != 0) {
