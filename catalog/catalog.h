@@ -136,6 +136,11 @@ int cat_warehouse_ensure(struct cat_db *db, const char *name, const char *locati
 int cat_warehouse_get(struct cat_db *db, struct cat_tx *tx, const char *name,
                       struct cat_warehouse *out, struct fl_err *err) FL_MUST_CHECK;
 
+/* Replaces the warehouse's properties (a string map, checked by the
+ * caller) and returns its JSON.  FL_ERR_NO_SUCH_WAREHOUSE. */
+int cat_warehouse_update_properties(struct cat_db *db, const char *name, const json_t *props,
+                                    json_t **out, struct fl_err *err) FL_MUST_CHECK;
+
 /* {warehouses:[…]} sorted by name, and one warehouse's JSON. */
 int cat_warehouse_list(struct cat_db *db, json_t **out, struct fl_err *err) FL_MUST_CHECK;
 int cat_warehouse_get_json(struct cat_db *db, const char *name, json_t **out,
