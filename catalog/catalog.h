@@ -424,7 +424,8 @@ int cat_maintain_compact(struct cat_db *db, const struct cat_warehouse *wh, cons
  * entries dropped.  Committed as one `replace` snapshot built under the
  * row lock on the then current state (appends since the plan carried;
  * when a merged manifest left the current list, planned again, at most 3
- * times, else FL_ERR_CONFLICT).  The replaced manifests stay on storage
+ * times, else FL_ERR_CONFLICT).  pause_ms (tests only; 0 normally) sleeps
+ * before the first commit attempt.  The replaced manifests stay on storage
  * for older snapshots until expiry.  dry_run writes nothing.  *report =
  * {action: "manifests", table, dry-run, target-size-bytes,
  * manifests-replaced, manifests-created, manifests-kept,
@@ -436,7 +437,8 @@ int cat_maintain_compact(struct cat_db *db, const struct cat_warehouse *wh, cons
  * storage and commit errors. */
 int cat_maintain_manifests(struct cat_db *db, const struct cat_warehouse *wh,
                            const struct cat_ns *ns, const char *name, const struct cat_limits *lim,
-                           bool dry_run, json_t **report, struct fl_err *err) FL_MUST_CHECK;
+                           unsigned pause_ms, bool dry_run, json_t **report,
+                           struct fl_err *err) FL_MUST_CHECK;
 
 /* ---- background work ---- */
 

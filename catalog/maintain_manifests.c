@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <openssl/rand.h>
 
@@ -479,7 +480,7 @@ static json_t *report(const struct mrun *m, bool dry_run)
 
 int cat_maintain_manifests(struct cat_db *db, const struct cat_warehouse *wh,
                            const struct cat_ns *ns, const char *name, const struct cat_limits *lim,
-                           bool dry_run, json_t **out, struct fl_err *err)
+                           unsigned pause_ms, bool dry_run, json_t **out, struct fl_err *err)
 {
 	struct mrun m = {.io = wh->io};
 	char tbuf[520], nsbuf[520];
@@ -520,6 +521,11 @@ int cat_maintain_manifests(struct cat_db *db, const struct cat_warehouse *wh,
 		if (merge_all(&m, err) != 0) {
 			discard(&m);
 			goto out;
+		}
+		if (pause_ms > 0 && round == 1) {
+			struct timespec ts = {pause_ms / 1000, (long)(pause_ms % 1000) * 1000000L};
+
+			nanosleep(&ts, NULL);
 		}
 		rc = cat_table_append(db, wh, &ch, build, &m, lim, NULL, err);
 		cat_changes_free(&ch, 1);

@@ -36,7 +36,8 @@ int cat_maintain_action(struct cat_db *db, const struct cat_warehouse *wh, const
 	if (strcmp(action, "compact") == 0)
 		return cat_maintain_compact(db, wh, ns, name, lim, pause_ms, dry_run, report, err);
 	if (strcmp(action, "manifests") == 0)
-		return cat_maintain_manifests(db, wh, ns, name, lim, dry_run, report, err);
+		return cat_maintain_manifests(db, wh, ns, name, lim, pause_ms, dry_run, report,
+		                              err);
 	return fl_err_set(
 	        err, FL_ERR_BAD_REQUEST,
 	        "unknown maintenance action '%.40s' (expire, orphans, compact, manifests)", action);

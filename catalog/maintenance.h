@@ -21,7 +21,8 @@
 bool cat_maintain_known(const char *action);
 
 /* Runs one action on ns.name (wh->io set) and returns its report (the
- * cat_maintain_* report of that action).  pause_ms: tests only (compact).
+ * cat_maintain_* report of that action).  pause_ms: tests only (compact,
+ * manifests).
  * FL_ERR_BAD_REQUEST for an unknown action; the action's errors. */
 int cat_maintain_action(struct cat_db *db, const struct cat_warehouse *wh, const struct cat_ns *ns,
                         const char *name, const struct cat_limits *lim, const char *action,

@@ -65,8 +65,9 @@ void srv_cmd_maintain_help(FILE *f)
 	        "exit status: 0 all actions succeeded, 2 usage, 3 bad input, 1 other failures\n");
 }
 
-/* FLOE_TEST_COMPACT_PAUSE_MS: tests hold a compaction between its rewrite
- * and its commit, to race appends against it (bounded to a minute). */
+/* FLOE_TEST_COMPACT_PAUSE_MS: tests hold a compaction (or a manifest
+ * rewrite) between its rewrite and its commit, to race appends against it
+ * (bounded to a minute). */
 static unsigned test_pause_ms(void)
 {
 	const char *s = getenv("FLOE_TEST_COMPACT_PAUSE_MS");
