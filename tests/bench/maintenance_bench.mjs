@@ -5,7 +5,7 @@
 //   node maintenance_bench.mjs scan FILES.json [REPEAT=3]  best of REPEAT scans (after a warm-up)
 //   node maintenance_bench.mjs rewrite FILES.json OUT.parquet [THREADS=1]
 //
-// META.json is a loadTable response.  scan runs `SELECT count(*), sum(hash(*))` over
+// META.json is a loadTable response.  scan runs `SELECT count(*), sum(hash(COLUMNS(*)))` over
 // read_parquet([files]) (every column read); rewrite runs `COPY (SELECT * FROM
 // read_parquet([files])) TO OUT (FORMAT parquet, COMPRESSION zstd)`.  Each prints one JSON
 // line.  avsc and @duckdb/node-api come from tests/integration/node_modules (`npm ci`
@@ -13,7 +13,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const modules = process.env.FLOE_DUCKDB_MODULES ?? path.join(here, '..', 'integration', 'node_modules');
@@ -21,21 +21,10 @@ const require = createRequire(path.join(modules, 'noop.js'));
 const q = (s) => `'${s.replaceAll("'", "''")}'`;
 const local = (uri) => decodeURI(new URL(uri).pathname);
 
-// Longs as BigInt: snapshot ids use all 63 bits.
-function readAvro(file) {
+// Longs as BigInt (snapshot ids use all 63 bits), with the tests' own type.
+async function readAvro(file) {
   const avro = require('avsc');
-  const bigLong = avro.types.LongType.__with({
-    fromBuffer: (buf) => buf.readBigInt64LE(),
-    toBuffer: (n) => {
-      const buf = Buffer.alloc(8);
-      buf.writeBigInt64LE(BigInt(n));
-      return buf;
-    },
-    fromJSON: BigInt,
-    toJSON: Number,
-    isValid: (n) => typeof n === 'bigint',
-    compare: (a, b) => (a === b ? 0 : a < b ? -1 : 1),
-  });
+  const { bigLong } = await import(pathToFileURL(path.join(here, '..', 'integration', 'lib', 'avro.mjs')));
   return new Promise((resolve, reject) => {
     const out = [];
     avro.createFileDecoder(file, {
@@ -72,7 +61,7 @@ const list = (filesFile) => `[${JSON.parse(fs.readFileSync(filesFile, 'utf8')).m
 
 async function scan(filesFile, repeat = 3) {
   const con = await duck(1);
-  const sql = `SELECT count(*), sum(hash(*)) FROM read_parquet(${list(filesFile)})`;
+  const sql = `SELECT count(*), sum(hash(COLUMNS(*))) FROM read_parquet(${list(filesFile)})`;
   let best = Infinity;
   let rows = 0;
   await con.runAndReadAll(sql); // warm-up: file cache and DuckDB's metadata reads

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { freshDatabase, startFloe, request, encodeNs } from '../lib/harness.mjs';
 import { createTable, loadTable, currentSnapshot, tmpDir } from '../ingest/lib.mjs';
 import { call, createNamespace, tablePath, assertError } from '../tables/lib.mjs';
-import { helpers } from './lib.mjs';
+import { helpers, range } from './lib.mjs';
 
 const fields = [
   { id: 1, name: 'id', type: 'long', required: true },
@@ -26,7 +26,6 @@ let b;
 let ctx;
 let append;
 const dir = tmpDir('daemon');
-const range = (from, n) => Array.from({ length: n }, (_, i) => from + i);
 
 before(async () => {
   db = await freshDatabase('maint_daemon');

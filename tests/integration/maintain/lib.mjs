@@ -191,5 +191,22 @@ export function helpers(ctx, dir) {
     })));
   }
 
-  return { maintain, maintainAsync, append, exactJson, commit, tag, liveFiles, reached, rows, dropManifests };
+  // The server's table cache learns of in-process commits (`floe ingest`,
+  // `floe maintain`) by NOTIFY, so a load right after one may be stale: load
+  // until the current snapshot satisfies pred (at most 10 s).
+  async function settled(name, pred) {
+    for (let i = 0; ; i++) {
+      const meta = (await loadTable(ctx, name)).metadata;
+      const snap = currentSnapshot(meta);
+      if (snap && pred(snap)) return { meta, snap };
+      if (i >= 200) throw new Error(`table ${name} did not reach the expected state`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  return { maintain, maintainAsync, append, exactJson, commit, tag, liveFiles, reached, rows, dropManifests, settled };
 }
+
+// A predicate of settled(): the current snapshot is `id`.
+export const isSnap = (id) => (snap) => String(snap['snapshot-id']) === String(id);
+export const range = (from, n) => Array.from({ length: n }, (_, i) => from + i);

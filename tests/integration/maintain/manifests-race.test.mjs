@@ -11,7 +11,7 @@ import path from 'node:path';
 import {
   startCatalog, createTable, loadTable, currentSnapshot, localPath, readAvro, tmpDir,
 } from '../ingest/lib.mjs';
-import { helpers } from './lib.mjs';
+import { helpers, isSnap, range } from './lib.mjs';
 
 const fields = [
   { id: 1, name: 'id', type: 'long', required: true },
@@ -24,29 +24,18 @@ let maintainAsync;
 let dropManifests;
 let append;
 let rows;
+let settled;
 let reached;
 
 before(async () => {
   ctx = await startCatalog('manifests_race');
-  ({ maintainAsync, dropManifests, append, rows, reached } = helpers(ctx, dir));
+  ({ maintainAsync, dropManifests, append, rows, reached, settled } = helpers(ctx, dir));
 });
 
 after(async () => {
   await ctx?.floe.stop();
 });
 
-// In-process commits reach the server's table cache by NOTIFY: load until pred holds.
-async function settled(name, pred) {
-  for (let i = 0; ; i++) {
-    const meta = (await loadTable(ctx, name)).metadata;
-    const snap = currentSnapshot(meta);
-    if (snap && pred(snap)) return { meta, snap };
-    if (i >= 200) throw new Error(`table ${name} did not reach the expected state`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-const isSnap = (id) => (snap) => String(snap['snapshot-id']) === String(id);
-const range = (from, n) => Array.from({ length: n }, (_, i) => from + i);
 
 function assertAllPresent(snapshot) {
   for (const f of reached(snapshot)) assert.ok(fs.existsSync(localPath(f)), `${f} exists`);

@@ -19,7 +19,7 @@ import {
   startCatalog, createTable, loadTable, ingest, show, currentSnapshot, localPath, readAvro, tmpDir,
 } from '../ingest/lib.mjs';
 import { call } from '../tables/lib.mjs';
-import { helpers } from './lib.mjs';
+import { helpers, isSnap, range } from './lib.mjs';
 
 const fields = [
   { id: 1, name: 'id', type: 'long', required: true },
@@ -31,13 +31,14 @@ const dir = tmpDir('manifests');
 let maintain;
 let append;
 let rows;
+let settled;
 let reached;
 let server;
 const realFetch = globalThis.fetch;
 
 before(async () => {
   ctx = await startCatalog('manifests');
-  ({ maintain, append, rows, reached } = helpers(ctx, dir));
+  ({ maintain, append, rows, reached, settled } = helpers(ctx, dir));
   // icebird reads over HTTP: serve the data dir and route file:// URLs there.
   const root = ctx.dataDir;
   server = http.createServer((req, res) => {
@@ -63,18 +64,6 @@ after(async () => {
   await ctx?.floe.stop();
 });
 
-// In-process commits reach the server's table cache by NOTIFY: load until pred holds.
-async function settled(name, pred) {
-  for (let i = 0; ; i++) {
-    const meta = (await loadTable(ctx, name)).metadata;
-    const snap = currentSnapshot(meta);
-    if (snap && pred(snap)) return { meta, snap };
-    if (i >= 200) throw new Error(`table ${name} did not reach the expected state`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-const isSnap = (id) => (snap) => String(snap['snapshot-id']) === String(id);
-const range = (from, n) => Array.from({ length: n }, (_, i) => from + i);
 
 // Every entry of a snapshot, with its manifest's list record.
 function entries(snapshot) {
