@@ -99,6 +99,14 @@ static void run_job(struct srv_caretaker *c, struct cat_maint_job *job)
 			        (long long)json_integer_value(
 			                json_object_get(report, "files-added")),
 			        job->dry_run ? " (dry run)" : "");
+		/* A table dropped since the job was queued: nothing to record, or
+		 * to run. */
+		if (rc != 0 &&
+		    (aerr.kind == FL_ERR_NO_SUCH_TABLE || aerr.kind == FL_ERR_NO_SUCH_NAMESPACE)) {
+			json_decref(report);
+			ok = false;
+			break;
+		}
 		if (cat_maint_record(ctx->db, job->tx, &job->wh, &ns, job->name, label, job->id,
 		                     job->dry_run, t0, report, rc == 0 ? NULL : aerr.msg,
 		                     &rerr) != 0)
@@ -172,6 +180,18 @@ int srv_caretaker_start(struct srv_ctx *ctx, struct srv_caretaker **out, struct 
 		return 0;
 	if (want > MAX_WORKERS)
 		want = MAX_WORKERS;
+	/* A running job holds one pooled connection (its claim) and its
+	 * commits take another: leave the pool room for requests. */
+	if (want > (ctx->cfg->db_pool_size - 1) / 2) {
+		int fit = (int)((ctx->cfg->db_pool_size - 1) / 2);
+
+		fl_warn(NULL,
+		        "maintenance: %d worker(s) need a db-pool-size of %d or more; running %d",
+		        want, 2 * want + 1, fit);
+		want = fit;
+		if (want <= 0)
+			return 0;
+	}
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");

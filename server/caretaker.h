@@ -9,8 +9,10 @@
 
 struct srv_caretaker;
 
-/* Starts cfg->maintenance_workers threads (none when 0: *out is NULL).
- * They poll every cfg->maintenance_poll seconds until srv_caretaker_stop. */
+/* Starts cfg->maintenance_workers threads (none when 0: *out is NULL), at
+ * most (db-pool-size - 1) / 2 of them, since a running job holds two pooled
+ * connections (a warning says so when fewer start).  They poll every
+ * cfg->maintenance_poll seconds until srv_caretaker_stop. */
 int srv_caretaker_start(struct srv_ctx *ctx, struct srv_caretaker **out,
                         struct fl_err *err) FL_MUST_CHECK;
 

@@ -210,7 +210,9 @@ int srv_cmd_maintain(int argc, char **argv)
 			/* The outcome is kept where the daemon keeps its own (GET
 			 * .../maintenance, /metrics); failing to keep it is only
 			 * a warning. */
-			if (cat_maint_record(cat.db, NULL, &cat.wh, &cns, t.name, sel[i], 0,
+			if ((rc == 0 || (err.kind != FL_ERR_NO_SUCH_TABLE &&
+			                 err.kind != FL_ERR_NO_SUCH_NAMESPACE)) &&
+			    cat_maint_record(cat.db, NULL, &cat.wh, &cns, t.name, sel[i], 0,
 			                     mc.dry_run, wall0, rc == 0 ? r : NULL,
 			                     rc == 0 ? NULL : err.msg, &rerr) != 0)
 				fprintf(stderr, "floe maintain: cannot record the outcome: %s\n",

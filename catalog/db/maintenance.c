@@ -67,8 +67,23 @@ int cat_maint_schedule_due(struct cat_db *db, int limit, int *added, struct fl_e
 		*added = (int)strtol(PQcmdTuples(r), NULL, 10);
 		PQclear(r);
 	}
-	/* Finished jobs are kept a week, and the newest of each table and
-	 * origin always (its time is when the next scheduled run is due). */
+	/* The outcomes and shapes of dropped tables go (so /metrics forgets
+	 * them); finished jobs are kept a week, and the newest of each table
+	 * and origin always (its time is when the next scheduled run is due). */
+	for (int k = 0; k < 2 && r != NULL; k++) {
+		r = cat_exec(
+		        c,
+		        k == 0 ? "DELETE FROM maintenance_outcome m WHERE NOT EXISTS (SELECT 1"
+		                 " FROM table_entry t JOIN namespace n ON n.id = t.namespace_id"
+		                 " WHERE t.warehouse_id = m.warehouse_id AND n.levels = m.namespace"
+		                 " AND t.name = m.table_name)"
+		               : "DELETE FROM maintenance_table_stats m WHERE NOT EXISTS (SELECT 1"
+		                 " FROM table_entry t JOIN namespace n ON n.id = t.namespace_id"
+		                 " WHERE t.warehouse_id = m.warehouse_id AND n.levels = m.namespace"
+		                 " AND t.name = m.table_name)",
+		        0, NULL, err);
+		PQclear(r);
+	}
 	if (r != NULL) {
 		r = cat_exec(
 		        c,
