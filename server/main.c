@@ -353,7 +353,7 @@ static const struct command commands[] = {
 	{"feed", "create|list|show|pause|resume|delete|replay [NAME|DEFINITION] [options]",
 	 "manage the feeds of a running floe (the management API)",
 	 "floe feed list --url http://127.0.0.1:8181", srv_cmd_feed, srv_cmd_feed_help},
-	{"maintain", "--table NS.TABLE [--dry-run] [options] [ACTION...]", "expire snapshots, delete orphan files",
+	{"maintain", "--table NS.TABLE [--dry-run] [options] [ACTION...]", "expire snapshots, delete orphans, compact, merge manifests",
 	 "floe maintain --table demo.events --dry-run expire orphans", srv_cmd_maintain, srv_cmd_maintain_help},
 	{"admin", "bootstrap [options]", "create the first admin principal once and print its credentials",
 	 "floe admin bootstrap --data-dir ./.floe", run_admin, server_options},
