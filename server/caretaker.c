@@ -39,7 +39,9 @@ struct worker_arg {
 	int index;
 };
 
-/* Runs one claimed job; *stopped when it was abandoned for shutdown. */
+/* Runs one claimed job and ends it.  On shutdown between two actions the
+ * job is rolled back (its outcomes too) and stays queued: every action is
+ * safe to run again. */
 static void run_job(struct srv_caretaker *c, struct cat_maint_job *job)
 {
 	struct srv_ctx *ctx = c->ctx;
@@ -49,7 +51,7 @@ static void run_job(struct srv_caretaker *c, struct cat_maint_job *job)
 	json_t *results = json_array(), *a;
 	struct fl_err err = {0};
 	char nsbuf[520];
-	bool ok = results != NULL, io = false;
+	bool ok = results != NULL, io = false, gone = false;
 	size_t i;
 
 	cat_ns_str(&ns, nsbuf, sizeof(nsbuf));
@@ -105,6 +107,7 @@ static void run_job(struct srv_caretaker *c, struct cat_maint_job *job)
 		    (aerr.kind == FL_ERR_NO_SUCH_TABLE || aerr.kind == FL_ERR_NO_SUCH_NAMESPACE)) {
 			json_decref(report);
 			ok = false;
+			gone = true;
 			break;
 		}
 		if (cat_maint_record(ctx->db, job->tx, &job->wh, &ns, job->name, label, job->id,
@@ -118,7 +121,7 @@ static void run_job(struct srv_caretaker *c, struct cat_maint_job *job)
 		ok = ok && rc == 0;
 		json_decref(report);
 	}
-	if (io && cat_maintain_measure(ctx->db, &job->wh, &ns, job->name, &err) != 0)
+	if (io && !gone && cat_maintain_measure(ctx->db, &job->wh, &ns, job->name, &err) != 0)
 		fl_warn(NULL, "maintenance job %lld: %s.%s: measuring: %s", (long long)job->id,
 		        nsbuf, job->name, err.msg);
 	st_io_release(job->wh.io);
