@@ -22,18 +22,33 @@
  * than the table's floe.orphan-grace (ISO-8601 duration, default P3D), so
  * that the files of a write still in flight are never touched.
  *
- * Compaction (bin-pack): per partition (spec id and partition tuple) the
- * live data files smaller than 75% of the table's
- * write.target-file-size-bytes (default 512 MiB), when a partition has two
- * or more, are read with the Parquet reader and written again toward the
- * target size; one `replace` snapshot drops the manifests that held them
- * (only manifests whose every live file is rewritten) and adds one whose
- * entries are the new files ADDED and the old ones DELETED.  It is built
- * under the row lock on the then current state, so a concurrent append is
- * carried, and a concurrent commit that removed a dropped manifest aborts
- * the run.  Tables with delete files (position, equality, deletion
- * vectors) and v3 tables (whose rows' _row_id must survive) are refused as
- * not yet supported. */
+ * Compaction (bin-pack): per partition (spec id and partition tuple) of the
+ * current spec, the live data files smaller than 75% of the table's
+ * write.target-file-size-bytes (default 512 MiB) when there are two or
+ * more, and every data file that position deletes or a deletion vector
+ * apply to (whatever its size), are read with the Parquet reader, less
+ * their deleted rows, and written again toward the target size.  Deletes
+ * apply as the spec's scan planning says: same partition, the data file's
+ * data sequence number at most the delete's, a deletion vector hiding
+ * position delete files (storage/iceberg/deletes.c reads both).  One
+ * `replace` snapshot drops the manifests that held the rewritten files
+ * (only manifests whose every live file is rewritten: a file sharing a
+ * manifest with one that stays is skipped) and adds one whose entries are
+ * the new files ADDED and the old ones DELETED; the delete files that name
+ * no live data file that stays (v2 position delete files, v3 deletion
+ * vectors of rewritten files) are removed in the same snapshot, as DELETED
+ * entries of a delete manifest, when their whole manifest goes (else they
+ * stay: a delete of a removed file is harmless).  v3 rows keep their
+ * lineage (spec "Row Lineage"): _row_id and _last_updated_sequence_number
+ * are written into the new files, a null one inherited from the source
+ * file's first_row_id + position and data sequence number.  The replace is
+ * built under the row lock on the then current state, so a concurrent
+ * append is carried; a concurrent commit that removed a dropped manifest
+ * or added a delete manifest aborts the run.  Partitions with equality
+ * delete files are skipped (reported); an equality delete file of an
+ * unpartitioned spec (it applies everywhere) refuses the table: applying
+ * equality deletes is not yet supported.  The table's sort order is not
+ * applied. */
 #include "catalog.h"
 
 #include <inttypes.h>
@@ -51,6 +66,7 @@
 #include "iceberg/snapshot.h"
 #include "parquet/parquet.h"
 #include "parquet/reader.h"
+#include "iceberg/deletes.h"
 #include "uuid.h"
 #include "iceberg/reachable.h"
 #include "tablemeta.h"
@@ -598,16 +614,24 @@ struct compact {
 	json_t *meta; /* the state the plan was made on */
 	json_int_t target, threshold, spec_id;
 	json_t *groups; /* "<spec id>|<partition JSON>" -> {spec-id, partition, files} */
+	json_t *dels; /* the same key -> [live position delete file or vector] */
+	json_t *eqkeys; /* keys of partitions with equality deletes */
+	bool eq_global; /* an equality delete file of an unpartitioned spec */
 	json_t *mlive; /* manifest path -> [live entries, entries chosen] */
+	json_t *listed; /* every manifest path of the planned list */
+	json_int_t base_snapshot; /* the snapshot the plan was made on */
 	json_t *drop; /* manifest paths the replace leaves out */
 	json_t *plan; /* the chosen groups, each {spec-id, partition, files: [entry]} */
+	json_t *gone; /* the delete files the replace removes */
 	json_int_t removed, bytes_removed, added, bytes_added, parts, skipped;
+	json_int_t eq_skipped, deletes_kept, rows_dropped;
 	/* the rewrite and its commit */
 	struct st_snapshot_table t;
 	char *mdir;
 	int64_t snapshot_id;
 	int attempt;
 	struct st_snapshot_manifest *manifest;
+	struct st_snapshot_manifest *removed_deletes; /* NULL: none */
 	json_t *written; /* URIs of the new data files */
 	json_t *committed; /* the snapshot committed */
 };
@@ -618,13 +642,60 @@ static json_int_t or_else(const json_t *v, const json_t *dflt)
 	return json_is_integer(v) ? json_integer_value(v) : json_integer_value(dflt);
 }
 
-/* Adds the live entries of one manifest (a record of the current list) to
- * the groups; delete content anywhere refuses the table. */
+/* "<spec id>|<partition JSON>": the key of a partition; NULL when out of
+ * memory. */
+static char *part_key(json_int_t spec_id, const json_t *partition)
+{
+	char *pj = json_dumps(partition, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY), *key;
+	size_t len;
+
+	if (pj == NULL)
+		return NULL;
+	len = strlen(pj) + 24;
+	key = malloc(len);
+	if (key != NULL)
+		snprintf(key, len, "%" JSON_INTEGER_FORMAT "|%s", spec_id, pj);
+	free(pj);
+	return key;
+}
+
+/* The array under key in obj, created empty when absent. */
+static json_t *array_at(json_t *obj, const char *key)
+{
+	json_t *a = json_object_get(obj, key);
+
+	if (a == NULL && (a = json_array()) != NULL && json_object_set_new(obj, key, a) != 0)
+		a = NULL;
+	return a;
+}
+
+/* dst[dkey] = src[skey] when that is present and not null. */
+static int copy_field(json_t *dst, const char *dkey, const json_t *src, const char *skey)
+{
+	json_t *v = json_object_get(src, skey);
+
+	return v == NULL || json_is_null(v) ? 0 : json_object_set(dst, dkey, v);
+}
+
+/* Whether the partition spec spec_id of the metadata has no fields. */
+static bool spec_unpartitioned(const json_t *meta, json_int_t spec_id)
+{
+	const json_t *spec = by_id(json_object_get(meta, "partition-specs"), "spec-id", spec_id);
+
+	return spec != NULL && json_array_size(json_object_get(spec, "fields")) == 0;
+}
+
+/* Adds the live entries of one manifest (a record of the current list):
+ * data files of the current spec to the groups (every one: a file with
+ * deletes is rewritten whatever its size), position delete files and
+ * deletion vectors to dels, and the partitions of equality delete files to
+ * eqkeys. */
 static int plan_manifest(struct compact *c, const json_t *mf, struct fl_err *err)
 {
 	const char *uri = json_string_value(json_object_get(mf, "manifest_path"));
 	json_int_t spec_id = json_integer_value(json_object_get(mf, "partition_spec_id"));
-	json_int_t live = 0;
+	const json_t *mfrid = json_object_get(mf, "first_row_id");
+	json_int_t live = 0, frid_next = json_integer_value(mfrid);
 	json_t *entries = NULL, *e;
 	size_t i;
 	int rc = -1;
@@ -632,6 +703,8 @@ static int plan_manifest(struct compact *c, const json_t *mf, struct fl_err *err
 	if (uri == NULL)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "table %s: a manifest list entry lacks manifest_path", c->table);
+	if (json_object_set_new(c->listed, uri, json_true()) != 0)
+		return nomem(err);
 	if (st_avro_read_all(c->io, uri, MAX_MANIFEST_READ, NULL, &entries, err) != 0)
 		return -1;
 	json_array_foreach(entries, i, e)
@@ -639,44 +712,71 @@ static int plan_manifest(struct compact *c, const json_t *mf, struct fl_err *err
 		const json_t *df = json_object_get(e, "data_file");
 		const char *path = json_string_value(json_object_get(df, "file_path"));
 		json_int_t size = json_integer_value(json_object_get(df, "file_size_in_bytes"));
-		char *key = NULL, *pj;
-		json_t *g, *f;
+		json_int_t content = json_integer_value(json_object_get(df, "content"));
+		json_int_t records = json_integer_value(json_object_get(df, "record_count"));
+		const json_t *frid = json_object_get(df, "first_row_id");
+		char *key = NULL;
+		json_t *g = NULL, *f = NULL, *list = NULL;
+		bool has_frid = false;
+		json_int_t my_frid = 0;
 
+		/* Spec "First Row ID Inheritance": a null first_row_id is the
+		 * manifest's plus the records of the files before it that had
+		 * none. */
+		if (content == 0 && json_is_integer(frid)) {
+			has_frid = true;
+			my_frid = json_integer_value(frid);
+		} else if (content == 0 && json_is_integer(mfrid)) {
+			has_frid = true;
+			my_frid = frid_next;
+			frid_next += records;
+		}
 		if (json_integer_value(json_object_get(e, "status")) == 2)
 			continue;
 		live++;
-		if (json_integer_value(json_object_get(df, "content")) != 0 ||
-		    json_integer_value(json_object_get(mf, "content")) != 0) {
-			fl_err_set(
-			        err, FL_ERR_UNSUPPORTED,
-			        "table %s has position/equality delete files or deletion vectors; "
-			        "compaction that applies them is not yet supported",
-			        c->table);
-			goto out;
-		}
 		if (path == NULL) {
 			fl_err_set(err, FL_ERR_BAD_REQUEST,
 			           "manifest %.200s: entry %zu lacks file_path", uri, i);
 			goto out;
 		}
-		if (size >= c->threshold || spec_id != c->spec_id)
+		if (content == 2 && spec_unpartitioned(c->meta, spec_id)) {
+			c->eq_global = true;
 			continue;
-		pj = json_dumps(json_object_get(df, "partition"),
-		                JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-		if (pj != NULL && (key = malloc(strlen(pj) + 24)) != NULL)
-			snprintf(key, strlen(pj) + 24, "%" JSON_INTEGER_FORMAT "|%s", spec_id, pj);
-		free(pj);
-		g = key != NULL ? json_object_get(c->groups, key) : NULL;
-		if (key != NULL && g == NULL) {
-			g = json_pack("{s:I, s:O?, s:[]}", "spec-id", spec_id, "partition",
-			              json_object_get(df, "partition"), "files");
-			if (g != NULL && json_object_set_new(c->groups, key, g) != 0)
-				g = NULL;
+		}
+		if (spec_id != c->spec_id && content != 2)
+			continue;
+		key = part_key(spec_id, json_object_get(df, "partition"));
+		if (key == NULL) {
+			nomem(err);
+			goto out;
+		}
+		if (content == 2) {
+			rc = json_object_set_new(c->eqkeys, key, json_true());
+			free(key);
+			if (rc != 0) {
+				rc = -1;
+				nomem(err);
+				goto out;
+			}
+			rc = -1;
+			continue;
+		}
+		if (content == 0) {
+			g = json_object_get(c->groups, key);
+			if (g == NULL) {
+				g = json_pack("{s:I, s:O?, s:[], s:{}}", "spec-id", spec_id,
+				              "partition", json_object_get(df, "partition"),
+				              "files", "by-path");
+				if (g != NULL && json_object_set_new(c->groups, key, g) != 0)
+					g = NULL;
+			}
+			list = g != NULL ? json_object_get(g, "files") : NULL;
+		} else {
+			list = array_at(c->dels, key);
 		}
 		free(key);
-		f = json_pack("{s:s, s:I, s:I, s:s?, s:I, s:I, s:I, s:s}", "path", path, "size",
-		              size, "records",
-		              json_integer_value(json_object_get(df, "record_count")), "format",
+		f = json_pack("{s:s, s:I, s:I, s:s?, s:I, s:I, s:I, s:s, s:I, s:b}", "path", path,
+		              "size", size, "records", records, "format",
 		              json_string_value(json_object_get(df, "file_format")), "snapshot",
 		              or_else(json_object_get(e, "snapshot_id"),
 		                      json_object_get(mf, "added_snapshot_id")),
@@ -686,9 +786,19 @@ static int plan_manifest(struct compact *c, const json_t *mf, struct fl_err *err
 		              "fseq",
 		              or_else(json_object_get(e, "file_sequence_number"),
 		                      json_object_get(mf, "sequence_number")),
-		              "manifest", uri);
-		if (g == NULL || f == NULL ||
-		    json_array_append_new(json_object_get(g, "files"), f) != 0) {
+		              "manifest", uri, "content", content, "small",
+		              content == 0 && size < c->threshold);
+		if (f != NULL && has_frid &&
+		    json_object_set_new(f, "frid", json_integer(my_frid)) != 0)
+			json_decref(f), f = NULL;
+		if (f != NULL && content == 1 &&
+		    (copy_field(f, "partition", df, "partition") != 0 ||
+		     copy_field(f, "ref", df, "referenced_data_file") != 0 ||
+		     copy_field(f, "off", df, "content_offset") != 0 ||
+		     copy_field(f, "len", df, "content_size_in_bytes") != 0))
+			json_decref(f), f = NULL;
+		if (list == NULL || f == NULL || json_array_append_new(list, f) != 0 ||
+		    (g != NULL && json_object_set(json_object_get(g, "by-path"), path, f) != 0)) {
 			nomem(err);
 			goto out;
 		}
@@ -703,6 +813,120 @@ out:
 	return rc;
 }
 
+/* Whether a delete record is a deletion vector (a blob of a Puffin file). */
+static bool is_dv(const json_t *d)
+{
+	const char *fmt = json_string_value(json_object_get(d, "format"));
+
+	return json_is_integer(json_object_get(d, "off")) ||
+	       (fmt != NULL && strcasecmp(fmt, "puffin") == 0);
+}
+
+struct targets {
+	json_t *paths;
+	json_t *by_path;
+	const char *uri;
+};
+
+/* Collects the distinct data file paths of a position delete file that are
+ * live data files of the group (others cannot be deleted from). */
+static int target_row(void *arg, const uint8_t *path, size_t len, int64_t pos, struct fl_err *err)
+{
+	struct targets *t = arg;
+	char buf[4096];
+
+	(void)pos;
+	if (len >= sizeof(buf))
+		return fl_err_set(err, FL_ERR_TOO_LARGE,
+		                  "position delete file %.200s: a file_path of %zu bytes", t->uri,
+		                  len);
+	memcpy(buf, path, len);
+	buf[len] = '\0';
+	if (json_object_get(t->paths, buf) == NULL &&
+	    json_object_set_new(t->paths, buf, json_true()) != 0)
+		return nomem(err);
+	return 0;
+}
+
+/* The data file paths a delete record names: a vector's or a file's
+ * referenced_data_file, else the file_path column of the delete file. */
+static int delete_targets(struct compact *c, json_t *d, struct fl_err *err)
+{
+	struct targets t = {.paths = json_object(),
+	                    .uri = json_string_value(json_object_get(d, "path"))};
+	const char *ref = json_string_value(json_object_get(d, "ref"));
+	struct st_parquet_source src;
+	struct st_parquet_io_ctx ictx;
+
+	if (t.paths == NULL || json_object_set_new(d, "targets", t.paths) != 0)
+		return nomem(err);
+	if (ref != NULL)
+		return json_object_set_new(t.paths, ref, json_true()) != 0 ? nomem(err) : 0;
+	if (is_dv(d))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "deletion vector in %.200s lacks referenced_data_file", t.uri);
+	if (st_parquet_source_io(&src, &ictx, c->io, t.uri, err) != 0 ||
+	    st_pos_deletes_read(&src, NULL, target_row, &t, err) != 0)
+		return fl_err_prefix(err, "position delete file %.200s", t.uri);
+	return 0;
+}
+
+/* Links each group's data files to the deletes that apply to them (spec
+ * "Scan Planning": same partition, the data file's data sequence number at
+ * most the delete's; a deletion vector hides position delete files): each
+ * such file gets "dels", the records to read when it is rewritten. */
+static int link_deletes(struct compact *c, struct fl_err *err)
+{
+	const char *key;
+	json_t *list, *d, *f;
+	size_t i;
+
+	json_object_foreach(c->dels, key, list)
+	{
+		json_t *g = json_object_get(c->groups, key), *by_path;
+
+		if (g == NULL)
+			continue;
+		by_path = json_object_get(g, "by-path");
+		json_array_foreach(list, i, d)
+		{
+			const char *p;
+			json_t *v;
+			bool dv = is_dv(d);
+
+			if (delete_targets(c, d, err) != 0)
+				return fl_err_prefix(err, "table %s", c->table);
+			json_object_foreach(json_object_get(d, "targets"), p, v)
+			{
+				json_t *at;
+
+				f = json_object_get(by_path, p);
+				if (f == NULL ||
+				    json_integer_value(json_object_get(f, "seq")) >
+				            json_integer_value(json_object_get(d, "seq")))
+					continue;
+				at = array_at(f, dv ? "dvs" : "dels");
+				if (at == NULL || json_array_append(at, d) != 0)
+					return nomem(err);
+			}
+		}
+	}
+	json_object_foreach(c->groups, key, f)
+	{
+		json_t *files = json_object_get(f, "files"), *x;
+
+		json_array_foreach(files, i, x)
+		{
+			json_t *dvs = json_object_get(x, "dvs");
+
+			if (dvs != NULL && json_object_set(x, "dels", dvs) != 0)
+				return nomem(err);
+			json_object_del(x, "dvs");
+		}
+	}
+	return 0;
+}
+
 static json_int_t group_bytes(const json_t *files)
 {
 	json_int_t b = 0;
@@ -713,56 +937,122 @@ static json_int_t group_bytes(const json_t *files)
 	return b;
 }
 
-/* Chooses the partitions with two or more small files, then the manifests
- * whose every live file is chosen: those are dropped whole, and their
- * files are what gets rewritten.  A chosen file that shares a manifest with
- * a file that stays is skipped (rewriting it would need that manifest
- * rewritten with the others as EXISTING, which this build does not do). */
+static void count_chosen(json_t *mlive, const json_t *rec)
+{
+	json_t *m = json_object_get(mlive, json_string_value(json_object_get(rec, "manifest")));
+
+	json_array_set_new(m, 1, json_integer(json_integer_value(json_array_get(m, 1)) + 1));
+}
+
+static bool all_chosen(const json_t *m)
+{
+	return json_integer_value(json_array_get(m, 1)) > 0 &&
+	       json_integer_value(json_array_get(m, 1)) == json_integer_value(json_array_get(m, 0));
+}
+
+/* The delete files of a chosen group that the replace can remove: those
+ * that name no live data file of the partition that stays (every one they
+ * apply to is rewritten).  A removable file whose manifest also holds files
+ * that stay is kept (a dangling delete is harmless). */
+static int choose_deletes(struct compact *c, const char *key, const json_t *g,
+                          const json_t *rewritten, json_t *rem, struct fl_err *err)
+{
+	const json_t *by_path = json_object_get(g, "by-path");
+	json_t *d;
+	size_t i;
+
+	json_array_foreach(json_object_get(c->dels, key), i, d)
+	{
+		const char *p;
+		json_t *v;
+		bool keep = false;
+
+		json_object_foreach(json_object_get(d, "targets"), p, v)
+		{
+			if (json_object_get(by_path, p) != NULL &&
+			    json_object_get(rewritten, p) == NULL)
+				keep = true;
+		}
+		if (keep)
+			continue;
+		count_chosen(c->mlive, d);
+		if (json_array_append(rem, d) != 0)
+			return nomem(err);
+	}
+	return 0;
+}
+
+/* Chooses, per partition of the current spec without equality deletes, the
+ * files to rewrite: every file with deletes, and the small files when there
+ * are two or more or when a file with deletes is rewritten anyway.  Then
+ * the manifests whose every live file is chosen: those are dropped whole,
+ * and their files are what gets rewritten.  A chosen file that shares a
+ * manifest with a file that stays is skipped (rewriting it would need that
+ * manifest rewritten with the others as EXISTING, which this build does not
+ * do); so is a delete file. */
 static int choose(struct compact *c, struct fl_err *err)
 {
 	const char *k;
-	json_t *g, *f, *m;
+	json_t *g, *f, *m, *rewritten = json_object(), *rem = json_array();
 	size_t i;
+	int rc = -1;
 
+	if (rewritten == NULL || rem == NULL)
+		goto nomem;
 	json_object_foreach(c->groups, k, g)
 	{
-		if (json_array_size(json_object_get(g, "files")) < 2)
-			continue;
-		json_array_foreach(json_object_get(g, "files"), i, f)
+		json_t *files = json_object_get(g, "files"), *cand = json_array();
+		size_t nsmall = 0, ndel = 0;
+
+		if (cand == NULL || json_object_set_new(g, "cand", cand) != 0)
+			goto nomem;
+		json_array_foreach(files, i, f)
 		{
-			m = json_object_get(c->mlive,
-			                    json_string_value(json_object_get(f, "manifest")));
-			json_array_set_new(
-			        m, 1, json_integer(json_integer_value(json_array_get(m, 1)) + 1));
+			nsmall += json_is_true(json_object_get(f, "small"));
+			ndel += json_object_get(f, "dels") != NULL;
+		}
+		if (nsmall < 2 && ndel == 0)
+			continue;
+		if (json_object_get(c->eqkeys, k) != NULL) {
+			c->eq_skipped++;
+			continue;
+		}
+		json_array_foreach(files, i, f)
+		{
+			if (!json_is_true(json_object_get(f, "small")) &&
+			    json_object_get(f, "dels") == NULL)
+				continue;
+			count_chosen(c->mlive, f);
+			if (json_array_append(cand, f) != 0)
+				goto nomem;
 		}
 	}
 	json_object_foreach(c->mlive, k, m)
 	{
-		if (json_integer_value(json_array_get(m, 1)) > 0 &&
-		    json_integer_value(json_array_get(m, 1)) ==
-		            json_integer_value(json_array_get(m, 0)) &&
-		    json_array_append_new(c->drop, json_string(k)) != 0)
-			return nomem(err);
+		if (all_chosen(m) && json_array_append_new(c->drop, json_string(k)) != 0)
+			goto nomem;
 	}
 	json_object_foreach(c->groups, k, g)
 	{
-		json_t *files = json_object_get(g, "files"), *keep;
+		json_t *cand = json_object_get(g, "cand"), *keep;
 
-		if (json_array_size(files) < 2)
+		if (json_array_size(cand) == 0)
 			continue;
 		keep = json_array();
 		if (keep == NULL)
-			return nomem(err);
-		json_array_foreach(files, i, f)
+			goto nomem;
+		json_array_foreach(cand, i, f)
 		{
+			const char *path = json_string_value(json_object_get(f, "path"));
+
 			m = json_object_get(c->mlive,
 			                    json_string_value(json_object_get(f, "manifest")));
-			if (json_integer_value(json_array_get(m, 1)) !=
-			    json_integer_value(json_array_get(m, 0)))
+			if (!all_chosen(m))
 				c->skipped++;
-			else if (json_array_append(keep, f) != 0) {
+			else if (json_array_append(keep, f) != 0 ||
+			         json_object_set_new(rewritten, path, json_true()) != 0) {
 				json_decref(keep);
-				return nomem(err);
+				goto nomem;
 			}
 		}
 		if (json_array_size(keep) == 0) {
@@ -774,9 +1064,53 @@ static int choose(struct compact *c, struct fl_err *err)
 		c->bytes_removed += group_bytes(keep);
 		if (json_object_set_new(g, "files", keep) != 0 ||
 		    json_array_append(c->plan, g) != 0)
-			return nomem(err);
+			goto nomem;
 	}
-	return 0;
+	json_array_foreach(c->plan, i, g)
+	{
+		char *key = part_key(json_integer_value(json_object_get(g, "spec-id")),
+		                     json_object_get(g, "partition"));
+
+		if (key == NULL)
+			goto nomem;
+		rc = choose_deletes(c, key, g, rewritten, rem, err);
+		free(key);
+		if (rc != 0)
+			goto out;
+		rc = -1;
+	}
+	json_array_foreach(rem, i, f)
+	{
+		const char *mpath = json_string_value(json_object_get(f, "manifest"));
+
+		m = json_object_get(c->mlive, mpath);
+		if (!all_chosen(m)) {
+			c->deletes_kept++;
+			continue;
+		}
+		if (json_array_append(c->gone, f) != 0)
+			goto nomem;
+	}
+	json_object_foreach(c->mlive, k, m)
+	{
+		bool listed = false;
+		size_t j;
+		json_t *x;
+
+		if (!all_chosen(m))
+			continue;
+		json_array_foreach(c->drop, j, x) listed |= strcmp(json_string_value(x), k) == 0;
+		if (!listed && json_array_append_new(c->drop, json_string(k)) != 0)
+			goto nomem;
+	}
+	rc = 0;
+	goto out;
+nomem:
+	nomem(err);
+out:
+	json_decref(rewritten);
+	json_decref(rem);
+	return rc;
 }
 
 static enum st_parquet_codec table_codec(const json_t *meta)
@@ -795,19 +1129,30 @@ static enum st_parquet_codec table_codec(const json_t *meta)
 	return ST_PARQUET_ZSTD;
 }
 
+#define FIELD_ROW_ID 2147483540
+#define FIELD_LAST_UPDATED 2147483539
+
 /* The writer's columns and the reader's projection from the schema (flat,
- * primitive fields). */
+ * primitive fields); for v3 then _row_id and _last_updated_sequence_number
+ * (spec "Row Lineage"), which a moved row keeps. */
 static int schema_columns(const struct compact *c, struct st_parquet_column **cols,
                           struct st_parquet_want **want, size_t *n, struct fl_err *err)
 {
 	const json_t *fields = json_object_get(c->t.schema, "fields"), *f;
-	size_t i;
+	size_t i, nf = json_array_size(fields);
 
-	*n = json_array_size(fields);
+	*n = nf + (c->t.format_version >= 3 ? 2 : 0);
 	*cols = calloc(*n ? *n : 1, sizeof(**cols));
 	*want = calloc(*n ? *n : 1, sizeof(**want));
 	if (*cols == NULL || *want == NULL)
 		return nomem(err);
+	for (i = nf; i < *n; i++) {
+		(*cols)[i].name = i == nf ? "_row_id" : "_last_updated_sequence_number";
+		(*cols)[i].field_id = i == nf ? FIELD_ROW_ID : FIELD_LAST_UPDATED;
+		(*cols)[i].type.id = ST_TYPE_LONG;
+		(*want)[i].field_id = (*cols)[i].field_id;
+		(*want)[i].type = (*cols)[i].type;
+	}
 	json_array_foreach(fields, i, f)
 	{
 		const char *type = json_string_value(json_object_get(f, "type"));
@@ -833,7 +1178,8 @@ static int schema_columns(const struct compact *c, struct st_parquet_column **co
 struct rewrite {
 	struct compact *c;
 	const struct st_parquet_column *cols;
-	size_t ncols;
+	size_t ncols; /* with the two lineage columns of v3 last */
+	bool lineage; /* v3 */
 	char *schema_json;
 	enum st_parquet_codec codec;
 	const struct st_name_mapping *mapping; /* schema.name-mapping.default; may be NULL */
@@ -921,8 +1267,60 @@ static int rewrite_close(struct rewrite *rw, const struct st_value *part, struct
 	return 0;
 }
 
-/* Streams the rows of every file of group g into new files rolled at the
- * target size. */
+/* The positions deleted from data file f: the union of the vectors or
+ * position delete files link_deletes found for it, into set (initialised
+ * here). */
+static int read_deletes(struct rewrite *rw, const json_t *f, struct st_posset *set,
+                        struct fl_err *err)
+{
+	const char *path = json_string_value(json_object_get(f, "path"));
+	size_t i;
+	const json_t *d;
+
+	st_posset_init(set, json_integer_value(json_object_get(f, "records")), NULL);
+	json_array_foreach(json_object_get(f, "dels"), i, d)
+	{
+		const char *uri = json_string_value(json_object_get(d, "path"));
+		struct st_parquet_source src;
+		struct st_parquet_io_ctx ictx;
+
+		if (is_dv(d)) {
+			if (st_dv_read(rw->c->io, uri,
+			               json_integer_value(json_object_get(d, "off")),
+			               json_integer_value(json_object_get(d, "len")), 0, set,
+			               err) != 0)
+				return -1;
+		} else if (st_parquet_source_io(&src, &ictx, rw->c->io, uri, err) != 0 ||
+		           st_pos_deletes_for(&src, NULL, path, set, err) != 0) {
+			return fl_err_prefix(err, "position delete file %.200s", uri);
+		}
+	}
+	st_posset_finish(set);
+	return 0;
+}
+
+/* Fills in the lineage of a moved row (spec "Row Lineage"): a null _row_id
+ * is the file's first_row_id plus the row's position, a null
+ * _last_updated_sequence_number the file's data sequence number; both stay
+ * null when the file has no first_row_id (written before an upgrade). */
+static void inherit_lineage(struct st_value *id, struct st_value *seq, const json_t *f, int64_t pos)
+{
+	const json_t *frid = json_object_get(f, "frid");
+
+	if (!json_is_integer(frid))
+		return;
+	if (id->null) {
+		id->null = false;
+		id->v.l = json_integer_value(frid) + pos;
+	}
+	if (seq->null) {
+		seq->null = false;
+		seq->v.l = json_integer_value(json_object_get(f, "seq"));
+	}
+}
+
+/* Streams the rows of every file of group g, less the deleted ones, into
+ * new files rolled at the target size. */
 static int rewrite_group(struct rewrite *rw, const json_t *g, const struct st_value *part,
                          const struct st_parquet_want *want, struct st_value *row,
                          struct fl_err *err)
@@ -937,10 +1335,13 @@ static int rewrite_group(struct rewrite *rw, const json_t *g, const struct st_va
 		struct st_parquet_io_ctx ictx;
 		struct st_parquet_reader *r = NULL;
 		const struct st_parquet_batch *b;
-
 		struct st_parquet_reader_opts ro = {.name_mapping = rw->mapping};
+		struct st_posset gone = {0};
+		size_t next_gone = 0;
+		int64_t pos = 0;
 
-		if (st_parquet_source_io(&src, &ictx, rw->c->io, uri, err) != 0 ||
+		if (read_deletes(rw, f, &gone, err) != 0 ||
+		    st_parquet_source_io(&src, &ictx, rw->c->io, uri, err) != 0 ||
 		    st_parquet_reader_open(&src, &ro, &r, err) != 0)
 			goto bad;
 		/* A column without a field id would read as nulls: never rewrite
@@ -962,10 +1363,19 @@ static int rewrite_group(struct rewrite *rw, const json_t *g, const struct st_va
 				goto bad;
 			if (b == NULL)
 				break;
-			for (size_t k = 0; k < b->n_rows; k++) {
+			for (size_t k = 0; k < b->n_rows; k++, pos++) {
+				while (next_gone < gone.n && gone.v[next_gone] < pos)
+					next_gone++;
+				if (next_gone < gone.n && gone.v[next_gone] == pos) {
+					rw->c->rows_dropped++;
+					continue;
+				}
 				if (rw->w == NULL && rewrite_open(rw, err) != 0)
 					goto bad;
 				st_parquet_batch_row(b, k, row);
+				if (rw->lineage)
+					inherit_lineage(&row[rw->ncols - 2], &row[rw->ncols - 1], f,
+					                pos);
 				if (st_parquet_writer_write_row(rw->w, row, err) != 0)
 					goto bad;
 				if (st_parquet_writer_size(rw->w) >= (uint64_t)rw->c->target &&
@@ -974,9 +1384,17 @@ static int rewrite_group(struct rewrite *rw, const json_t *g, const struct st_va
 			}
 		}
 		st_parquet_reader_free(r);
+		st_posset_free(&gone);
+		if (pos != json_integer_value(json_object_get(f, "records")))
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "%.200s holds %" PRId64
+			                  " rows, its manifest entry says %" JSON_INTEGER_FORMAT,
+			                  uri, pos,
+			                  json_integer_value(json_object_get(f, "records")));
 		continue;
 	bad:
 		st_parquet_reader_free(r);
+		st_posset_free(&gone);
 		return fl_err_prefix(err, "%.200s", uri);
 	}
 	if (rw->w != NULL && rewrite_close(rw, part, err) != 0)
@@ -984,9 +1402,45 @@ static int rewrite_group(struct rewrite *rw, const json_t *g, const struct st_va
 	return 0;
 }
 
+/* A delete manifest in the current list that the plan did not see: its
+ * deletes may apply to files the run rewrote, whose new copies would bring
+ * the deleted rows back.  FL_ERR_CONFLICT then. */
+static int check_new_deletes(struct compact *c, const json_t *snap, struct fl_err *err)
+{
+	const char *luri = json_string_value(json_object_get(snap, "manifest-list"));
+	json_t *list = NULL, *mf;
+	size_t i;
+	int rc = 0;
+
+	if (json_integer_value(json_object_get(snap, "snapshot-id")) == c->base_snapshot)
+		return 0;
+	if (luri == NULL || st_avro_read_all(c->io, luri, MAX_MANIFEST_READ, NULL, &list, err) != 0)
+		return luri == NULL
+		               ? fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                            "table %s: the current snapshot has no manifest-list",
+		                            c->table)
+		               : -1;
+	json_array_foreach(list, i, mf)
+	{
+		const char *m = json_string_value(json_object_get(mf, "manifest_path"));
+
+		if (json_integer_value(json_object_get(mf, "content")) != 0 && m != NULL &&
+		    json_object_get(c->listed, m) == NULL) {
+			rc = fl_err_set(err, FL_ERR_CONFLICT,
+			                "table %s: compaction aborted: a concurrent commit added "
+			                "delete files (manifest %.200s)",
+			                c->table, m);
+			break;
+		}
+	}
+	json_decref(list);
+	return rc;
+}
+
 /* Under the row lock: the replace on top of the current state.  A commit
  * since the plan that left the dropped manifests in place (an append) is
- * simply carried; one that removed or rewrote them aborts the run. */
+ * simply carried; one that removed or rewrote them, or added deletes,
+ * aborts the run. */
 static int build_compact(void *arg, const json_t *current, json_t **updates, struct fl_err *err)
 {
 	struct compact *c = arg;
@@ -1006,6 +1460,8 @@ static int build_compact(void *arg, const json_t *current, json_t **updates, str
 		return fl_err_set(err, FL_ERR_CONFLICT,
 		                  "table %s: compaction aborted: the table was upgraded meanwhile",
 		                  c->table);
+	if (check_new_deletes(c, snap, err) != 0)
+		return -1;
 	drop = calloc(nd, sizeof(*drop));
 	if (drop == NULL)
 		return nomem(err);
@@ -1022,9 +1478,11 @@ static int build_compact(void *arg, const json_t *current, json_t **updates, str
 	                json_integer_value(json_object_get(current, "last-sequence-number")) + 1,
 	        .timestamp_ms = fl_now_ms(),
 	        .attempt = ++c->attempt,
+	        .first_row_id = json_integer_value(json_object_get(current, "next-row-id")),
 	        .manifest = c->manifest,
 	        .drop_manifests = drop,
 	        .n_drop = nd,
+	        .removed_deletes = c->removed_deletes,
 	};
 	if (st_snapshot_build(&so, &snapshot, err) != 0) {
 		if (err->kind == FL_ERR_CONFLICT)
@@ -1047,6 +1505,65 @@ static int build_compact(void *arg, const json_t *current, json_t **updates, str
 out:
 	json_decref(snapshot);
 	free(drop);
+	return rc;
+}
+
+/* The delete manifest of the delete files the replace removes (c->gone),
+ * all DELETED. */
+static int write_removed_deletes(struct compact *c, struct fl_err *err)
+{
+	size_t n = json_array_size(c->gone), i;
+	struct st_data_file *dfs = calloc(n, sizeof(*dfs));
+	struct st_manifest_entry *del = calloc(n, sizeof(*del));
+	struct st_value **parts = calloc(n, sizeof(*parts));
+	const json_t *d;
+	int rc = -1;
+
+	if (dfs == NULL || del == NULL || parts == NULL) {
+		nomem(err);
+		goto out;
+	}
+	json_array_foreach(c->gone, i, d)
+	{
+		size_t np;
+
+		if (st_snapshot_partition_parse(&c->t, json_object_get(d, "partition"), &parts[i],
+		                                &np, err) != 0) {
+			fl_err_prefix(err, "table %s", c->table);
+			goto out;
+		}
+		dfs[i].content = ST_CONTENT_POSITION_DELETES;
+		dfs[i].file_path = json_string_value(json_object_get(d, "path"));
+		dfs[i].file_format = json_string_value(json_object_get(d, "format"));
+		if (dfs[i].file_format == NULL)
+			dfs[i].file_format = "PARQUET";
+		dfs[i].partition = parts[i];
+		dfs[i].record_count = json_integer_value(json_object_get(d, "records"));
+		dfs[i].file_size_in_bytes = json_integer_value(json_object_get(d, "size"));
+		dfs[i].referenced_data_file = json_string_value(json_object_get(d, "ref"));
+		dfs[i].has_content_offset = json_is_integer(json_object_get(d, "off"));
+		dfs[i].content_offset = json_integer_value(json_object_get(d, "off"));
+		dfs[i].content_size_in_bytes = json_integer_value(json_object_get(d, "len"));
+		del[i].file = &dfs[i];
+		del[i].has_snapshot_id = true;
+		del[i].snapshot_id = json_integer_value(json_object_get(d, "snapshot"));
+		del[i].has_sequence_number = true;
+		del[i].sequence_number = json_integer_value(json_object_get(d, "seq"));
+		del[i].has_file_sequence_number = true;
+		del[i].file_sequence_number = json_integer_value(json_object_get(d, "fseq"));
+	}
+	if (st_snapshot_manifest_write_removed_deletes(&c->t, c->snapshot_id, del, n,
+	                                               &c->removed_deletes, err) != 0) {
+		fl_err_prefix(err, "table %s: compaction delete manifest", c->table);
+		goto out;
+	}
+	rc = 0;
+out:
+	for (i = 0; parts != NULL && i < n; i++)
+		free(parts[i]);
+	free(parts);
+	free(dfs);
+	free(del);
 	return rc;
 }
 
@@ -1076,6 +1593,7 @@ static int rewrite_all(struct compact *c, struct fl_err *err)
 	rw.mapping = mapping;
 	rw.cols = cols;
 	rw.ncols = ncols;
+	rw.lineage = c->t.format_version >= 3;
 	rw.schema_json = json_dumps(c->t.schema, JSON_COMPACT);
 	row = calloc(ncols ? ncols : 1, sizeof(*row));
 	parts = calloc(np ? np : 1, sizeof(*parts));
@@ -1123,6 +1641,9 @@ static int rewrite_all(struct compact *c, struct fl_err *err)
 			del[nd].has_file_sequence_number = true;
 			del[nd].file_sequence_number =
 			        json_integer_value(json_object_get(f, "fseq"));
+			/* Spec: a DELETED entry carries its inherited first_row_id. */
+			dfs[nd].has_first_row_id = json_is_integer(json_object_get(f, "frid"));
+			dfs[nd].first_row_id = json_integer_value(json_object_get(f, "frid"));
 			nd++;
 		}
 	}
@@ -1134,6 +1655,8 @@ static int rewrite_all(struct compact *c, struct fl_err *err)
 		fl_err_prefix(err, "table %s: compaction manifest", c->table);
 		goto out;
 	}
+	if (json_array_size(c->gone) > 0 && write_removed_deletes(c, err) != 0)
+		goto out;
 	rc = 0;
 out:
 	if (rw.w != NULL)
@@ -1164,6 +1687,9 @@ static void compact_discard(struct compact *c)
 	struct fl_err ignored;
 
 	if (c->manifest != NULL && st_io_delete(c->io, c->manifest->path, &ignored) != 0)
+		ignored.kind = FL_ERR_NONE;
+	if (c->removed_deletes != NULL &&
+	    st_io_delete(c->io, c->removed_deletes->path, &ignored) != 0)
 		ignored.kind = FL_ERR_NONE;
 	if (delete_all(c->io, c->written, &ignored) != 0)
 		ignored.kind = FL_ERR_NONE;
@@ -1206,12 +1732,17 @@ static void compact_free(struct compact *c)
 {
 	json_decref(c->meta);
 	json_decref(c->groups);
+	json_decref(c->dels);
+	json_decref(c->eqkeys);
+	json_decref(c->listed);
+	json_decref(c->gone);
 	json_decref(c->mlive);
 	json_decref(c->drop);
 	json_decref(c->plan);
 	json_decref(c->written);
 	json_decref(c->committed);
 	st_snapshot_manifest_free(c->manifest);
+	st_snapshot_manifest_free(c->removed_deletes);
 	free(c->mdir);
 }
 
@@ -1239,6 +1770,8 @@ static json_t *compact_report(struct compact *c, bool dry_run)
 		        json_integer((json_int_t)json_array_size(json_object_get(g, "files"))));
 		bad |= json_object_set_new(g, "bytes-removed", json_integer(b));
 		bad |= json_object_del(g, "files");
+		json_object_del(g, "cand");
+		json_object_del(g, "by-path");
 	}
 	if (!bad) {
 		bad |= json_object_set_new(r, "target-file-size-bytes", json_integer(c->target));
@@ -1248,6 +1781,13 @@ static json_t *compact_report(struct compact *c, bool dry_run)
 		bad |= json_object_set_new(r, "bytes-added", json_integer(c->bytes_added));
 		bad |= json_object_set_new(r, "partitions", json_integer(c->parts));
 		bad |= json_object_set_new(r, "files-skipped", json_integer(c->skipped));
+		bad |= json_object_set_new(r, "delete-files-removed",
+		                           json_integer((json_int_t)json_array_size(c->gone)));
+		bad |= json_object_set_new(r, "delete-files-kept", json_integer(c->deletes_kept));
+		bad |= json_object_set_new(r, "deleted-rows-dropped",
+		                           json_integer(c->rows_dropped));
+		bad |= json_object_set_new(r, "partitions-skipped-equality-deletes",
+		                           json_integer(c->eq_skipped));
 		bad |= json_object_set(r, "plan", c->plan);
 		if (c->committed != NULL)
 			bad |= json_object_set(r, "snapshot-id",
@@ -1275,11 +1815,16 @@ int cat_maintain_compact(struct cat_db *db, const struct cat_warehouse *wh, cons
 	snprintf(tbuf, sizeof(tbuf), "%s.%s", cat_ns_str(ns, nsbuf, sizeof(nsbuf)), name);
 	c.table = tbuf;
 	c.groups = json_object();
+	c.dels = json_object();
+	c.eqkeys = json_object();
+	c.listed = json_object();
+	c.gone = json_array();
 	c.mlive = json_object();
 	c.drop = json_array();
 	c.plan = json_array();
 	c.written = json_array();
-	if (c.groups == NULL || c.mlive == NULL || c.drop == NULL || c.plan == NULL ||
+	if (c.groups == NULL || c.dels == NULL || c.eqkeys == NULL || c.listed == NULL ||
+	    c.gone == NULL || c.mlive == NULL || c.drop == NULL || c.plan == NULL ||
 	    c.written == NULL) {
 		nomem(err);
 		goto out;
@@ -1292,13 +1837,6 @@ int cat_maintain_compact(struct cat_db *db, const struct cat_warehouse *wh, cons
 	    target_bytes(c.meta, tbuf, &c.target, err) != 0)
 		goto out;
 	c.threshold = c.target / 4 * 3;
-	if (json_integer_value(json_object_get(c.meta, "format-version")) >= 3) {
-		fl_err_set(err, FL_ERR_UNSUPPORTED,
-		           "table %s is format v3: compaction that keeps _row_id and "
-		           "_last_updated_sequence_number is not yet supported",
-		           tbuf);
-		goto out;
-	}
 	if (compact_setup(&c, err) != 0)
 		goto out;
 	snap = current_snapshot(c.meta);
@@ -1312,11 +1850,22 @@ int cat_maintain_compact(struct cat_db *db, const struct cat_warehouse *wh, cons
 		}
 		if (st_avro_read_all(wh->io, luri, MAX_MANIFEST_READ, NULL, &list, err) != 0)
 			goto fail;
+		c.base_snapshot = json_integer_value(json_object_get(snap, "snapshot-id"));
 		json_array_foreach(list, i, mf)
 		{
 			if (plan_manifest(&c, mf, err) != 0)
 				goto fail;
 		}
+		if (c.eq_global) {
+			fl_err_set(err, FL_ERR_UNSUPPORTED,
+			           "table %s has equality delete files of an unpartitioned spec "
+			           "(they apply to every partition); compaction that applies "
+			           "equality deletes is not yet supported",
+			           tbuf);
+			goto out;
+		}
+		if (link_deletes(&c, err) != 0)
+			goto out;
 	}
 	if (choose(&c, err) != 0)
 		goto out;

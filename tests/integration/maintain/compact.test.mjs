@@ -9,8 +9,8 @@
 //   removes a file the compaction rewrote aborts it, and nothing is lost;
 // - files without field ids (DuckDB's) are read through the table's name
 //   mapping, and refused without one (their columns would read as nulls);
-// - --dry-run reports the plan and changes nothing;
-// - tables with delete files and v3 tables are refused as not yet supported.
+// - --dry-run reports the plan and changes nothing.
+// Tables with row-level deletes and v3 tables: deletes.test.mjs.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -299,38 +299,4 @@ test('compact: files without field ids are read by the name mapping, refused wit
   assert.equal(res.lines[0]['files-removed'], 3);
   assert.equal(res.lines[0]['files-added'], 1);
   assert.deepEqual(await rows((await settled(name, isSnap(res.lines[0]['snapshot-id']))).snap), beforeRows);
-});
-
-test('compact: tables with delete files and v3 tables are refused as not yet supported', async () => {
-  const name = 'deletes';
-  await createTable(ctx, name, fields);
-  for (let b = 0; b < 3; b++) await append(name, range(b * 3, 3));
-  let { meta } = await settled(name, files(3));
-  // A position delete manifest: a copy of a data manifest whose entry says
-  // content 1, listed as a delete manifest.
-  const listRecs = readAvro(currentSnapshot(meta)['manifest-list']).records;
-  const src = localPath(listRecs[0].manifest_path);
-  const m = await decodeAvro(src);
-  const delPath = `${path.dirname(src)}/pos-delete-m0.avro`;
-  const mm = { ...m.header.meta, content: Buffer.from('deletes') };
-  await encodeAvro(delPath, m.type, mm, m.recs.map((e) => ({ ...e, data_file: { ...e.data_file, content: 1 } })));
-  meta = (await dropManifests(name, meta, () => false, {
-    edit: (recs) => [...recs, { ...recs[0], manifest_path: `file://${delPath}`, content: 1, manifest_length: BigInt(fs.statSync(delPath).size) }],
-  })).metadata;
-  for (const args of [['compact'], ['--dry-run', 'compact']]) {
-    const res = maintain(name, args);
-    assert.equal(res.code, 1, res.stdout);
-    assert.equal(res.lines[0].status, 'failed');
-    assert.equal(res.lines[0].table, `${ctx.ns.join('.')}.${name}`);
-    assert.match(res.lines[0].error, /delete files or deletion vectors; compaction that applies them is not yet supported/);
-  }
-  assert.equal(String((await head(name))['snapshot-id']), String(currentSnapshot(meta)['snapshot-id']));
-
-  const v3 = 'v3';
-  await createTable(ctx, v3, fields, { 'format-version': '3' });
-  await append(v3, [1]);
-  await append(v3, [2]);
-  const res = maintain(v3, ['compact']);
-  assert.equal(res.code, 1, res.stdout);
-  assert.match(res.lines[0].error, /format v3: compaction that keeps _row_id and _last_updated_sequence_number is not yet supported/);
 });

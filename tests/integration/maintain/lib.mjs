@@ -133,13 +133,14 @@ export function helpers(ctx, dir) {
 
   // A snapshot that drops whole manifests: its list is the parent's list
   // without the manifests `drop` selects (a delete of every file in them);
-  // edit(records, meta) may change or add list records before it is written.
+  // edit(records, meta, {id, seq}) may change or add list records before it
+  // is written (id and seq: the new snapshot's).
   async function dropManifests(name, meta, drop, { edit = (r) => r, attempt = 0 } = {}) {
     const parent = currentSnapshot(meta);
     const decoded = await decodeAvro(localPath(parent['manifest-list']));
     const id = BigInt(crypto.randomInt(1, 2 ** 47)) * 1024n;
     const seq = BigInt(meta['last-sequence-number']) + 1n;
-    const kept = await edit(decoded.recs.filter((r) => !drop(r)), meta);
+    const kept = await edit(decoded.recs.filter((r) => !drop(r)), meta, { id, seq });
     const listPath = `${localPath(meta.location)}/metadata/snap-${id}-drop.avro`;
     const metaOut = { ...decoded.header.meta };
     metaOut['snapshot-id'] = Buffer.from(String(id));
@@ -162,6 +163,9 @@ export function helpers(ctx, dir) {
             'manifest-list': `file://${listPath}`,
             summary: { operation: 'delete' },
             'schema-id': 0,
+            // v3: the list numbers no new rows (its data manifests have
+            // their first_row_id already).
+            ...(Number(meta['format-version']) >= 3 ? { 'first-row-id': BigInt(meta['next-row-id']), 'added-rows': 0n } : {}),
           },
         },
         { action: 'set-snapshot-ref', 'ref-name': 'main', type: 'branch', 'snapshot-id': id },

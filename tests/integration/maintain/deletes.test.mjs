@@ -1,0 +1,436 @@
+// `floe maintain compact` on tables with row-level deletes:
+// - v2: position delete files written by DuckDB (COPY ... FIELD_IDS) and
+//   committed in a delete manifest; compaction rewrites the files they apply
+//   to without the deleted rows (even a file that is not small), removes the
+//   delete files in the same `replace` snapshot, and readers see the same
+//   rows before and after: DuckDB over the live files applying the deletes,
+//   icebird reading the table, and a model; no deleted row comes back; a
+//   delete file older than a data file at the path it names (data sequence
+//   number) does not apply to it;
+// - v3: deletion vectors (Puffin, deletion-vector-v1, written here by a
+//   small spec-following Roaring writer) are applied the same way, and every
+//   surviving row keeps its _row_id and _last_updated_sequence_number: the
+//   new file holds them explicitly, equal to what inheritance gave before;
+// - equality delete files are refused as not supported.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { icebergRead } from 'icebird';
+import {
+  startCatalog, createTable, loadTable, currentSnapshot, localPath, readAvro, tmpDir, duck, sqlStr,
+} from '../ingest/lib.mjs';
+import { call, tablePath } from '../tables/lib.mjs';
+import { helpers, decodeAvro, encodeAvro } from './lib.mjs';
+
+const fields = [
+  { id: 1, name: 'id', type: 'long', required: true },
+  { id: 2, name: 'name', type: 'string', required: false },
+];
+
+let ctx;
+const dir = tmpDir('compact-deletes');
+let maintain;
+let append;
+let dropManifests;
+let server;
+const realFetch = globalThis.fetch;
+
+before(async () => {
+  ctx = await startCatalog('compact_deletes');
+  ({ maintain, append, dropManifests } = helpers(ctx, dir));
+});
+
+after(async () => {
+  globalThis.fetch = realFetch;
+  await new Promise((resolve) => (server ? server.close(resolve) : resolve()));
+  await ctx?.floe.stop();
+});
+
+const range = (from, n) => Array.from({ length: n }, (_, i) => from + i);
+
+// Loads until the current snapshot satisfies pred (the server's cache
+// learns of in-process commits by NOTIFY).
+async function settled(name, pred) {
+  for (let i = 0; ; i++) {
+    const meta = (await loadTable(ctx, name)).metadata;
+    const snap = currentSnapshot(meta);
+    if (snap && pred(snap)) return { meta, snap };
+    if (i >= 200) throw new Error(`table ${name} did not reach the expected state`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+const dataFiles = (n) => (snap) => snap.summary['total-data-files'] === String(n);
+const isSnap = (id) => (snap) => String(snap['snapshot-id']) === String(id);
+
+// The live entries of a snapshot with their data sequence number and (data
+// files of v3) inherited first_row_id (spec "First Row ID Inheritance").
+function liveEntries(snapshot) {
+  const out = [];
+  for (const le of readAvro(snapshot['manifest-list']).records) {
+    let next = le.first_row_id == null ? null : BigInt(le.first_row_id);
+    for (const e of readAvro(le.manifest_path).records) {
+      const df = e.data_file;
+      let frid = null;
+      if (Number(df.content) === 0) {
+        if (df.first_row_id != null) frid = BigInt(df.first_row_id);
+        else if (next != null) {
+          frid = next;
+          next += BigInt(df.record_count);
+        }
+      }
+      if (e.status === '2') continue;
+      out.push({
+        content: Number(df.content), path: df.file_path, format: df.file_format, records: Number(df.record_count),
+        seq: BigInt(e.sequence_number ?? le.sequence_number), frid, df,
+      });
+    }
+  }
+  return out;
+}
+
+// The rows readers must see: each live data file's rows (DuckDB, with
+// their positions) less the positions deleted by a position delete file
+// (read by DuckDB) or a deletion vector (dvs: puffin path -> {data path ->
+// positions}, what the test wrote) of a data sequence number >= the data
+// file's.  [[id, name, _row_id, _last_updated_sequence_number]] sorted by id;
+// lineage columns read from the file or inherited.
+async function visibleRows(snapshot, dvs = new Map()) {
+  const con = await duck();
+  const live = liveEntries(snapshot);
+  const gone = new Map();
+  for (const d of live.filter((e) => e.content === 1)) {
+    let pairs;
+    if (d.format.toUpperCase() === 'PUFFIN') {
+      const byPath = dvs.get(d.path);
+      assert.ok(byPath, `a DV the test wrote: ${d.path}`);
+      pairs = (byPath.get(d.df.referenced_data_file) ?? []).map((p) => [d.df.referenced_data_file, p]);
+    } else {
+      pairs = (await con.runAndReadAll(`SELECT file_path, pos::VARCHAR FROM read_parquet(${sqlStr(localPath(d.path))})`))
+        .getRowsJson().map((r) => [r[0], Number(r[1])]);
+    }
+    for (const [p, pos] of pairs) {
+      const data = live.find((e) => e.content === 0 && e.path === p);
+      if (!data || data.seq > d.seq) continue;
+      if (!gone.has(p)) gone.set(p, new Set());
+      gone.get(p).add(pos);
+    }
+  }
+  const out = [];
+  for (const f of live.filter((e) => e.content === 0)) {
+    const cols = (await con.runAndReadAll(`DESCRIBE SELECT * FROM read_parquet(${sqlStr(localPath(f.path))})`))
+      .getRowsJson().map((r) => r[0]);
+    const lineage = cols.includes('_row_id') ? '_row_id::VARCHAR, _last_updated_sequence_number::VARCHAR' : 'NULL, NULL';
+    const rows = (await con.runAndReadAll(`SELECT id::VARCHAR, name, file_row_number::VARCHAR, ${lineage} FROM read_parquet(${sqlStr(localPath(f.path))}, file_row_number = true)`)).getRowsJson();
+    for (const [id, name, pos, rid, lusn] of rows) {
+      if (gone.get(f.path)?.has(Number(pos))) continue;
+      const rowId = rid ?? (f.frid == null ? null : String(f.frid + BigInt(pos)));
+      const seq = lusn ?? (f.frid == null ? null : String(f.seq));
+      out.push([id, name, rowId, seq]);
+    }
+  }
+  return out.sort((a, b) => Number(BigInt(a[0]) - BigInt(b[0])));
+}
+
+// Serves the warehouse to icebird (it cannot read file:// URLs).
+async function serveWarehouse(location) {
+  if (server) return;
+  const root = path.dirname(path.dirname(localPath(location)));
+  server = http.createServer((req, res) => {
+    const file = path.join(root, path.normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname)));
+    if (!file.startsWith(root) || !fs.existsSync(file)) {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/octet-stream' });
+    fs.createReadStream(file).pipe(res);
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const prefix = `file://${root}`;
+  const base = `http://127.0.0.1:${server.address().port}`;
+  globalThis.fetch = (url, init) => {
+    const u = String(url);
+    return realFetch(u.startsWith(prefix) ? base + u.slice(prefix.length) : u, init);
+  };
+}
+
+async function icebirdRows(meta) {
+  await serveWarehouse(meta.location);
+  const got = await icebergRead({ tableUrl: meta.location, metadata: meta });
+  return got.map((r) => [String(r.id), r.name]).sort((a, b) => Number(BigInt(a[0]) - BigInt(b[0])));
+}
+
+// Commits a delete manifest of `entries` (data_file fields over a template
+// taken from a data manifest of the table) in a snapshot of its own.
+async function commitDeletes(name, meta, entries) {
+  const snap = currentSnapshot(meta);
+  const list = readAvro(snap['manifest-list']).records;
+  const src = localPath(list[0].manifest_path);
+  const m = await decodeAvro(src);
+  const tmpl = m.recs[0];
+  const mpath = `${path.dirname(src)}/deletes-${Date.now()}-${Math.random().toString(36).slice(2)}-m0.avro`;
+  const recs = entries.map((df) => ({
+    ...tmpl,
+    status: 1,
+    snapshot_id: null,
+    sequence_number: null,
+    file_sequence_number: null,
+    data_file: {
+      ...tmpl.data_file, column_sizes: null, value_counts: null, null_value_counts: null, nan_value_counts: null,
+      lower_bounds: null, upper_bounds: null, split_offsets: null, ...df,
+    },
+  }));
+  await encodeAvro(mpath, m.type, { ...m.header.meta, content: Buffer.from('deletes') }, recs);
+  const rows = entries.reduce((a, e) => a + e.record_count, 0n);
+  return (await dropManifests(name, meta, () => false, {
+    edit: (records, _meta, { id, seq }) => [...records, {
+      ...records[0], manifest_path: `file://${mpath}`, manifest_length: BigInt(fs.statSync(mpath).size), content: 1,
+      sequence_number: seq, min_sequence_number: seq, added_snapshot_id: id,
+      added_files_count: entries.length, existing_files_count: 0, deleted_files_count: 0,
+      added_rows_count: rows, existing_rows_count: 0n, deleted_rows_count: 0n,
+      ...('first_row_id' in records[0] ? { first_row_id: null } : {}),
+    }],
+  })).metadata;
+}
+
+// A position delete file of [path, pos] pairs, written by DuckDB with the
+// spec's field ids, sorted by path then position.
+async function positionDeleteFile(file, pairs) {
+  const con = await duck();
+  const values = pairs.map(([p, pos]) => `(${sqlStr(p)}, ${pos}::BIGINT)`).join(', ');
+  await con.run(`COPY (SELECT * FROM (VALUES ${values}) t(file_path, pos) ORDER BY file_path, pos) TO ${sqlStr(file)} (FORMAT parquet, FIELD_IDS {file_path: 2147483546, pos: 2147483545})`);
+  return { path: `file://${file}`, size: BigInt(fs.statSync(file).size), count: BigInt(pairs.length) };
+}
+
+// ---- deletion vectors: Puffin + portable 64-bit Roaring (positions < 2^32,
+// array containers of at most 4096 values; spec: puffin-spec.md) ----
+
+function roaringPortable(positions) {
+  const sorted = [...new Set(positions)].sort((a, b) => a - b);
+  const containers = new Map();
+  for (const p of sorted) {
+    const key = p >>> 16;
+    if (!containers.has(key)) containers.set(key, []);
+    containers.get(key).push(p & 0xffff);
+  }
+  const keys = [...containers.keys()];
+  const parts = [];
+  const u16 = (v) => { const b = Buffer.alloc(2); b.writeUInt16LE(v); return b; };
+  const u32 = (v) => { const b = Buffer.alloc(4); b.writeUInt32LE(v); return b; };
+  parts.push(Buffer.from([1, 0, 0, 0, 0, 0, 0, 0])); // one 64-bit bucket
+  parts.push(u32(0)); // its key: the high 32 bits
+  parts.push(u32(12346), u32(keys.length)); // no run containers
+  for (const k of keys) parts.push(u16(k), u16(containers.get(k).length - 1));
+  let offset = 8 + 8 * keys.length;
+  for (const k of keys) {
+    parts.push(u32(offset));
+    offset += 2 * containers.get(k).length;
+  }
+  for (const k of keys) {
+    assert.ok(containers.get(k).length <= 4096);
+    for (const v of containers.get(k)) parts.push(u16(v));
+  }
+  return Buffer.concat(parts);
+}
+
+function dvBlob(positions) {
+  const body = Buffer.concat([Buffer.from([0xd1, 0xd3, 0x39, 0x64]), roaringPortable(positions)]);
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(body.length);
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(zlib.crc32(body));
+  return Buffer.concat([len, body, crc]);
+}
+
+// A Puffin file holding one deletion vector per data file: the entries'
+// {referenced_data_file, content_offset, content_size_in_bytes, count}.
+function puffinFile(file, byData) {
+  const magic = Buffer.from('PFA1');
+  const blobs = [];
+  const meta = [];
+  let offset = 4;
+  for (const [data, positions] of byData) {
+    const b = dvBlob(positions);
+    blobs.push(b);
+    meta.push({
+      type: 'deletion-vector-v1', fields: [2147483545], 'snapshot-id': -1, 'sequence-number': -1, offset, length: b.length,
+      properties: { 'referenced-data-file': data, cardinality: String(new Set(positions).size) },
+    });
+    offset += b.length;
+  }
+  const payload = Buffer.from(JSON.stringify({ blobs: meta, properties: { 'created-by': 'floe tests' } }));
+  const size = Buffer.alloc(4);
+  size.writeInt32LE(payload.length);
+  fs.writeFileSync(file, Buffer.concat([magic, ...blobs, magic, payload, size, Buffer.alloc(4), magic]));
+  return meta.map((m) => ({
+    referenced_data_file: m.properties['referenced-data-file'], content_offset: BigInt(m.offset),
+    content_size_in_bytes: BigInt(m.length), count: BigInt(m.properties.cardinality),
+  }));
+}
+
+test('compact v2: position deletes are applied, their files removed, no deleted row comes back', async () => {
+  const name = 'posdel';
+  await createTable(ctx, name, fields);
+  for (let b = 0; b < 4; b++) await append(name, range(b * 10, 10));
+  // A bigger file (not small at the target set below): compacted only for
+  // its deletes.
+  await append(name, range(100, 2000));
+  await settled(name, dataFiles(5));
+  await call(ctx.base, 'POST', tablePath(ctx.p, ctx.ns, name), {
+    body: { requirements: [], updates: [{ action: 'set-properties', updates: { 'write.target-file-size-bytes': '4000' } }] },
+    expect: 200,
+  });
+  let { meta } = await settled(name, dataFiles(5));
+  const data = liveEntries(currentSnapshot(meta)).filter((e) => e.content === 0);
+  const big = data.find((e) => e.records === 2000);
+  assert.ok(BigInt(big.df.file_size_in_bytes) >= 3000n, 'the big file is not small');
+  const small = data.filter((e) => e.records === 10);
+  // Which ids each small file holds (DuckDB).
+  const con = await duck();
+  const idsOf = async (f) => (await con.runAndReadAll(`SELECT id::INTEGER FROM read_parquet(${sqlStr(localPath(f.path))}) ORDER BY file_row_number`)).getRowsJson().map((r) => r[0]);
+  // One delete file over two data files, one over the big file.
+  const d1 = await positionDeleteFile(path.join(localPath(meta.location), 'data', 'pd1.parquet'), [[small[0].path, 1], [small[0].path, 3], [small[1].path, 0]]);
+  const d2 = await positionDeleteFile(path.join(localPath(meta.location), 'data', 'pd2.parquet'), [[big.path, 0], [big.path, 5], [big.path, 1999]]);
+  const deletedIds = [(await idsOf(small[0]))[1], (await idsOf(small[0]))[3], (await idsOf(small[1]))[0], 100, 105, 2099];
+  meta = await commitDeletes(name, meta, [d1, d2].map((d) => ({
+    content: 1, file_path: d.path, file_format: 'PARQUET', record_count: d.count, file_size_in_bytes: d.size,
+  })));
+  // A delete file committed before a data file it names (by path): its data
+  // sequence number is lower, so it must not apply to that file.
+  const laterPath = path.join(localPath(meta.location), 'data', 'later-duck.parquet');
+  const d3 = await positionDeleteFile(path.join(localPath(meta.location), 'data', 'pd3.parquet'), [[`file://${laterPath}`, 0]]);
+  meta = await commitDeletes(name, meta, [{
+    content: 1, file_path: d3.path, file_format: 'PARQUET', record_count: d3.count, file_size_in_bytes: d3.size,
+  }]);
+  await con.run(`COPY (SELECT (5000 + i)::BIGINT AS id, 'late' || i AS name FROM range(3) t(i)) TO ${sqlStr(laterPath)} (FORMAT parquet, FIELD_IDS {id: 1, name: 2})`);
+  {
+    const list = readAvro(currentSnapshot(meta)['manifest-list']).records;
+    const srcM = list.find((r) => Number(r.content) === 0).manifest_path;
+    const m = await decodeAvro(localPath(srcM));
+    const added = `${path.dirname(localPath(srcM))}/later-added-m0.avro`;
+    await encodeAvro(added, m.type, m.header.meta, [{
+      ...m.recs[0], status: 1, snapshot_id: null, sequence_number: null, file_sequence_number: null,
+      data_file: {
+        ...m.recs[0].data_file, file_path: `file://${laterPath}`, file_size_in_bytes: BigInt(fs.statSync(laterPath).size),
+        record_count: 3n, column_sizes: null, value_counts: null, null_value_counts: null, nan_value_counts: null,
+        lower_bounds: null, upper_bounds: null, split_offsets: null,
+      },
+    }]);
+    meta = (await dropManifests(name, meta, () => false, {
+      edit: (recs, _m, { id, seq }) => [...recs, {
+        ...recs.find((r) => Number(r.content) === 0), manifest_path: `file://${added}`, manifest_length: BigInt(fs.statSync(added).size),
+        added_snapshot_id: id, sequence_number: seq, min_sequence_number: seq, added_files_count: 1, existing_files_count: 0,
+        deleted_files_count: 0, added_rows_count: 3n, existing_rows_count: 0n, deleted_rows_count: 0n,
+      }],
+    })).metadata;
+  }
+  const before = currentSnapshot(meta);
+  const model = [...range(0, 40), ...range(100, 2000), ...range(5000, 3)].filter((i) => !deletedIds.includes(i));
+  const beforeRows = await visibleRows(before);
+  assert.deepEqual(beforeRows.map((r) => Number(r[0])), model, 'DuckDB applying the deletes agrees with the model');
+  assert.deepEqual(beforeRows.map((r) => r.slice(0, 2)).filter((r) => Number(r[0]) < 5000), (await icebirdRows(meta)).filter((r) => Number(r[0]) < 5000),
+    'icebird agrees (it ignores sequence numbers, so the late file is compared apart)');
+
+  const dry = maintain(name, ['--dry-run', 'compact']);
+  assert.equal(dry.code, 0, dry.stderr);
+  assert.equal(String((await settled(name, () => true)).snap['snapshot-id']), String(before['snapshot-id']));
+
+  const res = maintain(name, ['compact']);
+  assert.equal(res.code, 0, res.stderr);
+  const r = res.lines[0];
+  assert.equal(r.status, 'ok', res.stdout);
+  assert.equal(r['files-removed'], 6, res.stdout); // 4 small + the big one + the late one
+  assert.equal(r['delete-files-removed'], 3, res.stdout); // d3 names only the late file, rewritten too
+  assert.equal(r['deleted-rows-dropped'], 6, res.stdout);
+  const { snap: after, meta: metaAfter } = await settled(name, isSnap(r['snapshot-id']));
+  assert.equal(after.summary.operation, 'replace');
+  assert.equal(after.summary['removed-delete-files'], '3');
+  assert.equal(after.summary['total-delete-files'], '0');
+  assert.equal(after.summary['total-position-deletes'], '0');
+  assert.equal(after.summary['total-records'], String(model.length));
+  const live = liveEntries(after);
+  assert.equal(live.filter((e) => e.content !== 0).length, 0, 'no live delete file');
+  const afterRows = await visibleRows(after);
+  assert.deepEqual(afterRows, beforeRows, 'the same rows, no deleted row back');
+  assert.deepEqual(afterRows.map((x) => x.slice(0, 2)).filter((x) => Number(x[0]) < 5000), await icebirdRows(metaAfter).then((x) => x.filter((y) => Number(y[0]) < 5000)));
+  // Plain read_parquet over the new files (no deletes to apply any more).
+  const plain = (await con.runAndReadAll(`SELECT id::INTEGER FROM read_parquet([${live.map((e) => sqlStr(localPath(e.path))).join(', ')}]) ORDER BY id`)).getRowsJson().map((x) => x[0]);
+  assert.deepEqual(plain, model);
+  // At this tiny target the files roll small, so a second run rewrites
+  // them again: still the same rows, and no delete left to apply.
+  const again = maintain(name, ['compact']);
+  assert.equal(again.code, 0, again.stderr);
+  assert.equal(again.lines[0]['delete-files-removed'], 0, again.stdout);
+  assert.equal(again.lines[0]['deleted-rows-dropped'], 0, again.stdout);
+  assert.deepEqual(await visibleRows((await settled(name, isSnap(again.lines[0]['snapshot-id']))).snap), beforeRows);
+});
+
+test('compact v3: deletion vectors are applied and rows keep _row_id and _last_updated_sequence_number', async () => {
+  const name = 'dv';
+  await createTable(ctx, name, fields, { 'format-version': '3' });
+  for (let b = 0; b < 3; b++) await append(name, range(b * 20, 20));
+  let { meta } = await settled(name, dataFiles(3));
+  const data = liveEntries(currentSnapshot(meta)).filter((e) => e.content === 0);
+  assert.ok(data.every((e) => e.frid != null), 'v3 appends have row ids');
+  const puffin = path.join(localPath(meta.location), 'data', 'dvs.puffin');
+  const dvs = new Map([[data[0].path, [0, 2, 19]], [data[2].path, [7]]]);
+  const blobs = puffinFile(puffin, dvs);
+  const size = BigInt(fs.statSync(puffin).size);
+  meta = await commitDeletes(name, meta, blobs.map((b) => ({
+    content: 1, file_path: `file://${puffin}`, file_format: 'PUFFIN', record_count: b.count, file_size_in_bytes: size,
+    referenced_data_file: b.referenced_data_file, content_offset: b.content_offset, content_size_in_bytes: b.content_size_in_bytes,
+  })));
+  const known = new Map([[`file://${puffin}`, dvs]]);
+  const before = await visibleRows(currentSnapshot(meta), known);
+  assert.equal(before.length, 56);
+  assert.ok(before.every((x) => x[2] != null && x[3] != null));
+  assert.equal(new Set(before.map((x) => x[2])).size, 56, 'row ids are unique');
+
+  const res = maintain(name, ['compact']);
+  assert.equal(res.code, 0, res.stderr);
+  const r = res.lines[0];
+  assert.equal(r['files-removed'], 3, res.stdout);
+  assert.equal(r['delete-files-removed'], 2, res.stdout);
+  assert.equal(r['deleted-rows-dropped'], 4, res.stdout);
+  const { snap: after, meta: metaAfter } = await settled(name, isSnap(r['snapshot-id']));
+  assert.equal(after.summary['total-delete-files'], '0');
+  assert.ok(BigInt(metaAfter['next-row-id']) >= BigInt(meta['next-row-id']));
+  const live = liveEntries(after);
+  assert.equal(live.length, 1);
+  // The new file holds the lineage columns itself, equal to what rows
+  // inherited before.
+  const con = await duck();
+  const inFile = (await con.runAndReadAll(`SELECT id::VARCHAR, name, _row_id::VARCHAR, _last_updated_sequence_number::VARCHAR FROM read_parquet(${sqlStr(localPath(live[0].path))}) ORDER BY id`)).getRowsJson();
+  assert.deepEqual(inFile, before);
+  assert.deepEqual(await visibleRows(after, known), before);
+  // A second compaction moves them again, unchanged.
+  await append(name, [500]);
+  await settled(name, dataFiles(2));
+  const res2 = maintain(name, ['compact']);
+  assert.equal(res2.code, 0, res2.stderr);
+  const after2 = (await settled(name, isSnap(res2.lines[0]['snapshot-id']))).snap;
+  const rows2 = await visibleRows(after2);
+  assert.deepEqual(rows2.filter((x) => x[0] !== '500'), before);
+  const row500 = rows2.find((x) => x[0] === '500');
+  assert.ok(row500[2] != null && !before.some((x) => x[2] === row500[2]), 'the new row got a fresh row id');
+});
+
+test('compact: equality delete files are refused as not supported', async () => {
+  const name = 'eqdel';
+  await createTable(ctx, name, fields);
+  for (let b = 0; b < 3; b++) await append(name, range(b * 3, 3));
+  let { meta } = await settled(name, dataFiles(3));
+  const f = await positionDeleteFile(path.join(dir, 'eq.parquet'), [['x', 0]]);
+  meta = await commitDeletes(name, meta, [{
+    content: 2, file_path: f.path, file_format: 'PARQUET', record_count: 1n, file_size_in_bytes: f.size, equality_ids: [1],
+  }]);
+  for (const args of [['compact'], ['--dry-run', 'compact']]) {
+    const res = maintain(name, args);
+    assert.equal(res.code, 1, res.stdout);
+    assert.equal(res.lines[0].status, 'failed');
+    assert.match(res.lines[0].error, /equality delete files .*not yet supported/);
+  }
+  assert.equal(String(currentSnapshot((await loadTable(ctx, name)).metadata)['snapshot-id']), String(currentSnapshot(meta)['snapshot-id']));
+});
