@@ -67,6 +67,7 @@
 #include "parquet/parquet.h"
 #include "parquet/reader.h"
 #include "iceberg/deletes.h"
+#include "iceberg/entry.h"
 #include "uuid.h"
 #include "iceberg/reachable.h"
 #include "tablemeta.h"
@@ -617,14 +618,15 @@ struct compact {
 	json_t *dels; /* the same key -> [live position delete file or vector] */
 	json_t *eqkeys; /* keys of partitions with equality deletes */
 	bool eq_global; /* an equality delete file of an unpartitioned spec */
-	json_t *mlive; /* manifest path -> [live entries, entries chosen] */
+	json_t *mlive; /* manifest path -> [live entries, entries chosen, list record] */
 	json_t *listed; /* every manifest path of the planned list */
 	json_int_t base_snapshot; /* the snapshot the plan was made on */
 	json_t *drop; /* manifest paths the replace leaves out */
 	json_t *plan; /* the chosen groups, each {spec-id, partition, files: [entry]} */
 	json_t *gone; /* the delete files the replace removes */
+	json_t *removed_ids; /* entry_id of every file the replace removes */
 	json_int_t removed, bytes_removed, added, bytes_added, parts, skipped;
-	json_int_t eq_skipped, deletes_kept, rows_dropped;
+	json_int_t eq_skipped, carried, rows_dropped;
 	/* the rewrite and its commit */
 	struct st_snapshot_table t;
 	char *mdir;
@@ -803,7 +805,8 @@ static int plan_manifest(struct compact *c, const json_t *mf, struct fl_err *err
 			goto out;
 		}
 	}
-	if (json_object_set_new(c->mlive, uri, json_pack("[I,I]", live, (json_int_t)0)) != 0) {
+	if (json_object_set_new(c->mlive, uri, json_pack("[I,I,O]", live, (json_int_t)0, mf)) !=
+	    0) {
 		nomem(err);
 		goto out;
 	}
@@ -944,18 +947,48 @@ static void count_chosen(json_t *mlive, const json_t *rec)
 	json_array_set_new(m, 1, json_integer(json_integer_value(json_array_get(m, 1)) + 1));
 }
 
+static bool some_chosen(const json_t *m)
+{
+	return json_integer_value(json_array_get(m, 1)) > 0;
+}
+
 static bool all_chosen(const json_t *m)
 {
-	return json_integer_value(json_array_get(m, 1)) > 0 &&
+	return some_chosen(m) &&
 	       json_integer_value(json_array_get(m, 1)) == json_integer_value(json_array_get(m, 0));
 }
 
-/* The delete files of a chosen group that the replace can remove: those
- * that name no live data file of the partition that stays (every one they
- * apply to is rewritten).  A removable file whose manifest also holds files
- * that stay is kept (a dangling delete is harmless). */
+/* What names a live entry among those of its manifest list: its path, and
+ * for a deletion vector (many share one Puffin file) its offset. */
+static char *entry_id(const char *path, const json_t *off)
+{
+	size_t len = strlen(path) + 24;
+	char *id = malloc(len);
+
+	if (id == NULL)
+		return NULL;
+	if (json_is_integer(off))
+		snprintf(id, len, "%s#%" JSON_INTEGER_FORMAT, path, json_integer_value(off));
+	else
+		snprintf(id, len, "%s", path);
+	return id;
+}
+
+static int mark_removed(struct compact *c, const json_t *rec, struct fl_err *err)
+{
+	char *id = entry_id(json_string_value(json_object_get(rec, "path")),
+	                    json_object_get(rec, "off"));
+	int rc = id == NULL || json_object_set_new(c->removed_ids, id, json_true()) != 0;
+
+	free(id);
+	return rc ? nomem(err) : 0;
+}
+
+/* The delete files of a chosen group that the replace removes: those that
+ * name no live data file of the partition that stays (every one they apply
+ * to is rewritten). */
 static int choose_deletes(struct compact *c, const char *key, const json_t *g,
-                          const json_t *rewritten, json_t *rem, struct fl_err *err)
+                          const json_t *rewritten, struct fl_err *err)
 {
 	const json_t *by_path = json_object_get(g, "by-path");
 	json_t *d;
@@ -976,7 +1009,7 @@ static int choose_deletes(struct compact *c, const char *key, const json_t *g,
 		if (keep)
 			continue;
 		count_chosen(c->mlive, d);
-		if (json_array_append(rem, d) != 0)
+		if (json_array_append(c->gone, d) != 0 || mark_removed(c, d, err) != 0)
 			return nomem(err);
 	}
 	return 0;
@@ -984,28 +1017,24 @@ static int choose_deletes(struct compact *c, const char *key, const json_t *g,
 
 /* Chooses, per partition of the current spec without equality deletes, the
  * files to rewrite: every file with deletes, and the small files when there
- * are two or more or when a file with deletes is rewritten anyway.  Then
- * the manifests whose every live file is chosen: those are dropped whole,
- * and their files are what gets rewritten.  A chosen file that shares a
- * manifest with a file that stays is skipped (rewriting it would need that
- * manifest rewritten with the others as EXISTING, which this build does not
- * do); so is a delete file. */
+ * are two or more or when a file with deletes is rewritten anyway; then the
+ * delete files that go with them.  Every manifest holding a chosen file is
+ * dropped; one that also holds files that stay is written again with those
+ * as EXISTING (rewrite_all), so any subset can be compacted. */
 static int choose(struct compact *c, struct fl_err *err)
 {
 	const char *k;
-	json_t *g, *f, *m, *rewritten = json_object(), *rem = json_array();
+	json_t *g, *f, *m, *rewritten = json_object();
 	size_t i;
 	int rc = -1;
 
-	if (rewritten == NULL || rem == NULL)
+	if (rewritten == NULL)
 		goto nomem;
 	json_object_foreach(c->groups, k, g)
 	{
-		json_t *files = json_object_get(g, "files"), *cand = json_array();
+		json_t *files = json_object_get(g, "files"), *cand;
 		size_t nsmall = 0, ndel = 0;
 
-		if (cand == NULL || json_object_set_new(g, "cand", cand) != 0)
-			goto nomem;
 		json_array_foreach(files, i, f)
 		{
 			nsmall += json_is_true(json_object_get(f, "small"));
@@ -1017,52 +1046,28 @@ static int choose(struct compact *c, struct fl_err *err)
 			c->eq_skipped++;
 			continue;
 		}
+		cand = json_array();
+		if (cand == NULL)
+			goto nomem;
 		json_array_foreach(files, i, f)
 		{
 			if (!json_is_true(json_object_get(f, "small")) &&
 			    json_object_get(f, "dels") == NULL)
 				continue;
 			count_chosen(c->mlive, f);
-			if (json_array_append(cand, f) != 0)
-				goto nomem;
-		}
-	}
-	json_object_foreach(c->mlive, k, m)
-	{
-		if (all_chosen(m) && json_array_append_new(c->drop, json_string(k)) != 0)
-			goto nomem;
-	}
-	json_object_foreach(c->groups, k, g)
-	{
-		json_t *cand = json_object_get(g, "cand"), *keep;
-
-		if (json_array_size(cand) == 0)
-			continue;
-		keep = json_array();
-		if (keep == NULL)
-			goto nomem;
-		json_array_foreach(cand, i, f)
-		{
-			const char *path = json_string_value(json_object_get(f, "path"));
-
-			m = json_object_get(c->mlive,
-			                    json_string_value(json_object_get(f, "manifest")));
-			if (!all_chosen(m))
-				c->skipped++;
-			else if (json_array_append(keep, f) != 0 ||
-			         json_object_set_new(rewritten, path, json_true()) != 0) {
-				json_decref(keep);
+			if (json_array_append(cand, f) != 0 ||
+			    json_object_set_new(rewritten,
+			                        json_string_value(json_object_get(f, "path")),
+			                        json_true()) != 0 ||
+			    mark_removed(c, f, err) != 0) {
+				json_decref(cand);
 				goto nomem;
 			}
 		}
-		if (json_array_size(keep) == 0) {
-			json_decref(keep);
-			continue;
-		}
 		c->parts++;
-		c->removed += (json_int_t)json_array_size(keep);
-		c->bytes_removed += group_bytes(keep);
-		if (json_object_set_new(g, "files", keep) != 0 ||
+		c->removed += (json_int_t)json_array_size(cand);
+		c->bytes_removed += group_bytes(cand);
+		if (json_object_set_new(g, "files", cand) != 0 ||
 		    json_array_append(c->plan, g) != 0)
 			goto nomem;
 	}
@@ -1073,35 +1078,20 @@ static int choose(struct compact *c, struct fl_err *err)
 
 		if (key == NULL)
 			goto nomem;
-		rc = choose_deletes(c, key, g, rewritten, rem, err);
+		rc = choose_deletes(c, key, g, rewritten, err);
 		free(key);
 		if (rc != 0)
 			goto out;
 		rc = -1;
 	}
-	json_array_foreach(rem, i, f)
-	{
-		const char *mpath = json_string_value(json_object_get(f, "manifest"));
-
-		m = json_object_get(c->mlive, mpath);
-		if (!all_chosen(m)) {
-			c->deletes_kept++;
-			continue;
-		}
-		if (json_array_append(c->gone, f) != 0)
-			goto nomem;
-	}
 	json_object_foreach(c->mlive, k, m)
 	{
-		bool listed = false;
-		size_t j;
-		json_t *x;
-
-		if (!all_chosen(m))
+		if (!some_chosen(m))
 			continue;
-		json_array_foreach(c->drop, j, x) listed |= strcmp(json_string_value(x), k) == 0;
-		if (!listed && json_array_append_new(c->drop, json_string(k)) != 0)
+		if (json_array_append_new(c->drop, json_string(k)) != 0)
 			goto nomem;
+		if (!all_chosen(m))
+			c->carried++;
 	}
 	rc = 0;
 	goto out;
@@ -1109,8 +1099,133 @@ nomem:
 	nomem(err);
 out:
 	json_decref(rewritten);
-	json_decref(rem);
 	return rc;
+}
+
+/* The live entries of the dropped manifests of one content that the
+ * replace keeps, as EXISTING entries with their own snapshot id, sequence
+ * numbers and (v3 data files) inherited first_row_id. */
+struct carry {
+	struct st_entry_copy *v;
+	struct st_value **parts;
+	size_t n, cap;
+	json_t *hold; /* the decoded manifests the copies borrow strings from */
+};
+
+static void carry_free(struct carry *k)
+{
+	for (size_t i = 0; i < k->n; i++) {
+		st_entry_copy_free(&k->v[i]);
+		free(k->parts[i]);
+	}
+	free(k->v);
+	free(k->parts);
+	json_decref(k->hold);
+	memset(k, 0, sizeof(*k));
+}
+
+static int carry_one(struct compact *c, struct carry *k, const json_t *e, const json_t *mf,
+                     bool has_frid, json_int_t frid, struct fl_err *err)
+{
+	struct st_entry_copy *e2;
+	size_t np;
+
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? k->cap * 2 : 16;
+		void *v = realloc(k->v, cap * sizeof(*k->v)), *p;
+
+		if (v == NULL)
+			return nomem(err);
+		k->v = v;
+		p = realloc(k->parts, cap * sizeof(*k->parts));
+		if (p == NULL)
+			return nomem(err);
+		k->parts = p;
+		k->cap = cap;
+	}
+	e2 = &k->v[k->n];
+	if (st_entry_copy_from_json(e, mf, e2, err) != 0)
+		return -1;
+	if (st_snapshot_partition_parse(
+	            &c->t, json_object_get(json_object_get(e, "data_file"), "partition"),
+	            &k->parts[k->n], &np, err) != 0) {
+		st_entry_copy_free(e2);
+		return -1;
+	}
+	e2->file.partition = k->parts[k->n];
+	if (e2->file.content == ST_CONTENT_DATA && !e2->file.has_first_row_id && has_frid) {
+		e2->file.has_first_row_id = true;
+		e2->file.first_row_id = frid;
+	}
+	k->n++;
+	return 0;
+}
+
+/* The entries of a carry for the manifest writer (each pointing at its
+ * copy's file: the array moved while it grew). */
+static int kept_entries(const struct carry *k, struct st_manifest_entry **out, struct fl_err *err)
+{
+	*out = calloc(k->n ? k->n : 1, sizeof(**out));
+	if (*out == NULL)
+		return nomem(err);
+	for (size_t i = 0; i < k->n; i++) {
+		(*out)[i] = k->v[i].entry;
+		(*out)[i].file = &k->v[i].file;
+	}
+	return 0;
+}
+
+static int carry_manifests(struct compact *c, json_int_t content, struct carry *k,
+                           struct fl_err *err)
+{
+	size_t i, j;
+	const json_t *p, *e;
+
+	k->hold = json_array();
+	if (k->hold == NULL)
+		return nomem(err);
+	json_array_foreach(c->drop, i, p)
+	{
+		const char *uri = json_string_value(p);
+		const json_t *m = json_object_get(c->mlive, uri), *mf = json_array_get(m, 2);
+		const json_t *mfrid = json_object_get(mf, "first_row_id");
+		json_int_t next = json_integer_value(mfrid);
+		json_t *entries = NULL;
+
+		if (all_chosen(m) || json_integer_value(json_object_get(mf, "content")) != content)
+			continue;
+		if (st_avro_read_all(c->io, uri, MAX_MANIFEST_READ, NULL, &entries, err) != 0 ||
+		    json_array_append_new(k->hold, entries) != 0)
+			return entries == NULL ? -1 : nomem(err);
+		json_array_foreach(entries, j, e)
+		{
+			const json_t *df = json_object_get(e, "data_file");
+			const char *path = json_string_value(json_object_get(df, "file_path"));
+			bool has_frid = false;
+			json_int_t frid = 0;
+			char *id;
+			bool gone;
+
+			if (json_integer_value(json_object_get(df, "content")) == 0 &&
+			    !json_is_integer(json_object_get(df, "first_row_id")) &&
+			    json_is_integer(mfrid)) {
+				has_frid = true;
+				frid = next;
+				next += json_integer_value(json_object_get(df, "record_count"));
+			}
+			if (json_integer_value(json_object_get(e, "status")) == 2 || path == NULL)
+				continue;
+			id = entry_id(path, json_object_get(df, "content_offset"));
+			if (id == NULL)
+				return nomem(err);
+			gone = json_object_get(c->removed_ids, id) != NULL;
+			free(id);
+			if (!gone && carry_one(c, k, e, mf, has_frid, frid, err) != 0)
+				return fl_err_prefix(err, "table %s: manifest %.200s", c->table,
+				                     uri);
+		}
+	}
+	return 0;
 }
 
 static enum st_parquet_codec table_codec(const json_t *meta)
@@ -1509,13 +1624,15 @@ out:
 }
 
 /* The delete manifest of the delete files the replace removes (c->gone),
- * all DELETED. */
+ * DELETED, and those of the same manifests that stay, EXISTING. */
 static int write_removed_deletes(struct compact *c, struct fl_err *err)
 {
 	size_t n = json_array_size(c->gone), i;
 	struct st_data_file *dfs = calloc(n, sizeof(*dfs));
 	struct st_manifest_entry *del = calloc(n, sizeof(*del));
 	struct st_value **parts = calloc(n, sizeof(*parts));
+	struct st_manifest_entry *kept_e = NULL;
+	struct carry kept = {0};
 	const json_t *d;
 	int rc = -1;
 
@@ -1552,13 +1669,18 @@ static int write_removed_deletes(struct compact *c, struct fl_err *err)
 		del[i].has_file_sequence_number = true;
 		del[i].file_sequence_number = json_integer_value(json_object_get(d, "fseq"));
 	}
-	if (st_snapshot_manifest_write_removed_deletes(&c->t, c->snapshot_id, del, n,
-	                                               &c->removed_deletes, err) != 0) {
+	if (carry_manifests(c, 1, &kept, err) != 0 || kept_entries(&kept, &kept_e, err) != 0)
+		goto out;
+	if (st_snapshot_manifest_write_rewrite(&c->t, c->snapshot_id, ST_MANIFEST_DELETES, NULL, 0,
+	                                       kept_e, kept.n, del, n, &c->removed_deletes,
+	                                       err) != 0) {
 		fl_err_prefix(err, "table %s: compaction delete manifest", c->table);
 		goto out;
 	}
 	rc = 0;
 out:
+	carry_free(&kept);
+	free(kept_e);
 	for (i = 0; parts != NULL && i < n; i++)
 		free(parts[i]);
 	free(parts);
@@ -1574,7 +1696,8 @@ static int rewrite_all(struct compact *c, struct fl_err *err)
 	struct st_parquet_want *want = NULL;
 	struct st_value *row = NULL, **parts = NULL;
 	struct st_data_file *dfs = NULL;
-	struct st_manifest_entry *del = NULL;
+	struct st_manifest_entry *del = NULL, *kept_e = NULL;
+	struct carry kept = {0};
 	struct rewrite rw = {.c = c, .codec = table_codec(c->meta)};
 	struct st_name_mapping *mapping = NULL;
 	const char *mapping_text = json_string_value(json_object_get(
@@ -1650,8 +1773,11 @@ static int rewrite_all(struct compact *c, struct fl_err *err)
 	c->added = (json_int_t)rw.n;
 	for (i = 0; i < rw.n; i++)
 		c->bytes_added += rw.files[i].file_size_in_bytes;
-	if (st_snapshot_manifest_write_replace(&c->t, c->snapshot_id, rw.files, rw.n, del, nd,
-	                                       &c->manifest, err) != 0) {
+	if (carry_manifests(c, 0, &kept, err) != 0 || kept_entries(&kept, &kept_e, err) != 0)
+		goto out;
+	if (st_snapshot_manifest_write_rewrite(&c->t, c->snapshot_id, ST_MANIFEST_DATA, rw.files,
+	                                       rw.n, kept_e, kept.n, del, nd, &c->manifest,
+	                                       err) != 0) {
 		fl_err_prefix(err, "table %s: compaction manifest", c->table);
 		goto out;
 	}
@@ -1677,6 +1803,8 @@ out:
 	free(cols);
 	free(want);
 	free(rw.schema_json);
+	carry_free(&kept);
+	free(kept_e);
 	st_name_mapping_free(mapping);
 	return rc;
 }
@@ -1736,6 +1864,7 @@ static void compact_free(struct compact *c)
 	json_decref(c->eqkeys);
 	json_decref(c->listed);
 	json_decref(c->gone);
+	json_decref(c->removed_ids);
 	json_decref(c->mlive);
 	json_decref(c->drop);
 	json_decref(c->plan);
@@ -1783,7 +1912,7 @@ static json_t *compact_report(struct compact *c, bool dry_run)
 		bad |= json_object_set_new(r, "files-skipped", json_integer(c->skipped));
 		bad |= json_object_set_new(r, "delete-files-removed",
 		                           json_integer((json_int_t)json_array_size(c->gone)));
-		bad |= json_object_set_new(r, "delete-files-kept", json_integer(c->deletes_kept));
+		bad |= json_object_set_new(r, "manifests-rewritten", json_integer(c->carried));
 		bad |= json_object_set_new(r, "deleted-rows-dropped",
 		                           json_integer(c->rows_dropped));
 		bad |= json_object_set_new(r, "partitions-skipped-equality-deletes",
@@ -1819,13 +1948,14 @@ int cat_maintain_compact(struct cat_db *db, const struct cat_warehouse *wh, cons
 	c.eqkeys = json_object();
 	c.listed = json_object();
 	c.gone = json_array();
+	c.removed_ids = json_object();
 	c.mlive = json_object();
 	c.drop = json_array();
 	c.plan = json_array();
 	c.written = json_array();
 	if (c.groups == NULL || c.dels == NULL || c.eqkeys == NULL || c.listed == NULL ||
-	    c.gone == NULL || c.mlive == NULL || c.drop == NULL || c.plan == NULL ||
-	    c.written == NULL) {
+	    c.gone == NULL || c.removed_ids == NULL || c.mlive == NULL || c.drop == NULL ||
+	    c.plan == NULL || c.written == NULL) {
 		nomem(err);
 		goto out;
 	}

@@ -357,18 +357,13 @@ int st_snapshot_manifest_write(const struct st_snapshot_table *t, int64_t snapsh
 	return st_snapshot_manifest_write_replace(t, snapshot_id, files, n, NULL, 0, out, err);
 }
 
-static int write_manifest(const struct st_snapshot_table *t, int64_t snapshot_id,
-                          enum st_manifest_content content, const struct st_data_file *files,
-                          size_t n, const struct st_manifest_entry *deleted, size_t n_deleted,
-                          struct st_snapshot_manifest **out, struct fl_err *err);
-
 int st_snapshot_manifest_write_replace(const struct st_snapshot_table *t, int64_t snapshot_id,
                                        const struct st_data_file *files, size_t n,
                                        const struct st_manifest_entry *deleted, size_t n_deleted,
                                        struct st_snapshot_manifest **out, struct fl_err *err)
 {
-	return write_manifest(t, snapshot_id, ST_MANIFEST_DATA, files, n, deleted, n_deleted, out,
-	                      err);
+	return st_snapshot_manifest_write_rewrite(t, snapshot_id, ST_MANIFEST_DATA, files, n, NULL,
+	                                          0, deleted, n_deleted, out, err);
 }
 
 int st_snapshot_manifest_write_removed_deletes(const struct st_snapshot_table *t,
@@ -377,14 +372,30 @@ int st_snapshot_manifest_write_removed_deletes(const struct st_snapshot_table *t
                                                size_t n_deleted, struct st_snapshot_manifest **out,
                                                struct fl_err *err)
 {
-	return write_manifest(t, snapshot_id, ST_MANIFEST_DELETES, NULL, 0, deleted, n_deleted, out,
-	                      err);
+	return st_snapshot_manifest_write_rewrite(t, snapshot_id, ST_MANIFEST_DELETES, NULL, 0,
+	                                          NULL, 0, deleted, n_deleted, out, err);
 }
 
-static int write_manifest(const struct st_snapshot_table *t, int64_t snapshot_id,
-                          enum st_manifest_content content, const struct st_data_file *files,
-                          size_t n, const struct st_manifest_entry *deleted, size_t n_deleted,
-                          struct st_snapshot_manifest **out, struct fl_err *err)
+/* An EXISTING or DELETED entry must say where it came from. */
+static int check_carried(const struct st_manifest_entry *e, enum st_manifest_content content,
+                         const char *what, struct fl_err *err)
+{
+	if (e->file == NULL ||
+	    (e->file->content == ST_CONTENT_DATA) != (content == ST_MANIFEST_DATA) ||
+	    !e->has_snapshot_id || !e->has_sequence_number)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "snapshot: a %s file needs a %s file, its snapshot id and its "
+		                  "sequence number",
+		                  what, content == ST_MANIFEST_DATA ? "data" : "delete");
+	return 0;
+}
+
+int st_snapshot_manifest_write_rewrite(const struct st_snapshot_table *t, int64_t snapshot_id,
+                                       enum st_manifest_content content,
+                                       const struct st_data_file *files, size_t n,
+                                       const struct st_manifest_entry *kept, size_t n_kept,
+                                       const struct st_manifest_entry *deleted, size_t n_deleted,
+                                       struct st_snapshot_manifest **out, struct fl_err *err)
 {
 	struct st_partition_field *spec = NULL;
 	size_t n_spec = 0;
@@ -399,7 +410,8 @@ static int write_manifest(const struct st_snapshot_table *t, int64_t snapshot_id
 	if (check_table(t, err) != 0)
 		return -1;
 	st_buf_init(&buf, t->alloc);
-	if (n + n_deleted == 0 || (n > 0 && files == NULL))
+	if (n + n_kept + n_deleted == 0 || (n > 0 && files == NULL) ||
+	    (n > 0 && content != ST_MANIFEST_DATA))
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "snapshot: a manifest needs data files");
 	for (size_t i = 0; i < n; i++) {
 		if (files[i].content != ST_CONTENT_DATA)
@@ -448,19 +460,20 @@ static int write_manifest(const struct st_snapshot_table *t, int64_t snapshot_id
 			goto fail;
 		}
 	}
+	for (size_t i = 0; i < n_kept; i++) {
+		struct st_manifest_entry e = kept[i];
+
+		e.status = ST_ENTRY_EXISTING;
+		if (check_carried(&e, content, "kept", err) != 0 ||
+		    st_manifest_writer_add(w, &e, err) != 0)
+			goto fail;
+	}
 	for (size_t i = 0; i < n_deleted; i++) {
 		struct st_manifest_entry e = deleted[i];
 
 		e.status = ST_ENTRY_DELETED;
-		if (e.file == NULL ||
-		    (e.file->content == ST_CONTENT_DATA) != (content == ST_MANIFEST_DATA) ||
-		    !e.has_snapshot_id || !e.has_sequence_number) {
-			fl_err_set(err, FL_ERR_BAD_REQUEST,
-			           "snapshot: a removed file needs a %s file, its snapshot id and "
-			           "its sequence number",
-			           content == ST_MANIFEST_DATA ? "data" : "delete");
+		if (check_carried(&e, content, "removed", err) != 0)
 			goto fail;
-		}
 		if (st_manifest_writer_add(w, &e, err) != 0)
 			goto fail;
 		if (__builtin_add_overflow(m->removed_files_size, e.file->file_size_in_bytes,

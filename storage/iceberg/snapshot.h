@@ -91,6 +91,21 @@ int st_snapshot_manifest_write_replace(const struct st_snapshot_table *table, in
                                        struct st_snapshot_manifest **out,
                                        struct fl_err *err) FL_MUST_CHECK;
 
+/* The manifest of a `replace` that rewrites manifests only in part: n new
+ * data files ADDED (content DATA only), then the n_kept entries of the
+ * rewritten manifests' files that stay as EXISTING, then the n_deleted
+ * entries of the files it removes as DELETED.  Kept and deleted entries
+ * carry their own snapshot id and sequence numbers (and v3 data files
+ * their first_row_id) and must match content; the statuses given are
+ * ignored.  Errors as st_snapshot_manifest_write_replace. */
+int st_snapshot_manifest_write_rewrite(const struct st_snapshot_table *table, int64_t snapshot_id,
+                                       enum st_manifest_content content,
+                                       const struct st_data_file *files, size_t n,
+                                       const struct st_manifest_entry *kept, size_t n_kept,
+                                       const struct st_manifest_entry *deleted, size_t n_deleted,
+                                       struct st_snapshot_manifest **out,
+                                       struct fl_err *err) FL_MUST_CHECK;
+
 /* The manifest (content deletes) of the position delete files and deletion
  * vectors a `replace` removes because every data file they apply to is
  * rewritten: the n_deleted entries as DELETED, each a delete file with its

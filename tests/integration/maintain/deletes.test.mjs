@@ -11,6 +11,9 @@
 //   small spec-following Roaring writer) are applied the same way, and every
 //   surviving row keeps its _row_id and _last_updated_sequence_number: the
 //   new file holds them explicitly, equal to what inheritance gave before;
+// - manifests rewritten in part (data and delete manifests) keep their
+//   other files as EXISTING with their own snapshot ids and sequence
+//   numbers; a delete that names a file that stays is kept;
 // - equality delete files are refused as not supported.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -415,6 +418,121 @@ test('compact v3: deletion vectors are applied and rows keep _row_id and _last_u
   assert.deepEqual(rows2.filter((x) => x[0] !== '500'), before);
   const row500 = rows2.find((x) => x[0] === '500');
   assert.ok(row500[2] != null && !before.some((x) => x[2] === row500[2]), 'the new row got a fresh row id');
+});
+
+// Merges every data manifest of the current snapshot into one whose entries
+// are EXISTING with their own snapshot ids and sequence numbers (what a
+// manifest rewrite by another engine leaves), in a snapshot of its own.
+async function mergeDataManifests(name, meta) {
+  const list = await decodeAvro(localPath(currentSnapshot(meta)['manifest-list']));
+  const data = list.recs.filter((r) => Number(r.content) === 0);
+  const merged = [];
+  let type;
+  let header;
+  for (const le of data) {
+    const m = await decodeAvro(localPath(le.manifest_path));
+    type = m.type;
+    header = m.header.meta;
+    for (const e of m.recs) {
+      if (e.status === 2) continue;
+      merged.push({
+        ...e, status: 0, snapshot_id: e.snapshot_id ?? le.added_snapshot_id,
+        sequence_number: e.sequence_number ?? le.sequence_number, file_sequence_number: e.file_sequence_number ?? le.sequence_number,
+      });
+    }
+  }
+  const mpath = `${path.dirname(localPath(data[0].manifest_path))}/merged-${Date.now()}-m0.avro`;
+  await encodeAvro(mpath, type, header, merged);
+  const rows = merged.reduce((a, e) => a + e.data_file.record_count, 0n);
+  const minSeq = merged.reduce((a, e) => (e.sequence_number < a ? e.sequence_number : a), merged[0].sequence_number);
+  return (await dropManifests(name, meta, (r) => Number(r.content) === 0, {
+    edit: (records, _m, { id }) => [{
+      ...data[0], manifest_path: `file://${mpath}`, manifest_length: BigInt(fs.statSync(mpath).size), added_snapshot_id: id,
+      sequence_number: data[0].sequence_number, min_sequence_number: minSeq, added_files_count: 0, existing_files_count: merged.length,
+      deleted_files_count: 0, added_rows_count: 0n, existing_rows_count: rows, deleted_rows_count: 0n,
+    }, ...records],
+  })).metadata;
+}
+
+test('compact: manifests rewritten in part keep their other files and deletes as EXISTING', async () => {
+  const name = 'carry';
+  await createTable(ctx, name, fields);
+  for (let b = 0; b < 3; b++) await append(name, range(b * 10, 10));
+  let { meta } = await settled(name, dataFiles(3));
+  const small = liveEntries(currentSnapshot(meta)).filter((e) => e.content === 0);
+  // d_a deletes a row of a small file; d_k names a big file added after it
+  // (a lower data sequence number: it does not apply, and the file stays).
+  const latePath = path.join(localPath(meta.location), 'data', 'late-big.parquet');
+  const da = await positionDeleteFile(path.join(localPath(meta.location), 'data', 'da.parquet'), [[small[0].path, 0]]);
+  const dk = await positionDeleteFile(path.join(localPath(meta.location), 'data', 'dk.parquet'), [[`file://${latePath}`, 0]]);
+  meta = await commitDeletes(name, meta, [da, dk].map((d) => ({
+    content: 1, file_path: d.path, file_format: 'PARQUET', record_count: d.count, file_size_in_bytes: d.size,
+  })));
+  const con = await duck();
+  await con.run(`COPY (SELECT (5000 + i)::BIGINT AS id, 'late' || i AS name FROM range(3000) t(i)) TO ${sqlStr(latePath)} (FORMAT parquet, FIELD_IDS {id: 1, name: 2})`);
+  {
+    const list = readAvro(currentSnapshot(meta)['manifest-list']).records;
+    const srcM = list.find((r) => Number(r.content) === 0).manifest_path;
+    const m = await decodeAvro(localPath(srcM));
+    const added = `${path.dirname(localPath(srcM))}/late-big-m0.avro`;
+    await encodeAvro(added, m.type, m.header.meta, [{
+      ...m.recs[0], status: 1, snapshot_id: null, sequence_number: null, file_sequence_number: null,
+      data_file: {
+        ...m.recs[0].data_file, file_path: `file://${latePath}`, file_size_in_bytes: BigInt(fs.statSync(latePath).size),
+        record_count: 3000n, column_sizes: null, value_counts: null, null_value_counts: null, nan_value_counts: null,
+        lower_bounds: null, upper_bounds: null, split_offsets: null,
+      },
+    }]);
+    meta = (await dropManifests(name, meta, () => false, {
+      edit: (recs, _m, { id, seq }) => [...recs, {
+        ...recs.find((r) => Number(r.content) === 0), manifest_path: `file://${added}`, manifest_length: BigInt(fs.statSync(added).size),
+        added_snapshot_id: id, sequence_number: seq, min_sequence_number: seq, added_files_count: 1, existing_files_count: 0,
+        deleted_files_count: 0, added_rows_count: 3000n, existing_rows_count: 0n, deleted_rows_count: 0n,
+      }],
+    })).metadata;
+  }
+  meta = await mergeDataManifests(name, meta);
+  await call(ctx.base, 'POST', tablePath(ctx.p, ctx.ns, name), {
+    body: { requirements: [], updates: [{ action: 'set-properties', updates: { 'write.target-file-size-bytes': '4000' } }] },
+    expect: 200,
+  });
+  meta = (await settled(name, (s) => true)).meta;
+  const before = currentSnapshot(meta);
+  const late = liveEntries(before).find((e) => e.path === `file://${latePath}`);
+  assert.ok(BigInt(late.df.file_size_in_bytes) >= 3000n, 'the late file is not small');
+  const con2 = await duck();
+  const firstOfSmall0 = (await con2.runAndReadAll(`SELECT id::INTEGER FROM read_parquet(${sqlStr(localPath(small[0].path))}) ORDER BY file_row_number LIMIT 1`)).getRowsJson()[0][0];
+  const model = [...range(0, 30), ...range(5000, 3000)].filter((i) => i !== firstOfSmall0);
+  const beforeRows = await visibleRows(before);
+  assert.deepEqual(beforeRows.map((r) => Number(r[0])), model);
+
+  const res = maintain(name, ['compact']);
+  assert.equal(res.code, 0, res.stderr);
+  const r = res.lines[0];
+  assert.equal(r['files-removed'], 3, res.stdout);
+  assert.equal(r['delete-files-removed'], 1, res.stdout);
+  assert.equal(r['deleted-rows-dropped'], 1, res.stdout);
+  assert.equal(r['manifests-rewritten'], 2, res.stdout);
+  const after = (await settled(name, isSnap(r['snapshot-id']))).snap;
+  assert.equal(after.summary['total-delete-files'], '1');
+  assert.equal(after.summary['total-data-files'], String(1 + r['files-added']));
+  // The late file and d_k are carried as EXISTING with their own snapshot
+  // ids and sequence numbers.
+  const entriesAfter = [];
+  for (const le of readAvro(after['manifest-list']).records) {
+    for (const e of readAvro(le.manifest_path).records) entriesAfter.push({ le, e });
+  }
+  const lateAfter = entriesAfter.find((x) => x.e.data_file.file_path === `file://${latePath}` && x.e.status !== '2');
+  assert.equal(lateAfter.e.status, '0');
+  assert.equal(BigInt(lateAfter.e.sequence_number), late.seq);
+  const dkBefore = liveEntries(before).find((e) => e.path === dk.path);
+  const dkAfter = entriesAfter.find((x) => x.e.data_file.file_path === dk.path && x.e.status !== '2');
+  assert.equal(dkAfter.e.status, '0');
+  assert.equal(BigInt(dkAfter.e.sequence_number), dkBefore.seq);
+  assert.equal(dkAfter.e.snapshot_id, readAvro(before['manifest-list']).records.find((x) => Number(x.content) === 1).added_snapshot_id);
+  const daAfter = entriesAfter.filter((x) => x.e.data_file.file_path === da.path);
+  assert.deepEqual(daAfter.map((x) => x.e.status), ['2']);
+  assert.deepEqual(await visibleRows(after), beforeRows, 'the same rows; d_k still does not apply');
 });
 
 test('compact: equality delete files are refused as not supported', async () => {
