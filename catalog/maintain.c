@@ -30,25 +30,29 @@
  * their deleted rows, and written again toward the target size.  Deletes
  * apply as the spec's scan planning says: same partition, the data file's
  * data sequence number at most the delete's, a deletion vector hiding
- * position delete files (storage/iceberg/deletes.c reads both).  One
- * `replace` snapshot drops the manifests that held the rewritten files
- * (only manifests whose every live file is rewritten: a file sharing a
- * manifest with one that stays is skipped) and adds one whose entries are
- * the new files ADDED and the old ones DELETED; the delete files that name
- * no live data file that stays (v2 position delete files, v3 deletion
- * vectors of rewritten files) are removed in the same snapshot, as DELETED
- * entries of a delete manifest, when their whole manifest goes (else they
- * stay: a delete of a removed file is harmless).  v3 rows keep their
- * lineage (spec "Row Lineage"): _row_id and _last_updated_sequence_number
- * are written into the new files, a null one inherited from the source
- * file's first_row_id + position and data sequence number.  The replace is
- * built under the row lock on the then current state, so a concurrent
- * append is carried; a concurrent commit that removed a dropped manifest
- * or added a delete manifest aborts the run.  Partitions with equality
- * delete files are skipped (reported); an equality delete file of an
- * unpartitioned spec (it applies everywhere) refuses the table: applying
- * equality deletes is not yet supported.  The table's sort order is not
- * applied. */
+ * position delete files (storage/iceberg/deletes.c reads both).  The delete
+ * files that name no live data file that stays (v2 position delete files
+ * whose every named file is rewritten, v3 deletion vectors of rewritten
+ * files) are removed in the same snapshot.  One `replace` snapshot drops
+ * every manifest that held a rewritten or removed file and adds a data
+ * manifest (the new files ADDED, the old ones DELETED) and, when delete
+ * files go, a delete manifest (DELETED); the other live entries of the
+ * dropped manifests are carried into those as EXISTING with their own
+ * snapshot ids and sequence numbers (iceberg/entry.c), so any subset of
+ * files can be compacted.  v3 rows keep their lineage (spec "Row
+ * Lineage"): _row_id and _last_updated_sequence_number are written into
+ * the new files, a null one inherited from the source file's first_row_id
+ * + position and data sequence number; carried and DELETED entries carry
+ * their inherited first_row_id.  With a default sort order whose fields
+ * are identity transforms of top-level columns, each new file holds one
+ * sorted run (rows are buffered, at most SORT_BUFFER_BYTES at a time); any
+ * other transform leaves the order unapplied and the report says so.  The
+ * replace is built under the row lock on the then current state, so a
+ * concurrent append is carried; a concurrent commit that removed a dropped
+ * manifest or added a delete manifest aborts the run.  Partitions with
+ * equality delete files are skipped (reported); an equality delete file of
+ * an unpartitioned spec (it applies everywhere) refuses the table:
+ * applying equality deletes is not yet supported. */
 #include "catalog.h"
 
 #include <inttypes.h>
@@ -56,6 +60,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arena.h"
 #include "clock.h"
 #include <openssl/rand.h>
 #include <strings.h>
@@ -627,6 +632,8 @@ struct compact {
 	json_t *removed_ids; /* entry_id of every file the replace removes */
 	json_int_t removed, bytes_removed, added, bytes_added, parts, skipped;
 	json_int_t eq_skipped, carried, rows_dropped;
+	int32_t sort_order_id; /* applied to the new files; 0: none */
+	char sort_note[200]; /* why the table's sort order was not applied */
 	/* the rewrite and its commit */
 	struct st_snapshot_table t;
 	char *mdir;
@@ -1298,6 +1305,14 @@ struct rewrite {
 	char *schema_json;
 	enum st_parquet_codec codec;
 	const struct st_name_mapping *mapping; /* schema.name-mapping.default; may be NULL */
+	/* The table's default sort order when it can be applied (nkeys > 0):
+	 * rows are buffered (copies in arena), sorted, then written. */
+	struct sort_key *keys;
+	size_t nkeys;
+	int32_t sort_order_id;
+	struct fl_arena *arena;
+	struct st_value **buf;
+	size_t nbuf, capbuf, buf_bytes;
 	struct st_io_writer *file;
 	struct st_parquet_writer *w;
 	char *uri;
@@ -1376,9 +1391,194 @@ static int rewrite_close(struct rewrite *rw, const struct st_value *part, struct
 	rw->files[rw->n].file_path = json_string_value(
 	        json_array_get(rw->c->written, json_array_size(rw->c->written) - 1));
 	rw->files[rw->n].partition = part;
+	if (rw->nkeys > 0) {
+		rw->files[rw->n].has_sort_order_id = true;
+		rw->files[rw->n].sort_order_id = rw->sort_order_id;
+	}
 	rw->group_added++;
 	rw->group_bytes += m.file_size;
 	rw->n++;
+	return 0;
+}
+
+/* Writes one row to the open file (opened when none is), rolling it at the
+ * target size. */
+static int write_one(struct rewrite *rw, const struct st_value *part, const struct st_value *row,
+                     struct fl_err *err)
+{
+	if (rw->w == NULL && rewrite_open(rw, err) != 0)
+		return -1;
+	if (st_parquet_writer_write_row(rw->w, row, err) != 0)
+		return -1;
+	if (st_parquet_writer_size(rw->w) >= (uint64_t)rw->c->target &&
+	    rewrite_close(rw, part, err) != 0)
+		return -1;
+	return 0;
+}
+
+/* ---- the sort order ---- */
+
+#define SORT_BUFFER_BYTES ((size_t)256 << 20) /* rows sorted at once, at most */
+
+struct sort_key {
+	size_t col;
+	struct st_type type;
+	bool desc, nulls_first;
+};
+
+/* The keys of the table's default sort order over the writer's columns;
+ * none for an unsorted table.  A field this build cannot sort by (a
+ * transform other than identity, a source that is not a top-level column)
+ * leaves the order unapplied, and *note says why (for the report). */
+static int sort_keys(const struct compact *c, const struct st_parquet_column *cols, size_t ncols,
+                     struct sort_key **out, size_t *n, int32_t *order_id, char *note, size_t cap,
+                     struct fl_err *err)
+{
+	json_int_t id = json_integer_value(json_object_get(c->meta, "default-sort-order-id"));
+	const json_t *order = by_id(json_object_get(c->meta, "sort-orders"), "order-id", id);
+	const json_t *fields = json_object_get(order, "fields"), *f;
+	size_t i, k = 0;
+
+	*out = NULL;
+	*n = 0;
+	note[0] = '\0';
+	if (id == 0 || json_array_size(fields) == 0)
+		return 0;
+	*out = calloc(json_array_size(fields), sizeof(**out));
+	if (*out == NULL)
+		return nomem(err);
+	json_array_foreach(fields, i, f)
+	{
+		const char *tr = json_string_value(json_object_get(f, "transform"));
+		json_int_t src = json_integer_value(json_object_get(f, "source-id"));
+		const char *dir = json_string_value(json_object_get(f, "direction"));
+		const char *nulls = json_string_value(json_object_get(f, "null-order"));
+		size_t col = 0;
+
+		while (col < ncols && cols[col].field_id != src)
+			col++;
+		if (tr == NULL || strcmp(tr, "identity") != 0 || col == ncols) {
+			snprintf(note, cap,
+			         "sort order %" JSON_INTEGER_FORMAT
+			         " not applied: field %zu (%.40s of "
+			         "source %" JSON_INTEGER_FORMAT
+			         ") is not an identity of a top-level "
+			         "column",
+			         id, i, tr != NULL ? tr : "?", src);
+			free(*out);
+			*out = NULL;
+			return 0;
+		}
+		(*out)[k].col = col;
+		(*out)[k].type = cols[col].type;
+		(*out)[k].desc = dir != NULL && strcmp(dir, "desc") == 0;
+		/* Spec: nulls-first is the default for ascending, nulls-last
+		 * for descending, when a writer leaves it out. */
+		(*out)[k].nulls_first =
+		        nulls != NULL ? strcmp(nulls, "nulls-first") == 0 : !(*out)[k].desc;
+		k++;
+	}
+	*n = k;
+	*order_id = (int32_t)id;
+	return 0;
+}
+
+/* Types whose values point at bytes (st_value.v.bin). */
+static bool is_bytes(const struct st_type *t)
+{
+	return t->id == ST_TYPE_STRING || t->id == ST_TYPE_UUID || t->id == ST_TYPE_FIXED ||
+	       t->id == ST_TYPE_BINARY;
+}
+
+static bool is_nan(const struct st_type *t, const struct st_value *v)
+{
+	return (t->id == ST_TYPE_DOUBLE && v->v.d != v->v.d) ||
+	       (t->id == ST_TYPE_FLOAT && v->v.f != v->v.f);
+}
+
+static int cmp_rows(const void *pa, const void *pb, void *arg)
+{
+	const struct st_value *a = *(struct st_value *const *)pa;
+	const struct st_value *b = *(struct st_value *const *)pb;
+	const struct rewrite *rw = arg;
+
+	for (size_t k = 0; k < rw->nkeys; k++) {
+		const struct sort_key *key = &rw->keys[k];
+		const struct st_value *x = &a[key->col], *y = &b[key->col];
+		int c;
+
+		if (x->null || y->null) {
+			if (x->null && y->null)
+				continue;
+			return x->null == key->nulls_first ? -1 : 1;
+		}
+		if (is_nan(&key->type, x) || is_nan(&key->type, y))
+			c = is_nan(&key->type, x) - is_nan(&key->type, y); /* NaN last */
+		else
+			c = st_value_compare(&key->type, x, y);
+		if (c != 0)
+			return key->desc ? -c : c;
+	}
+	return 0;
+}
+
+/* Sorts the buffered rows and writes them; the last file is closed so that
+ * each file holds one sorted run. */
+static int flush_sorted(struct rewrite *rw, const struct st_value *part, struct fl_err *err)
+{
+	int rc = 0;
+
+	if (rw->nbuf == 0)
+		return 0;
+	qsort_r(rw->buf, rw->nbuf, sizeof(*rw->buf), cmp_rows, rw);
+	for (size_t i = 0; i < rw->nbuf && rc == 0; i++)
+		rc = write_one(rw, part, rw->buf[i], err);
+	if (rc == 0 && rw->w != NULL)
+		rc = rewrite_close(rw, part, err);
+	fl_arena_free(rw->arena);
+	rw->arena = NULL;
+	rw->nbuf = 0;
+	rw->buf_bytes = 0;
+	return rc;
+}
+
+/* Copies a row (byte values too: they live in the reader's buffers) into
+ * the sort buffer, flushing it when full. */
+static int buffer_row(struct rewrite *rw, const struct st_value *part, const struct st_value *row,
+                      struct fl_err *err)
+{
+	struct st_value *copy;
+
+	if (rw->buf_bytes >= SORT_BUFFER_BYTES && flush_sorted(rw, part, err) != 0)
+		return -1;
+	if (rw->arena == NULL && (rw->arena = fl_arena_new()) == NULL)
+		return nomem(err);
+	if (rw->nbuf == rw->capbuf) {
+		size_t cap = rw->capbuf ? rw->capbuf * 2 : 1024;
+		void *grown = realloc(rw->buf, cap * sizeof(*rw->buf));
+
+		if (grown == NULL)
+			return nomem(err);
+		rw->buf = grown;
+		rw->capbuf = cap;
+	}
+	copy = fl_arena_alloc(rw->arena, rw->ncols * sizeof(*copy));
+	if (copy == NULL)
+		return nomem(err);
+	rw->buf_bytes += rw->ncols * sizeof(*copy);
+	for (size_t j = 0; j < rw->ncols; j++) {
+		copy[j] = row[j];
+		if (!row[j].null && is_bytes(&rw->cols[j].type)) {
+			uint8_t *p = fl_arena_alloc(rw->arena, row[j].v.bin.len + 1);
+
+			if (p == NULL)
+				return nomem(err);
+			memcpy(p, row[j].v.bin.p, row[j].v.bin.len);
+			copy[j].v.bin.p = p;
+			rw->buf_bytes += row[j].v.bin.len;
+		}
+	}
+	rw->buf[rw->nbuf++] = copy;
 	return 0;
 }
 
@@ -1485,16 +1685,12 @@ static int rewrite_group(struct rewrite *rw, const json_t *g, const struct st_va
 					rw->c->rows_dropped++;
 					continue;
 				}
-				if (rw->w == NULL && rewrite_open(rw, err) != 0)
-					goto bad;
 				st_parquet_batch_row(b, k, row);
 				if (rw->lineage)
 					inherit_lineage(&row[rw->ncols - 2], &row[rw->ncols - 1], f,
 					                pos);
-				if (st_parquet_writer_write_row(rw->w, row, err) != 0)
-					goto bad;
-				if (st_parquet_writer_size(rw->w) >= (uint64_t)rw->c->target &&
-				    rewrite_close(rw, part, err) != 0)
+				if (rw->nkeys > 0 ? buffer_row(rw, part, row, err) != 0
+				                  : write_one(rw, part, row, err) != 0)
 					goto bad;
 			}
 		}
@@ -1512,6 +1708,8 @@ static int rewrite_group(struct rewrite *rw, const json_t *g, const struct st_va
 		st_posset_free(&gone);
 		return fl_err_prefix(err, "%.200s", uri);
 	}
+	if (rw->nkeys > 0 && flush_sorted(rw, part, err) != 0)
+		return -1;
 	if (rw->w != NULL && rewrite_close(rw, part, err) != 0)
 		return -1;
 	return 0;
@@ -1717,6 +1915,11 @@ static int rewrite_all(struct compact *c, struct fl_err *err)
 	rw.cols = cols;
 	rw.ncols = ncols;
 	rw.lineage = c->t.format_version >= 3;
+	if (sort_keys(c, cols, ncols, &rw.keys, &rw.nkeys, &rw.sort_order_id, c->sort_note,
+	              sizeof(c->sort_note), err) != 0)
+		goto out;
+	if (rw.nkeys > 0)
+		c->sort_order_id = rw.sort_order_id;
 	rw.schema_json = json_dumps(c->t.schema, JSON_COMPACT);
 	row = calloc(ncols ? ncols : 1, sizeof(*row));
 	parts = calloc(np ? np : 1, sizeof(*parts));
@@ -1803,6 +2006,9 @@ out:
 	free(cols);
 	free(want);
 	free(rw.schema_json);
+	free(rw.keys);
+	free(rw.buf);
+	fl_arena_free(rw.arena);
 	carry_free(&kept);
 	free(kept_e);
 	st_name_mapping_free(mapping);
@@ -1913,6 +2119,12 @@ static json_t *compact_report(struct compact *c, bool dry_run)
 		bad |= json_object_set_new(r, "delete-files-removed",
 		                           json_integer((json_int_t)json_array_size(c->gone)));
 		bad |= json_object_set_new(r, "manifests-rewritten", json_integer(c->carried));
+		if (c->sort_order_id != 0)
+			bad |= json_object_set_new(r, "sort-order-id",
+			                           json_integer(c->sort_order_id));
+		if (c->sort_note[0] != '\0')
+			bad |= json_object_set_new(r, "sort-order-not-applied",
+			                           json_string(c->sort_note));
 		bad |= json_object_set_new(r, "deleted-rows-dropped",
 		                           json_integer(c->rows_dropped));
 		bad |= json_object_set_new(r, "partitions-skipped-equality-deletes",

@@ -9,8 +9,11 @@
 //   removes a file the compaction rewrote aborts it, and nothing is lost;
 // - files without field ids (DuckDB's) are read through the table's name
 //   mapping, and refused without one (their columns would read as nulls);
-// - --dry-run reports the plan and changes nothing.
-// Tables with row-level deletes and v3 tables: deletes.test.mjs.
+// - --dry-run reports the plan and changes nothing;
+// - the table's default sort order (identity fields) orders each new file,
+//   and another transform is reported as not applied.
+// Tables with row-level deletes, v3 tables and manifests rewritten in part:
+// deletes.test.mjs.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -299,4 +302,41 @@ test('compact: files without field ids are read by the name mapping, refused wit
   assert.equal(res.lines[0]['files-removed'], 3);
   assert.equal(res.lines[0]['files-added'], 1);
   assert.deepEqual(await rows((await settled(name, isSnap(res.lines[0]['snapshot-id']))).snap), beforeRows);
+});
+
+test('compact: rows are sorted by the table\'s default sort order; other transforms are reported', async () => {
+  const name = 'sorted';
+  await createTable(ctx, name, fields);
+  for (let b = 0; b < 4; b++) await append(name, range(b * 7, 7));
+  await settled(name, files(4));
+  const setOrder = (order) => call(ctx.base, 'POST', `${ctx.p}/namespaces/${ctx.ns.join('%1F')}/tables/${name}`, {
+    body: {
+      requirements: [],
+      updates: [{ action: 'add-sort-order', 'sort-order': order }, { action: 'set-default-sort-order', 'sort-order-id': -1 }],
+    },
+    expect: 200,
+  });
+  await setOrder({ 'order-id': 1, fields: [{ transform: 'identity', 'source-id': 2, direction: 'desc', 'null-order': 'nulls-last' }] });
+  const res = maintain(name, ['compact']);
+  assert.equal(res.code, 0, res.stderr);
+  assert.equal(res.lines[0]['files-added'], 1, res.stdout);
+  assert.equal(res.lines[0]['sort-order-id'], 1, res.stdout);
+  const after = (await settled(name, isSnap(res.lines[0]['snapshot-id']))).snap;
+  const [file] = liveFiles(after);
+  const con = await duck();
+  const names = (await con.runAndReadAll(`SELECT name FROM read_parquet(${sqlStr(localPath(file))}) ORDER BY file_row_number`)).getRowsJson().map((r) => r[0]);
+  assert.equal(names.length, 28);
+  assert.deepEqual(names, [...names].sort().reverse(), 'rows in the file follow name desc');
+  const entry = readAvro(readAvro(after['manifest-list']).records[0].manifest_path).records.find((e) => e.status === '1');
+  assert.equal(String(entry.data_file.sort_order_id), '1');
+
+  // A bucket transform is not applied: the report says so, rows are kept.
+  await append(name, range(100, 5));
+  await settled(name, files(2));
+  await setOrder({ 'order-id': 2, fields: [{ transform: 'bucket[4]', 'source-id': 1, direction: 'asc', 'null-order': 'nulls-first' }] });
+  const res2 = maintain(name, ['compact']);
+  assert.equal(res2.code, 0, res2.stderr);
+  assert.match(res2.lines[0]['sort-order-not-applied'], /not applied: field 0 \(bucket\[4\] of source 1\)/);
+  const after2 = (await settled(name, isSnap(res2.lines[0]['snapshot-id']))).snap;
+  assert.deepEqual((await rows(after2)).map((r) => Number(r[0])), [...range(0, 28), ...range(100, 5)]);
 });
