@@ -1821,6 +1821,38 @@ out:
 	return rc;
 }
 
+/* The data file and DELETED entry of a file the replace removes, from its
+ * plan record (plan_manifest); the spec wants a removed entry to carry the
+ * snapshot id, sequence numbers and first_row_id it had. */
+static void removed_entry(const json_t *rec, const struct st_value *part, struct st_data_file *df,
+                          struct st_manifest_entry *e)
+{
+	memset(df, 0, sizeof(*df));
+	memset(e, 0, sizeof(*e));
+	df->content = (enum st_file_content)json_integer_value(json_object_get(rec, "content"));
+	df->file_path = json_string_value(json_object_get(rec, "path"));
+	df->file_format = json_string_value(json_object_get(rec, "format"));
+	if (df->file_format == NULL)
+		df->file_format = "PARQUET";
+	df->partition = part;
+	df->record_count = json_integer_value(json_object_get(rec, "records"));
+	df->file_size_in_bytes = json_integer_value(json_object_get(rec, "size"));
+	df->referenced_data_file = json_string_value(json_object_get(rec, "ref"));
+	df->has_content_offset = json_is_integer(json_object_get(rec, "off"));
+	df->content_offset = json_integer_value(json_object_get(rec, "off"));
+	df->content_size_in_bytes = json_integer_value(json_object_get(rec, "len"));
+	df->has_first_row_id = json_is_integer(json_object_get(rec, "frid"));
+	df->first_row_id = json_integer_value(json_object_get(rec, "frid"));
+	e->status = ST_ENTRY_DELETED;
+	e->file = df;
+	e->has_snapshot_id = true;
+	e->snapshot_id = json_integer_value(json_object_get(rec, "snapshot"));
+	e->has_sequence_number = true;
+	e->sequence_number = json_integer_value(json_object_get(rec, "seq"));
+	e->has_file_sequence_number = true;
+	e->file_sequence_number = json_integer_value(json_object_get(rec, "fseq"));
+}
+
 /* The delete manifest of the delete files the replace removes (c->gone),
  * DELETED, and those of the same manifests that stay, EXISTING. */
 static int write_removed_deletes(struct compact *c, struct fl_err *err)
@@ -1847,25 +1879,7 @@ static int write_removed_deletes(struct compact *c, struct fl_err *err)
 			fl_err_prefix(err, "table %s", c->table);
 			goto out;
 		}
-		dfs[i].content = ST_CONTENT_POSITION_DELETES;
-		dfs[i].file_path = json_string_value(json_object_get(d, "path"));
-		dfs[i].file_format = json_string_value(json_object_get(d, "format"));
-		if (dfs[i].file_format == NULL)
-			dfs[i].file_format = "PARQUET";
-		dfs[i].partition = parts[i];
-		dfs[i].record_count = json_integer_value(json_object_get(d, "records"));
-		dfs[i].file_size_in_bytes = json_integer_value(json_object_get(d, "size"));
-		dfs[i].referenced_data_file = json_string_value(json_object_get(d, "ref"));
-		dfs[i].has_content_offset = json_is_integer(json_object_get(d, "off"));
-		dfs[i].content_offset = json_integer_value(json_object_get(d, "off"));
-		dfs[i].content_size_in_bytes = json_integer_value(json_object_get(d, "len"));
-		del[i].file = &dfs[i];
-		del[i].has_snapshot_id = true;
-		del[i].snapshot_id = json_integer_value(json_object_get(d, "snapshot"));
-		del[i].has_sequence_number = true;
-		del[i].sequence_number = json_integer_value(json_object_get(d, "seq"));
-		del[i].has_file_sequence_number = true;
-		del[i].file_sequence_number = json_integer_value(json_object_get(d, "fseq"));
+		removed_entry(d, parts[i], &dfs[i], &del[i]);
 	}
 	if (carry_manifests(c, 1, &kept, err) != 0 || kept_entries(&kept, &kept_e, err) != 0)
 		goto out;
@@ -1951,25 +1965,7 @@ static int rewrite_all(struct compact *c, struct fl_err *err)
 		}
 		json_array_foreach(json_object_get(g, "files"), k, f)
 		{
-			dfs[nd].content = ST_CONTENT_DATA;
-			dfs[nd].file_path = json_string_value(json_object_get(f, "path"));
-			dfs[nd].file_format = json_string_value(json_object_get(f, "format"));
-			if (dfs[nd].file_format == NULL)
-				dfs[nd].file_format = "PARQUET";
-			dfs[nd].partition = parts[i];
-			dfs[nd].record_count = json_integer_value(json_object_get(f, "records"));
-			dfs[nd].file_size_in_bytes = json_integer_value(json_object_get(f, "size"));
-			del[nd].file = &dfs[nd];
-			del[nd].has_snapshot_id = true;
-			del[nd].snapshot_id = json_integer_value(json_object_get(f, "snapshot"));
-			del[nd].has_sequence_number = true;
-			del[nd].sequence_number = json_integer_value(json_object_get(f, "seq"));
-			del[nd].has_file_sequence_number = true;
-			del[nd].file_sequence_number =
-			        json_integer_value(json_object_get(f, "fseq"));
-			/* Spec: a DELETED entry carries its inherited first_row_id. */
-			dfs[nd].has_first_row_id = json_is_integer(json_object_get(f, "frid"));
-			dfs[nd].first_row_id = json_integer_value(json_object_get(f, "frid"));
+			removed_entry(f, parts[i], &dfs[nd], &del[nd]);
 			nd++;
 		}
 	}

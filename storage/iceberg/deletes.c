@@ -162,6 +162,16 @@ static int add_pos(struct st_posset *out, uint64_t high, uint32_t low, struct fl
 	return 0;
 }
 
+static int check_card(uint32_t key, uint32_t total, uint32_t card, struct fl_err *err)
+{
+	if (total != card)
+		return fl_err_set(
+		        err, FL_ERR_BAD_REQUEST,
+		        "deletion vector: container %u holds %u values, its header says %u", key,
+		        total, card);
+	return 0;
+}
+
 /* One container of cardinality card (1..65536), a run container when run. */
 static int parse_container(struct cur *c, uint64_t high, uint32_t key, uint32_t card, bool run,
                            struct st_posset *out, struct fl_err *err)
@@ -194,13 +204,7 @@ static int parse_container(struct cur *c, uint64_t high, uint32_t key, uint32_t 
 					return -1;
 			}
 		}
-		if (total != card)
-			return fl_err_set(
-			        err, FL_ERR_BAD_REQUEST,
-			        "deletion vector: container %u holds %u values, its header "
-			        "says %u",
-			        key, total, card);
-		return 0;
+		return check_card(key, total, card, err);
 	}
 	if (card > ARRAY_MAX) {
 		uint32_t total = 0;
@@ -220,13 +224,7 @@ static int parse_container(struct cur *c, uint64_t high, uint32_t key, uint32_t 
 					return -1;
 			}
 		}
-		if (total != card)
-			return fl_err_set(
-			        err, FL_ERR_BAD_REQUEST,
-			        "deletion vector: container %u holds %u values, its header "
-			        "says %u",
-			        key, total, card);
-		return 0;
+		return check_card(key, total, card, err);
 	}
 	if (take(c, (size_t)card * 2, &p, "array container", err) != 0)
 		return -1;

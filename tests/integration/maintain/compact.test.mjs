@@ -22,12 +22,7 @@ import {
   startCatalog, createTable, loadTable, ingest, show, currentSnapshot, localPath, readAvro, tmpDir, duck, sqlStr,
 } from '../ingest/lib.mjs';
 import { call } from '../tables/lib.mjs';
-import { helpers, decodeAvro, encodeAvro } from './lib.mjs';
-
-const fields = [
-  { id: 1, name: 'id', type: 'long', required: true },
-  { id: 2, name: 'name', type: 'string', required: false },
-];
+import { helpers, decodeAvro, encodeAvro, fields } from './lib.mjs';
 
 let ctx;
 const dir = tmpDir('compact');
@@ -37,10 +32,11 @@ let append;
 let liveFiles;
 let rows;
 let dropManifests;
+let settled;
 
 before(async () => {
   ctx = await startCatalog('compact');
-  ({ maintain, maintainAsync, append, liveFiles, rows, dropManifests } = helpers(ctx, dir));
+  ({ maintain, maintainAsync, append, liveFiles, rows, dropManifests, settled } = helpers(ctx, dir));
 });
 
 after(async () => {
@@ -49,18 +45,6 @@ after(async () => {
 
 const head = async (name) => currentSnapshot((await loadTable(ctx, name)).metadata);
 
-// The server's table cache learns of in-process commits (`floe ingest`,
-// `floe maintain`) by NOTIFY, so a load right after one may be stale: load
-// until the current snapshot satisfies pred (at most 10 s).
-async function settled(name, pred) {
-  for (let i = 0; ; i++) {
-    const meta = (await loadTable(ctx, name)).metadata;
-    const snap = currentSnapshot(meta);
-    if (snap && pred(snap)) return { meta, snap };
-    if (i >= 200) throw new Error(`table ${name} did not reach the expected state`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 const files = (n) => (snap) => snap.summary['total-data-files'] === String(n);
 const isSnap = (id) => (snap) => String(snap['snapshot-id']) === String(id);
 const range = (from, n) => Array.from({ length: n }, (_, i) => from + i);

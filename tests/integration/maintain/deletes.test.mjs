@@ -26,24 +26,20 @@ import {
   startCatalog, createTable, loadTable, currentSnapshot, localPath, readAvro, tmpDir, duck, sqlStr,
 } from '../ingest/lib.mjs';
 import { call, tablePath } from '../tables/lib.mjs';
-import { helpers, decodeAvro, encodeAvro } from './lib.mjs';
-
-const fields = [
-  { id: 1, name: 'id', type: 'long', required: true },
-  { id: 2, name: 'name', type: 'string', required: false },
-];
+import { helpers, decodeAvro, encodeAvro, fields } from './lib.mjs';
 
 let ctx;
 const dir = tmpDir('compact-deletes');
 let maintain;
 let append;
 let dropManifests;
+let settled;
 let server;
 const realFetch = globalThis.fetch;
 
 before(async () => {
   ctx = await startCatalog('compact_deletes');
-  ({ maintain, append, dropManifests } = helpers(ctx, dir));
+  ({ maintain, append, dropManifests, settled } = helpers(ctx, dir));
 });
 
 after(async () => {
@@ -54,17 +50,6 @@ after(async () => {
 
 const range = (from, n) => Array.from({ length: n }, (_, i) => from + i);
 
-// Loads until the current snapshot satisfies pred (the server's cache
-// learns of in-process commits by NOTIFY).
-async function settled(name, pred) {
-  for (let i = 0; ; i++) {
-    const meta = (await loadTable(ctx, name)).metadata;
-    const snap = currentSnapshot(meta);
-    if (snap && pred(snap)) return { meta, snap };
-    if (i >= 200) throw new Error(`table ${name} did not reach the expected state`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 const dataFiles = (n) => (snap) => snap.summary['total-data-files'] === String(n);
 const isSnap = (id) => (snap) => String(snap['snapshot-id']) === String(id);
 
@@ -207,6 +192,32 @@ async function positionDeleteFile(file, pairs) {
   return { path: `file://${file}`, size: BigInt(fs.statSync(file).size), count: BigInt(pairs.length) };
 }
 
+// Writes `rows` rows (ids from 5000) with DuckDB at file and appends the
+// file in a manifest of its own, in a snapshot of its own.
+async function addDuckFile(name, meta, file, rows) {
+  const con = await duck();
+  await con.run(`COPY (SELECT (5000 + i)::BIGINT AS id, 'late' || i AS name FROM range(${rows}) t(i)) TO ${sqlStr(file)} (FORMAT parquet, FIELD_IDS {id: 1, name: 2})`);
+  const list = readAvro(currentSnapshot(meta)['manifest-list']).records;
+  const srcM = list.find((r) => Number(r.content) === 0).manifest_path;
+  const m = await decodeAvro(localPath(srcM));
+  const added = `${path.dirname(localPath(srcM))}/${path.basename(file)}-m0.avro`;
+  await encodeAvro(added, m.type, m.header.meta, [{
+    ...m.recs[0], status: 1, snapshot_id: null, sequence_number: null, file_sequence_number: null,
+    data_file: {
+      ...m.recs[0].data_file, file_path: `file://${file}`, file_size_in_bytes: BigInt(fs.statSync(file).size),
+      record_count: BigInt(rows), column_sizes: null, value_counts: null, null_value_counts: null, nan_value_counts: null,
+      lower_bounds: null, upper_bounds: null, split_offsets: null,
+    },
+  }]);
+  return (await dropManifests(name, meta, () => false, {
+    edit: (recs, _m, { id, seq }) => [...recs, {
+      ...recs.find((r) => Number(r.content) === 0), manifest_path: `file://${added}`, manifest_length: BigInt(fs.statSync(added).size),
+      added_snapshot_id: id, sequence_number: seq, min_sequence_number: seq, added_files_count: 1, existing_files_count: 0,
+      deleted_files_count: 0, added_rows_count: BigInt(rows), existing_rows_count: 0n, deleted_rows_count: 0n,
+    }],
+  })).metadata;
+}
+
 // ---- deletion vectors: Puffin + portable 64-bit Roaring (positions < 2^32,
 // array containers of at most 4096 values; spec: puffin-spec.md) ----
 
@@ -307,28 +318,7 @@ test('compact v2: position deletes are applied, their files removed, no deleted 
   meta = await commitDeletes(name, meta, [{
     content: 1, file_path: d3.path, file_format: 'PARQUET', record_count: d3.count, file_size_in_bytes: d3.size,
   }]);
-  await con.run(`COPY (SELECT (5000 + i)::BIGINT AS id, 'late' || i AS name FROM range(3) t(i)) TO ${sqlStr(laterPath)} (FORMAT parquet, FIELD_IDS {id: 1, name: 2})`);
-  {
-    const list = readAvro(currentSnapshot(meta)['manifest-list']).records;
-    const srcM = list.find((r) => Number(r.content) === 0).manifest_path;
-    const m = await decodeAvro(localPath(srcM));
-    const added = `${path.dirname(localPath(srcM))}/later-added-m0.avro`;
-    await encodeAvro(added, m.type, m.header.meta, [{
-      ...m.recs[0], status: 1, snapshot_id: null, sequence_number: null, file_sequence_number: null,
-      data_file: {
-        ...m.recs[0].data_file, file_path: `file://${laterPath}`, file_size_in_bytes: BigInt(fs.statSync(laterPath).size),
-        record_count: 3n, column_sizes: null, value_counts: null, null_value_counts: null, nan_value_counts: null,
-        lower_bounds: null, upper_bounds: null, split_offsets: null,
-      },
-    }]);
-    meta = (await dropManifests(name, meta, () => false, {
-      edit: (recs, _m, { id, seq }) => [...recs, {
-        ...recs.find((r) => Number(r.content) === 0), manifest_path: `file://${added}`, manifest_length: BigInt(fs.statSync(added).size),
-        added_snapshot_id: id, sequence_number: seq, min_sequence_number: seq, added_files_count: 1, existing_files_count: 0,
-        deleted_files_count: 0, added_rows_count: 3n, existing_rows_count: 0n, deleted_rows_count: 0n,
-      }],
-    })).metadata;
-  }
+  meta = await addDuckFile(name, meta, laterPath, 3);
   const before = currentSnapshot(meta);
   const model = [...range(0, 40), ...range(100, 2000), ...range(5000, 3)].filter((i) => !deletedIds.includes(i));
   const beforeRows = await visibleRows(before);
@@ -468,29 +458,7 @@ test('compact: manifests rewritten in part keep their other files and deletes as
   meta = await commitDeletes(name, meta, [da, dk].map((d) => ({
     content: 1, file_path: d.path, file_format: 'PARQUET', record_count: d.count, file_size_in_bytes: d.size,
   })));
-  const con = await duck();
-  await con.run(`COPY (SELECT (5000 + i)::BIGINT AS id, 'late' || i AS name FROM range(3000) t(i)) TO ${sqlStr(latePath)} (FORMAT parquet, FIELD_IDS {id: 1, name: 2})`);
-  {
-    const list = readAvro(currentSnapshot(meta)['manifest-list']).records;
-    const srcM = list.find((r) => Number(r.content) === 0).manifest_path;
-    const m = await decodeAvro(localPath(srcM));
-    const added = `${path.dirname(localPath(srcM))}/late-big-m0.avro`;
-    await encodeAvro(added, m.type, m.header.meta, [{
-      ...m.recs[0], status: 1, snapshot_id: null, sequence_number: null, file_sequence_number: null,
-      data_file: {
-        ...m.recs[0].data_file, file_path: `file://${latePath}`, file_size_in_bytes: BigInt(fs.statSync(latePath).size),
-        record_count: 3000n, column_sizes: null, value_counts: null, null_value_counts: null, nan_value_counts: null,
-        lower_bounds: null, upper_bounds: null, split_offsets: null,
-      },
-    }]);
-    meta = (await dropManifests(name, meta, () => false, {
-      edit: (recs, _m, { id, seq }) => [...recs, {
-        ...recs.find((r) => Number(r.content) === 0), manifest_path: `file://${added}`, manifest_length: BigInt(fs.statSync(added).size),
-        added_snapshot_id: id, sequence_number: seq, min_sequence_number: seq, added_files_count: 1, existing_files_count: 0,
-        deleted_files_count: 0, added_rows_count: 3000n, existing_rows_count: 0n, deleted_rows_count: 0n,
-      }],
-    })).metadata;
-  }
+  meta = await addDuckFile(name, meta, latePath, 3000);
   meta = await mergeDataManifests(name, meta);
   await call(ctx.base, 'POST', tablePath(ctx.p, ctx.ns, name), {
     body: { requirements: [], updates: [{ action: 'set-properties', updates: { 'write.target-file-size-bytes': '4000' } }] },
@@ -500,8 +468,7 @@ test('compact: manifests rewritten in part keep their other files and deletes as
   const before = currentSnapshot(meta);
   const late = liveEntries(before).find((e) => e.path === `file://${latePath}`);
   assert.ok(BigInt(late.df.file_size_in_bytes) >= 3000n, 'the late file is not small');
-  const con2 = await duck();
-  const firstOfSmall0 = (await con2.runAndReadAll(`SELECT id::INTEGER FROM read_parquet(${sqlStr(localPath(small[0].path))}) ORDER BY file_row_number LIMIT 1`)).getRowsJson()[0][0];
+  const firstOfSmall0 = (await (await duck()).runAndReadAll(`SELECT id::INTEGER FROM read_parquet(${sqlStr(localPath(small[0].path))}) ORDER BY file_row_number LIMIT 1`)).getRowsJson()[0][0];
   const model = [...range(0, 30), ...range(5000, 3000)].filter((i) => i !== firstOfSmall0);
   const beforeRows = await visibleRows(before);
   assert.deepEqual(beforeRows.map((r) => Number(r[0])), model);

@@ -46,8 +46,27 @@ export function encodeAvro(file, type, meta, recs) {
   });
 }
 
+// The schema of the tables these tests make: id and name.
+export const fields = [
+  { id: 1, name: 'id', type: 'long', required: true },
+  { id: 2, name: 'name', type: 'string', required: false },
+];
+
 // The helpers bound to one catalog (ctx of startCatalog) and a scratch dir.
 export function helpers(ctx, dir) {
+  // The server's table cache learns of in-process commits (`floe ingest`,
+  // `floe maintain`) by NOTIFY, so a load right after one may be stale: load
+  // until the current snapshot satisfies pred (at most 10 s).
+  async function settled(name, pred) {
+    for (let i = 0; ; i++) {
+      const meta = (await loadTable(ctx, name)).metadata;
+      const snap = currentSnapshot(meta);
+      if (snap && pred(snap)) return { meta, snap };
+      if (i >= 200) throw new Error(`table ${name} did not reach the expected state`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
   function maintain(name, args) {
     const argv = ['maintain', '--table', [...ctx.ns, name].join('.'), '--database-url', ctx.dbUrl,
       '--log-level', 'error', ...args];
@@ -195,5 +214,7 @@ export function helpers(ctx, dir) {
     })));
   }
 
-  return { maintain, maintainAsync, append, exactJson, commit, tag, liveFiles, reached, rows, dropManifests };
+  return {
+    maintain, maintainAsync, append, exactJson, commit, tag, liveFiles, reached, rows, dropManifests, settled,
+  };
 }
