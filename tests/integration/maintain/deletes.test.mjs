@@ -14,7 +14,8 @@
 // - manifests rewritten in part (data and delete manifests) keep their
 //   other files as EXISTING with their own snapshot ids and sequence
 //   numbers; a delete that names a file that stays is kept;
-// - equality delete files are refused as not supported.
+// - partitions with equality delete files are skipped; an equality delete
+//   file of an unpartitioned table refuses compaction as not supported.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -23,7 +24,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { icebergRead } from 'icebird';
 import {
-  startCatalog, createTable, loadTable, currentSnapshot, localPath, readAvro, tmpDir, duck, sqlStr,
+  startCatalog, createTable, loadTable, ingest, currentSnapshot, localPath, readAvro, tmpDir, duck, sqlStr,
 } from '../ingest/lib.mjs';
 import { call, tablePath } from '../tables/lib.mjs';
 import { helpers, decodeAvro, encodeAvro, fields } from './lib.mjs';
@@ -502,7 +503,40 @@ test('compact: manifests rewritten in part keep their other files and deletes as
   assert.deepEqual(await visibleRows(after), beforeRows, 'the same rows; d_k still does not apply');
 });
 
-test('compact: equality delete files are refused as not supported', async () => {
+test('compact: partitions with equality deletes are skipped, the others compacted', async () => {
+  const name = 'eqpart';
+  await call(ctx.base, 'POST', `${ctx.p}/namespaces/${ctx.ns.join('%1F')}/tables`, {
+    body: {
+      name,
+      schema: { type: 'struct', 'schema-id': 0, fields: [...fields, { id: 3, name: 'region', type: 'string', required: false }] },
+      'partition-spec': { 'spec-id': 0, fields: [{ 'source-id': 3, 'field-id': 1000, name: 'region', transform: 'identity' }] },
+    },
+    expect: 200,
+  });
+  for (let b = 0; b < 2; b++) {
+    const file = path.join(dir, `eqp${b}.csv`);
+    fs.writeFileSync(file, `id,name,region\n${['eu', 'us', 'ap'].map((r, k) => `${b * 3 + k},n${b * 3 + k},${r}`).join('\n')}\n`);
+    const res = await ingest(ctx, name, [file]);
+    assert.equal(res.code, 0, res.stderr);
+  }
+  let { meta } = await settled(name, dataFiles(6));
+  const f = await positionDeleteFile(path.join(dir, 'eqp.parquet'), [['x', 0]]);
+  meta = await commitDeletes(name, meta, [{
+    content: 2, file_path: f.path, file_format: 'PARQUET', record_count: 1n, file_size_in_bytes: f.size,
+    equality_ids: [1], partition: { region: 'eu' },
+  }]);
+  const res = maintain(name, ['compact']);
+  assert.equal(res.code, 0, res.stderr);
+  const r = res.lines[0];
+  assert.equal(r['partitions-skipped-equality-deletes'], 1, res.stdout);
+  assert.deepEqual(r.plan.map((x) => x.partition.region).sort(), ['ap', 'us']);
+  const after = (await settled(name, isSnap(r['snapshot-id']))).snap;
+  const eu = liveEntries(after).filter((e) => e.content === 0 && e.df.partition.region === 'eu');
+  assert.equal(eu.length, 2, 'the eu files are untouched');
+  assert.equal(after.summary['total-delete-files'], '1', 'the equality delete file stays');
+});
+
+test('compact: an equality delete file of an unpartitioned table refuses compaction', async () => {
   const name = 'eqdel';
   await createTable(ctx, name, fields);
   for (let b = 0; b < 3; b++) await append(name, range(b * 3, 3));
