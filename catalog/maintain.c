@@ -686,6 +686,16 @@ static int copy_field(json_t *dst, const char *dkey, const json_t *src, const ch
 	return v == NULL || json_is_null(v) ? 0 : json_object_set(dst, dkey, v);
 }
 
+/* What a delete record needs besides a data file's: the partition (for
+ * its DELETED entry) and a vector's referenced file and blob. */
+static int delete_fields(json_t *f, const json_t *df)
+{
+	return copy_field(f, "partition", df, "partition") ||
+	       copy_field(f, "ref", df, "referenced_data_file") ||
+	       copy_field(f, "off", df, "content_offset") ||
+	       copy_field(f, "len", df, "content_size_in_bytes");
+}
+
 /* Whether the partition spec spec_id of the metadata has no fields. */
 static bool spec_unpartitioned(const json_t *meta, json_int_t spec_id)
 {
@@ -760,14 +770,13 @@ static int plan_manifest(struct compact *c, const json_t *mf, struct fl_err *err
 			goto out;
 		}
 		if (content == 2) {
-			rc = json_object_set_new(c->eqkeys, key, json_true());
+			bool bad = json_object_set_new(c->eqkeys, key, json_true()) != 0;
+
 			free(key);
-			if (rc != 0) {
-				rc = -1;
+			if (bad) {
 				nomem(err);
 				goto out;
 			}
-			rc = -1;
 			continue;
 		}
 		if (content == 0) {
@@ -797,20 +806,19 @@ static int plan_manifest(struct compact *c, const json_t *mf, struct fl_err *err
 		                      json_object_get(mf, "sequence_number")),
 		              "manifest", uri, "content", content, "small",
 		              content == 0 && size < c->threshold);
-		if (f != NULL && has_frid &&
-		    json_object_set_new(f, "frid", json_integer(my_frid)) != 0)
-			json_decref(f), f = NULL;
-		if (f != NULL && content == 1 &&
-		    (copy_field(f, "partition", df, "partition") != 0 ||
-		     copy_field(f, "ref", df, "referenced_data_file") != 0 ||
-		     copy_field(f, "off", df, "content_offset") != 0 ||
-		     copy_field(f, "len", df, "content_size_in_bytes") != 0))
-			json_decref(f), f = NULL;
-		if (list == NULL || f == NULL || json_array_append_new(list, f) != 0 ||
+		if (f != NULL &&
+		    ((has_frid && json_object_set_new(f, "frid", json_integer(my_frid)) != 0) ||
+		     (content == 1 && delete_fields(f, df) != 0))) {
+			json_decref(f);
+			f = NULL;
+		}
+		if (list == NULL || f == NULL || json_array_append(list, f) != 0 ||
 		    (g != NULL && json_object_set(json_object_get(g, "by-path"), path, f) != 0)) {
+			json_decref(f);
 			nomem(err);
 			goto out;
 		}
+		json_decref(f);
 	}
 	if (json_object_set_new(c->mlive, uri, json_pack("[I,I,O]", live, (json_int_t)0, mf)) !=
 	    0) {
