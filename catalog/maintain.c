@@ -1159,7 +1159,7 @@ static int carry_one(struct compact *c, struct carry *k, const json_t *e, const 
 		k->cap = cap;
 	}
 	e2 = &k->v[k->n];
-	if (st_entry_copy_from_json(e, mf, e2, err) != 0)
+	if (st_entry_copy_from_json(e, mf, NULL, e2, err) != 0)
 		return -1;
 	if (st_snapshot_partition_parse(
 	            &c->t, json_object_get(json_object_get(e, "data_file"), "partition"),

@@ -21,13 +21,13 @@ static const char *const map_names[N_MAPS] = {
 void st_entry_copy_free(struct st_entry_copy *c)
 {
 	for (size_t i = 0; c->cols != NULL && i < c->file.n_columns; i++) {
-		free(c->cols[i].lower);
-		free(c->cols[i].upper);
+		st_free(c->alloc, c->cols[i].lower);
+		st_free(c->alloc, c->cols[i].upper);
 	}
-	free(c->cols);
-	free(c->splits);
-	free(c->eq_ids);
-	free(c->key_metadata);
+	st_free(c->alloc, c->cols);
+	st_free(c->alloc, c->splits);
+	st_free(c->alloc, c->eq_ids);
+	st_free(c->alloc, c->key_metadata);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -40,7 +40,7 @@ static struct st_column_metrics *column(struct st_entry_copy *c, int32_t id)
 		if (c->cols[i].field_id == id)
 			return &c->cols[i];
 	}
-	grown = realloc(c->cols, (c->file.n_columns + 1) * sizeof(*grown));
+	grown = st_realloc(c->alloc, c->cols, (c->file.n_columns + 1) * sizeof(*grown));
 	if (grown == NULL)
 		return NULL;
 	c->cols = grown;
@@ -52,12 +52,12 @@ static struct st_column_metrics *column(struct st_entry_copy *c, int32_t id)
 }
 
 /* A base64 bytes value into new memory. */
-static int decode_bytes(const json_t *v, uint8_t **out, size_t *len, const char *what,
-                        struct fl_err *err)
+static int decode_bytes(const struct st_alloc *a, const json_t *v, uint8_t **out, size_t *len,
+                        const char *what, struct fl_err *err)
 {
 	struct st_buf b;
 
-	st_buf_init(&b, NULL);
+	st_buf_init(&b, a);
 	if (!json_is_string(v))
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "manifest entry: %s is not bytes", what);
 	if (st_buf_reserve(&b, 1) != 0)
@@ -89,7 +89,7 @@ static int put_metric(struct st_entry_copy *c, int kind, json_int_t key, const j
 
 		free(*p);
 		*p = NULL;
-		if (decode_bytes(v, p, len, map_names[kind], err) != 0)
+		if (decode_bytes(c->alloc, v, p, len, map_names[kind], err) != 0)
 			return -1;
 		if (kind == M_LOWER)
 			m->has_lower = true;
@@ -191,7 +191,7 @@ static int arrays(struct st_entry_copy *c, const json_t *df, struct fl_err *err)
 	size_t i;
 
 	if (json_is_array(so) && json_array_size(so) > 0) {
-		c->splits = calloc(json_array_size(so), sizeof(*c->splits));
+		c->splits = st_calloc(c->alloc, json_array_size(so), sizeof(*c->splits));
 		if (c->splits == NULL)
 			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		json_array_foreach(so, i, v) c->splits[i] = json_integer_value(v);
@@ -199,7 +199,7 @@ static int arrays(struct st_entry_copy *c, const json_t *df, struct fl_err *err)
 		c->file.n_split_offsets = json_array_size(so);
 	}
 	if (json_is_array(eq) && json_array_size(eq) > 0) {
-		c->eq_ids = calloc(json_array_size(eq), sizeof(*c->eq_ids));
+		c->eq_ids = st_calloc(c->alloc, json_array_size(eq), sizeof(*c->eq_ids));
 		if (c->eq_ids == NULL)
 			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		json_array_foreach(eq, i, v) c->eq_ids[i] = (int32_t)json_integer_value(v);
@@ -209,8 +209,8 @@ static int arrays(struct st_entry_copy *c, const json_t *df, struct fl_err *err)
 	return 0;
 }
 
-int st_entry_copy_from_json(const json_t *rec, const json_t *list_rec, struct st_entry_copy *out,
-                            struct fl_err *err)
+int st_entry_copy_from_json(const json_t *rec, const json_t *list_rec, const struct st_alloc *a,
+                            struct st_entry_copy *out, struct fl_err *err)
 {
 	struct st_entry_copy c;
 	const json_t *df = json_object_get(rec, "data_file");
@@ -219,6 +219,7 @@ int st_entry_copy_from_json(const json_t *rec, const json_t *list_rec, struct st
 	int64_t v = 0;
 
 	memset(&c, 0, sizeof(c));
+	c.alloc = a;
 	if (!json_is_object(df))
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "manifest entry: no data_file");
 	f->content = (enum st_file_content)json_integer_value(json_object_get(df, "content"));
@@ -248,8 +249,8 @@ int st_entry_copy_from_json(const json_t *rec, const json_t *list_rec, struct st
 	if (arrays(&c, df, err) != 0)
 		goto fail;
 	if (json_is_string(json_object_get(df, "key_metadata")) &&
-	    decode_bytes(json_object_get(df, "key_metadata"), &c.key_metadata, &f->key_metadata_len,
-	                 "key_metadata", err) != 0)
+	    decode_bytes(a, json_object_get(df, "key_metadata"), &c.key_metadata,
+	                 &f->key_metadata_len, "key_metadata", err) != 0)
 		goto fail;
 	f->key_metadata = c.key_metadata;
 	if (opt_long(df, "sort_order_id", &has, &v, err) != 0)

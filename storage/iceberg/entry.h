@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 
+#include "base/alloc.h"
 #include "err.h"
 #include "iceberg/data_file.h"
 #include "iceberg/manifest.h"
@@ -27,16 +28,17 @@ struct st_entry_copy {
 	int64_t *splits;
 	int32_t *eq_ids;
 	uint8_t *key_metadata;
+	const struct st_alloc *alloc;
 };
 
 /* Fills *out from rec (a manifest_entry record) and list_rec (its manifest
- * list record).  The status is the entry's; the caller sets EXISTING or
+ * list record), allocating from a (NULL: the C library).  The status is the entry's; the caller sets EXISTING or
  * DELETED.  FL_ERR_BAD_REQUEST naming the field for a value of the wrong
  * type, a bound that is not base64, or a snapshot id or sequence number
  * that neither gives; FL_ERR_NOMEM.  On failure *out holds nothing to
  * free. */
-int st_entry_copy_from_json(const json_t *rec, const json_t *list_rec, struct st_entry_copy *out,
-                            struct fl_err *err) FL_MUST_CHECK;
+int st_entry_copy_from_json(const json_t *rec, const json_t *list_rec, const struct st_alloc *a,
+                            struct st_entry_copy *out, struct fl_err *err) FL_MUST_CHECK;
 
 /* Releases what the copy owns; accepts a zeroed copy. */
 void st_entry_copy_free(struct st_entry_copy *c);

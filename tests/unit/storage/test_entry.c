@@ -4,7 +4,8 @@
  * first_row_id) and a deletion-vector entry written again as EXISTING decode
  * to the same data_file; null snapshot ids and sequence numbers are
  * inherited from the manifest list record; a map in Avro's own form is read
- * too; malformed values are refused naming the field. */
+ * too; malformed values are refused naming the field; every allocation
+ * failing in turn is FL_ERR_NOMEM and leaks nothing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 #include <cmocka.h>
 
 #include "avro/reader.h"
+#include "failalloc.h"
 #include "iceberg/entry.h"
 #include "iceberg/manifest.h"
 
@@ -93,7 +95,7 @@ static void test_data_entry(void **state)
 	first = round_trip(ST_MANIFEST_DATA, &e, 1);
 	list_rec = json_pack("{s:I, s:I}", "added_snapshot_id", (json_int_t)77, "sequence_number",
 	                     (json_int_t)5);
-	if (st_entry_copy_from_json(json_array_get(first, 0), list_rec, &c, &err) != 0)
+	if (st_entry_copy_from_json(json_array_get(first, 0), list_rec, NULL, &c, &err) != 0)
 		fail_msg("%s", err.msg);
 	assert_true(c.entry.has_snapshot_id && c.entry.snapshot_id == 77);
 	assert_true(c.entry.sequence_number == 5 && c.entry.file_sequence_number == 5);
@@ -108,9 +110,28 @@ static void test_data_entry(void **state)
 	        5);
 	st_entry_copy_free(&c);
 
+	/* Every allocation failing in turn: FL_ERR_NOMEM, nothing left behind. */
+	for (long n = 1;; n++) {
+		struct failalloc fa;
+		int rc;
+
+		failalloc_init(&fa, n);
+		rc = st_entry_copy_from_json(json_array_get(first, 0), list_rec, &fa.alloc, &c,
+		                             &err);
+		if (rc == 0)
+			st_entry_copy_free(&c);
+		else
+			assert_int_equal(err.kind, FL_ERR_NOMEM);
+		assert_int_equal(fa.live, 0);
+		if (!fa.failed)
+			break;
+		assert_int_equal(rc, -1);
+	}
+
 	/* Nothing to inherit from: refused. */
 	json_object_del(list_rec, "sequence_number");
-	assert_int_equal(st_entry_copy_from_json(json_array_get(first, 0), list_rec, &c, &err), -1);
+	assert_int_equal(
+	        st_entry_copy_from_json(json_array_get(first, 0), list_rec, NULL, &c, &err), -1);
 	assert_non_null(strstr(err.msg, "sequence_number"));
 	/* A bound that is not base64; a map in Avro's own form. */
 	{
@@ -120,11 +141,11 @@ static void test_data_entry(void **state)
 		json_object_set_new(list_rec, "sequence_number", json_integer(5));
 		json_object_set_new(df, "lower_bounds",
 		                    json_pack("[{s:i, s:s}]", "key", 1, "value", "!!"));
-		assert_int_equal(st_entry_copy_from_json(bad, list_rec, &c, &err), -1);
+		assert_int_equal(st_entry_copy_from_json(bad, list_rec, NULL, &c, &err), -1);
 		assert_non_null(strstr(err.msg, "lower_bounds"));
 		json_object_set_new(df, "lower_bounds", json_null());
 		json_object_set_new(df, "value_counts", json_pack("{s:i}", "7", 42));
-		assert_int_equal(st_entry_copy_from_json(bad, list_rec, &c, &err), 0);
+		assert_int_equal(st_entry_copy_from_json(bad, list_rec, NULL, &c, &err), 0);
 		assert_int_equal(c.file.n_columns, 3);
 		assert_true(c.cols[2].field_id == 7 && c.cols[2].value_count == 42);
 		st_entry_copy_free(&c);
@@ -160,7 +181,8 @@ static void test_dv_entry(void **state)
 	e.file_sequence_number = 4;
 	e.file = &f;
 	first = round_trip(ST_MANIFEST_DELETES, &e, 1);
-	assert_int_equal(st_entry_copy_from_json(json_array_get(first, 0), NULL, &c, &err), 0);
+	assert_int_equal(st_entry_copy_from_json(json_array_get(first, 0), NULL, NULL, &c, &err),
+	                 0);
 	c.entry.status = ST_ENTRY_DELETED;
 	second = round_trip(ST_MANIFEST_DELETES, &c.entry, 1);
 	assert_true(json_equal(json_object_get(json_array_get(first, 0), "data_file"),
