@@ -630,7 +630,7 @@ struct compact {
 	json_t *plan; /* the chosen groups, each {spec-id, partition, files: [entry]} */
 	json_t *gone; /* the delete files the replace removes */
 	json_t *removed_ids; /* entry_id of every file the replace removes */
-	json_int_t removed, bytes_removed, added, bytes_added, parts, skipped;
+	json_int_t removed, bytes_removed, added, bytes_added, parts;
 	json_int_t eq_skipped, carried, rows_dropped;
 	int32_t sort_order_id; /* applied to the new files; 0: none */
 	char sort_note[200]; /* why the table's sort order was not applied */
@@ -2119,7 +2119,6 @@ static json_t *compact_report(struct compact *c, bool dry_run)
 		bad |= json_object_set_new(r, "bytes-removed", json_integer(c->bytes_removed));
 		bad |= json_object_set_new(r, "bytes-added", json_integer(c->bytes_added));
 		bad |= json_object_set_new(r, "partitions", json_integer(c->parts));
-		bad |= json_object_set_new(r, "files-skipped", json_integer(c->skipped));
 		bad |= json_object_set_new(r, "delete-files-removed",
 		                           json_integer((json_int_t)json_array_size(c->gone)));
 		bad |= json_object_set_new(r, "manifests-rewritten", json_integer(c->carried));
