@@ -28,6 +28,7 @@
 
 #include "avro/reader.h"
 #include "base/sink.h"
+#include "iceberg/entry.h"
 #include "iceberg/manifest.h"
 #include "io/io.h"
 #include "json.h"
@@ -362,6 +363,41 @@ int st_snapshot_manifest_write_replace(const struct st_snapshot_table *t, int64_
                                        const struct st_manifest_entry *deleted, size_t n_deleted,
                                        struct st_snapshot_manifest **out, struct fl_err *err)
 {
+	return st_snapshot_manifest_write_rewrite(t, snapshot_id, ST_MANIFEST_DATA, files, n, NULL,
+	                                          0, deleted, n_deleted, out, err);
+}
+
+int st_snapshot_manifest_write_removed_deletes(const struct st_snapshot_table *t,
+                                               int64_t snapshot_id,
+                                               const struct st_manifest_entry *deleted,
+                                               size_t n_deleted, struct st_snapshot_manifest **out,
+                                               struct fl_err *err)
+{
+	return st_snapshot_manifest_write_rewrite(t, snapshot_id, ST_MANIFEST_DELETES, NULL, 0,
+	                                          NULL, 0, deleted, n_deleted, out, err);
+}
+
+/* An EXISTING or DELETED entry must say where it came from. */
+static int check_carried(const struct st_manifest_entry *e, enum st_manifest_content content,
+                         const char *what, struct fl_err *err)
+{
+	if (e->file == NULL ||
+	    (e->file->content == ST_CONTENT_DATA) != (content == ST_MANIFEST_DATA) ||
+	    !e->has_snapshot_id || !e->has_sequence_number)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "snapshot: a %s file needs a %s file, its snapshot id and its "
+		                  "sequence number",
+		                  what, content == ST_MANIFEST_DATA ? "data" : "delete");
+	return 0;
+}
+
+int st_snapshot_manifest_write_rewrite(const struct st_snapshot_table *t, int64_t snapshot_id,
+                                       enum st_manifest_content content,
+                                       const struct st_data_file *files, size_t n,
+                                       const struct st_manifest_entry *kept, size_t n_kept,
+                                       const struct st_manifest_entry *deleted, size_t n_deleted,
+                                       struct st_snapshot_manifest **out, struct fl_err *err)
+{
 	struct st_partition_field *spec = NULL;
 	size_t n_spec = 0;
 	struct st_manifest_opts mo = {0};
@@ -375,7 +411,8 @@ int st_snapshot_manifest_write_replace(const struct st_snapshot_table *t, int64_
 	if (check_table(t, err) != 0)
 		return -1;
 	st_buf_init(&buf, t->alloc);
-	if (n + n_deleted == 0 || (n > 0 && files == NULL))
+	if (n + n_kept + n_deleted == 0 || (n > 0 && files == NULL) ||
+	    (n > 0 && content != ST_MANIFEST_DATA))
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "snapshot: a manifest needs data files");
 	for (size_t i = 0; i < n; i++) {
 		if (files[i].content != ST_CONTENT_DATA)
@@ -399,7 +436,7 @@ int st_snapshot_manifest_write_replace(const struct st_snapshot_table *t, int64_
 	if (m->path == NULL)
 		goto nomem;
 	mo.format_version = t->format_version;
-	mo.content = ST_MANIFEST_DATA;
+	mo.content = content;
 	mo.schema_json = schema;
 	mo.schema_id = t->schema_id;
 	mo.spec_id = t->spec_id;
@@ -424,18 +461,20 @@ int st_snapshot_manifest_write_replace(const struct st_snapshot_table *t, int64_
 			goto fail;
 		}
 	}
+	for (size_t i = 0; i < n_kept; i++) {
+		struct st_manifest_entry e = kept[i];
+
+		e.status = ST_ENTRY_EXISTING;
+		if (check_carried(&e, content, "kept", err) != 0 ||
+		    st_manifest_writer_add(w, &e, err) != 0)
+			goto fail;
+	}
 	for (size_t i = 0; i < n_deleted; i++) {
 		struct st_manifest_entry e = deleted[i];
 
 		e.status = ST_ENTRY_DELETED;
-		if (e.file == NULL || e.file->content != ST_CONTENT_DATA || !e.has_snapshot_id ||
-		    !e.has_sequence_number) {
-			fl_err_set(
-			        err, FL_ERR_BAD_REQUEST,
-			        "snapshot: a removed file needs a data file, its snapshot id and "
-			        "its sequence number");
+		if (check_carried(&e, content, "removed", err) != 0)
 			goto fail;
-		}
 		if (st_manifest_writer_add(w, &e, err) != 0)
 			goto fail;
 		if (__builtin_add_overflow(m->removed_files_size, e.file->file_size_in_bytes,
@@ -844,6 +883,8 @@ static const char *const computed_keys[] = {
         "deleted-data-files",
         "deleted-records",
         "removed-files-size",
+        "removed-delete-files",
+        "removed-position-deletes",
 };
 
 /* A summary value: a decimal string of a non-negative long. */
@@ -940,7 +981,7 @@ static int check_extra(const json_t *extra, struct fl_err *err)
 
 static json_t *make_summary(const struct st_snapshot_opts *o, const int64_t totals[N_TOTALS])
 {
-	const struct st_snapshot_manifest *m = o->manifest;
+	const struct st_snapshot_manifest *m = o->manifest, *rd = o->removed_deletes;
 	json_t *s = json_object();
 	const char *key;
 	json_t *v;
@@ -955,8 +996,14 @@ static json_t *make_summary(const struct st_snapshot_opts *o, const int64_t tota
 		      put_long_str(s, "added-files-size", m->added_files_size);
 	if (!bad && m != NULL && m->file.deleted_files_count > 0)
 		bad = put_long_str(s, "deleted-data-files", m->file.deleted_files_count) ||
-		      put_long_str(s, "deleted-records", m->file.deleted_rows_count) ||
-		      put_long_str(s, "removed-files-size", m->removed_files_size);
+		      put_long_str(s, "deleted-records", m->file.deleted_rows_count);
+	if (!bad && ((m != NULL && m->file.deleted_files_count > 0) || rd != NULL))
+		bad = put_long_str(s, "removed-files-size",
+		                   (m != NULL ? m->removed_files_size : 0) +
+		                           (rd != NULL ? rd->removed_files_size : 0));
+	if (!bad && rd != NULL)
+		bad = put_long_str(s, "removed-delete-files", rd->file.deleted_files_count) ||
+		      put_long_str(s, "removed-position-deletes", rd->file.deleted_rows_count);
 	if (!bad)
 		bad = put_long_str(s, "changed-partition-count",
 		                   m != NULL ? m->changed_partitions : 0);
@@ -1009,6 +1056,12 @@ static int check_opts(const struct st_snapshot_opts *o, struct fl_err *err)
 		                  "snapshot: the manifest belongs to snapshot %" PRId64
 		                  ", not %" PRId64,
 		                  o->manifest->snapshot_id, o->snapshot_id);
+	if (o->removed_deletes != NULL &&
+	    (o->removed_deletes->snapshot_id != o->snapshot_id || o->n_drop == 0 ||
+	     o->removed_deletes->file.content != ST_MANIFEST_DELETES))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "snapshot: removed delete files belong to a replace of this "
+		                  "snapshot, in a delete manifest");
 	for (size_t i = 0; i < o->n_merged; i++) {
 		if (o->merged[i] == NULL || o->merged[i]->snapshot_id != o->snapshot_id)
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
@@ -1047,7 +1100,11 @@ static int check_dropped(const struct st_snapshot_opts *o, const struct parent *
 			                  "snapshot: manifest %.200s is no longer in the current "
 			                  "snapshot: files it held were removed or rewritten since",
 			                  o->drop_manifests[i]);
-		if (p->c[k].mf.content != ST_MANIFEST_DATA && o->n_merged == 0)
+		/* Dropping deletes resurrects rows unless the replace removes
+		 * them on purpose (their data files are rewritten) or merges
+		 * them into a new manifest. */
+		if (p->c[k].mf.content != ST_MANIFEST_DATA && o->removed_deletes == NULL &&
+		    o->n_merged == 0)
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
 			                  "snapshot: manifest %.200s holds delete files",
 			                  o->drop_manifests[i]);
@@ -1076,6 +1133,9 @@ static int write_list(const struct st_snapshot_opts *o, const struct parent *p, 
 	if (st_manifest_list_writer_open(&lo, &w, err) != 0)
 		goto out;
 	if (o->manifest != NULL && st_manifest_list_writer_add(w, &o->manifest->file, err) != 0)
+		goto out;
+	if (o->removed_deletes != NULL &&
+	    st_manifest_list_writer_add(w, &o->removed_deletes->file, err) != 0)
 		goto out;
 	for (size_t i = 0; i < o->n_merged; i++) {
 		if (st_manifest_list_writer_add(w, &o->merged[i]->file, err) != 0)
@@ -1146,6 +1206,11 @@ int st_snapshot_build(const struct st_snapshot_opts *o, json_t **snapshot, struc
 		added[T_DATA_FILES] = (int64_t)o->manifest->file.added_files_count -
 		                      o->manifest->file.deleted_files_count;
 	}
+	if (o->removed_deletes != NULL) {
+		added[T_FILES_SIZE] -= o->removed_deletes->removed_files_size;
+		added[T_DELETE_FILES] = -(int64_t)o->removed_deletes->file.deleted_files_count;
+		added[T_POS_DELETES] = -o->removed_deletes->file.deleted_rows_count;
+	}
 	if (compute_totals(o, &p, added, totals, err) != 0)
 		goto out;
 	fl_uuid_v4(uuid);
@@ -1190,290 +1255,8 @@ out:
 
 /* ---- manifest rewrite -------------------------------------------------- */
 
-/* One entry of a merged manifest, converted for the writer (which copies
- * what it needs, so each entry is freed right after it is added). */
-struct copied {
-	struct st_manifest_entry e;
-	struct st_data_file f;
-	struct st_value *partition;
-	size_t n_partition;
-	struct st_column_metrics *cols;
-	size_t ncols;
-	int64_t *splits;
-	int32_t *eq;
-	struct st_buf key;
-	const struct st_alloc *alloc;
-};
-
-static void copied_free(struct copied *c)
-{
-	for (size_t i = 0; i < c->ncols; i++) {
-		st_free(c->alloc, c->cols[i].lower);
-		st_free(c->alloc, c->cols[i].upper);
-	}
-	st_free(c->alloc, c->cols);
-	st_free(c->alloc, c->partition);
-	st_free(c->alloc, c->splits);
-	st_free(c->alloc, c->eq);
-	st_buf_free(&c->key);
-}
-
-/* The metrics of column `id`, added with nothing recorded when new. */
-static struct st_column_metrics *column_of(struct copied *c, int64_t id)
-{
-	struct st_column_metrics *grown;
-
-	for (size_t i = 0; i < c->ncols; i++) {
-		if (c->cols[i].field_id == id)
-			return &c->cols[i];
-	}
-	grown = st_realloc(c->alloc, c->cols, (c->ncols + 1) * sizeof(*c->cols));
-	if (grown == NULL)
-		return NULL;
-	c->cols = grown;
-	memset(&c->cols[c->ncols], 0, sizeof(*c->cols));
-	c->cols[c->ncols].field_id = (int32_t)id;
-	c->cols[c->ncols].column_size = -1;
-	c->cols[c->ncols].value_count = -1;
-	c->cols[c->ncols].null_count = -1;
-	c->cols[c->ncols].nan_count = -1;
-	return &c->cols[c->ncols++];
-}
-
-enum copied_metric { CM_SIZE, CM_VALUES, CM_NULLS, CM_NANS, CM_LOWER, CM_UPPER };
-
-/* A metrics map of a data_file as an array of {key, value} records: the
- * Avro layout the spec requires for int keys, or, from a writer that used
- * an Avro map, rebuilt from the decimal keys.  A new reference; NULL for an
- * absent map or on a bad key (then *bad is set). */
-static json_t *metric_pairs(const json_t *m, bool *bad)
-{
-	json_t *pairs, *v;
-	const char *key;
-
-	*bad = false;
-	if (m == NULL || json_is_null(m))
-		return NULL;
-	if (json_is_array(m))
-		return json_incref((json_t *)m);
-	pairs = json_is_object(m) ? json_array() : NULL;
-	if (pairs == NULL) {
-		*bad = true;
-		return NULL;
-	}
-	json_object_foreach((json_t *)m, key, v)
-	{
-		char *end;
-		long long id;
-
-		errno = 0;
-		id = strtoll(key, &end, 10);
-		if (errno != 0 || end == key || *end != '\0' ||
-		    json_array_append_new(pairs, json_pack("{s:I, s:O}", "key", (json_int_t)id,
-		                                           "value", v)) != 0) {
-			*bad = true;
-			json_decref(pairs);
-			return NULL;
-		}
-	}
-	return pairs;
-}
-
-/* Copies one metrics map of data_file df into c's columns. */
-static int copy_metric(struct copied *c, const json_t *df, const char *name, enum copied_metric k,
-                       struct fl_err *err)
-{
-	bool bad;
-	json_t *pairs = metric_pairs(json_object_get(df, name), &bad);
-	const json_t *item;
-	size_t i;
-	int rc = -1;
-
-	if (bad)
-		return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s is not a map of field ids", name);
-	json_array_foreach(pairs, i, item)
-	{
-		const json_t *kv = json_object_get(item, "key");
-		struct st_column_metrics *col;
-		int64_t id = json_integer_value(kv);
-
-		if (!json_is_integer(kv) || id < INT32_MIN || id > INT32_MAX) {
-			fl_err_set(err, FL_ERR_BAD_REQUEST, "%s: entry %zu has no field id", name,
-			           i);
-			goto out;
-		}
-		col = column_of(c, id);
-		if (col == NULL) {
-			fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-			goto out;
-		}
-		if (k == CM_LOWER || k == CM_UPPER) {
-			struct st_buf b;
-			bool has;
-
-			st_buf_init(&b, c->alloc);
-			if (get_bytes(item, "value", &b, &has, err) != 0) {
-				st_buf_free(&b);
-				fl_err_prefix(err, "%s", name);
-				goto out;
-			}
-			if (!has) {
-				st_buf_free(&b);
-				continue;
-			}
-			if (k == CM_LOWER) {
-				st_free(c->alloc, col->lower);
-				col->lower = b.data;
-				col->lower_len = b.len;
-				col->has_lower = true;
-			} else {
-				st_free(c->alloc, col->upper);
-				col->upper = b.data;
-				col->upper_len = b.len;
-				col->has_upper = true;
-			}
-			continue;
-		}
-		if (get_long(item, "value", NULL, false, -1,
-		             k == CM_SIZE     ? &col->column_size
-		             : k == CM_VALUES ? &col->value_count
-		             : k == CM_NULLS  ? &col->null_count
-		                              : &col->nan_count,
-		             err) != 0) {
-			fl_err_prefix(err, "%s", name);
-			goto out;
-		}
-	}
-	rc = 0;
-out:
-	json_decref(pairs);
-	return rc;
-}
-
-/* An optional array of longs (split_offsets) or ints (equality_ids). */
-static int copy_ints(const json_t *df, const char *name, bool wide, void **out, size_t *n,
-                     const struct st_alloc *a, struct fl_err *err)
-{
-	const json_t *arr = json_object_get(df, name), *v;
-	size_t i;
-
-	*n = 0;
-	if (arr == NULL || json_is_null(arr) || json_array_size(arr) == 0)
-		return json_is_array(arr) || arr == NULL || json_is_null(arr)
-		               ? 0
-		               : fl_err_set(err, FL_ERR_BAD_REQUEST, "%s is not an array", name);
-	*out = st_calloc(a, json_array_size(arr), wide ? sizeof(int64_t) : sizeof(int32_t));
-	if (*out == NULL)
-		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-	json_array_foreach(arr, i, v)
-	{
-		if (!json_is_integer(v) || (!wide && (json_integer_value(v) < INT32_MIN ||
-		                                      json_integer_value(v) > INT32_MAX)))
-			return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s[%zu] is not an integer",
-			                  name, i);
-		if (wide)
-			((int64_t *)*out)[i] = json_integer_value(v);
-		else
-			((int32_t *)*out)[i] = (int32_t)json_integer_value(v);
-	}
-	*n = json_array_size(arr);
-	return 0;
-}
-
-/* One manifest_entry e of the manifest that list record rec describes, as
- * an EXISTING entry with its snapshot id and data and file sequence
- * numbers made explicit (inherited from rec when null: spec "Sequence
- * Number Inheritance").  String values point into e. */
-static int copy_entry(const struct st_snapshot_table *t, const json_t *rec, const json_t *e,
-                      struct copied *c, struct fl_err *err)
-{
-	const json_t *df = json_object_get(e, "data_file"), *frid;
-	int64_t seq = 0, sid = 0;
-	int32_t content = 0;
-	size_t n = 0;
-	void *p = NULL;
-	static const char *const maps[] = {"column_sizes",     "value_counts", "null_value_counts",
-	                                   "nan_value_counts", "lower_bounds", "upper_bounds"};
-	bool has_key = false;
-
-	st_buf_init(&c->key, t->alloc);
-	c->alloc = t->alloc;
-	c->e.file = &c->f;
-	c->e.status = ST_ENTRY_EXISTING;
-	c->e.has_snapshot_id = c->e.has_sequence_number = c->e.has_file_sequence_number = true;
-	if (!json_is_object(df))
-		return fl_err_set(err, FL_ERR_BAD_REQUEST, "an entry lacks data_file");
-	if (get_long(rec, "sequence_number", NULL, false, 0, &seq, err) != 0 ||
-	    get_long(rec, "added_snapshot_id", NULL, true, 0, &sid, err) != 0 ||
-	    get_long(e, "snapshot_id", NULL, false, sid, &c->e.snapshot_id, err) != 0 ||
-	    get_long(e, "sequence_number", NULL, false, seq, &c->e.sequence_number, err) != 0 ||
-	    get_long(e, "file_sequence_number", NULL, false, seq, &c->e.file_sequence_number,
-	             err) != 0 ||
-	    get_int(df, "content", NULL, false, &content, err) != 0 ||
-	    get_long(df, "record_count", NULL, true, 0, &c->f.record_count, err) != 0 ||
-	    get_long(df, "file_size_in_bytes", NULL, true, 0, &c->f.file_size_in_bytes, err) != 0)
-		return -1;
-	if (content < ST_CONTENT_DATA || content > ST_CONTENT_EQUALITY_DELETES)
-		return fl_err_set(err, FL_ERR_BAD_REQUEST, "content %" PRId32 " is unknown",
-		                  content);
-	c->f.content = (enum st_file_content)content;
-	c->f.file_path = json_string_value(json_object_get(df, "file_path"));
-	c->f.file_format = json_string_value(json_object_get(df, "file_format"));
-	if (c->f.file_path == NULL || c->f.file_format == NULL)
-		return fl_err_set(err, FL_ERR_BAD_REQUEST, "file_path or file_format is missing");
-	if (st_snapshot_partition_parse(t, json_object_get(df, "partition"), &c->partition,
-	                                &c->n_partition, err) != 0)
-		return fl_err_prefix(err, "%.200s", c->f.file_path);
-	c->f.partition = c->partition;
-	for (size_t k = 0; k < sizeof(maps) / sizeof(maps[0]); k++) {
-		if (copy_metric(c, df, maps[k], (enum copied_metric)k, err) != 0)
-			return fl_err_prefix(err, "%.200s", c->f.file_path);
-	}
-	c->f.columns = c->cols;
-	c->f.n_columns = c->ncols;
-	if (get_bytes(df, "key_metadata", &c->key, &has_key, err) != 0)
-		return -1;
-	if (has_key) {
-		c->f.key_metadata = c->key.data;
-		c->f.key_metadata_len = c->key.len;
-	}
-	if (copy_ints(df, "split_offsets", true, &p, &n, t->alloc, err) != 0) {
-		st_free(t->alloc, p);
-		return -1;
-	}
-	c->splits = p;
-	c->f.split_offsets = c->splits;
-	c->f.n_split_offsets = n;
-	p = NULL;
-	if (copy_ints(df, "equality_ids", false, &p, &n, t->alloc, err) != 0) {
-		st_free(t->alloc, p);
-		return -1;
-	}
-	c->eq = p;
-	c->f.equality_ids = c->eq;
-	c->f.n_equality_ids = n;
-	if (json_is_integer(json_object_get(df, "sort_order_id"))) {
-		c->f.has_sort_order_id = true;
-		if (get_int(df, "sort_order_id", NULL, true, &c->f.sort_order_id, err) != 0)
-			return -1;
-	}
-	frid = json_object_get(df, "first_row_id");
-	if (json_is_integer(frid)) {
-		c->f.has_first_row_id = true;
-		c->f.first_row_id = json_integer_value(frid);
-	}
-	c->f.referenced_data_file = json_string_value(json_object_get(df, "referenced_data_file"));
-	if (json_is_integer(json_object_get(df, "content_offset"))) {
-		c->f.has_content_offset = true;
-		if (get_long(df, "content_offset", NULL, true, 0, &c->f.content_offset, err) != 0 ||
-		    get_long(df, "content_size_in_bytes", NULL, true, 0,
-		             &c->f.content_size_in_bytes, err) != 0)
-			return -1;
-	}
-	return 0;
-}
-
-/* Adds the live entries of the manifest that list record rec describes. */
+/* Adds the live entries of the manifest that list record rec describes,
+ * as EXISTING (iceberg/entry.h carries every field). */
 static int merge_one(const struct st_snapshot_table *t, const json_t *rec,
                      struct st_manifest_writer *w, int64_t *entries, struct fl_err *err)
 {
@@ -1490,30 +1273,41 @@ static int merge_one(const struct st_snapshot_table *t, const json_t *rec,
 		return -1;
 	json_array_foreach(all, i, e)
 	{
-		struct copied c = {0};
-		int32_t status = 0;
+		struct st_entry_copy c;
+		struct st_value *part = NULL;
+		size_t np = 0;
+		bool live;
 
-		if (get_int(e, "status", NULL, true, &status, err) != 0 ||
-		    copy_entry(t, rec, e, &c, err) != 0)
+		if (st_entry_copy_from_json(e, rec, t->alloc, &c, err) != 0)
+			goto bad_nocopy;
+		live = c.entry.status != ST_ENTRY_DELETED;
+		if (st_snapshot_partition_parse(
+		            t, json_object_get(json_object_get(e, "data_file"), "partition"), &part,
+		            &np, err) != 0)
 			goto bad;
+		c.file.partition = part;
 		/* spec "First Row ID Inheritance": a data file without one
 		 * gets the manifest's plus the rows of the files before it
 		 * that had none; an EXISTING entry must carry it. */
 		if (t->format_version >= 3 && json_is_integer(frid) &&
-		    c.f.content == ST_CONTENT_DATA && !c.f.has_first_row_id) {
-			c.f.has_first_row_id = true;
-			c.f.first_row_id = next_row_id;
-			next_row_id += c.f.record_count;
+		    c.file.content == ST_CONTENT_DATA && !c.file.has_first_row_id) {
+			c.file.has_first_row_id = true;
+			c.file.first_row_id = next_row_id;
+			next_row_id += c.file.record_count;
 		}
-		if (status != ST_ENTRY_DELETED) {
-			if (st_manifest_writer_add(w, &c.e, err) != 0)
+		c.entry.status = ST_ENTRY_EXISTING;
+		if (live) {
+			if (st_manifest_writer_add(w, &c.entry, err) != 0)
 				goto bad;
 			(*entries)++;
 		}
-		copied_free(&c);
+		st_free(t->alloc, part);
+		st_entry_copy_free(&c);
 		continue;
 	bad:
-		copied_free(&c);
+		st_free(t->alloc, part);
+		st_entry_copy_free(&c);
+	bad_nocopy:
 		fl_err_prefix(err, "snapshot: manifest %.200s: entry %zu", uri, i);
 		goto out;
 	}
