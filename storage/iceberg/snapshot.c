@@ -1255,66 +1255,97 @@ out:
 
 /* ---- manifest rewrite -------------------------------------------------- */
 
-/* Adds the live entries of the manifest that list record rec describes,
- * as EXISTING (iceberg/entry.h carries every field). */
-static int merge_one(const struct st_snapshot_table *t, const json_t *rec,
-                     struct st_manifest_writer *w, int64_t *entries, struct fl_err *err)
+/* The live entries of a manifest being merged, kept until the merged
+ * manifest is written (their strings point into the decoded manifests). */
+struct merging {
+	json_t *decoded; /* every manifest read, kept alive */
+	struct st_entry_copy *copies;
+	struct st_value **parts;
+	struct st_manifest_entry *kept;
+	size_t n, cap;
+	const struct st_alloc *alloc;
+};
+
+static void merging_free(struct merging *g)
+{
+	for (size_t i = 0; i < g->n; i++) {
+		st_entry_copy_free(&g->copies[i]);
+		st_free(g->alloc, g->parts[i]);
+	}
+	st_free(g->alloc, g->copies);
+	st_free(g->alloc, g->parts);
+	st_free(g->alloc, g->kept);
+	json_decref(g->decoded);
+}
+
+static int merging_grow(struct merging *g)
+{
+	size_t cap = g->cap ? g->cap * 2 : 64;
+	void *c = st_realloc(g->alloc, g->copies, cap * sizeof(*g->copies));
+
+	if (c == NULL)
+		return -1;
+	g->copies = c;
+	c = st_realloc(g->alloc, g->parts, cap * sizeof(*g->parts));
+	if (c == NULL)
+		return -1;
+	g->parts = c;
+	g->cap = cap;
+	return 0;
+}
+
+/* Adds the live entries of the manifest that list record rec describes
+ * (iceberg/entry.h carries every field). */
+static int merge_one(const struct st_snapshot_table *t, const json_t *rec, struct merging *g,
+                     struct fl_err *err)
 {
 	const char *uri = json_string_value(json_object_get(rec, "manifest_path"));
 	const json_t *frid = json_object_get(rec, "first_row_id"), *e;
 	int64_t next_row_id = json_integer_value(frid);
 	json_t *all = NULL;
 	size_t i;
-	int rc = -1;
 
 	if (uri == NULL)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "snapshot: a manifest lacks its path");
 	if (read_avro(t, uri, &all, err) != 0)
 		return -1;
+	if (json_array_append_new(g->decoded, all) != 0)
+		return fl_err_set(err, FL_ERR_NOMEM, "snapshot: out of memory");
 	json_array_foreach(all, i, e)
 	{
 		struct st_entry_copy c;
 		struct st_value *part = NULL;
 		size_t np = 0;
-		bool live;
 
+		if (g->n == g->cap && merging_grow(g) != 0)
+			return fl_err_set(err, FL_ERR_NOMEM, "snapshot: out of memory");
 		if (st_entry_copy_from_json(e, rec, t->alloc, &c, err) != 0)
-			goto bad_nocopy;
-		live = c.entry.status != ST_ENTRY_DELETED;
-		if (st_snapshot_partition_parse(
-		            t, json_object_get(json_object_get(e, "data_file"), "partition"), &part,
-		            &np, err) != 0)
-			goto bad;
-		c.file.partition = part;
+			return fl_err_prefix(err, "snapshot: manifest %.200s: entry %zu", uri, i);
 		/* spec "First Row ID Inheritance": a data file without one
 		 * gets the manifest's plus the rows of the files before it
-		 * that had none; an EXISTING entry must carry it. */
+		 * that had none (DELETED ones too); an EXISTING entry must
+		 * carry it. */
 		if (t->format_version >= 3 && json_is_integer(frid) &&
 		    c.file.content == ST_CONTENT_DATA && !c.file.has_first_row_id) {
 			c.file.has_first_row_id = true;
 			c.file.first_row_id = next_row_id;
 			next_row_id += c.file.record_count;
 		}
-		c.entry.status = ST_ENTRY_EXISTING;
-		if (live) {
-			if (st_manifest_writer_add(w, &c.entry, err) != 0)
-				goto bad;
-			(*entries)++;
+		if (c.entry.status == ST_ENTRY_DELETED) {
+			st_entry_copy_free(&c);
+			continue;
 		}
-		st_free(t->alloc, part);
-		st_entry_copy_free(&c);
-		continue;
-	bad:
-		st_free(t->alloc, part);
-		st_entry_copy_free(&c);
-	bad_nocopy:
-		fl_err_prefix(err, "snapshot: manifest %.200s: entry %zu", uri, i);
-		goto out;
+		if (st_snapshot_partition_parse(
+		            t, json_object_get(json_object_get(e, "data_file"), "partition"), &part,
+		            &np, err) != 0) {
+			st_entry_copy_free(&c);
+			return fl_err_prefix(err, "snapshot: manifest %.200s: entry %zu", uri, i);
+		}
+		g->copies[g->n] = c;
+		g->parts[g->n] = part;
+		g->n++;
 	}
-	rc = 0;
-out:
-	json_decref(all);
-	return rc;
+	return 0;
 }
 
 int st_snapshot_manifest_merge(const struct st_snapshot_table *t, int64_t snapshot_id,
@@ -1322,15 +1353,8 @@ int st_snapshot_manifest_merge(const struct st_snapshot_table *t, int64_t snapsh
                                struct st_snapshot_manifest **out, int64_t *entries,
                                struct fl_err *err)
 {
-	struct st_partition_field *spec = NULL;
-	size_t n_spec = 0;
-	struct st_manifest_opts mo = {0};
-	struct st_manifest_writer *w = NULL;
-	struct st_snapshot_manifest *m = NULL;
-	struct st_buf buf;
-	char *schema = NULL, uuid[FL_UUID_STR];
+	struct merging g = {.alloc = t->alloc};
 	int32_t content = 0;
-	int64_t count = 0;
 	int rc = -1;
 
 	if (check_table(t, err) != 0)
@@ -1353,65 +1377,34 @@ int st_snapshot_manifest_merge(const struct st_snapshot_table *t, int64_t snapsh
 			        "spec %" PRId32 " and one content",
 			        t->spec_id);
 	}
-	st_buf_init(&buf, t->alloc);
-	if (spec_parse(t, &spec, &n_spec, err) != 0)
-		return -1;
-	schema = fl_json_dump(t->schema, NULL);
-	m = st_calloc(t->alloc, 1, sizeof(*m));
-	if (schema == NULL || m == NULL)
-		goto nomem;
-	m->alloc = t->alloc;
-	m->snapshot_id = snapshot_id;
-	fl_uuid_v4(uuid);
-	m->path = join_path(t->alloc, t->metadata_dir, uuid, "-m0.avro");
-	if (m->path == NULL)
-		goto nomem;
-	mo.format_version = t->format_version;
-	mo.content = (enum st_manifest_content)content;
-	mo.schema_json = schema;
-	mo.schema_id = t->schema_id;
-	mo.spec_id = t->spec_id;
-	mo.spec = spec;
-	mo.n_spec = n_spec;
-	mo.snapshot_id = snapshot_id;
-	mo.codec = t->codec;
-	mo.alloc = t->alloc;
-	st_sink_to_buf(&mo.sink, &buf);
-	if (st_manifest_writer_open(&mo, &w, err) != 0)
-		goto fail;
-	for (size_t i = 0; i < n; i++) {
-		if (merge_one(t, records[i], w, &count, err) != 0)
-			goto fail;
+	g.decoded = json_array();
+	if (g.decoded == NULL) {
+		fl_err_set(err, FL_ERR_NOMEM, "snapshot: out of memory");
+		goto out;
 	}
-	if (count == 0) {
+	for (size_t i = 0; i < n; i++) {
+		if (merge_one(t, records[i], &g, err) != 0)
+			goto out;
+	}
+	*entries = (int64_t)g.n;
+	if (g.n == 0) {
 		*out = NULL;
-		*entries = 0;
 		rc = 0;
 		goto out;
 	}
-	rc = st_manifest_writer_close(w, &m->file, err);
-	w = NULL;
-	if (rc != 0)
-		goto fail;
-	m->file.manifest_path = m->path;
-	if (st_io_write_new(t->io, m->path, buf.data, buf.len, err) != 0) {
-		fl_err_prefix(err, "snapshot: merged manifest");
-		goto fail;
+	g.kept = st_calloc(t->alloc, g.n, sizeof(*g.kept));
+	if (g.kept == NULL) {
+		fl_err_set(err, FL_ERR_NOMEM, "snapshot: out of memory");
+		goto out;
 	}
-	*out = m;
-	*entries = count;
-	m = NULL;
-	rc = 0;
-	goto out;
-nomem:
-	fl_err_set(err, FL_ERR_NOMEM, "snapshot: out of memory");
-fail:
-	rc = -1;
+	for (size_t i = 0; i < g.n; i++) {
+		g.copies[i].file.partition = g.parts[i];
+		g.kept[i] = g.copies[i].entry;
+		g.kept[i].file = &g.copies[i].file;
+	}
+	rc = st_snapshot_manifest_write_rewrite(t, snapshot_id, (enum st_manifest_content)content,
+	                                        NULL, 0, g.kept, g.n, NULL, 0, out, err);
 out:
-	st_manifest_writer_free(w);
-	st_snapshot_manifest_free(m);
-	json_text_free(schema);
-	st_free(t->alloc, spec);
-	st_buf_free(&buf);
+	merging_free(&g);
 	return rc;
 }

@@ -222,7 +222,9 @@ int st_snapshot_added_rows(const struct st_snapshot_table *table, const char *li
  * EXISTING with its snapshot id, data and file sequence numbers made
  * explicit (inherited from its manifest when null) and, v3 data files, its
  * first_row_id (inherited as spec "First Row ID Inheritance" says);
- * DELETED entries are dropped.  The new manifest's own sequence numbers
+ * DELETED entries are dropped.  Entries are read with iceberg/entry.h and
+ * written with st_snapshot_manifest_write_rewrite, so the whole bin is held
+ * in memory (a bin is at most the target manifest size).  The new manifest's own sequence numbers
  * are left to the list (ST_SEQ_UNASSIGNED) and, for v3, its first_row_id
  * too, as Java's rewrite does.  *entries gets the number of entries
  * written; *out is NULL (nothing written) when no live entry remains.
