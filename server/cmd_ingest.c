@@ -252,7 +252,7 @@ static int run_in_process(struct job *j, struct fl_err *err)
 	struct st_committer *c = NULL;
 	int rc = -1;
 
-	if (srv_cli_catalog_open(&j->sc, &cat, err) != 0 ||
+	if (srv_cli_catalog_open(&j->sc, false, &cat, err) != 0 ||
 	    cat_committer_open(cat.db, NULL, &cat.wh, &ns, j->name, &lim, NULL, &c, err) != 0)
 		goto out;
 	rc = run_batch(j, c, err);
