@@ -697,13 +697,14 @@ static int bytes_value(const struct st_type *t, const char *s, size_t n, bool b6
 /* ---- the text entry point ---------------------------------------------- */
 
 /* Casts; 0 done, 1 refused (w set), -1 hard error (err set). */
-/* *out = v (not null), member by member at the type's own width: copying
- * the whole struct reads back bytes that were just stored at another width,
- * which the CPU cannot forward from its store buffer (a stall per value
- * that showed in the ingest profile). */
+/* *out = v (not null), the member at the type's own width over a zeroed
+ * union: copying the whole struct reads back bytes that were just stored at
+ * another width, which the CPU cannot forward from its store buffer (a
+ * stall per value that showed in the ingest profile). */
 static void put_value(const struct st_type *t, const struct st_value *v, struct st_value *out)
 {
 	out->null = false;
+	memset(&out->v, 0, sizeof(out->v));
 	switch (t->id) {
 	case ST_TYPE_BOOLEAN: out->v.b = v->v.b; break;
 	case ST_TYPE_INT:
