@@ -351,6 +351,68 @@ static void to_plain(const struct pq_col *c, const struct st_value *v, struct pl
 	}
 }
 
+static uint64_t le_get(const uint8_t *p, int n)
+{
+	uint64_t u = 0;
+
+	for (int i = n - 1; i >= 0; i--)
+		u = (u << 8) | p[i];
+	return u;
+}
+
+/* The value whose PLAIN encoding starts at p (the inverse of to_plain;
+ * byte values point into p); returns the encoding's length. */
+static size_t from_plain(const struct pq_col *c, const uint8_t *p, struct st_value *v)
+{
+	const struct st_type *t = &c->def.type;
+	uint32_t u32;
+	uint64_t u64;
+
+	v->null = false;
+	switch (t->id) {
+	case ST_TYPE_BOOLEAN: v->v.b = p[0] != 0; return 1;
+	case ST_TYPE_INT:
+	case ST_TYPE_DATE: v->v.i = (int32_t)(uint32_t)le_get(p, 4); return 4;
+	case ST_TYPE_FLOAT:
+		u32 = (uint32_t)le_get(p, 4);
+		memcpy(&v->v.f, &u32, 4);
+		return 4;
+	case ST_TYPE_DOUBLE:
+		u64 = le_get(p, 8);
+		memcpy(&v->v.d, &u64, 8);
+		return 8;
+	case ST_TYPE_DECIMAL: {
+		/* Big-endian two's complement in 16 bytes, sign-extended from
+		 * the stored width (INT32, INT64 little-endian; FIXED big-endian). */
+		int n = c->ptype == PT_INT32 ? 4 : c->ptype == PT_INT64 ? 8 : c->type_length;
+		bool neg;
+
+		if (c->ptype == PT_FLBA) {
+			neg = (p[0] & 0x80) != 0;
+			memcpy(v->v.dec + 16 - n, p, (size_t)n);
+		} else {
+			u64 = le_get(p, n);
+			neg = (u64 >> (8 * n - 1)) & 1;
+			for (int i = 0; i < n; i++)
+				v->v.dec[15 - i] = (uint8_t)(u64 >> (8 * i));
+		}
+		memset(v->v.dec, neg ? 0xff : 0x00, (size_t)(16 - n));
+		return (size_t)n;
+	}
+	case ST_TYPE_STRING:
+	case ST_TYPE_BINARY:
+		v->v.bin.len = (size_t)le_get(p, 4);
+		v->v.bin.p = p + 4;
+		return 4 + v->v.bin.len;
+	case ST_TYPE_UUID:
+	case ST_TYPE_FIXED:
+		v->v.bin.p = p;
+		v->v.bin.len = c->fixed_width;
+		return c->fixed_width;
+	default: /* long, time, timestamps */ v->v.l = (int64_t)le_get(p, 8); return 8;
+	}
+}
+
 static int plain_append(struct st_buf *b, const struct plain *p)
 {
 	if (st_buf_append(b, p->head, p->head_len) != 0)
@@ -983,11 +1045,9 @@ static int append_value(struct st_parquet_writer *w, struct pq_col *c, const str
 		w->rg_bytes += p.head_len + p.tail_len;
 	}
 	c->rs.rg_nonnull++;
-	if (value_is_nan(t, v)) {
+	if (value_is_nan(t, v))
 		c->rs.rg_nans++;
-		return 0;
-	}
-	return vstat_update(&c->rs.rg_stat, t, v);
+	return 0; /* min and max: by the encoder (rg_stats) */
 }
 
 /* ---- pages ------------------------------------------------------------------ */
@@ -1186,6 +1246,34 @@ static int stat_bytes(const struct pq_col *c, const struct st_value *v, bool is_
 	return 0;
 }
 
+/* The row group's min and max of non-NaN values, from what it buffered:
+ * the dictionary's entries (each distinct value once, in order of first
+ * appearance) or every PLAIN value.  Done here rather than per value as
+ * rows arrive, so that with encoder threads the reader does not do it. */
+static int rg_stats(struct pq_job *j)
+{
+	const struct pq_col *c = j->c;
+	struct pq_rgcol *rs = &j->rs;
+	const struct st_type *t = &c->def.type;
+	const uint8_t *p, *end;
+	struct st_value v;
+
+	rs->rg_stat.has = false;
+	if (rs->dict_on) {
+		p = rs->dict.plain.data;
+		end = p + rs->dict.plain.len;
+	} else {
+		p = rs->values.data;
+		end = p + rs->values.len;
+	}
+	while (p < end) {
+		p += from_plain(c, p, &v);
+		if (!value_is_nan(t, &v) && vstat_update(&rs->rg_stat, t, &v) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* Encodes one column chunk into j->out (offsets in j->ch relative to it). */
 static int write_chunk(struct pq_job *j, struct pq_enc *e, struct fl_err *err)
 {
@@ -1206,6 +1294,8 @@ static int write_chunk(struct pq_job *j, struct pq_enc *e, struct fl_err *err)
 	ch->nan_count = rs->rg_nans;
 	if (rs->dict_on && rs->rg_nonnull == 0)
 		rs->dict_on = false; /* all null: nothing to put in a dictionary */
+	if (rg_stats(j) != 0)
+		return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory");
 	ch->dict = rs->dict_on;
 	if (rs->dict_on) {
 		ch->dict_page_offset = 0;
