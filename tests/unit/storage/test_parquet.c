@@ -565,27 +565,12 @@ static void test_threads_alloc_failures(void **state)
 
 /* A sink that fails past a byte budget: the error of writing a row group
  * the encoders finished comes back once, and the writer is then refused. */
-struct short_sink {
-	size_t left;
-};
-
-static int short_write(void *ctx, const void *p, size_t n, struct fl_err *err)
-{
-	struct short_sink *s = ctx;
-
-	(void)p;
-	if (n > s->left)
-		return fl_err_set(err, FL_ERR_IO, "disk full");
-	s->left -= n;
-	return 0;
-}
-
 static void test_threads_sink_failure(void **state)
 {
 	struct st_parquet_opts o = {0};
 	struct st_parquet_writer *w;
 	struct st_workq *q;
-	struct short_sink ss = {.left = 3000};
+	struct failing_sink fs = {.budget = 3000};
 	struct fl_err err = {0};
 	int r, rc = 0;
 
@@ -596,8 +581,8 @@ static void test_threads_sink_failure(void **state)
 	o.row_group_bytes = 1024;
 	o.codec = ST_PARQUET_UNCOMPRESSED;
 	o.workq = q;
-	o.sink.write = short_write;
-	o.sink.ctx = &ss;
+	o.sink.write = failing_write;
+	o.sink.ctx = &fs;
 	assert_int_equal(st_parquet_writer_open(&o, &w, &err), 0);
 	for (r = 0; r < 5000 && rc == 0; r++) {
 		struct st_value row[NCOL];
