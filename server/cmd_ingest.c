@@ -45,6 +45,7 @@ struct ingest_cfg {
 	char *format;
 	char *on_error;
 	char *new_columns;
+	char *mode;
 	int create;
 	char *delimiter;
 	char *null_marker;
@@ -73,6 +74,8 @@ static const struct fl_setting ingest_settings[] = {
 	 "strict: any bad row fails the batch; dead-letter: bad rows are set aside, good rows commit"},
 	{"new-columns", FL_SET_ENUM, "reject", 0, 0, "reject|ignore|evolve", "FLOE_INGEST_NEW_COLUMNS", OFF(new_columns),
 	 "input columns missing from the table: fail, drop, or add as optional string columns"},
+	{"mode", FL_SET_ENUM, "append", 0, 0, "append|upsert", "FLOE_INGEST_MODE", OFF(mode),
+	 "upsert: rows replace the table's rows with the same key (its identifier fields), the last row of a key winning"},
 	{"create", FL_SET_BOOL, "false", 0, 0, NULL, "FLOE_INGEST_CREATE", OFF(create),
 	 "create the table from the inferred schema of the inputs when it does not exist"},
 	{"delimiter", FL_SET_STR, ",", 0, 1, NULL, "FLOE_INGEST_DELIMITER", OFF(delimiter),
@@ -214,6 +217,7 @@ static int run_batch(struct job *j, struct st_committer *c, struct fl_err *err)
 	                       : strcmp(j->ic.new_columns, "ignore") == 0 ? ST_NEW_COLUMNS_IGNORE
 	                                                                  : ST_NEW_COLUMNS_REJECT,
 	        .create = j->ic.create != 0,
+	        .upsert = strcmp(j->ic.mode, "upsert") == 0,
 	        .codec = j->ic.codec,
 	        .target_file_bytes = (uint64_t)j->ic.target_file_bytes,
 	        .dead_letter_dir = j->ic.dead_letter_dir,

@@ -362,6 +362,16 @@ int st_snapshot_manifest_write_replace(const struct st_snapshot_table *t, int64_
                                        const struct st_manifest_entry *deleted, size_t n_deleted,
                                        struct st_snapshot_manifest **out, struct fl_err *err)
 {
+	return st_snapshot_manifest_write_rewrite(t, snapshot_id, files, n, NULL, 0, deleted,
+	                                          n_deleted, out, err);
+}
+
+int st_snapshot_manifest_write_rewrite(const struct st_snapshot_table *t, int64_t snapshot_id,
+                                       const struct st_data_file *files, size_t n,
+                                       const struct st_manifest_entry *kept, size_t n_kept,
+                                       const struct st_manifest_entry *deleted, size_t n_deleted,
+                                       struct st_snapshot_manifest **out, struct fl_err *err)
+{
 	struct st_partition_field *spec = NULL;
 	size_t n_spec = 0;
 	struct st_manifest_opts mo = {0};
@@ -423,6 +433,20 @@ int st_snapshot_manifest_write_replace(const struct st_snapshot_table *t, int64_
 			fl_err_set(err, FL_ERR_BAD_REQUEST, "snapshot: file sizes overflow");
 			goto fail;
 		}
+	}
+	for (size_t i = 0; i < n_kept; i++) {
+		struct st_manifest_entry e = kept[i];
+
+		e.status = ST_ENTRY_EXISTING;
+		if (e.file == NULL || e.file->content != ST_CONTENT_DATA || !e.has_snapshot_id ||
+		    !e.has_sequence_number) {
+			fl_err_set(err, FL_ERR_BAD_REQUEST,
+			           "snapshot: a kept file needs a data file, its snapshot id and "
+			           "its sequence number");
+			goto fail;
+		}
+		if (st_manifest_writer_add(w, &e, err) != 0)
+			goto fail;
 	}
 	for (size_t i = 0; i < n_deleted; i++) {
 		struct st_manifest_entry e = deleted[i];
@@ -948,7 +972,9 @@ static json_t *make_summary(const struct st_snapshot_opts *o, const int64_t tota
 
 	if (!bad)
 		bad = json_object_set_new(s, "operation",
-		                          json_string(o->n_drop > 0 ? "replace" : "append"));
+		                          json_string(o->operation != NULL ? o->operation
+		                                      : o->n_drop > 0      ? "replace"
+		                                                           : "append"));
 	if (!bad && m != NULL)
 		bad = put_long_str(s, "added-data-files", m->file.added_files_count) ||
 		      put_long_str(s, "added-records", m->file.added_rows_count) ||

@@ -91,6 +91,19 @@ int st_snapshot_manifest_write_replace(const struct st_snapshot_table *table, in
                                        struct st_snapshot_manifest **out,
                                        struct fl_err *err) FL_MUST_CHECK;
 
+/* The manifest of an `overwrite` (copy-on-write upsert): as
+ * st_snapshot_manifest_write_replace, and the n_kept entries of files that
+ * stay live although the manifest holding them is dropped, written as
+ * EXISTING with the snapshot id and sequence numbers they carry (a kept
+ * entry needs both; its status is ignored).  Give kept files their
+ * metrics, so that later scans still prune on them. */
+int st_snapshot_manifest_write_rewrite(const struct st_snapshot_table *table, int64_t snapshot_id,
+                                       const struct st_data_file *files, size_t n,
+                                       const struct st_manifest_entry *kept, size_t n_kept,
+                                       const struct st_manifest_entry *deleted, size_t n_deleted,
+                                       struct st_snapshot_manifest **out,
+                                       struct fl_err *err) FL_MUST_CHECK;
+
 /* The partition tuple of table->spec from a manifest entry's partition
  * record as st_avro_read_all decodes it (an object keyed by partition field
  * name): *out gets one value per spec field (NULL and 0 when
@@ -126,6 +139,9 @@ struct st_snapshot_opts {
 	 * makes the operation "replace". */
 	const char *const *drop_manifests;
 	size_t n_drop;
+	/* The summary's operation; NULL: "replace" with drop_manifests, else
+	 * "append".  An upsert that removes files says "overwrite". */
+	const char *operation;
 };
 
 /* Writes the manifest list and returns in *snapshot (a new reference) the

@@ -26,6 +26,7 @@
 #include "feed/infer.h"
 #include "feed/ndjson.h"
 #include "io/io.h"
+#include "upsert.h"
 
 /* Everything one batch run knows. */
 struct run {
@@ -39,6 +40,10 @@ struct run {
 	struct st_snapshot_manifest *manifest;
 	int attempt;
 	struct st_batch_result *out;
+	int32_t key_ids[16]; /* upsert: the schema's identifier fields */
+	size_t n_key_ids;
+	struct st_upsert *up; /* upsert: the batch's keys and the rewrites */
+	json_t *drop; /* upsert: the manifests the last plan dropped */
 };
 
 static const json_t *find_by_id(const json_t *arr, const char *key, json_int_t id)
@@ -307,6 +312,8 @@ static int write_data(struct run *j, const json_t *meta, struct fl_err *err)
 	         * well under 256 MB of RSS unless the table asks for more. */
 	        .row_group_bytes = rgs != NULL ? (size_t)strtoull(rgs, NULL, 10) : (size_t)64 << 20,
 	        .tz_assume_utc = o->tz_assume_utc,
+	        .key_ids = j->key_ids,
+	        .n_key_ids = j->n_key_ids,
 	        .progress = o->progress,
 	        .progress_ctx = o->progress_ctx,
 	};
@@ -363,7 +370,20 @@ static int make_updates(struct run *j, const json_t *meta, json_t **out, struct 
 	        .io = j->io,
 	        .codec = ST_AVRO_CODEC_DEFLATE,
 	};
-	if (j->manifest == NULL) {
+	if (j->up != NULL) {
+		/* Planned again on every state the commit may apply to. */
+		struct fl_err ignored;
+
+		if (j->manifest != NULL && st_io_delete(j->io, j->manifest->path, &ignored) != 0)
+			ignored.kind = FL_ERR_NONE;
+		st_snapshot_manifest_free(j->manifest);
+		j->manifest = NULL;
+		json_decref(j->drop);
+		j->drop = NULL;
+		if (st_upsert_plan(j->up, &t, meta, j->snapshot_id, &j->manifest, &j->drop, err) !=
+		    0)
+			goto out;
+	} else if (j->manifest == NULL) {
 		struct st_data_file *files =
 		        calloc(res->n_files ? res->n_files : 1, sizeof(*files));
 
@@ -397,6 +417,23 @@ static int make_updates(struct run *j, const json_t *meta, json_t **out, struct 
 	    (j->o->watermark != NULL &&
 	     json_object_set_new(extra, "floe.watermark", json_string(j->o->watermark)) != 0))
 		goto nomem;
+	size_t n_drop = json_array_size(j->drop);
+	const char **drop = calloc(n_drop + 1, sizeof(*drop));
+
+	if (drop == NULL)
+		goto nomem;
+	for (size_t i = 0; i < n_drop; i++)
+		drop[i] = json_string_value(json_array_get(j->drop, i));
+	if (j->up != NULL) {
+		struct st_upsert_stats us;
+
+		st_upsert_stats(j->up, &us);
+		snprintf(n, sizeof(n), "%lld", (long long)us.replaced_rows);
+		if (json_object_set_new(extra, "floe.rows-replaced", json_string(n)) != 0) {
+			free(drop);
+			goto nomem;
+		}
+	}
 	struct st_snapshot_opts so = {
 	        .table = &t,
 	        .parent = psnap ? &parent : NULL,
@@ -408,9 +445,17 @@ static int make_updates(struct run *j, const json_t *meta, json_t **out, struct 
 	        .attempt = ++j->attempt,
 	        .manifest = j->manifest,
 	        .extra_summary = extra,
+	        .drop_manifests = drop,
+	        .n_drop = n_drop,
+	        .operation = n_drop > 0 ? "overwrite" : NULL,
 	};
-	if (st_snapshot_build(&so, &snapshot, err) != 0)
+	rc = st_snapshot_build(&so, &snapshot, err);
+	free(drop);
+	if (rc != 0) {
+		rc = -1;
 		goto out;
+	}
+	rc = -1;
 	updates = json_array();
 	if (updates == NULL)
 		goto nomem;
@@ -440,6 +485,34 @@ out:
 	return rc;
 }
 
+/* Upsert: reads the batch's keys and drops the rows a later one replaces. */
+static int upsert_open(struct run *j, const json_t *meta, struct fl_err *err)
+{
+	struct st_ingest_result *res = &j->out->res;
+	const char *location = json_string_value(json_object_get(meta, "location"));
+	const char *tfs = prop(meta, "write.target-file-size-bytes");
+	char data_uri[PATH_MAX];
+	enum st_parquet_codec codec = codec_of(j->o, meta);
+	int level;
+
+	if (level_of(codec, meta, &level, err) != 0)
+		return -1;
+	snprintf(data_uri, sizeof(data_uri), "%s/data", location);
+	struct st_upsert_opts uo = {
+	        .io = j->io,
+	        .schema = res->schema,
+	        .spec = default_spec(meta),
+	        .format_version = (int)json_integer_value(json_object_get(meta, "format-version")),
+	        .data_uri = data_uri,
+	        .codec = codec,
+	        .compression_level = level,
+	        .target_file_bytes = j->o->target_file_bytes > 0 ? j->o->target_file_bytes
+	                             : tfs != NULL               ? strtoull(tfs, NULL, 10)
+	                                                         : 0,
+	};
+	return st_upsert_open(&uo, res, &j->up, err);
+}
+
 /* The committer's build step: nothing when the batch is already there. */
 static int build(void *arg, const json_t *current, json_t **updates, struct fl_err *err)
 {
@@ -456,6 +529,50 @@ static int build(void *arg, const json_t *current, json_t **updates, struct fl_e
 	return make_updates(j, current, updates, err);
 }
 
+/* Makes the columns o->key name the inferred schema's identifier fields
+ * (required, as the spec asks of them). */
+static int set_key(const struct st_batch_opts *o, json_t *schema, struct fl_err *err)
+{
+	json_t *fields = json_object_get(schema, "fields"), *ids = json_array(), *f = NULL;
+	size_t i;
+
+	if (ids == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	for (size_t k = 0; k < o->n_key; k++) {
+		const char *type = NULL;
+
+		json_array_foreach(fields, i, f)
+		{
+			const char *name = json_string_value(json_object_get(f, "name"));
+
+			if (name != NULL && strcmp(name, o->key[k]) == 0)
+				break;
+		}
+		if (f == NULL || i == json_array_size(fields)) {
+			json_decref(ids);
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "key column '%.100s' is not in the first input's columns",
+			                  o->key[k]);
+		}
+		type = json_string_value(json_object_get(f, "type"));
+		if (type != NULL && (strcmp(type, "double") == 0 || strcmp(type, "float") == 0)) {
+			json_decref(ids);
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "key column '%.100s' holds %s values; a key must not be "
+			                  "float or double",
+			                  o->key[k], type);
+		}
+		if (json_object_set_new(f, "required", json_true()) != 0 ||
+		    json_array_append(ids, json_object_get(f, "id")) != 0) {
+			json_decref(ids);
+			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		}
+	}
+	if (json_object_set_new(schema, "identifier-field-ids", ids) != 0)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	return 0;
+}
+
 /* Loads the table, creating it from the inputs when asked (a concurrent
  * creator winning is fine: load what it made). */
 static int load_or_create(struct st_committer *c, struct run *j, json_t **meta, struct fl_err *err)
@@ -470,6 +587,10 @@ static int load_or_create(struct st_committer *c, struct run *j, json_t **meta, 
 	fl_err_clear(err);
 	if (infer_schema(j, &schema, err) != 0)
 		return -1;
+	if (j->o->n_key > 0 && set_key(j->o, schema, err) != 0) {
+		json_decref(schema);
+		return -1;
+	}
 	rc = c->ops->create(c, schema, meta, err);
 	json_decref(schema);
 	if (rc != 0 && err->kind == FL_ERR_ALREADY_EXISTS) {
@@ -511,17 +632,36 @@ int st_batch_run(struct st_committer *c, const struct st_batch_opts *o, const ch
 		rc = 0;
 		goto out;
 	}
+	if (o->upsert) {
+		if (st_upsert_key_ids(current_schema(meta), j.key_ids, 16, &j.n_key_ids, err) != 0)
+			goto out;
+		if (j.n_key_ids == 0) {
+			fl_err_set(err, FL_ERR_BAD_REQUEST,
+			           "upsert needs a key: table %.200s has no identifier fields "
+			           "(schema identifier-field-ids)",
+			           json_string_value(json_object_get(meta, "location")));
+			goto out;
+		}
+	}
 	if (write_data(&j, meta, err) != 0)
 		goto out;
 	if (out->res.rows_ok == 0) {
 		rc = 0;
 		goto out;
 	}
+	if (o->upsert && upsert_open(&j, meta, err) != 0) {
+		st_ingest_result_discard(j.io, &out->res);
+		goto out;
+	}
 	if (c->ops->commit(c, batch_id, o->retries, build, &j, err) != 0) {
 		if (err->kind != FL_ERR_COMMIT_STATE_UNKNOWN) {
 			st_ingest_result_discard(j.io, &out->res);
 			discard_manifest(&j);
+			st_upsert_finish(j.up, false, false);
+		} else {
+			st_upsert_finish(j.up, true, true);
 		}
+		j.up = NULL;
 		goto out;
 	}
 	if (out->already) {
@@ -532,8 +672,12 @@ int st_batch_run(struct st_committer *c, const struct st_batch_opts *o, const ch
 		out->snapshot_id = j.snapshot_id;
 		out->committed = true;
 	}
+	st_upsert_finish(j.up, out->committed, false);
+	j.up = NULL;
 	rc = 0;
 out:
+	st_upsert_finish(j.up, false, false);
+	json_decref(j.drop);
 	st_snapshot_manifest_free(j.manifest);
 	json_decref(meta);
 	return rc;

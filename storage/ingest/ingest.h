@@ -47,6 +47,10 @@ struct st_ingest_opts {
 	uint64_t target_file_bytes; /* roll to a new file past this (compressed); 0 = 512 MiB */
 	size_t row_group_bytes; /* 0 = the writer's default */
 	bool tz_assume_utc; /* timestamptz without a zone is UTC */
+	/* Upsert: the key's field ids; a row whose key column is null is
+	 * rejected naming it (dead-lettered, or the run fails when strict). */
+	const int32_t *key_ids;
+	size_t n_key_ids;
 	/* Called every few thousand records and after each input, on the
 	 * caller's thread; NULL = none.  Cheap calls: it throttles itself. */
 	void (*progress)(void *ctx, const struct st_ingest_progress *p);
