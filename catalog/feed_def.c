@@ -393,14 +393,14 @@ int cat_feed_def_check(const json_t *req, const char *default_wh, json_t **out, 
 		return -1;
 	free(levels);
 	if (json_object_get(req, "format") == NULL)
-		return bad(err, "format", "is required (csv, ndjson)");
+		return bad(err, "format", "is required (csv, ndjson, parquet)");
 	if (get_enum(req, "format", "csv|ndjson|parquet", "", &format, err) != 0)
 		return -1;
-	if (strcmp(format, "parquet") == 0)
-		return bad(err, "format",
-		           "'parquet' is not supported yet by the feed workers (csv, ndjson)");
 	if (get_enum(req, "mode", "append|upsert", "append", &mode, err) != 0)
 		return -1;
+	if (strcmp(format, "parquet") == 0 && strcmp(mode, "upsert") == 0)
+		return bad(err, "mode",
+		           "upsert takes csv or ndjson; parquet objects are added as they are");
 	if (get_enum(req, "on-error", "strict|dead-letter", "strict", &on_error, err) != 0 ||
 	    get_enum(req, "new-columns", "reject|ignore|evolve", "reject", &new_cols, err) != 0 ||
 	    fl_json_get_bool(req, "create-table", false, WHAT, &create, err) != 0 ||

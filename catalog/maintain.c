@@ -53,6 +53,7 @@
 #include "parquet/reader.h"
 #include "uuid.h"
 #include "iceberg/reachable.h"
+#include "iceberg/rewrite.h"
 #include "tablemeta.h"
 
 static int nomem(struct fl_err *err)
@@ -796,36 +797,12 @@ static enum st_parquet_codec table_codec(const json_t *meta)
 }
 
 /* The writer's columns and the reader's projection from the schema (flat,
- * primitive fields). */
+ * primitive fields), as every copy-on-write rewrite takes them. */
 static int schema_columns(const struct compact *c, struct st_parquet_column **cols,
                           struct st_parquet_want **want, size_t *n, struct fl_err *err)
 {
-	const json_t *fields = json_object_get(c->t.schema, "fields"), *f;
-	size_t i;
-
-	*n = json_array_size(fields);
-	*cols = calloc(*n ? *n : 1, sizeof(**cols));
-	*want = calloc(*n ? *n : 1, sizeof(**want));
-	if (*cols == NULL || *want == NULL)
-		return nomem(err);
-	json_array_foreach(fields, i, f)
-	{
-		const char *type = json_string_value(json_object_get(f, "type"));
-
-		(*cols)[i].name = json_string_value(json_object_get(f, "name"));
-		(*cols)[i].field_id = (int32_t)json_integer_value(json_object_get(f, "id"));
-		(*cols)[i].required = json_is_true(json_object_get(f, "required"));
-		if (type == NULL || (*cols)[i].name == NULL)
-			return fl_err_set(err, FL_ERR_UNSUPPORTED,
-			                  "table %s: column %zu has a nested type; compaction of "
-			                  "nested columns is not yet supported",
-			                  c->table, i);
-		if (st_type_parse(type, &(*cols)[i].type, err) != 0)
-			return fl_err_prefix(err, "table %s: column %s", c->table, (*cols)[i].name);
-		(*want)[i].field_id = (*cols)[i].field_id;
-		(*want)[i].type = (*cols)[i].type;
-		(*want)[i].required = (*cols)[i].required;
-	}
+	if (st_rewrite_columns(c->t.schema, cols, want, n, err) != 0)
+		return fl_err_prefix(err, "table %s: compaction", c->table);
 	return 0;
 }
 
@@ -921,63 +898,44 @@ static int rewrite_close(struct rewrite *rw, const struct st_value *part, struct
 	return 0;
 }
 
+/* One row of a group into the open file, rolled at the target size. */
+struct group_write {
+	struct rewrite *rw;
+	const struct st_value *part;
+};
+
+static int write_group_row(void *arg, int64_t pos, const struct st_value *row, struct fl_err *err)
+{
+	struct group_write *gw = arg;
+	struct rewrite *rw = gw->rw;
+
+	(void)pos;
+	if (rw->w == NULL && rewrite_open(rw, err) != 0)
+		return -1;
+	if (st_parquet_writer_write_row(rw->w, row, err) != 0)
+		return -1;
+	if (st_parquet_writer_size(rw->w) >= (uint64_t)rw->c->target &&
+	    rewrite_close(rw, gw->part, err) != 0)
+		return -1;
+	return 0;
+}
+
 /* Streams the rows of every file of group g into new files rolled at the
  * target size. */
 static int rewrite_group(struct rewrite *rw, const json_t *g, const struct st_value *part,
-                         const struct st_parquet_want *want, struct st_value *row,
-                         struct fl_err *err)
+                         const struct st_parquet_want *want, struct fl_err *err)
 {
+	struct group_write gw = {rw, part};
 	size_t i;
 	const json_t *f;
 
 	json_array_foreach(json_object_get(g, "files"), i, f)
 	{
 		const char *uri = json_string_value(json_object_get(f, "path"));
-		struct st_parquet_source src;
-		struct st_parquet_io_ctx ictx;
-		struct st_parquet_reader *r = NULL;
-		const struct st_parquet_batch *b;
 
-		struct st_parquet_reader_opts ro = {.name_mapping = rw->mapping};
-
-		if (st_parquet_source_io(&src, &ictx, rw->c->io, uri, err) != 0 ||
-		    st_parquet_reader_open(&src, &ro, &r, err) != 0)
-			goto bad;
-		/* A column without a field id would read as nulls: never rewrite
-		 * such a file (its values would be lost). */
-		for (size_t l = 0; l < st_parquet_reader_n_leaves(r); l++) {
-			if (st_parquet_reader_leaf(r, l)->field_id < 0) {
-				fl_err_set(
-				        err, FL_ERR_UNSUPPORTED,
-				        "column %.100s has no field id and the table's name mapping "
-				        "does not name it; compacting such files is not yet supported",
-				        st_parquet_reader_leaf(r, l)->path);
-				goto bad;
-			}
-		}
-		if (st_parquet_reader_project(r, want, rw->ncols, err) != 0)
-			goto bad;
-		for (;;) {
-			if (st_parquet_reader_next(r, &b, err) != 0)
-				goto bad;
-			if (b == NULL)
-				break;
-			for (size_t k = 0; k < b->n_rows; k++) {
-				if (rw->w == NULL && rewrite_open(rw, err) != 0)
-					goto bad;
-				st_parquet_batch_row(b, k, row);
-				if (st_parquet_writer_write_row(rw->w, row, err) != 0)
-					goto bad;
-				if (st_parquet_writer_size(rw->w) >= (uint64_t)rw->c->target &&
-				    rewrite_close(rw, part, err) != 0)
-					goto bad;
-			}
-		}
-		st_parquet_reader_free(r);
-		continue;
-	bad:
-		st_parquet_reader_free(r);
-		return fl_err_prefix(err, "%.200s", uri);
+		if (st_rewrite_scan(rw->c->io, uri, rw->mapping, want, rw->ncols, write_group_row,
+		                    &gw, err) != 0)
+			return -1;
 	}
 	if (rw->w != NULL && rewrite_close(rw, part, err) != 0)
 		return -1;
@@ -1055,7 +1013,7 @@ static int rewrite_all(struct compact *c, struct fl_err *err)
 {
 	struct st_parquet_column *cols = NULL;
 	struct st_parquet_want *want = NULL;
-	struct st_value *row = NULL, **parts = NULL;
+	struct st_value **parts = NULL;
 	struct st_data_file *dfs = NULL;
 	struct st_manifest_entry *del = NULL;
 	struct rewrite rw = {.c = c, .codec = table_codec(c->meta)};
@@ -1077,11 +1035,10 @@ static int rewrite_all(struct compact *c, struct fl_err *err)
 	rw.cols = cols;
 	rw.ncols = ncols;
 	rw.schema_json = json_dumps(c->t.schema, JSON_COMPACT);
-	row = calloc(ncols ? ncols : 1, sizeof(*row));
 	parts = calloc(np ? np : 1, sizeof(*parts));
 	dfs = calloc((size_t)c->removed, sizeof(*dfs));
 	del = calloc((size_t)c->removed, sizeof(*del));
-	if (rw.schema_json == NULL || row == NULL || parts == NULL || dfs == NULL || del == NULL) {
+	if (rw.schema_json == NULL || parts == NULL || dfs == NULL || del == NULL) {
 		nomem(err);
 		goto out;
 	}
@@ -1096,7 +1053,7 @@ static int rewrite_all(struct compact *c, struct fl_err *err)
 			goto out;
 		}
 		rw.group_added = rw.group_bytes = 0;
-		if (rewrite_group(&rw, g, parts[i], want, row, err) != 0) {
+		if (rewrite_group(&rw, g, parts[i], want, err) != 0) {
 			fl_err_prefix(err, "table %s: rewriting", c->table);
 			goto out;
 		}
@@ -1150,7 +1107,6 @@ out:
 	free(parts);
 	free(dfs);
 	free(del);
-	free(row);
 	free(cols);
 	free(want);
 	free(rw.schema_json);

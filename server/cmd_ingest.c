@@ -68,8 +68,8 @@ static const struct fl_setting ingest_settings[] = {
 	 "commit through this Iceberg REST catalog instead of in process"},
 	{"token", FL_SET_STR, "", 0, 8192, NULL, "FLOE_CATALOG_TOKEN", OFF(token),
 	 "bearer token for --catalog-uri"},
-	{"format", FL_SET_ENUM, "auto", 0, 0, "auto|csv|ndjson", "FLOE_INGEST_FORMAT", OFF(format),
-	 "input format; auto = by file extension (.csv, .ndjson/.jsonl/.json)"},
+	{"format", FL_SET_ENUM, "auto", 0, 0, "auto|csv|ndjson|parquet", "FLOE_INGEST_FORMAT", OFF(format),
+	 "input format; auto = by file extension (.csv, .ndjson/.jsonl/.json, .parquet: added as data files after a schema check)"},
 	{"on-error", FL_SET_ENUM, "strict", 0, 0, "strict|dead-letter", "FLOE_INGEST_ON_ERROR", OFF(on_error),
 	 "strict: any bad row fails the batch; dead-letter: bad rows are set aside, good rows commit"},
 	{"new-columns", FL_SET_ENUM, "reject", 0, 0, "reject|ignore|evolve", "FLOE_INGEST_NEW_COLUMNS", OFF(new_columns),
@@ -130,7 +130,11 @@ static enum st_ingest_format detect_format(const struct job *j)
 		return ST_INGEST_CSV;
 	if (strcmp(f, "ndjson") == 0)
 		return ST_INGEST_NDJSON;
+	if (strcmp(f, "parquet") == 0)
+		return ST_INGEST_PARQUET;
 	ext = strrchr(j->inputs[0], '.');
+	if (ext != NULL && strcmp(ext, ".parquet") == 0)
+		return ST_INGEST_PARQUET;
 	if (ext != NULL && (strcmp(ext, ".ndjson") == 0 || strcmp(ext, ".jsonl") == 0 ||
 	                    strcmp(ext, ".json") == 0))
 		return ST_INGEST_NDJSON;

@@ -822,7 +822,9 @@ static int run_one(struct srv_ctx *ctx, bool *did, struct fl_err *err)
 	on_error = def_str(u.def, "on-error");
 	new_cols = def_str(u.def, "new-columns");
 	u.bo = (struct st_batch_opts){
-	        .format = strcmp(fmt, "ndjson") == 0 ? ST_INGEST_NDJSON : ST_INGEST_CSV,
+	        .format = strcmp(fmt, "ndjson") == 0    ? ST_INGEST_NDJSON
+	                  : strcmp(fmt, "parquet") == 0 ? ST_INGEST_PARQUET
+	                                                : ST_INGEST_CSV,
 	        .on_error = strcmp(on_error, "dead-letter") == 0 ? ST_ON_ERROR_DEAD_LETTER
 	                                                         : ST_ON_ERROR_STRICT,
 	        .new_columns = strcmp(new_cols, "evolve") == 0   ? ST_NEW_COLUMNS_EVOLVE

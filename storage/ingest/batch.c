@@ -26,6 +26,7 @@
 #include "feed/infer.h"
 #include "feed/ndjson.h"
 #include "io/io.h"
+#include "addfile.h"
 #include "upsert.h"
 
 /* Everything one batch run knows. */
@@ -191,9 +192,12 @@ static int level_of(enum st_parquet_codec codec, const json_t *meta, int *level,
 	return 0;
 }
 
-/* Infers a schema from the first readable rows of the first input. */
+/* Infers a schema from the first readable rows of the first input (a
+ * Parquet input: from its columns). */
 static int infer_schema(const struct run *j, json_t **schema, struct fl_err *err)
 {
+	if (j->o->format == ST_INGEST_PARQUET)
+		return st_addfile_infer_schema(j->inputs[0], schema, err);
 	struct st_infer *inf = NULL;
 	struct st_fd_source src;
 	int fd = open(j->inputs[0], O_RDONLY | O_CLOEXEC), rc = -1, got;
@@ -290,6 +294,18 @@ static int write_data(struct run *j, const json_t *meta, struct fl_err *err)
 		if (mkdir(dir, 0755) != 0 && errno != EEXIST)
 			return fl_err_set(err, FL_ERR_IO, "cannot create %s: %s", dir,
 			                  strerror(errno));
+	}
+	if (o->format == ST_INGEST_PARQUET) {
+		struct st_addfile_opts ao = {
+		        .schema = schema,
+		        .spec = default_spec(meta),
+		        .name_mapping = prop(meta, "schema.name-mapping.default"),
+		        .ignore_new_columns = o->new_columns == ST_NEW_COLUMNS_IGNORE,
+		        .io = j->io,
+		        .data_uri = data_uri,
+		};
+
+		return st_addfile_run(&ao, j->inputs, j->n, &j->out->res, err);
 	}
 	struct st_ingest_opts io = {
 	        .schema = schema,
@@ -464,6 +480,17 @@ static int make_updates(struct run *j, const json_t *meta, json_t **out, struct 
 		        updates, json_pack("{s:s, s:O}", "action", "add-schema", "schema", schema));
 		json_array_append_new(updates, json_pack("{s:s, s:i}", "action",
 		                                         "set-current-schema", "schema-id", -1));
+	}
+	if (res->needs_mapping && prop(meta, "schema.name-mapping.default") == NULL) {
+		/* Added files name their columns only: readers map them by name. */
+		char *mapping = st_addfile_name_mapping(schema);
+
+		if (mapping == NULL)
+			goto nomem;
+		json_array_append_new(updates,
+		                      json_pack("{s:s, s:{s:s}}", "action", "set-properties",
+		                                "updates", "schema.name-mapping.default", mapping));
+		free(mapping);
 	}
 	json_array_append_new(
 	        updates, json_pack("{s:s, s:O}", "action", "add-snapshot", "snapshot", snapshot));

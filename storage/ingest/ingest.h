@@ -19,7 +19,7 @@
 #include "io/io.h"
 #include "parquet/parquet.h"
 
-enum st_ingest_format { ST_INGEST_CSV, ST_INGEST_NDJSON };
+enum st_ingest_format { ST_INGEST_CSV, ST_INGEST_NDJSON, ST_INGEST_PARQUET };
 enum st_on_error { ST_ON_ERROR_STRICT, ST_ON_ERROR_DEAD_LETTER };
 enum st_new_columns { ST_NEW_COLUMNS_REJECT, ST_NEW_COLUMNS_IGNORE, ST_NEW_COLUMNS_EVOLVE };
 
@@ -76,6 +76,7 @@ struct st_ingest_result {
 	uint64_t bytes_in;
 	uint64_t bytes_out;
 	char *dead_letter_errors; /* path of the reasons file, or NULL */
+	bool needs_mapping; /* added Parquet files name columns only: commit a name mapping */
 };
 
 /* Reads the n input files (local paths) and writes Parquet through o->io,

@@ -23,7 +23,7 @@
 #include "base/buf.h"
 #include "iceberg/entry.h"
 #include "iceberg/name_mapping.h"
-#include "rewrite.h"
+#include "iceberg/rewrite.h"
 
 #define MAX_KEYS 16
 #define MAX_MANIFEST_READ ((size_t)64 << 20)

@@ -133,7 +133,7 @@ test('every bad definition is a 400 naming its key', async () => {
     [{ source: { type: 'directory', path: '/a', extra: 1 } }, "unknown key 'source.extra'"],
     [{ format: undefined }, 'format is required'],
     [{ format: 'xml' }, 'format'],
-    [{ format: 'parquet' }, 'not supported yet'],
+    [{ format: 'parquet', mode: 'upsert' }, 'upsert takes csv or ndjson'],
     [{ mode: 'merge' }, 'mode'],
     [{ mode: 'upsert', 'create-table': true }, 'key is required'],
     [{ key: ['id'] }, 'key is only for mode upsert'],

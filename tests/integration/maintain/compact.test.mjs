@@ -283,7 +283,7 @@ test('compact: files without field ids are read by the name mapping, refused wit
   assert.equal(beforeRows.length, 9);
   let res = maintain(name, ['compact']);
   assert.equal(res.code, 1, res.stdout);
-  assert.match(res.lines[0].error, /column id has no field id and the table's name mapping does not name it; compacting such files is not yet supported/);
+  assert.match(res.lines[0].error, /column id has no field id and the table's name mapping does not name it; rewriting such files \(compaction, upsert\) is not yet supported/);
   assert.equal(String((await head(name))['snapshot-id']), String(before['snapshot-id']));
   assert.deepEqual(fs.readdirSync(dataDir).filter((f) => f.includes('compact')), [], 'its new files are deleted');
 

@@ -1,7 +1,7 @@
 /* rewrite.c - row scans and copy-on-write rewrites of Parquet data files
  * (see rewrite.h).  Memory: one row group of the input (the reader's
  * bound) plus the writer's row group. */
-#include "rewrite.h"
+#include "iceberg/rewrite.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,7 +74,8 @@ int st_rewrite_scan(struct st_io *io, const char *uri, const struct st_name_mapp
 			fl_err_set(
 			        err, FL_ERR_UNSUPPORTED,
 			        "column %.100s has no field id and the table's name mapping does "
-			        "not name it; rewriting such files is not yet supported",
+			        "not name it; rewriting such files (compaction, upsert) is not yet "
+			        "supported",
 			        st_parquet_reader_leaf(r, l)->path);
 			goto bad;
 		}
