@@ -10,43 +10,26 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { icebergRead } from 'icebird';
 import { psql } from '../lib/harness.mjs';
 import {
   startCatalog, createTable, loadTable, snapshotFiles, currentSnapshot, localPath, duck, sqlStr, tmpDir,
 } from '../ingest/lib.mjs';
-import { createFeed, ledger, waitLedger, range } from './lib.mjs';
+import { createFeed, ledger, waitLedger, range, routeFileFetch } from './lib.mjs';
 
 let ctx;
 let root;
-let server;
-const realFetch = globalThis.fetch;
+let unroute;
 
 before(async () => {
   ctx = await startCatalog('feeds_parquet');
   root = tmpDir('feeds-parquet');
-  server = http.createServer((req, res) => {
-    const file = path.normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname));
-    if (!fs.existsSync(file) || !fs.statSync(file).isFile()) {
-      res.writeHead(404).end();
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'application/octet-stream' });
-    fs.createReadStream(file).pipe(res);
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const base = `http://127.0.0.1:${server.address().port}`;
-  globalThis.fetch = (url, init) => {
-    const u = String(url);
-    return realFetch(u.startsWith('file://') ? base + u.slice('file://'.length) : u, init);
-  };
+  unroute = await routeFileFetch();
 });
 
 after(async () => {
-  globalThis.fetch = realFetch;
-  await new Promise((resolve) => (server ? server.close(resolve) : resolve()));
+  await unroute?.();
   await ctx?.floe.stop();
   if (root) fs.rmSync(root, { recursive: true, force: true });
 });
