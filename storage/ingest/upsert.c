@@ -579,11 +579,17 @@ static struct cached *cache_of(struct st_upsert *u, const char *path, bool *fres
 	return &u->cache[u->ncache++];
 }
 
+/* A live entry of a dropped manifest, with its partition tuple. */
+struct carried {
+	struct st_entry_copy c;
+	struct st_value *partition;
+};
+
 /* A growing array of data files and of entries. */
 struct plan {
 	struct st_data_file *add;
 	size_t nadd, capadd;
-	struct st_entry_copy *kept, *del;
+	struct carried *kept, *del;
 	size_t nkept, ndel;
 	json_t *held; /* the entries arrays the copies point into */
 };
@@ -603,12 +609,18 @@ static int add_file(struct plan *p, const struct st_data_file *df, struct fl_err
 	return 0;
 }
 
+static void carried_free(struct carried *c)
+{
+	st_entry_copy_free(&c->c);
+	free(c->partition);
+}
+
 static void plan_free(struct plan *p)
 {
 	for (size_t i = 0; i < p->nkept; i++)
-		st_entry_copy_free(&p->kept[i]);
+		carried_free(&p->kept[i]);
 	for (size_t i = 0; i < p->ndel; i++)
-		st_entry_copy_free(&p->del[i]);
+		carried_free(&p->del[i]);
 	free(p->kept);
 	free(p->del);
 	free(p->add);
@@ -676,7 +688,7 @@ static int split_manifest(struct st_upsert *u, const struct st_snapshot_table *t
 {
 	size_t n = json_array_size(entries), i;
 	const json_t *e;
-	struct st_entry_copy *g;
+	struct carried *g;
 
 	if (json_integer_value(json_object_get(mf, "partition_spec_id")) != t->spec_id)
 		return fl_err_set(
@@ -697,13 +709,19 @@ static int split_manifest(struct st_upsert *u, const struct st_snapshot_table *t
 		        json_object_get(json_object_get(e, "data_file"), "file_path"));
 		json_t *ci = json_object_get(u->cache_idx, path);
 		struct cached *c = ci ? &u->cache[json_integer_value(ci)] : NULL;
-		struct st_entry_copy *ec;
+		struct carried *ec;
+		size_t n_part;
 
 		if (json_integer_value(json_object_get(e, "status")) == 2)
 			continue;
 		ec = c != NULL && c->match ? &p->del[p->ndel++] : &p->kept[p->nkept++];
-		if (st_entry_copy_parse(t, mf, e, ec, err) != 0)
+		memset(ec, 0, sizeof(*ec));
+		if (st_entry_copy_from_json(e, mf, NULL, &ec->c, err) != 0 ||
+		    st_snapshot_partition_parse(
+		            t, json_object_get(json_object_get(e, "data_file"), "partition"),
+		            &ec->partition, &n_part, err) != 0)
 			return -1;
+		ec->c.file.partition = ec->partition;
 		if (c == NULL || !c->match)
 			continue;
 		if (!c->rewritten) {
@@ -845,15 +863,16 @@ int st_upsert_plan(struct st_upsert *u, const struct st_snapshot_table *t, const
 		}
 		/* The copies moved as the arrays grew: point them at their files now. */
 		for (i = 0; i < p.nkept; i++) {
-			kept[i] = p.kept[i].e;
-			kept[i].file = &p.kept[i].df;
+			kept[i] = p.kept[i].c.entry;
+			kept[i].file = &p.kept[i].c.file;
 		}
 		for (i = 0; i < p.ndel; i++) {
-			del[i] = p.del[i].e;
-			del[i].file = &p.del[i].df;
+			del[i] = p.del[i].c.entry;
+			del[i].file = &p.del[i].c.file;
 		}
-		rc = st_snapshot_manifest_write_rewrite(t, snapshot_id, p.add, p.nadd, kept,
-		                                        p.nkept, del, p.ndel, manifest, err);
+		rc = st_snapshot_manifest_write_rewrite(t, snapshot_id, ST_MANIFEST_DATA, p.add,
+		                                        p.nadd, kept, p.nkept, del, p.ndel,
+		                                        manifest, err);
 		free(kept);
 		free(del);
 		if (rc != 0)

@@ -17,7 +17,6 @@
 #include <cmocka.h>
 
 #include "avro/reader.h"
-#include "iceberg/entry.h"
 #include "iceberg/manifest.h"
 #include "iceberg/manifest_list.h"
 #include "iceberg/snapshot.h"
@@ -634,6 +633,116 @@ static void test_partitioned(void **state)
 	fixture_done(&f);
 }
 
+/* A replace that rewrites manifests in part: kept entries EXISTING with
+ * their own snapshot ids and sequence numbers, between the ADDED and the
+ * DELETED ones; removed delete files in a delete manifest of their own,
+ * counted in the summary. */
+static void test_rewrite_in_part(void **state)
+{
+	struct fixture f;
+	json_t *s[2], *list, *entries, *snap, *rec;
+	struct st_data_file old[4], out = {0}, pd = {0};
+	char paths[4][96];
+	struct st_manifest_entry e[4], pde = {0};
+	struct st_snapshot_manifest *m, *rd;
+	struct st_snapshot_parent p;
+	struct st_snapshot_opts o = {0};
+	struct fl_err err = {0};
+	const char *drop[2];
+
+	(void)state;
+	fixture_init(&f, 2);
+	s[0] = append(&f, 101, NULL, 1, 2, 0, NULL);
+	s[1] = append(&f, 102, s[0], 2, 2, 0, NULL);
+	list = read_all(json_string_value(json_object_get(s[1], "manifest-list")), NULL, NULL, 0);
+	drop[0] = json_string_value(json_object_get(json_array_get(list, 0), "manifest_path"));
+	drop[1] = json_string_value(json_object_get(json_array_get(list, 1), "manifest_path"));
+	make_files(old, paths, 2, 1, NULL, 0);
+	make_files(old + 2, paths + 2, 2, 2, NULL, 0);
+	for (int i = 0; i < 4; i++) {
+		memset(&e[i], 0, sizeof(e[i]));
+		e[i].file = &old[i];
+		e[i].has_snapshot_id = true;
+		e[i].snapshot_id = i < 2 ? 101 : 102;
+		e[i].has_sequence_number = e[i].has_file_sequence_number = true;
+		e[i].sequence_number = e[i].file_sequence_number = i < 2 ? 1 : 2;
+	}
+	out.content = ST_CONTENT_DATA;
+	out.file_path = "file:///warehouse/t/data/compact.parquet";
+	out.file_format = "PARQUET";
+	out.record_count = 30;
+	out.file_size_in_bytes = 3000;
+	/* files 0 and 2 stay (EXISTING), 1 and 3 are rewritten */
+	{
+		struct st_manifest_entry kept[2] = {e[0], e[2]}, gone[2] = {e[1], e[3]};
+
+		if (st_snapshot_manifest_write_rewrite(&f.t, 103, ST_MANIFEST_DATA, &out, 1, kept,
+		                                       2, gone, 2, &m, &err) != 0)
+			fail_msg("%s", err.msg);
+		/* a kept delete file in a data manifest is refused */
+		pd.content = ST_CONTENT_POSITION_DELETES;
+		pd.file_path = "file:///warehouse/t/data/pd.parquet";
+		pd.file_format = "PARQUET";
+		pd.record_count = 5;
+		pd.file_size_in_bytes = 100;
+		pde.file = &pd;
+		pde.has_snapshot_id = pde.has_sequence_number = pde.has_file_sequence_number = true;
+		pde.snapshot_id = 102;
+		pde.sequence_number = pde.file_sequence_number = 2;
+		assert_int_not_equal(st_snapshot_manifest_write_rewrite(&f.t, 103, ST_MANIFEST_DATA,
+		                                                        &out, 1, &pde, 1, NULL, 0,
+		                                                        &rd, &err),
+		                     0);
+		assert_int_equal(err.kind, FL_ERR_BAD_REQUEST);
+	}
+	if (st_snapshot_manifest_write_removed_deletes(&f.t, 103, &pde, 1, &rd, &err) != 0)
+		fail_msg("%s", err.msg);
+	entries = read_all(m->path, NULL, NULL, 0);
+	assert_int_equal(json_array_size(entries), 5);
+	assert_int_equal(iget(json_array_get(entries, 0), "status"), 1);
+	for (size_t i = 1; i < 5; i++) {
+		rec = json_array_get(entries, i);
+		assert_int_equal(iget(rec, "status"), i < 3 ? 0 : 2);
+		assert_int_equal(iget(rec, "snapshot_id"), i % 2 == 1 ? 101 : 102);
+		assert_int_equal(iget(rec, "sequence_number"), i % 2 == 1 ? 1 : 2);
+	}
+	json_decref(entries);
+	p.snapshot_id = 102;
+	p.manifest_list = json_string_value(json_object_get(s[1], "manifest-list"));
+	p.summary = json_object_get(s[1], "summary");
+	o.table = &f.t;
+	o.parent = &p;
+	o.snapshot_id = 103;
+	o.sequence_number = 3;
+	o.timestamp_ms = 1700000000103;
+	o.attempt = 1;
+	o.manifest = m;
+	o.drop_manifests = drop;
+	o.n_drop = 2;
+	o.removed_deletes = rd;
+	if (st_snapshot_build(&o, &snap, &err) != 0)
+		fail_msg("%s", err.msg);
+	rec = json_object_get(snap, "summary");
+	assert_string_equal(sget(rec, "operation"), "replace");
+	assert_string_equal(sget(rec, "deleted-data-files"), "2");
+	assert_string_equal(sget(rec, "removed-delete-files"), "1");
+	assert_string_equal(sget(rec, "removed-position-deletes"), "5");
+	assert_string_equal(sget(rec, "total-data-files"), "3");
+	json_decref(list);
+	list = read_all(json_string_value(json_object_get(snap, "manifest-list")), NULL, NULL, 0);
+	assert_int_equal(json_array_size(list), 2);
+	assert_int_equal(iget(json_array_get(list, 0), "existing_files_count"), 2);
+	assert_int_equal(iget(json_array_get(list, 1), "content"), 1);
+	assert_int_equal(iget(json_array_get(list, 1), "deleted_files_count"), 1);
+	json_decref(list);
+	json_decref(snap);
+	st_snapshot_manifest_free(m);
+	st_snapshot_manifest_free(rd);
+	json_decref(s[0]);
+	json_decref(s[1]);
+	fixture_done(&f);
+}
+
 /* A replace (compaction) on top of three appends: the manifests of the
  * first two are dropped, the new manifest holds the rewritten file ADDED
  * and the four old ones DELETED with their sequence numbers, the summary
@@ -764,126 +873,6 @@ static void test_replace(void **state)
 	json_decref(rec);
 	for (int i = 0; i < 3; i++)
 		json_decref(s[i]);
-	fixture_done(&f);
-}
-
-/* An overwrite (copy-on-write upsert): one manifest of a parent dropped, one
- * of its files DELETED and the other carried as EXISTING with its metrics
- * and sequence numbers, read back through st_entry_copy_parse unchanged. */
-static void test_overwrite(void **state)
-{
-	struct fixture f;
-	json_t *s[1], *list, *entries, *snap, *rec;
-	struct st_data_file old[2], out = {0};
-	char paths[2][96];
-	uint8_t lo[8] = {5, 0, 0, 0, 0, 0, 0, 0}, hi[8] = {9, 1, 0, 0, 0, 0, 0, 0};
-	struct st_column_metrics cm = {.field_id = 1,
-	                               .column_size = 77,
-	                               .value_count = 11,
-	                               .null_count = 0,
-	                               .nan_count = -1,
-	                               .has_lower = true,
-	                               .has_upper = true,
-	                               .lower = lo,
-	                               .lower_len = 8,
-	                               .upper = hi,
-	                               .upper_len = 8};
-	struct st_manifest_entry kept = {0}, del = {0};
-	struct st_entry_copy ec;
-	struct st_snapshot_manifest *m;
-	struct st_snapshot_parent p;
-	struct st_snapshot_opts o = {0};
-	struct fl_err err = {0};
-	const char *drop[1];
-
-	(void)state;
-	fixture_init(&f, 2);
-	s[0] = append(&f, 201, NULL, 1, 2, 0, NULL);
-	list = read_all(json_string_value(json_object_get(s[0], "manifest-list")), NULL, NULL, 0);
-	drop[0] = json_string_value(json_object_get(json_array_get(list, 0), "manifest_path"));
-	make_files(old, paths, 2, 1, NULL, 0);
-	old[0].columns = &cm;
-	old[0].n_columns = 1;
-	kept.file = &old[0];
-	del.file = &old[1];
-	kept.has_snapshot_id = del.has_snapshot_id = true;
-	kept.snapshot_id = del.snapshot_id = 201;
-	kept.has_sequence_number = del.has_sequence_number = true;
-	kept.has_file_sequence_number = del.has_file_sequence_number = true;
-	kept.sequence_number = kept.file_sequence_number = 1;
-	del.sequence_number = del.file_sequence_number = 1;
-	out.content = ST_CONTENT_DATA;
-	out.file_path = "file:///warehouse/t/data/survivors.parquet";
-	out.file_format = "PARQUET";
-	out.record_count = 7;
-	out.file_size_in_bytes = 700;
-	if (st_snapshot_manifest_write_rewrite(&f.t, 202, &out, 1, &kept, 1, &del, 1, &m, &err) !=
-	    0)
-		fail_msg("%s", err.msg);
-	p.snapshot_id = 201;
-	p.manifest_list = json_string_value(json_object_get(s[0], "manifest-list"));
-	p.summary = json_object_get(s[0], "summary");
-	o.table = &f.t;
-	o.parent = &p;
-	o.snapshot_id = 202;
-	o.sequence_number = 2;
-	o.timestamp_ms = 1700000000202;
-	o.attempt = 1;
-	o.manifest = m;
-	o.drop_manifests = drop;
-	o.n_drop = 1;
-	o.operation = "overwrite";
-	if (st_snapshot_build(&o, &snap, &err) != 0)
-		fail_msg("%s", err.msg);
-	rec = json_object_get(snap, "summary");
-	assert_string_equal(sget(rec, "operation"), "overwrite");
-	assert_string_equal(sget(rec, "added-records"), "7");
-	assert_string_equal(sget(rec, "deleted-data-files"), "1");
-	assert_string_equal(sget(rec, "deleted-records"), "11");
-	/* 10 + 11 before; 11 removed, 7 added */
-	assert_string_equal(sget(rec, "total-records"), "17");
-	assert_string_equal(sget(rec, "total-data-files"), "2");
-	entries = read_all(m->path, NULL, NULL, 0);
-	assert_int_equal(json_array_size(entries), 3);
-	assert_int_equal(iget(json_array_get(entries, 0), "status"), 1);
-	assert_int_equal(iget(json_array_get(entries, 1), "status"), 0);
-	assert_int_equal(iget(json_array_get(entries, 2), "status"), 2);
-	/* the EXISTING entry keeps what it had */
-	if (st_entry_copy_parse(&f.t, json_array_get(list, 0), json_array_get(entries, 1), &ec,
-	                        &err) != 0)
-		fail_msg("%s", err.msg);
-	assert_string_equal(ec.df.file_path, paths[0]);
-	assert_int_equal(ec.df.record_count, old[0].record_count);
-	assert_int_equal(ec.df.file_size_in_bytes, old[0].file_size_in_bytes);
-	assert_int_equal(ec.e.snapshot_id, 201);
-	assert_int_equal(ec.e.sequence_number, 1);
-	assert_int_equal(ec.e.file_sequence_number, 1);
-	assert_int_equal(ec.df.n_columns, 1);
-	assert_int_equal(ec.df.columns[0].field_id, 1);
-	assert_int_equal(ec.df.columns[0].column_size, 77);
-	assert_int_equal(ec.df.columns[0].value_count, 11);
-	assert_int_equal(ec.df.columns[0].null_count, 0);
-	assert_int_equal(ec.df.columns[0].nan_count, -1);
-	assert_int_equal(ec.df.columns[0].lower_len, 8);
-	assert_memory_equal(ec.df.columns[0].lower, lo, 8);
-	assert_memory_equal(ec.df.columns[0].upper, hi, 8);
-	st_entry_copy_free(&ec);
-	/* an ADDED entry without sequence numbers inherits its list record's */
-	json_decref(list);
-	list = read_all(json_string_value(json_object_get(snap, "manifest-list")), NULL, NULL, 0);
-	assert_int_equal(json_array_size(list), 1);
-	if (st_entry_copy_parse(&f.t, json_array_get(list, 0), json_array_get(entries, 0), &ec,
-	                        &err) != 0)
-		fail_msg("%s", err.msg);
-	assert_true(ec.e.has_sequence_number);
-	assert_int_equal(ec.e.sequence_number, 2);
-	assert_int_equal(ec.e.snapshot_id, 202);
-	st_entry_copy_free(&ec);
-	json_decref(entries);
-	json_decref(list);
-	json_decref(snap);
-	json_decref(s[0]);
-	st_snapshot_manifest_free(m);
 	fixture_done(&f);
 }
 
@@ -1046,11 +1035,11 @@ static void test_alloc_failures(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(test_three_appends), cmocka_unit_test(test_retry),
-	        cmocka_unit_test(test_recompute),     cmocka_unit_test(test_v3_row_ids),
-	        cmocka_unit_test(test_partitioned),   cmocka_unit_test(test_refusals),
-	        cmocka_unit_test(test_replace),       cmocka_unit_test(test_alloc_failures),
-	        cmocka_unit_test(test_overwrite),
+	        cmocka_unit_test(test_three_appends),   cmocka_unit_test(test_retry),
+	        cmocka_unit_test(test_recompute),       cmocka_unit_test(test_v3_row_ids),
+	        cmocka_unit_test(test_partitioned),     cmocka_unit_test(test_refusals),
+	        cmocka_unit_test(test_replace),         cmocka_unit_test(test_alloc_failures),
+	        cmocka_unit_test(test_rewrite_in_part),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
