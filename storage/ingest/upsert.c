@@ -189,13 +189,11 @@ static bool prunable(const struct st_type *t)
 	return t->id != ST_TYPE_DECIMAL && !st_type_is_floating(t);
 }
 
-static const struct st_type *sort_type;
-
-static int cmp_sval(const void *a, const void *b)
+static int cmp_sval(const void *a, const void *b, void *type)
 {
 	const struct sval *x = a, *y = b;
 
-	return ser_cmp(sort_type, x->p, x->n, y->p, y->n);
+	return ser_cmp(type, x->p, x->n, y->p, y->n);
 }
 
 /* Notes the key columns' values of a batch row, for pruning. */
@@ -235,8 +233,7 @@ static void sort_values(struct st_upsert *u)
 		struct keycol *c = &u->keys[k];
 		size_t w = 0;
 
-		sort_type = &c->type;
-		qsort(c->vals, c->n, sizeof(*c->vals), cmp_sval);
+		qsort_r(c->vals, c->n, sizeof(*c->vals), cmp_sval, &c->type);
 		for (size_t i = 0; i < c->n; i++) {
 			if (w > 0 && ser_cmp(&c->type, c->vals[w - 1].p, c->vals[w - 1].n,
 			                     c->vals[i].p, c->vals[i].n) == 0) {
