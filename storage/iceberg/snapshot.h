@@ -158,6 +158,10 @@ struct st_snapshot_opts {
 	 * (st_snapshot_manifest_write_removed_deletes), listed after manifest;
 	 * only then may a dropped manifest hold delete files.  NULL: none. */
 	const struct st_snapshot_manifest *removed_deletes;
+	/* The summary's operation; NULL: "replace" with drop_manifests, else
+	 * "append".  A copy-on-write upsert that removes files says
+	 * "overwrite". */
+	const char *operation;
 };
 
 /* Writes the manifest list and returns in *snapshot (a new reference) the
