@@ -25,7 +25,8 @@
 /* Checks a CreateFeedRequest and returns its normalized form in *out (a new
  * reference): {name, warehouse, table, source, format, mode, interval,
  * on-error, new-columns, create-table, batch:{max-bytes, max-objects,
- * max-age}, max-retries, dead-letter, spool-max-bytes}.  default_wh is used
+ * max-age}, max-retries, dead-letter, spool-max-bytes} and, for mode
+ * upsert with create-table, key: [column names].  default_wh is used
  * when "warehouse" is absent.  An unknown key, a wrong type, or a value out
  * of range is FL_ERR_BAD_REQUEST naming the key (e.g. "source.glob");
  * a mode the workers cannot run yet is FL_ERR_BAD_REQUEST saying so.  Pure: no database, no file system. */
@@ -38,6 +39,12 @@ int cat_feed_def_check(const json_t *req, const char *default_wh, json_t **out,
  * files.  FL_ERR_BAD_REQUEST naming why.  Pure. */
 int cat_feed_def_check_warehouse(const json_t *def, const struct cat_warehouse *wh,
                                  struct fl_err *err) FL_MUST_CHECK;
+
+/* Checks a normalized definition against its table's metadata: mode upsert
+ * needs identifier fields in the current schema, and a "key" given must
+ * name exactly those.  FL_ERR_BAD_REQUEST naming the problem.  Pure. */
+int cat_feed_def_check_table(const json_t *def, const json_t *meta,
+                             struct fl_err *err) FL_MUST_CHECK;
 
 /* Splits a definition's "table" ("a.b.orders") into namespace levels and a
  * name, all malloc'd into one block *levels (free it; the strings live in

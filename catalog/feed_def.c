@@ -326,15 +326,50 @@ static int check_batch(const json_t *req, json_t **out, struct fl_err *err)
 	return *out ? 0 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 }
 
+/* "key": the key columns of a table the feed creates (upsert only). */
+static int check_key(const json_t *req, const char *mode, bool create, json_t **out,
+                     struct fl_err *err)
+{
+	json_t *key = NULL, *v, *w;
+	size_t i, k;
+
+	if (fl_json_get_arr(req, "key", false, WHAT, &key, err) != 0)
+		return -1;
+	if (key == NULL) {
+		if (strcmp(mode, "upsert") == 0 && create)
+			return bad(err, "key",
+			           "is required with mode upsert and create-table: the columns "
+			           "that become the new table's identifier fields");
+		return 0;
+	}
+	if (strcmp(mode, "upsert") != 0)
+		return bad(err, "key", "is only for mode upsert");
+	if (json_array_size(key) == 0 || json_array_size(key) > 16)
+		return bad(err, "key", "must name 1 to 16 columns");
+	json_array_foreach(key, i, v)
+	{
+		if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > 255)
+			return bad(err, "key", "must be an array of column names");
+		json_array_foreach(key, k, w)
+		{
+			if (k < i && json_equal(v, w))
+				return bad(err, "key", "names a column twice");
+		}
+	}
+	*out = json_incref(key);
+	return 0;
+}
+
 int cat_feed_def_check(const json_t *req, const char *default_wh, json_t **out, struct fl_err *err)
 {
 	static const char *const keys[] = {
 	        "name",  "warehouse",   "table",       "source",          "format",
 	        "mode",  "interval",    "on-error",    "new-columns",     "create-table",
-	        "batch", "max-retries", "dead-letter", "spool-max-bytes", NULL};
+	        "batch", "max-retries", "dead-letter", "spool-max-bytes", "key",
+	        NULL};
 	const char *name = NULL, *wh = default_wh, *table = NULL, *format = NULL, *mode = NULL,
 	           *on_error = NULL, *new_cols = NULL, *dl = "", *tname;
-	json_t *source = NULL, *interval = NULL, *batch = NULL, *o = NULL;
+	json_t *source = NULL, *interval = NULL, *batch = NULL, *o = NULL, *key = NULL;
 	bool create = false;
 	int64_t retries = DEF_MAX_RETRIES, spool = DEF_SPOOL_MAX;
 	char **levels = NULL;
@@ -358,17 +393,14 @@ int cat_feed_def_check(const json_t *req, const char *default_wh, json_t **out, 
 		return -1;
 	free(levels);
 	if (json_object_get(req, "format") == NULL)
-		return bad(err, "format", "is required (csv, ndjson)");
+		return bad(err, "format", "is required (csv, ndjson, parquet)");
 	if (get_enum(req, "format", "csv|ndjson|parquet", "", &format, err) != 0)
 		return -1;
-	if (strcmp(format, "parquet") == 0)
-		return bad(err, "format",
-		           "'parquet' is not supported yet by the feed workers (csv, ndjson)");
 	if (get_enum(req, "mode", "append|upsert", "append", &mode, err) != 0)
 		return -1;
-	if (strcmp(mode, "upsert") == 0)
+	if (strcmp(format, "parquet") == 0 && strcmp(mode, "upsert") == 0)
 		return bad(err, "mode",
-		           "'upsert' is not supported yet by the feed workers (append)");
+		           "upsert takes csv or ndjson; parquet objects are added as they are");
 	if (get_enum(req, "on-error", "strict|dead-letter", "strict", &on_error, err) != 0 ||
 	    get_enum(req, "new-columns", "reject|ignore|evolve", "reject", &new_cols, err) != 0 ||
 	    fl_json_get_bool(req, "create-table", false, WHAT, &create, err) != 0 ||
@@ -382,7 +414,7 @@ int cat_feed_def_check(const json_t *req, const char *default_wh, json_t **out, 
 		return bad(err, "dead-letter",
 		           "must be an absolute directory path, or an s3:// location on an S3"
 		           " warehouse, without '.', '..' or '//' segments");
-	if (check_source(req, &source, err) != 0)
+	if (check_key(req, mode, create, &key, err) != 0 || check_source(req, &source, err) != 0)
 		goto out;
 	if (get_duration(req, "interval", "interval", "PT10S", CAT_FEED_INTERVAL_MIN,
 	                 CAT_FEED_INTERVAL_MAX, &interval, err) != 0 ||
@@ -394,7 +426,8 @@ int cat_feed_def_check(const json_t *req, const char *default_wh, json_t **out, 
 	              "new-columns", new_cols, "create-table", create, "batch", batch,
 	              "max-retries", (json_int_t)retries, "dead-letter", dl, "spool-max-bytes",
 	              (json_int_t)spool);
-	if (o == NULL) {
+	if (o == NULL || (key != NULL && json_object_set(o, "key", key) != 0)) {
+		json_decref(o);
 		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		goto out;
 	}
@@ -404,7 +437,55 @@ out:
 	json_decref(source);
 	json_decref(interval);
 	json_decref(batch);
+	json_decref(key);
 	return rc;
+}
+
+int cat_feed_def_check_table(const json_t *def, const json_t *meta, struct fl_err *err)
+{
+	const json_t *schema = NULL, *s, *ids, *id, *f;
+	json_int_t cur = json_integer_value(json_object_get(meta, "current-schema-id"));
+	const json_t *key = json_object_get(def, "key");
+	size_t i, k;
+
+	if (strcmp(json_string_value(json_object_get(def, "mode")), "upsert") != 0)
+		return 0;
+	json_array_foreach(json_object_get(meta, "schemas"), i, s)
+	{
+		if (json_integer_value(json_object_get(s, "schema-id")) == cur)
+			schema = s;
+	}
+	ids = json_object_get(schema, "identifier-field-ids");
+	if (json_array_size(ids) == 0)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  WHAT
+		                  ": mode upsert needs a key, and table %.200s has no identifier "
+		                  "fields (schema identifier-field-ids); set them with an "
+		                  "update-schema, or let the feed create the table with \"key\"",
+		                  json_string_value(json_object_get(def, "table")));
+	if (key == NULL)
+		return 0;
+	/* A key given for an existing table must be its identifier fields. */
+	bool same = json_array_size(key) == json_array_size(ids);
+	json_array_foreach(ids, i, id)
+	{
+		const char *name = NULL;
+
+		json_array_foreach(json_object_get(schema, "fields"), k, f)
+		{
+			if (json_equal(json_object_get(f, "id"), (json_t *)id))
+				name = json_string_value(json_object_get(f, "name"));
+		}
+		bool found = false;
+		json_array_foreach(key, k, f) found =
+		        found || (name != NULL && strcmp(json_string_value(f), name) == 0);
+		same = same && found;
+	}
+	if (!same)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  WHAT ": key does not match the identifier fields of table %.200s",
+		                  json_string_value(json_object_get(def, "table")));
+	return 0;
 }
 
 /* "2026-12-01T15:04:05Z" or with .fff: milliseconds since the epoch; -1

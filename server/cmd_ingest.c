@@ -45,6 +45,7 @@ struct ingest_cfg {
 	char *format;
 	char *on_error;
 	char *new_columns;
+	char *mode;
 	int create;
 	char *delimiter;
 	char *null_marker;
@@ -68,12 +69,14 @@ static const struct fl_setting ingest_settings[] = {
 	 "commit through this Iceberg REST catalog instead of in process"},
 	{"token", FL_SET_STR, "", 0, 8192, NULL, "FLOE_CATALOG_TOKEN", OFF(token),
 	 "bearer token for --catalog-uri"},
-	{"format", FL_SET_ENUM, "auto", 0, 0, "auto|csv|ndjson", "FLOE_INGEST_FORMAT", OFF(format),
-	 "input format; auto = by file extension (.csv, .ndjson/.jsonl/.json)"},
+	{"format", FL_SET_ENUM, "auto", 0, 0, "auto|csv|ndjson|parquet", "FLOE_INGEST_FORMAT", OFF(format),
+	 "input format; auto = by file extension (.csv, .ndjson/.jsonl/.json, .parquet: added as data files after a schema check)"},
 	{"on-error", FL_SET_ENUM, "strict", 0, 0, "strict|dead-letter", "FLOE_INGEST_ON_ERROR", OFF(on_error),
 	 "strict: any bad row fails the batch; dead-letter: bad rows are set aside, good rows commit"},
 	{"new-columns", FL_SET_ENUM, "reject", 0, 0, "reject|ignore|evolve", "FLOE_INGEST_NEW_COLUMNS", OFF(new_columns),
 	 "input columns missing from the table: fail, drop, or add as optional string columns"},
+	{"mode", FL_SET_ENUM, "append", 0, 0, "append|upsert", "FLOE_INGEST_MODE", OFF(mode),
+	 "upsert: rows replace the table's rows with the same key (its identifier fields), the last row of a key winning"},
 	{"create", FL_SET_BOOL, "false", 0, 0, NULL, "FLOE_INGEST_CREATE", OFF(create),
 	 "create the table from the inferred schema of the inputs when it does not exist"},
 	{"delimiter", FL_SET_STR, ",", 0, 1, NULL, "FLOE_INGEST_DELIMITER", OFF(delimiter),
@@ -130,7 +133,11 @@ static enum st_ingest_format detect_format(const struct job *j)
 		return ST_INGEST_CSV;
 	if (strcmp(f, "ndjson") == 0)
 		return ST_INGEST_NDJSON;
+	if (strcmp(f, "parquet") == 0)
+		return ST_INGEST_PARQUET;
 	ext = strrchr(j->inputs[0], '.');
+	if (ext != NULL && strcmp(ext, ".parquet") == 0)
+		return ST_INGEST_PARQUET;
 	if (ext != NULL && (strcmp(ext, ".ndjson") == 0 || strcmp(ext, ".jsonl") == 0 ||
 	                    strcmp(ext, ".json") == 0))
 		return ST_INGEST_NDJSON;
@@ -217,6 +224,7 @@ static int run_batch(struct job *j, struct st_committer *c, struct fl_err *err)
 	                       : strcmp(j->ic.new_columns, "ignore") == 0 ? ST_NEW_COLUMNS_IGNORE
 	                                                                  : ST_NEW_COLUMNS_REJECT,
 	        .create = j->ic.create != 0,
+	        .upsert = strcmp(j->ic.mode, "upsert") == 0,
 	        .codec = j->ic.codec,
 	        .target_file_bytes = (uint64_t)j->ic.target_file_bytes,
 	        .dead_letter_dir = j->ic.dead_letter_dir,

@@ -337,6 +337,7 @@ struct run {
 	const json_t *def;
 	struct st_committer *c;
 	struct st_batch_opts bo;
+	const char *key[16]; /* upsert: the definition's key (borrowed from def) */
 	char dl_dir[PATH_MAX]; /* where the batch writes rejected rows (local) */
 	char dl_uri[PATH_MAX]; /* an s3 dead-letter location ("" = dl_dir is it) */
 	int64_t max_objects, max_bytes; /* this run's batch bounds */
@@ -821,15 +822,26 @@ static int run_one(struct srv_ctx *ctx, bool *did, struct fl_err *err)
 	on_error = def_str(u.def, "on-error");
 	new_cols = def_str(u.def, "new-columns");
 	u.bo = (struct st_batch_opts){
-	        .format = strcmp(fmt, "ndjson") == 0 ? ST_INGEST_NDJSON : ST_INGEST_CSV,
+	        .format = strcmp(fmt, "ndjson") == 0    ? ST_INGEST_NDJSON
+	                  : strcmp(fmt, "parquet") == 0 ? ST_INGEST_PARQUET
+	                                                : ST_INGEST_CSV,
 	        .on_error = strcmp(on_error, "dead-letter") == 0 ? ST_ON_ERROR_DEAD_LETTER
 	                                                         : ST_ON_ERROR_STRICT,
 	        .new_columns = strcmp(new_cols, "evolve") == 0   ? ST_NEW_COLUMNS_EVOLVE
 	                       : strcmp(new_cols, "ignore") == 0 ? ST_NEW_COLUMNS_IGNORE
 	                                                         : ST_NEW_COLUMNS_REJECT,
 	        .create = json_is_true(json_object_get(u.def, "create-table")),
+	        .upsert = strcmp(def_str(u.def, "mode"), "upsert") == 0,
 	        .codec = "table",
 	};
+	{
+		const json_t *key = json_object_get(u.def, "key");
+
+		u.bo.n_key = json_array_size(key) < 16 ? json_array_size(key) : 16;
+		for (size_t i = 0; i < u.bo.n_key; i++)
+			u.key[i] = json_string_value(json_array_get(key, i));
+		u.bo.key = u.key;
+	}
 	snprintf(actor, sizeof(actor), "feed:%s", job.name);
 	ok = srv_whcache_io(ctx->whcache, &job.wh, err) == 0;
 	ok = ok &&

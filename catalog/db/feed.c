@@ -122,9 +122,15 @@ static int check_target(struct cat_db *db, const json_t *def, const struct cat_w
 	json_t *nsj = NULL;
 
 	if (cat_table_load(db, NULL, wh->name, ns, name, &mloc, &meta, type, err) == 0) {
+		json_t *m = json_loads(meta, 0, NULL);
+		int rc = m != NULL
+		                 ? cat_feed_def_check_table(def, m, err)
+		                 : fl_err_set(err, FL_ERR_INTERNAL, "stored metadata is not JSON");
+
+		json_decref(m);
 		free(mloc);
 		free(meta);
-		return 0;
+		return rc;
 	}
 	if (err->kind != FL_ERR_NO_SUCH_TABLE)
 		return -1;

@@ -989,7 +989,9 @@ static json_t *make_summary(const struct st_snapshot_opts *o, const int64_t tota
 
 	if (!bad)
 		bad = json_object_set_new(s, "operation",
-		                          json_string(o->n_drop > 0 ? "replace" : "append"));
+		                          json_string(o->operation != NULL ? o->operation
+		                                      : o->n_drop > 0      ? "replace"
+		                                                           : "append"));
 	if (!bad && m != NULL)
 		bad = put_long_str(s, "added-data-files", m->file.added_files_count) ||
 		      put_long_str(s, "added-records", m->file.added_rows_count) ||

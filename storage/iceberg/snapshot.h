@@ -158,6 +158,10 @@ struct st_snapshot_opts {
 	 * (st_snapshot_manifest_write_removed_deletes), listed after manifest;
 	 * only then may a dropped manifest hold delete files.  NULL: none. */
 	const struct st_snapshot_manifest *removed_deletes;
+	/* The summary's operation; NULL: "replace" with drop_manifests, else
+	 * "append".  A copy-on-write upsert that removes files says
+	 * "overwrite". */
+	const char *operation;
 	/* A manifest rewrite: manifests of this snapshot
 	 * (st_snapshot_manifest_merge) that replace drop_manifests, listed
 	 * first.  The operation is "replace", the totals stay the parent's,

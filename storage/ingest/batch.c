@@ -26,6 +26,8 @@
 #include "feed/infer.h"
 #include "feed/ndjson.h"
 #include "io/io.h"
+#include "addfile.h"
+#include "upsert.h"
 
 /* Everything one batch run knows. */
 struct run {
@@ -39,6 +41,10 @@ struct run {
 	struct st_snapshot_manifest *manifest;
 	int attempt;
 	struct st_batch_result *out;
+	int32_t key_ids[16]; /* upsert: the schema's identifier fields */
+	size_t n_key_ids;
+	struct st_upsert *up; /* upsert: the batch's keys and the rewrites */
+	json_t *drop; /* upsert: the manifests the last plan dropped */
 };
 
 static const json_t *find_by_id(const json_t *arr, const char *key, json_int_t id)
@@ -186,9 +192,12 @@ static int level_of(enum st_parquet_codec codec, const json_t *meta, int *level,
 	return 0;
 }
 
-/* Infers a schema from the first readable rows of the first input. */
+/* Infers a schema from the first readable rows of the first input (a
+ * Parquet input: from its columns). */
 static int infer_schema(const struct run *j, json_t **schema, struct fl_err *err)
 {
+	if (j->o->format == ST_INGEST_PARQUET)
+		return st_addfile_infer_schema(j->inputs[0], schema, err);
 	struct st_infer *inf = NULL;
 	struct st_fd_source src;
 	int fd = open(j->inputs[0], O_RDONLY | O_CLOEXEC), rc = -1, got;
@@ -286,6 +295,18 @@ static int write_data(struct run *j, const json_t *meta, struct fl_err *err)
 			return fl_err_set(err, FL_ERR_IO, "cannot create %s: %s", dir,
 			                  strerror(errno));
 	}
+	if (o->format == ST_INGEST_PARQUET) {
+		struct st_addfile_opts ao = {
+		        .schema = schema,
+		        .spec = default_spec(meta),
+		        .name_mapping = prop(meta, "schema.name-mapping.default"),
+		        .ignore_new_columns = o->new_columns == ST_NEW_COLUMNS_IGNORE,
+		        .io = j->io,
+		        .data_uri = data_uri,
+		};
+
+		return st_addfile_run(&ao, j->inputs, j->n, &j->out->res, err);
+	}
 	struct st_ingest_opts io = {
 	        .schema = schema,
 	        .spec = default_spec(meta),
@@ -309,6 +330,8 @@ static int write_data(struct run *j, const json_t *meta, struct fl_err *err)
 	         * gives the encoder threads row groups to overlap. */
 	        .row_group_bytes = rgs != NULL ? (size_t)strtoull(rgs, NULL, 10) : (size_t)16 << 20,
 	        .tz_assume_utc = o->tz_assume_utc,
+	        .key_ids = j->key_ids,
+	        .n_key_ids = j->n_key_ids,
 	        .threads = o->threads,
 	        .progress = o->progress,
 	        .progress_ctx = o->progress_ctx,
@@ -366,7 +389,20 @@ static int make_updates(struct run *j, const json_t *meta, json_t **out, struct 
 	        .io = j->io,
 	        .codec = ST_AVRO_CODEC_DEFLATE,
 	};
-	if (j->manifest == NULL) {
+	if (j->up != NULL) {
+		/* Planned again on every state the commit may apply to. */
+		struct fl_err ignored;
+
+		if (j->manifest != NULL && st_io_delete(j->io, j->manifest->path, &ignored) != 0)
+			ignored.kind = FL_ERR_NONE;
+		st_snapshot_manifest_free(j->manifest);
+		j->manifest = NULL;
+		json_decref(j->drop);
+		j->drop = NULL;
+		if (st_upsert_plan(j->up, &t, meta, j->snapshot_id, &j->manifest, &j->drop, err) !=
+		    0)
+			goto out;
+	} else if (j->manifest == NULL) {
 		struct st_data_file *files =
 		        calloc(res->n_files ? res->n_files : 1, sizeof(*files));
 
@@ -400,6 +436,23 @@ static int make_updates(struct run *j, const json_t *meta, json_t **out, struct 
 	    (j->o->watermark != NULL &&
 	     json_object_set_new(extra, "floe.watermark", json_string(j->o->watermark)) != 0))
 		goto nomem;
+	size_t n_drop = json_array_size(j->drop);
+	const char **drop = calloc(n_drop + 1, sizeof(*drop));
+
+	if (drop == NULL)
+		goto nomem;
+	for (size_t i = 0; i < n_drop; i++)
+		drop[i] = json_string_value(json_array_get(j->drop, i));
+	if (j->up != NULL) {
+		struct st_upsert_stats us;
+
+		st_upsert_stats(j->up, &us);
+		snprintf(n, sizeof(n), "%lld", (long long)us.replaced_rows);
+		if (json_object_set_new(extra, "floe.rows-replaced", json_string(n)) != 0) {
+			free(drop);
+			goto nomem;
+		}
+	}
 	struct st_snapshot_opts so = {
 	        .table = &t,
 	        .parent = psnap ? &parent : NULL,
@@ -411,9 +464,17 @@ static int make_updates(struct run *j, const json_t *meta, json_t **out, struct 
 	        .attempt = ++j->attempt,
 	        .manifest = j->manifest,
 	        .extra_summary = extra,
+	        .drop_manifests = drop,
+	        .n_drop = n_drop,
+	        .operation = n_drop > 0 ? "overwrite" : NULL,
 	};
-	if (st_snapshot_build(&so, &snapshot, err) != 0)
+	rc = st_snapshot_build(&so, &snapshot, err);
+	free(drop);
+	if (rc != 0) {
+		rc = -1;
 		goto out;
+	}
+	rc = -1;
 	updates = json_array();
 	if (updates == NULL)
 		goto nomem;
@@ -422,6 +483,17 @@ static int make_updates(struct run *j, const json_t *meta, json_t **out, struct 
 		        updates, json_pack("{s:s, s:O}", "action", "add-schema", "schema", schema));
 		json_array_append_new(updates, json_pack("{s:s, s:i}", "action",
 		                                         "set-current-schema", "schema-id", -1));
+	}
+	if (res->needs_mapping && prop(meta, "schema.name-mapping.default") == NULL) {
+		/* Added files name their columns only: readers map them by name. */
+		char *mapping = st_addfile_name_mapping(schema);
+
+		if (mapping == NULL)
+			goto nomem;
+		json_array_append_new(updates,
+		                      json_pack("{s:s, s:{s:s}}", "action", "set-properties",
+		                                "updates", "schema.name-mapping.default", mapping));
+		free(mapping);
 	}
 	json_array_append_new(
 	        updates, json_pack("{s:s, s:O}", "action", "add-snapshot", "snapshot", snapshot));
@@ -443,6 +515,34 @@ out:
 	return rc;
 }
 
+/* Upsert: reads the batch's keys and drops the rows a later one replaces. */
+static int upsert_open(struct run *j, const json_t *meta, struct fl_err *err)
+{
+	struct st_ingest_result *res = &j->out->res;
+	const char *location = json_string_value(json_object_get(meta, "location"));
+	const char *tfs = prop(meta, "write.target-file-size-bytes");
+	char data_uri[PATH_MAX];
+	enum st_parquet_codec codec = codec_of(j->o, meta);
+	int level;
+
+	if (level_of(codec, meta, &level, err) != 0)
+		return -1;
+	snprintf(data_uri, sizeof(data_uri), "%s/data", location);
+	struct st_upsert_opts uo = {
+	        .io = j->io,
+	        .schema = res->schema,
+	        .spec = default_spec(meta),
+	        .format_version = (int)json_integer_value(json_object_get(meta, "format-version")),
+	        .data_uri = data_uri,
+	        .codec = codec,
+	        .compression_level = level,
+	        .target_file_bytes = j->o->target_file_bytes > 0 ? j->o->target_file_bytes
+	                             : tfs != NULL               ? strtoull(tfs, NULL, 10)
+	                                                         : 0,
+	};
+	return st_upsert_open(&uo, res, &j->up, err);
+}
+
 /* The committer's build step: nothing when the batch is already there. */
 static int build(void *arg, const json_t *current, json_t **updates, struct fl_err *err)
 {
@@ -459,6 +559,50 @@ static int build(void *arg, const json_t *current, json_t **updates, struct fl_e
 	return make_updates(j, current, updates, err);
 }
 
+/* Makes the columns o->key name the inferred schema's identifier fields
+ * (required, as the spec asks of them). */
+static int set_key(const struct st_batch_opts *o, json_t *schema, struct fl_err *err)
+{
+	json_t *fields = json_object_get(schema, "fields"), *ids = json_array(), *f = NULL;
+	size_t i;
+
+	if (ids == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	for (size_t k = 0; k < o->n_key; k++) {
+		const char *type = NULL;
+
+		json_array_foreach(fields, i, f)
+		{
+			const char *name = json_string_value(json_object_get(f, "name"));
+
+			if (name != NULL && strcmp(name, o->key[k]) == 0)
+				break;
+		}
+		if (f == NULL || i == json_array_size(fields)) {
+			json_decref(ids);
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "key column '%.100s' is not in the first input's columns",
+			                  o->key[k]);
+		}
+		type = json_string_value(json_object_get(f, "type"));
+		if (type != NULL && (strcmp(type, "double") == 0 || strcmp(type, "float") == 0)) {
+			json_decref(ids);
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "key column '%.100s' holds %s values; a key must not be "
+			                  "float or double",
+			                  o->key[k], type);
+		}
+		if (json_object_set_new(f, "required", json_true()) != 0 ||
+		    json_array_append(ids, json_object_get(f, "id")) != 0) {
+			json_decref(ids);
+			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		}
+	}
+	if (json_object_set_new(schema, "identifier-field-ids", ids) != 0)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	return 0;
+}
+
 /* Loads the table, creating it from the inputs when asked (a concurrent
  * creator winning is fine: load what it made). */
 static int load_or_create(struct st_committer *c, struct run *j, json_t **meta, struct fl_err *err)
@@ -473,6 +617,10 @@ static int load_or_create(struct st_committer *c, struct run *j, json_t **meta, 
 	fl_err_clear(err);
 	if (infer_schema(j, &schema, err) != 0)
 		return -1;
+	if (j->o->n_key > 0 && set_key(j->o, schema, err) != 0) {
+		json_decref(schema);
+		return -1;
+	}
 	rc = c->ops->create(c, schema, meta, err);
 	json_decref(schema);
 	if (rc != 0 && err->kind == FL_ERR_ALREADY_EXISTS) {
@@ -514,17 +662,36 @@ int st_batch_run(struct st_committer *c, const struct st_batch_opts *o, const ch
 		rc = 0;
 		goto out;
 	}
+	if (o->upsert) {
+		if (st_upsert_key_ids(current_schema(meta), j.key_ids, 16, &j.n_key_ids, err) != 0)
+			goto out;
+		if (j.n_key_ids == 0) {
+			fl_err_set(err, FL_ERR_BAD_REQUEST,
+			           "upsert needs a key: table %.200s has no identifier fields "
+			           "(schema identifier-field-ids)",
+			           json_string_value(json_object_get(meta, "location")));
+			goto out;
+		}
+	}
 	if (write_data(&j, meta, err) != 0)
 		goto out;
 	if (out->res.rows_ok == 0) {
 		rc = 0;
 		goto out;
 	}
+	if (o->upsert && upsert_open(&j, meta, err) != 0) {
+		st_ingest_result_discard(j.io, &out->res);
+		goto out;
+	}
 	if (c->ops->commit(c, batch_id, o->retries, build, &j, err) != 0) {
 		if (err->kind != FL_ERR_COMMIT_STATE_UNKNOWN) {
 			st_ingest_result_discard(j.io, &out->res);
 			discard_manifest(&j);
+			st_upsert_finish(j.up, false, false);
+		} else {
+			st_upsert_finish(j.up, true, true);
 		}
+		j.up = NULL;
 		goto out;
 	}
 	if (out->already) {
@@ -535,8 +702,12 @@ int st_batch_run(struct st_committer *c, const struct st_batch_opts *o, const ch
 		out->snapshot_id = j.snapshot_id;
 		out->committed = true;
 	}
+	st_upsert_finish(j.up, out->committed, false);
+	j.up = NULL;
 	rc = 0;
 out:
+	st_upsert_finish(j.up, false, false);
+	json_decref(j.drop);
 	st_snapshot_manifest_free(j.manifest);
 	json_decref(meta);
 	return rc;

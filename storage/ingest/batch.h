@@ -28,6 +28,13 @@ struct st_batch_opts {
 	enum st_on_error on_error;
 	enum st_new_columns new_columns;
 	bool create; /* create the table from the first input's inferred schema */
+	/* Upsert (upsert.h): rows replace the table's rows with the same key,
+	 * the schema's identifier fields; the last row of a key in the batch
+	 * wins.  key names the key columns of a table this batch creates (they
+	 * become required identifier fields); NULL keeps the inferred schema. */
+	bool upsert;
+	const char *const *key;
+	size_t n_key;
 	const char *codec; /* "table" (write.parquet.compression-codec), zstd, snappy, gzip, none */
 	uint64_t target_file_bytes; /* 0 = write.target-file-size-bytes */
 	/* Where rejected rows go: "<dir>/<batch id prefix>.rejected"; NULL or ""
@@ -60,7 +67,9 @@ int st_batch_identity(const char *const *inputs, size_t n, char out[65],
 bool st_batch_in_history(const json_t *meta, const char *batch_id, int64_t *snapshot);
 
 /* Reads the n inputs (local paths), writes their Parquet files, and commits
- * them through c as one snapshot named batch_id (at most 64 characters).
+ * them through c as one snapshot named batch_id (at most 64 characters);
+ * with o->upsert, one copy-on-write snapshot replacing the rows of the same
+ * keys (FL_ERR_BAD_REQUEST when the table has no identifier fields).
  * Strict mode: the first bad row fails the batch (FL_ERR_BAD_REQUEST naming
  * file, line and reason).  FL_ERR_NO_SUCH_TABLE when the table does not
  * exist and create is false.  Commit errors as committer.h says.  out is

@@ -38,6 +38,7 @@ struct col {
 	int32_t id;
 	struct st_type type;
 	bool required;
+	bool key; /* an upsert key column: null is refused */
 };
 
 struct part_field {
@@ -111,6 +112,8 @@ static int load_columns(struct run *r, struct fl_err *err)
 		c->name = json_string_value(json_object_get(f, "name"));
 		c->id = (int32_t)json_integer_value(json_object_get(f, "id"));
 		c->required = json_is_true(json_object_get(f, "required"));
+		for (size_t k = 0; k < r->o->n_key_ids; k++)
+			c->key = c->key || r->o->key_ids[k] == c->id;
 		if (c->name == NULL)
 			return fl_err_set(err, FL_ERR_BAD_REQUEST, "schema field %zu has no name",
 			                  i);
@@ -595,6 +598,13 @@ static int emit(struct run *r, char *why, size_t why_cap, struct fl_err *err)
 	err_empty(&werr);
 
 	for (size_t i = 0; i < r->ncols; i++) {
+		if (r->row[i].null && r->cols[i].key) {
+			snprintf(
+			        why, why_cap,
+			        "key column '%.100s' is missing or null; an upsert row needs its key",
+			        r->cols[i].name);
+			return 0;
+		}
 		if (r->row[i].null && r->cols[i].required) {
 			snprintf(why, why_cap, "required column '%.100s' is missing or null",
 			         r->cols[i].name);

@@ -19,7 +19,7 @@
 #include "io/io.h"
 #include "parquet/parquet.h"
 
-enum st_ingest_format { ST_INGEST_CSV, ST_INGEST_NDJSON };
+enum st_ingest_format { ST_INGEST_CSV, ST_INGEST_NDJSON, ST_INGEST_PARQUET };
 enum st_on_error { ST_ON_ERROR_STRICT, ST_ON_ERROR_DEAD_LETTER };
 enum st_new_columns { ST_NEW_COLUMNS_REJECT, ST_NEW_COLUMNS_IGNORE, ST_NEW_COLUMNS_EVOLVE };
 
@@ -47,6 +47,10 @@ struct st_ingest_opts {
 	uint64_t target_file_bytes; /* roll to a new file past this (compressed); 0 = 512 MiB */
 	size_t row_group_bytes; /* 0 = the writer's default */
 	bool tz_assume_utc; /* timestamptz without a zone is UTC */
+	/* Upsert: the key's field ids; a row whose key column is null is
+	 * rejected naming it (dead-lettered, or the run fails when strict). */
+	const int32_t *key_ids;
+	size_t n_key_ids;
 	/* Threads in all; 0 or 1 = everything on the caller's thread.  Above 1
 	 * the caller reads, parses and casts while threads - 1 workers encode
 	 * and compress column chunks (the caller joins them when it waits).
@@ -78,6 +82,7 @@ struct st_ingest_result {
 	uint64_t bytes_in;
 	uint64_t bytes_out;
 	char *dead_letter_errors; /* path of the reasons file, or NULL */
+	bool needs_mapping; /* added Parquet files name columns only: commit a name mapping */
 };
 
 /* Reads the n input files (local paths) and writes Parquet through o->io,

@@ -2,6 +2,7 @@
 // rename), reading a table's rows with DuckDB through its current snapshot,
 // and the feed tables through psql.
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import assert from 'node:assert/strict';
 import { psql, request, waitFor } from '../lib/harness.mjs';
@@ -57,3 +58,29 @@ export function csv(from, to) {
 }
 
 export const range = (from, to) => Array.from({ length: to - from }, (_, i) => from + i);
+
+// icebird reads a table over HTTP and cannot read file:// URLs: serves local
+// files on 127.0.0.1 and routes fetch of file://... there.  Resolves to a
+// function that undoes both.
+export async function routeFileFetch() {
+  const realFetch = globalThis.fetch;
+  const server = http.createServer((req, res) => {
+    const file = path.normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname));
+    if (!fs.existsSync(file) || !fs.statSync(file).isFile()) {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/octet-stream' });
+    fs.createReadStream(file).pipe(res);
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${server.address().port}`;
+  globalThis.fetch = (url, init) => {
+    const u = String(url);
+    return realFetch(u.startsWith('file://') ? base + u.slice('file://'.length) : u, init);
+  };
+  return async () => {
+    globalThis.fetch = realFetch;
+    await new Promise((resolve) => server.close(resolve));
+  };
+}

@@ -81,6 +81,9 @@ export function helpers(ctx, dir) {
     fs.writeFileSync(file, `id,name\n${rows.map((i) => `${i},n${i}`).join('\n')}\n`);
     const r = await ingest(ctx, name, [file]);
     assert.equal(r.code, 0, show(r));
+    // The next load must see this append (see settled).
+    const id = String(r.out['snapshot-id']);
+    await settled(name, (s) => String(s['snapshot-id']) === id);
     return r.out['snapshot-id'];
   }
 

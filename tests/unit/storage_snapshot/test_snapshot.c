@@ -728,6 +728,20 @@ static void test_rewrite_in_part(void **state)
 	assert_string_equal(sget(rec, "removed-delete-files"), "1");
 	assert_string_equal(sget(rec, "removed-position-deletes"), "5");
 	assert_string_equal(sget(rec, "total-data-files"), "3");
+	{
+		/* A copy-on-write upsert names its operation; the rest is the same. */
+		json_t *snap2;
+
+		o.operation = "overwrite";
+		o.attempt = 2;
+		if (st_snapshot_build(&o, &snap2, &err) != 0)
+			fail_msg("%s", err.msg);
+		rec = json_object_get(snap2, "summary");
+		assert_string_equal(sget(rec, "operation"), "overwrite");
+		assert_string_equal(sget(rec, "deleted-data-files"), "2");
+		assert_string_equal(sget(rec, "total-data-files"), "3");
+		json_decref(snap2);
+	}
 	json_decref(list);
 	list = read_all(json_string_value(json_object_get(snap, "manifest-list")), NULL, NULL, 0);
 	assert_int_equal(json_array_size(list), 2);

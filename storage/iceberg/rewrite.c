@@ -1,0 +1,269 @@
+/* rewrite.c - row scans and copy-on-write rewrites of Parquet data files
+ * (see rewrite.h).  Memory: one row group of the input (the reader's
+ * bound) plus the writer's row group. */
+#include "iceberg/rewrite.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "uuid.h"
+
+#define DEFAULT_TARGET_FILE_BYTES (512ULL << 20)
+
+static int nomem(struct fl_err *err)
+{
+	return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+}
+
+int st_rewrite_columns(const json_t *schema, struct st_parquet_column **cols,
+                       struct st_parquet_want **want, size_t *n, struct fl_err *err)
+{
+	const json_t *fields = json_object_get(schema, "fields"), *f;
+	size_t i;
+
+	*n = json_array_size(fields);
+	*cols = calloc(*n ? *n : 1, sizeof(**cols));
+	*want = calloc(*n ? *n : 1, sizeof(**want));
+	if (*cols == NULL || *want == NULL)
+		return nomem(err);
+	json_array_foreach(fields, i, f)
+	{
+		const char *type = json_string_value(json_object_get(f, "type"));
+
+		(*cols)[i].name = json_string_value(json_object_get(f, "name"));
+		(*cols)[i].field_id = (int32_t)json_integer_value(json_object_get(f, "id"));
+		(*cols)[i].required = json_is_true(json_object_get(f, "required"));
+		if (type == NULL || (*cols)[i].name == NULL)
+			return fl_err_set(
+			        err, FL_ERR_UNSUPPORTED,
+			        "column %zu has a nested type; rewriting nested columns is "
+			        "not yet supported",
+			        i);
+		if (st_type_parse(type, &(*cols)[i].type, err) != 0)
+			return fl_err_prefix(err, "column %s", (*cols)[i].name);
+		(*want)[i].field_id = (*cols)[i].field_id;
+		(*want)[i].type = (*cols)[i].type;
+		(*want)[i].required = (*cols)[i].required;
+	}
+	return 0;
+}
+
+int st_rewrite_scan(struct st_io *io, const char *uri, const struct st_name_mapping *mapping,
+                    const struct st_parquet_want *want, size_t n, st_rewrite_row_fn fn, void *arg,
+                    struct fl_err *err)
+{
+	struct st_parquet_reader_opts ro = {.name_mapping = mapping};
+	struct st_parquet_source src;
+	struct st_parquet_io_ctx ictx;
+	struct st_parquet_reader *r = NULL;
+	const struct st_parquet_batch *b;
+	struct st_value *row = calloc(n ? n : 1, sizeof(*row));
+	int64_t pos = 0;
+	int rc = -1;
+
+	if (row == NULL)
+		return nomem(err);
+	if (st_parquet_source_io(&src, &ictx, io, uri, err) != 0 ||
+	    st_parquet_reader_open(&src, &ro, &r, err) != 0)
+		goto bad;
+	/* A column without a field id would read as nulls: never rewrite such
+	 * a file (its values would be lost). */
+	for (size_t l = 0; l < st_parquet_reader_n_leaves(r); l++) {
+		if (st_parquet_reader_leaf(r, l)->field_id < 0) {
+			fl_err_set(
+			        err, FL_ERR_UNSUPPORTED,
+			        "column %.100s has no field id and the table's name mapping does "
+			        "not name it; rewriting such files (compaction, upsert) is not yet "
+			        "supported",
+			        st_parquet_reader_leaf(r, l)->path);
+			goto bad;
+		}
+	}
+	if (st_parquet_reader_project(r, want, n, err) != 0)
+		goto bad;
+	for (;;) {
+		if (st_parquet_reader_next(r, &b, err) != 0)
+			goto bad;
+		if (b == NULL)
+			break;
+		for (size_t k = 0; k < b->n_rows; k++) {
+			st_parquet_batch_row(b, k, row);
+			if (fn(arg, pos++, row, err) != 0)
+				goto out;
+		}
+	}
+	rc = 0;
+	goto out;
+bad:
+	fl_err_prefix(err, "%.200s", uri);
+out:
+	st_parquet_reader_free(r);
+	free(row);
+	return rc;
+}
+
+/* One rewrite in progress. */
+struct rw {
+	const struct st_rewrite_opts *o;
+	struct st_rewrite_out *out;
+	size_t first; /* out->n when the call began */
+	const struct st_parquet_column *cols;
+	size_t ncols;
+	char *schema_json;
+	struct st_io_writer *file;
+	struct st_parquet_writer *w;
+	char *uri;
+};
+
+static int rw_open(struct rw *w, struct fl_err *err)
+{
+	struct st_parquet_opts po = {0};
+	char uuid[FL_UUID_STR];
+	size_t len = strlen(w->o->data_uri) + strlen(w->o->tag) + sizeof(uuid) + 16;
+
+	fl_uuid_v7(uuid);
+	w->uri = malloc(len);
+	if (w->uri == NULL)
+		return nomem(err);
+	snprintf(w->uri, len, "%s/%s-%s.parquet", w->o->data_uri, uuid, w->o->tag);
+	if (st_io_writer_open(w->o->io, w->uri, &w->file, err) != 0)
+		goto fail;
+	po.columns = w->cols;
+	po.n_columns = w->ncols;
+	po.iceberg_schema_json = w->schema_json;
+	po.codec = w->o->codec;
+	po.compression_level = w->o->compression_level;
+	po.sink = *st_io_writer_sink(w->file);
+	if (st_parquet_writer_open(&po, &w->w, err) != 0) {
+		st_io_writer_abort(w->file);
+		w->file = NULL;
+		goto fail;
+	}
+	return 0;
+fail:
+	free(w->uri);
+	w->uri = NULL;
+	return -1;
+}
+
+static int rw_close(struct rw *w, struct fl_err *err)
+{
+	struct st_parquet_metrics m = {0};
+	struct st_rewrite_file *grown;
+	int rc = st_parquet_writer_close(w->w, &m, err);
+
+	w->w = NULL;
+	if (rc != 0)
+		st_io_writer_abort(w->file);
+	else
+		rc = st_io_writer_close(w->file, NULL, err);
+	w->file = NULL;
+	grown = rc == 0 ? realloc(w->out->files, sizeof(*grown) * (w->out->n + 1)) : NULL;
+	if (grown == NULL) {
+		struct fl_err ignored;
+
+		if (rc == 0 && st_io_delete(w->o->io, w->uri, &ignored) != 0)
+			ignored.kind = FL_ERR_NONE;
+		st_parquet_metrics_free(&m);
+		free(w->uri);
+		w->uri = NULL;
+		return rc != 0 ? -1 : nomem(err);
+	}
+	w->out->files = grown;
+	grown[w->out->n].uri = w->uri;
+	grown[w->out->n].m = m;
+	w->out->n++;
+	w->uri = NULL;
+	return 0;
+}
+
+static int rw_row(void *arg, int64_t pos, const struct st_value *row, struct fl_err *err)
+{
+	struct rw *w = arg;
+	uint64_t target =
+	        w->o->target_file_bytes ? w->o->target_file_bytes : DEFAULT_TARGET_FILE_BYTES;
+	bool keep = true;
+
+	w->out->rows_read++;
+	if (w->o->keep != NULL && w->o->keep(w->o->arg, pos, row, &keep, err) != 0)
+		return -1;
+	if (!keep)
+		return 0;
+	if (w->w == NULL && rw_open(w, err) != 0)
+		return -1;
+	if (st_parquet_writer_write_row(w->w, row, err) != 0)
+		return -1;
+	w->out->rows_kept++;
+	if (st_parquet_writer_size(w->w) >= target)
+		return rw_close(w, err);
+	return 0;
+}
+
+int st_rewrite_run(const struct st_rewrite_opts *o, const char *uri, struct st_rewrite_out *out,
+                   struct fl_err *err)
+{
+	struct st_parquet_column *cols = NULL;
+	struct st_parquet_want *want = NULL;
+	struct rw w = {.o = o, .out = out, .first = out->n};
+	size_t n = 0;
+	int rc = -1;
+
+	if (st_rewrite_columns(o->schema, &cols, &want, &n, err) != 0)
+		goto out;
+	w.cols = cols;
+	w.ncols = n;
+	w.schema_json = json_dumps(o->schema, JSON_COMPACT);
+	if (w.schema_json == NULL) {
+		nomem(err);
+		goto out;
+	}
+	if (st_rewrite_scan(o->io, uri, o->mapping, want, n, rw_row, &w, err) != 0)
+		goto out;
+	if (w.w != NULL && rw_close(&w, err) != 0)
+		goto out;
+	rc = 0;
+out:
+	if (w.w != NULL)
+		st_parquet_writer_free(w.w);
+	if (w.file != NULL)
+		st_io_writer_abort(w.file);
+	free(w.uri);
+	if (rc != 0) {
+		/* Drop what this call wrote; earlier calls' files stay. */
+		struct fl_err ignored;
+
+		while (out->n > w.first) {
+			struct st_rewrite_file *f = &out->files[--out->n];
+
+			if (st_io_delete(o->io, f->uri, &ignored) != 0)
+				ignored.kind = FL_ERR_NONE;
+			free(f->uri);
+			st_parquet_metrics_free(&f->m);
+		}
+	}
+	free(w.schema_json);
+	free(cols);
+	free(want);
+	return rc;
+}
+
+void st_rewrite_out_discard(struct st_io *io, struct st_rewrite_out *out)
+{
+	struct fl_err ignored;
+
+	for (size_t i = 0; i < out->n; i++)
+		if (st_io_delete(io, out->files[i].uri, &ignored) != 0)
+			ignored.kind = FL_ERR_NONE;
+	st_rewrite_out_free(out);
+}
+
+void st_rewrite_out_free(struct st_rewrite_out *out)
+{
+	for (size_t i = 0; i < out->n; i++) {
+		free(out->files[i].uri);
+		st_parquet_metrics_free(&out->files[i].m);
+	}
+	free(out->files);
+	memset(out, 0, sizeof(*out));
+}

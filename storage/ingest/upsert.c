@@ -1,0 +1,892 @@
+/* upsert.c - copy-on-write upserts (see upsert.h for the contract).
+ *
+ * A key is the single-value serialization of each key column, each behind
+ * a 4-byte length, in hex: the key of a JSON object mapping every batch key
+ * to the ordinal of its last row in the batch.  Pruning compares the key
+ * columns' manifest bounds with the batch's sorted values per column in
+ * their serialized form (little-endian signed numbers, unsigned bytes for
+ * strings, binary and uuids; truncated string bounds stay conservative);
+ * a file is a candidate when every key column has some batch value inside
+ * its bounds, which is a superset of the files that hold a batch key.
+ *
+ * Invariants: a batch row is in exactly one file of the snapshot (its own
+ * file, or its file rewritten without the rows a later row replaces); a
+ * table row whose key the batch holds is in no file of the snapshot; every
+ * other live row is in exactly one (its file kept, or its file's rewrite). */
+#include "upsert.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "avro/reader.h"
+#include "base/buf.h"
+#include "iceberg/entry.h"
+#include "iceberg/name_mapping.h"
+#include "iceberg/rewrite.h"
+
+#define MAX_KEYS 16
+#define MAX_MANIFEST_READ ((size_t)64 << 20)
+
+static int nomem(struct fl_err *err)
+{
+	return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+}
+
+struct sval {
+	uint8_t *p;
+	size_t n;
+};
+
+struct keycol {
+	int32_t id;
+	const char *name;
+	size_t idx; /* in the schema's fields */
+	struct st_type type;
+	struct sval *vals; /* the batch's values, sorted and distinct after open */
+	size_t n, cap;
+};
+
+/* A live file that was a candidate, across attempts. */
+struct cached {
+	bool match; /* holds a batch key */
+	bool rewritten; /* out holds its survivors */
+	bool used; /* the last plan used out */
+	struct st_rewrite_out out;
+};
+
+struct st_upsert {
+	struct st_upsert_opts o; /* o.data_uri points at data_uri */
+	char *data_uri;
+	json_t *schema, *spec;
+	struct keycol keys[MAX_KEYS];
+	size_t nk;
+	size_t key_pos[MAX_KEYS]; /* positions of the key columns in a full row */
+	size_t proj_pos[MAX_KEYS]; /* ... in a row of the key projection: 0..nk-1 */
+	struct st_parquet_want want[MAX_KEYS];
+	json_t *map; /* hex key -> ordinal of its last batch row */
+	struct st_buf kb;
+	char *hex;
+	size_t hexcap;
+	/* the batch's files after de-duplication */
+	const struct st_ingest_result *res;
+	int64_t *base; /* ordinal of each res file's first row */
+	int64_t *losers; /* rows of each res file a later row replaces */
+	struct st_rewrite_out bout; /* rewritten batch files */
+	size_t *bout_from; /* res file each bout file came from */
+	/* candidates seen by plans: path -> index into cache */
+	json_t *cache_idx;
+	struct cached *cache;
+	size_t ncache;
+	/* the scan in progress */
+	size_t cur_file;
+	int64_t ordinal;
+	bool scan_match;
+	const size_t *pos; /* key positions in the rows of the scan */
+	struct st_upsert_stats st;
+};
+
+int st_upsert_key_ids(const json_t *schema, int32_t *ids, size_t cap, size_t *n, struct fl_err *err)
+{
+	const json_t *arr = json_object_get(schema, "identifier-field-ids"), *v;
+	size_t i;
+
+	*n = 0;
+	if (!json_is_array(arr))
+		return 0;
+	if (json_array_size(arr) > cap)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "the schema has %zu identifier fields; upsert takes at most %zu",
+		                  json_array_size(arr), cap);
+	json_array_foreach(arr, i, v) ids[(*n)++] = (int32_t)json_integer_value(v);
+	return 0;
+}
+
+/* ---- keys ---- */
+
+/* Appends one value's key part; -1 when out of memory. */
+static int key_part(struct st_buf *b, const struct st_type *t, const struct st_value *v)
+{
+	size_t at = b->len;
+	uint32_t len;
+
+	if (v->null)
+		return st_buf_append(b, "\xff\xff\xff\xff", 4);
+	if (st_buf_append(b, "\0\0\0\0", 4) != 0 || st_value_serialize(t, v, b) != 0)
+		return -1;
+	len = (uint32_t)(b->len - at - 4);
+	memcpy(b->data + at, &len, 4);
+	return 0;
+}
+
+/* The hex key of row (key columns at u->pos); NULL when out of memory. */
+static const char *key_of(struct st_upsert *u, const struct st_value *row)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	st_buf_reset(&u->kb);
+	for (size_t k = 0; k < u->nk; k++)
+		if (key_part(&u->kb, &u->keys[k].type, &row[u->pos[k]]) != 0)
+			return NULL;
+	if (u->hexcap < u->kb.len * 2 + 1) {
+		char *h = realloc(u->hex, u->kb.len * 2 + 1);
+
+		if (h == NULL)
+			return NULL;
+		u->hex = h;
+		u->hexcap = u->kb.len * 2 + 1;
+	}
+	for (size_t i = 0; i < u->kb.len; i++) {
+		u->hex[2 * i] = digits[u->kb.data[i] >> 4];
+		u->hex[2 * i + 1] = digits[u->kb.data[i] & 15];
+	}
+	u->hex[u->kb.len * 2] = '\0';
+	return u->hex;
+}
+
+/* Compares two serialized values of t (Iceberg order); decimals, floats
+ * and unknown widths compare equal (they never prune). */
+static int ser_cmp(const struct st_type *t, const uint8_t *a, size_t an, const uint8_t *b,
+                   size_t bn)
+{
+	switch (t->id) {
+	case ST_TYPE_BOOLEAN:
+	case ST_TYPE_INT:
+	case ST_TYPE_DATE:
+	case ST_TYPE_LONG:
+	case ST_TYPE_TIME:
+	case ST_TYPE_TIMESTAMP:
+	case ST_TYPE_TIMESTAMPTZ: {
+		int64_t x = 0, y = 0;
+
+		if ((an != 1 && an != 4 && an != 8) || (bn != 1 && bn != 4 && bn != 8))
+			return 0;
+		/* little-endian, sign-extended (an int bound of a promoted long) */
+		for (size_t i = an; i-- > 0;)
+			x = (int64_t)((uint64_t)x << 8) | a[i];
+		for (size_t i = bn; i-- > 0;)
+			y = (int64_t)((uint64_t)y << 8) | b[i];
+		if (an < 8 && t->id != ST_TYPE_BOOLEAN && (a[an - 1] & 0x80))
+			x |= (int64_t)(~(uint64_t)0 << (8 * an));
+		if (bn < 8 && t->id != ST_TYPE_BOOLEAN && (b[bn - 1] & 0x80))
+			y |= (int64_t)(~(uint64_t)0 << (8 * bn));
+		return x < y ? -1 : x > y;
+	}
+	case ST_TYPE_STRING:
+	case ST_TYPE_BINARY:
+	case ST_TYPE_FIXED:
+	case ST_TYPE_UUID: {
+		int c = memcmp(a, b, an < bn ? an : bn);
+
+		return c != 0 ? c : an < bn ? -1 : an > bn;
+	}
+	default: return 0;
+	}
+}
+
+static bool prunable(const struct st_type *t)
+{
+	return t->id != ST_TYPE_DECIMAL && !st_type_is_floating(t);
+}
+
+static int cmp_sval(const void *a, const void *b, void *type)
+{
+	const struct sval *x = a, *y = b;
+
+	return ser_cmp(type, x->p, x->n, y->p, y->n);
+}
+
+/* Notes the key columns' values of a batch row, for pruning. */
+static int note_values(struct st_upsert *u, const struct st_value *row)
+{
+	for (size_t k = 0; k < u->nk; k++) {
+		struct keycol *c = &u->keys[k];
+		struct st_buf b;
+
+		if (row[u->pos[k]].null || !prunable(&c->type))
+			continue;
+		if (c->n == c->cap) {
+			size_t cap = c->cap ? c->cap * 2 : 256;
+			struct sval *v = realloc(c->vals, cap * sizeof(*v));
+
+			if (v == NULL)
+				return -1;
+			c->vals = v;
+			c->cap = cap;
+		}
+		st_buf_init(&b, NULL);
+		if (st_value_serialize(&c->type, &row[u->pos[k]], &b) != 0 ||
+		    st_buf_append(&b, "", 1) != 0) {
+			st_buf_free(&b);
+			return -1;
+		}
+		c->vals[c->n].p = b.data;
+		c->vals[c->n].n = b.len - 1;
+		c->n++;
+	}
+	return 0;
+}
+
+static void sort_values(struct st_upsert *u)
+{
+	for (size_t k = 0; k < u->nk; k++) {
+		struct keycol *c = &u->keys[k];
+		size_t w = 0;
+
+		qsort_r(c->vals, c->n, sizeof(*c->vals), cmp_sval, &c->type);
+		for (size_t i = 0; i < c->n; i++) {
+			if (w > 0 && ser_cmp(&c->type, c->vals[w - 1].p, c->vals[w - 1].n,
+			                     c->vals[i].p, c->vals[i].n) == 0) {
+				free(c->vals[i].p);
+				continue;
+			}
+			c->vals[w++] = c->vals[i];
+		}
+		c->n = w;
+	}
+}
+
+/* ---- the batch's own rows: the last of a key wins ---- */
+
+static size_t file_of(const struct st_upsert *u, int64_t ordinal)
+{
+	size_t lo = 0, hi = u->res->n_files;
+
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+
+		if (u->base[mid] <= ordinal)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int batch_row(void *arg, int64_t pos, const struct st_value *row, struct fl_err *err)
+{
+	struct st_upsert *u = arg;
+	const char *k = key_of(u, row);
+	json_t *old;
+
+	(void)pos;
+	if (k == NULL || note_values(u, row) != 0)
+		return nomem(err);
+	old = json_object_get(u->map, k);
+	if (old != NULL)
+		u->losers[file_of(u, json_integer_value(old))]++;
+	if (json_object_set_new(u->map, k, json_integer(u->ordinal++)) != 0)
+		return nomem(err);
+	return 0;
+}
+
+/* Rewriting a batch file: keep the rows that are their key's last. */
+static int keep_winner(void *arg, int64_t pos, const struct st_value *row, bool *keep,
+                       struct fl_err *err)
+{
+	struct st_upsert *u = arg;
+	const char *k = key_of(u, row);
+
+	if (k == NULL)
+		return nomem(err);
+	*keep = json_integer_value(json_object_get(u->map, k)) == u->base[u->cur_file] + pos;
+	return 0;
+}
+
+/* Rewriting a table file: keep the rows whose key the batch does not hold. */
+static int keep_unreplaced(void *arg, int64_t pos, const struct st_value *row, bool *keep,
+                           struct fl_err *err)
+{
+	struct st_upsert *u = arg;
+	const char *k = key_of(u, row);
+
+	(void)pos;
+	if (k == NULL)
+		return nomem(err);
+	*keep = json_object_get(u->map, k) == NULL;
+	return 0;
+}
+
+static int match_row(void *arg, int64_t pos, const struct st_value *row, struct fl_err *err)
+{
+	struct st_upsert *u = arg;
+	const char *k = key_of(u, row);
+
+	(void)pos;
+	if (k == NULL)
+		return nomem(err);
+	if (json_object_get(u->map, k) != NULL)
+		u->scan_match = true;
+	return 0;
+}
+
+static void rewrite_opts(struct st_upsert *u, const struct st_name_mapping *mapping,
+                         struct st_rewrite_opts *ro)
+{
+	memset(ro, 0, sizeof(*ro));
+	ro->io = u->o.io;
+	ro->schema = u->schema;
+	ro->mapping = mapping;
+	ro->data_uri = u->o.data_uri;
+	ro->tag = "upsert";
+	ro->codec = u->o.codec;
+	ro->compression_level = u->o.compression_level;
+	ro->target_file_bytes = u->o.target_file_bytes;
+	ro->arg = u;
+}
+
+static int setup_keys(struct st_upsert *u, struct fl_err *err)
+{
+	int32_t ids[MAX_KEYS];
+	const json_t *fields = json_object_get(u->schema, "fields"), *f = NULL;
+	size_t n, i;
+
+	if (st_upsert_key_ids(u->schema, ids, MAX_KEYS, &n, err) != 0)
+		return -1;
+	if (n == 0)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "upsert needs a key: the table's schema has no identifier fields "
+		                  "(identifier-field-ids)");
+	for (size_t k = 0; k < n; k++) {
+		struct keycol *c = &u->keys[k];
+		const char *type = NULL;
+
+		json_array_foreach(fields, i, f)
+		{
+			if (json_integer_value(json_object_get(f, "id")) == ids[k])
+				break;
+		}
+		if (f != NULL && i < json_array_size(fields))
+			type = json_string_value(json_object_get(f, "type"));
+		if (type == NULL)
+			return fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "identifier field %d is not a primitive column of the schema",
+			        (int)ids[k]);
+		c->id = ids[k];
+		c->idx = i;
+		c->name = json_string_value(json_object_get(f, "name"));
+		if (st_type_parse(type, &c->type, err) != 0)
+			return -1;
+		u->key_pos[k] = i;
+		u->proj_pos[k] = k;
+		u->want[k].field_id = c->id;
+		u->want[k].type = c->type;
+	}
+	u->nk = n;
+	json_array_foreach(json_object_get(u->spec, "fields"), i, f)
+	{
+		json_int_t src = json_integer_value(json_object_get(f, "source-id"));
+		const char *tr = json_string_value(json_object_get(f, "transform"));
+		size_t k;
+
+		for (k = 0; k < n && ids[k] != src; k++)
+			;
+		if (k == n && (tr == NULL || strcmp(tr, "void") != 0))
+			return fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "upsert: the table is partitioned on column %lld, which is not an "
+			        "identifier field; a key's rows must stay in one partition",
+			        (long long)src);
+	}
+	return 0;
+}
+
+void st_upsert_finish(struct st_upsert *u, bool committed, bool keep)
+{
+	if (u == NULL)
+		return;
+	for (size_t i = 0; i < u->ncache; i++) {
+		if (!keep && (!committed || !u->cache[i].used))
+			st_rewrite_out_discard(u->o.io, &u->cache[i].out);
+		st_rewrite_out_free(&u->cache[i].out);
+	}
+	if (!keep && !committed)
+		st_rewrite_out_discard(u->o.io, &u->bout);
+	st_rewrite_out_free(&u->bout);
+	for (size_t k = 0; k < u->nk; k++) {
+		for (size_t i = 0; i < u->keys[k].n; i++)
+			free(u->keys[k].vals[i].p);
+		free(u->keys[k].vals);
+	}
+	free(u->cache);
+	json_decref(u->cache_idx);
+	json_decref(u->map);
+	json_decref(u->schema);
+	json_decref(u->spec);
+	st_buf_free(&u->kb);
+	free(u->hex);
+	free(u->base);
+	free(u->losers);
+	free(u->bout_from);
+	free(u->data_uri);
+	free(u);
+}
+
+int st_upsert_open(const struct st_upsert_opts *o, const struct st_ingest_result *res,
+                   struct st_upsert **out, struct fl_err *err)
+{
+	struct st_upsert *u = calloc(1, sizeof(*u));
+	struct st_rewrite_opts ro;
+	size_t nf = res->n_files;
+
+	if (u == NULL)
+		return nomem(err);
+	u->o = *o;
+	u->data_uri = strdup(o->data_uri);
+	u->o.data_uri = u->data_uri;
+	u->res = res;
+	u->schema = json_incref((json_t *)o->schema);
+	u->spec = json_incref((json_t *)o->spec);
+	u->map = json_object();
+	u->cache_idx = json_object();
+	u->base = calloc(nf ? nf : 1, sizeof(*u->base));
+	u->losers = calloc(nf ? nf : 1, sizeof(*u->losers));
+	st_buf_init(&u->kb, NULL);
+	if (u->map == NULL || u->cache_idx == NULL || u->base == NULL || u->losers == NULL ||
+	    u->data_uri == NULL) {
+		nomem(err);
+		goto fail;
+	}
+	if (o->format_version >= 3) {
+		fl_err_set(err, FL_ERR_UNSUPPORTED,
+		           "upsert on a format v3 table (whose copied rows must keep _row_id) is "
+		           "not yet supported");
+		goto fail;
+	}
+	if (setup_keys(u, err) != 0)
+		goto fail;
+	/* Every batch key, its last row winning. */
+	u->pos = u->proj_pos;
+	for (size_t i = 0; i < nf; i++) {
+		u->base[i] = u->ordinal;
+		if (st_rewrite_scan(o->io, res->files[i].uri, NULL, u->want, u->nk, batch_row, u,
+		                    err) != 0)
+			goto fail;
+	}
+	sort_values(u);
+	u->st.batch_rows = (int64_t)json_object_size(u->map);
+	/* The batch's files holding replaced rows, written again without them. */
+	rewrite_opts(u, NULL, &ro);
+	ro.keep = keep_winner;
+	u->pos = u->key_pos;
+	for (size_t i = 0; i < nf; i++) {
+		size_t before = u->bout.n;
+		size_t *from;
+		struct fl_err ignored;
+
+		if (u->losers[i] == 0)
+			continue;
+		u->cur_file = i;
+		if (st_rewrite_run(&ro, res->files[i].uri, &u->bout, err) != 0)
+			goto fail;
+		from = realloc(u->bout_from, sizeof(*from) * (u->bout.n ? u->bout.n : 1));
+		if (from == NULL) {
+			nomem(err);
+			goto fail;
+		}
+		u->bout_from = from;
+		for (size_t k = before; k < u->bout.n; k++)
+			from[k] = i;
+		/* never committed: the rewrite replaces it */
+		if (st_io_delete(o->io, res->files[i].uri, &ignored) != 0)
+			ignored.kind = FL_ERR_NONE;
+	}
+	*out = u;
+	return 0;
+fail:
+	st_upsert_finish(u, false, false);
+	return -1;
+}
+
+/* ---- the plan on the current state ---- */
+
+/* The bound of field id in a manifest entry's map (decoded into b); false
+ * when absent or undecodable (then it does not prune). */
+static bool bound_of(const json_t *df, const char *map, int32_t id, struct st_buf *b)
+{
+	const json_t *kv;
+	size_t i;
+	struct fl_err ignored;
+
+	json_array_foreach(json_object_get(df, map), i, kv)
+	{
+		const char *v = json_string_value(json_object_get(kv, "value"));
+
+		if (json_integer_value(json_object_get(kv, "key")) != id || v == NULL)
+			continue;
+		st_buf_reset(b);
+		return st_avro_base64_decode(v, strlen(v), b, &ignored) == 0;
+	}
+	return false;
+}
+
+/* Whether a data file may hold a batch key, by its key columns' bounds. */
+static bool candidate(struct st_upsert *u, const json_t *df)
+{
+	struct st_buf lo, hi;
+	bool may = true;
+
+	st_buf_init(&lo, NULL);
+	st_buf_init(&hi, NULL);
+	for (size_t k = 0; k < u->nk && may; k++) {
+		const struct keycol *c = &u->keys[k];
+		bool hl, hh;
+		size_t a = 0, z = c->n;
+
+		if (!prunable(&c->type))
+			continue;
+		hl = bound_of(df, "lower_bounds", c->id, &lo);
+		hh = bound_of(df, "upper_bounds", c->id, &hi);
+		if (!hl && !hh)
+			continue;
+		/* the first batch value >= lower */
+		while (hl && a < z) {
+			size_t m = (a + z) / 2;
+
+			if (ser_cmp(&c->type, c->vals[m].p, c->vals[m].n, lo.data, lo.len) < 0)
+				a = m + 1;
+			else
+				z = m;
+		}
+		may = a < c->n &&
+		      (!hh || ser_cmp(&c->type, c->vals[a].p, c->vals[a].n, hi.data, hi.len) <= 0);
+	}
+	st_buf_free(&lo);
+	st_buf_free(&hi);
+	return may;
+}
+
+/* The cache slot of path, created when new (*fresh says so). */
+static struct cached *cache_of(struct st_upsert *u, const char *path, bool *fresh)
+{
+	json_t *i = json_object_get(u->cache_idx, path);
+	struct cached *grown;
+
+	*fresh = i == NULL;
+	if (i != NULL)
+		return &u->cache[json_integer_value(i)];
+	grown = realloc(u->cache, sizeof(*grown) * (u->ncache + 1));
+	if (grown == NULL)
+		return NULL;
+	u->cache = grown;
+	memset(&grown[u->ncache], 0, sizeof(*grown));
+	if (json_object_set_new(u->cache_idx, path, json_integer((json_int_t)u->ncache)) != 0)
+		return NULL;
+	return &u->cache[u->ncache++];
+}
+
+/* A live entry of a dropped manifest, with its partition tuple. */
+struct carried {
+	struct st_entry_copy c;
+	struct st_value *partition;
+};
+
+/* A growing array of data files and of entries. */
+struct plan {
+	struct st_data_file *add;
+	size_t nadd, capadd;
+	struct carried *kept, *del;
+	size_t nkept, ndel;
+	json_t *held; /* the entries arrays the copies point into */
+};
+
+static int add_file(struct plan *p, const struct st_data_file *df, struct fl_err *err)
+{
+	if (p->nadd == p->capadd) {
+		size_t cap = p->capadd ? p->capadd * 2 : 16;
+		struct st_data_file *g = realloc(p->add, cap * sizeof(*g));
+
+		if (g == NULL)
+			return nomem(err);
+		p->add = g;
+		p->capadd = cap;
+	}
+	p->add[p->nadd++] = *df;
+	return 0;
+}
+
+static void carried_free(struct carried *c)
+{
+	st_entry_copy_free(&c->c);
+	free(c->partition);
+}
+
+static void plan_free(struct plan *p)
+{
+	for (size_t i = 0; i < p->nkept; i++)
+		carried_free(&p->kept[i]);
+	for (size_t i = 0; i < p->ndel; i++)
+		carried_free(&p->del[i]);
+	free(p->kept);
+	free(p->del);
+	free(p->add);
+	json_decref(p->held);
+}
+
+/* Reads one manifest of the current list; *drop = it holds a batch key. */
+static int scan_manifest(struct st_upsert *u, const struct st_name_mapping *mapping,
+                         const json_t *mf, json_t **entries, bool *drop, struct fl_err *err)
+{
+	const char *uri = json_string_value(json_object_get(mf, "manifest_path"));
+	const json_t *e;
+	size_t i;
+
+	*drop = false;
+	if (uri == NULL)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "a manifest list entry lacks manifest_path");
+	if (json_integer_value(json_object_get(mf, "content")) != 0)
+		return fl_err_set(err, FL_ERR_UNSUPPORTED,
+		                  "upsert on a table with delete files is not yet supported");
+	if (st_avro_read_all(u->o.io, uri, MAX_MANIFEST_READ, NULL, entries, err) != 0)
+		return -1;
+	json_array_foreach(*entries, i, e)
+	{
+		const json_t *df = json_object_get(e, "data_file");
+		const char *path = json_string_value(json_object_get(df, "file_path"));
+		struct cached *c;
+		bool fresh;
+
+		if (json_integer_value(json_object_get(e, "status")) == 2)
+			continue;
+		if (json_integer_value(json_object_get(df, "content")) != 0)
+			return fl_err_set(
+			        err, FL_ERR_UNSUPPORTED,
+			        "upsert on a table with delete files is not yet supported");
+		if (path == NULL)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "manifest %.200s: entry %zu lacks file_path", uri, i);
+		if (!candidate(u, df)) {
+			u->st.files_pruned++;
+			continue;
+		}
+		c = cache_of(u, path, &fresh);
+		if (c == NULL)
+			return nomem(err);
+		if (fresh) {
+			u->scan_match = false;
+			u->pos = u->proj_pos;
+			if (st_rewrite_scan(u->o.io, path, mapping, u->want, u->nk, match_row, u,
+			                    err) != 0)
+				return -1;
+			c->match = u->scan_match;
+			u->st.files_read++;
+		}
+		*drop = *drop || c->match;
+	}
+	return 0;
+}
+
+/* Sorts the live entries of a dropped manifest into kept and rewritten. */
+static int split_manifest(struct st_upsert *u, const struct st_snapshot_table *t,
+                          const struct st_name_mapping *mapping, const json_t *mf,
+                          const json_t *entries, struct plan *p, struct fl_err *err)
+{
+	size_t n = json_array_size(entries), i;
+	const json_t *e;
+	struct carried *g;
+
+	if (json_integer_value(json_object_get(mf, "partition_spec_id")) != t->spec_id)
+		return fl_err_set(
+		        err, FL_ERR_UNSUPPORTED,
+		        "upsert: rows to replace are in files of an older partition spec; "
+		        "not yet supported");
+	g = realloc(p->kept, sizeof(*g) * (p->nkept + n + 1));
+	if (g == NULL)
+		return nomem(err);
+	p->kept = g;
+	g = realloc(p->del, sizeof(*g) * (p->ndel + n + 1));
+	if (g == NULL)
+		return nomem(err);
+	p->del = g;
+	json_array_foreach(entries, i, e)
+	{
+		const char *path = json_string_value(
+		        json_object_get(json_object_get(e, "data_file"), "file_path"));
+		json_t *ci = json_object_get(u->cache_idx, path);
+		struct cached *c = ci ? &u->cache[json_integer_value(ci)] : NULL;
+		struct carried *ec;
+		size_t n_part;
+
+		if (json_integer_value(json_object_get(e, "status")) == 2)
+			continue;
+		ec = c != NULL && c->match ? &p->del[p->ndel++] : &p->kept[p->nkept++];
+		memset(ec, 0, sizeof(*ec));
+		if (st_entry_copy_from_json(e, mf, NULL, &ec->c, err) != 0 ||
+		    st_snapshot_partition_parse(
+		            t, json_object_get(json_object_get(e, "data_file"), "partition"),
+		            &ec->partition, &n_part, err) != 0)
+			return -1;
+		ec->c.file.partition = ec->partition;
+		if (c == NULL || !c->match)
+			continue;
+		if (!c->rewritten) {
+			struct st_rewrite_opts ro;
+
+			rewrite_opts(u, mapping, &ro);
+			ro.keep = keep_unreplaced;
+			u->pos = u->key_pos;
+			if (st_rewrite_run(&ro, path, &c->out, err) != 0)
+				return -1;
+			c->rewritten = true;
+		}
+		c->used = true;
+		u->st.files_rewritten++;
+		u->st.replaced_rows += c->out.rows_read - c->out.rows_kept;
+		for (size_t k = 0; k < c->out.n; k++) {
+			struct st_data_file df = {0};
+
+			st_parquet_metrics_to_data_file(&c->out.files[k].m, &df);
+			df.file_path = c->out.files[k].uri;
+			df.partition = ec->partition;
+			if (add_file(p, &df, err) != 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static const json_t *by_id(const json_t *arr, const char *key, json_int_t id)
+{
+	const json_t *v;
+	size_t i;
+
+	json_array_foreach(arr, i, v)
+	{
+		if (json_integer_value(json_object_get(v, key)) == id)
+			return v;
+	}
+	return NULL;
+}
+
+int st_upsert_plan(struct st_upsert *u, const struct st_snapshot_table *t, const json_t *current,
+                   int64_t snapshot_id, struct st_snapshot_manifest **manifest, json_t **drop,
+                   struct fl_err *err)
+{
+	const json_t *cur = json_object_get(current, "current-snapshot-id"), *snap = NULL, *mf;
+	const char *mtext = json_string_value(json_object_get(
+	        json_object_get(current, "properties"), "schema.name-mapping.default"));
+	struct st_name_mapping *mapping = NULL;
+	struct plan p = {0};
+	json_t *list = NULL, *dropped = json_array();
+	size_t i;
+	int rc = -1;
+
+	p.held = json_array();
+	if (dropped == NULL || p.held == NULL) {
+		nomem(err);
+		goto out;
+	}
+	{
+		int64_t rows = u->st.batch_rows;
+
+		memset(&u->st, 0, sizeof(u->st));
+		u->st.batch_rows = rows;
+	}
+	for (i = 0; i < u->ncache; i++)
+		u->cache[i].used = false;
+	if (mtext != NULL && st_name_mapping_parse(mtext, strlen(mtext), &mapping, err) != 0) {
+		fl_err_prefix(err, "schema.name-mapping.default");
+		goto out;
+	}
+	/* The batch's own files. */
+	for (i = 0; i < u->res->n_files; i++) {
+		struct st_data_file df = {0};
+
+		if (u->losers[i] > 0)
+			continue;
+		st_parquet_metrics_to_data_file(&u->res->files[i].m, &df);
+		df.file_path = u->res->files[i].uri;
+		df.partition = u->res->files[i].partition;
+		if (add_file(&p, &df, err) != 0)
+			goto out;
+	}
+	for (i = 0; i < u->bout.n; i++) {
+		struct st_data_file df = {0};
+
+		st_parquet_metrics_to_data_file(&u->bout.files[i].m, &df);
+		df.file_path = u->bout.files[i].uri;
+		df.partition = u->res->files[u->bout_from[i]].partition;
+		if (add_file(&p, &df, err) != 0)
+			goto out;
+	}
+	if (json_is_integer(cur) && json_integer_value(cur) != -1)
+		snap = by_id(json_object_get(current, "snapshots"), "snapshot-id",
+		             json_integer_value(cur));
+	if (snap != NULL) {
+		const char *luri = json_string_value(json_object_get(snap, "manifest-list"));
+
+		if (luri == NULL) {
+			fl_err_set(err, FL_ERR_BAD_REQUEST,
+			           "the current snapshot has no manifest-list");
+			goto out;
+		}
+		if (st_avro_read_all(u->o.io, luri, MAX_MANIFEST_READ, NULL, &list, err) != 0)
+			goto out;
+	}
+	json_array_foreach(list, i, mf)
+	{
+		json_t *entries = NULL;
+		bool d;
+
+		if (scan_manifest(u, mapping, mf, &entries, &d, err) != 0) {
+			json_decref(entries);
+			goto out;
+		}
+		if (json_array_append_new(p.held, entries) != 0) {
+			nomem(err);
+			goto out;
+		}
+		if (!d)
+			continue;
+		if (json_array_append_new(dropped, json_string(json_string_value(json_object_get(
+		                                           mf, "manifest_path")))) != 0) {
+			nomem(err);
+			goto out;
+		}
+		if (split_manifest(u, t, mapping, mf, entries, &p, err) != 0)
+			goto out;
+	}
+	{
+		struct st_manifest_entry *kept = calloc(p.nkept + 1, sizeof(*kept));
+		struct st_manifest_entry *del = calloc(p.ndel + 1, sizeof(*del));
+
+		if (kept == NULL || del == NULL) {
+			free(kept);
+			free(del);
+			nomem(err);
+			goto out;
+		}
+		/* The copies moved as the arrays grew: point them at their files now. */
+		for (i = 0; i < p.nkept; i++) {
+			kept[i] = p.kept[i].c.entry;
+			kept[i].file = &p.kept[i].c.file;
+		}
+		for (i = 0; i < p.ndel; i++) {
+			del[i] = p.del[i].c.entry;
+			del[i].file = &p.del[i].c.file;
+		}
+		rc = st_snapshot_manifest_write_rewrite(t, snapshot_id, ST_MANIFEST_DATA, p.add,
+		                                        p.nadd, kept, p.nkept, del, p.ndel,
+		                                        manifest, err);
+		free(kept);
+		free(del);
+		if (rc != 0)
+			goto out;
+	}
+	*drop = dropped;
+	dropped = NULL;
+	rc = 0;
+out:
+	plan_free(&p);
+	json_decref(list);
+	json_decref(dropped);
+	st_name_mapping_free(mapping);
+	return rc;
+}
+
+void st_upsert_stats(const struct st_upsert *u, struct st_upsert_stats *s)
+{
+	*s = u->st;
+}

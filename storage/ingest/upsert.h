@@ -1,0 +1,89 @@
+/* upsert.h - a batch of rows that replace the table's rows with the same
+ * key, as one copy-on-write snapshot (DESIGN §5b "Upsert").
+ *
+ * The key is the schema's identifier fields.  Within the batch the last row
+ * of a key wins (inputs in order, rows in order); rows of the table whose
+ * key the batch holds are removed by rewriting the data files that hold
+ * them without those rows.  Files are chosen by the lower/upper bounds of
+ * the key columns in their manifest entries (a file whose bounds hold no
+ * batch key is not read; one without bounds is), then confirmed by reading
+ * the key columns; only files that really hold a batch key are rewritten.
+ * The commit is one `overwrite` snapshot (`append` when no file had to go):
+ * the rewritten files DELETED, the other live files of the manifests that
+ * held them carried as EXISTING, the survivors and the batch's files ADDED.
+ * No delete files are written, so every reader (DuckDB, PyIceberg, icebird)
+ * reads the result without delete support.
+ *
+ * Limits: tables with delete files, format v3 (whose copied rows must keep
+ * _row_id), and partitioned tables whose partition source columns are not
+ * all key columns (the last row of a key must be found in one partition)
+ * are refused with FL_ERR_UNSUPPORTED / FL_ERR_BAD_REQUEST naming why.
+ * Not thread-safe per upsert. */
+#ifndef ST_UPSERT_H
+#define ST_UPSERT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "iceberg/snapshot.h"
+#include "ingest.h"
+#include "io/io.h"
+
+/* The identifier field ids of schema (a Schema JSON object) into ids (at
+ * most cap); *n = 0 when it has none.  FL_ERR_BAD_REQUEST when there are
+ * more than cap or one names no primitive field. */
+int st_upsert_key_ids(const json_t *schema, int32_t *ids, size_t cap, size_t *n,
+                      struct fl_err *err) FL_MUST_CHECK;
+
+struct st_upsert_opts {
+	struct st_io *io; /* the table's storage (borrowed; the run's) */
+	const json_t *schema; /* the schema the batch was written with */
+	const json_t *spec; /* the default partition spec (NULL: unpartitioned) */
+	int format_version;
+	const char *data_uri; /* "<table location>/data" */
+	enum st_parquet_codec codec;
+	int compression_level;
+	uint64_t target_file_bytes;
+};
+
+struct st_upsert;
+
+/* Reads the keys of the batch's files (res, as st_ingest_run wrote them, in
+ * input order) and rewrites the files holding rows that a later row of the
+ * batch replaces, deleting those originals.  FL_ERR_BAD_REQUEST when the
+ * schema has no identifier fields (naming the problem) or the spec is
+ * partitioned on a column outside the key; FL_ERR_UNSUPPORTED for v3.
+ * *out untouched on failure. */
+int st_upsert_open(const struct st_upsert_opts *o, const struct st_ingest_result *res,
+                   struct st_upsert **out, struct fl_err *err) FL_MUST_CHECK;
+
+/* Plans the snapshot on `current` (the state the commit applies to: call
+ * it from the committer's build step, again after every reload): finds the
+ * live files holding batch keys, rewrites them (once per file across
+ * attempts) and writes the snapshot's manifest (*manifest, new; *drop = the
+ * manifest paths of current's list the snapshot leaves out, a new array).
+ * t describes the table as the snapshot is built (schema, spec, metadata
+ * dir, io).  FL_ERR_UNSUPPORTED for delete files or files of another
+ * partition spec that would need rewriting. */
+int st_upsert_plan(struct st_upsert *u, const struct st_snapshot_table *t, const json_t *current,
+                   int64_t snapshot_id, struct st_snapshot_manifest **manifest, json_t **drop,
+                   struct fl_err *err) FL_MUST_CHECK;
+
+/* What the last plan did, for the summary and the logs. */
+struct st_upsert_stats {
+	int64_t batch_rows; /* after the batch's own de-duplication */
+	int64_t replaced_rows; /* table rows the batch replaced */
+	int64_t files_read, files_rewritten, files_pruned;
+};
+void st_upsert_stats(const struct st_upsert *u, struct st_upsert_stats *s);
+
+/* Deletes the files the upsert wrote that the committed snapshot does not
+ * name (all of them when !committed), then releases u; accepts NULL.  Call
+ * with committed = true and keep = true when the commit's outcome is
+ * unknown: nothing is deleted. */
+void st_upsert_finish(struct st_upsert *u, bool committed, bool keep);
+
+#endif

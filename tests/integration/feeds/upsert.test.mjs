@@ -1,0 +1,240 @@
+// Upsert feeds (copy-on-write): random interleavings of inserts and updates
+// land through a directory feed in mode upsert, several objects per batch
+// and duplicate keys inside one batch; after every round DuckDB (over the
+// live data files of the current snapshot) and icebird (the whole table,
+// manifests and all) read exactly the model's rows: a Map of key -> the
+// latest row.  A plain append of `floe ingest` racing the upsert batches is
+// not lost.  Rows with a null key are dead-lettered naming the key column.
+// A definition in mode upsert on a table without identifier fields is a 400;
+// create-table with "key" makes those columns the new table's identifier
+// fields.  Seeded: a failure prints the seed that replays it.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { icebergRead } from 'icebird';
+import { psql, request, waitFor } from '../lib/harness.mjs';
+import { expectError } from '../lib/checks.mjs';
+import {
+  startCatalog, createTable, loadTable, ingest, show, snapshotFiles, currentSnapshot, localPath, duck, sqlStr,
+  seededRandom, tmpDir,
+} from '../ingest/lib.mjs';
+import { F, land, createFeed, ledger, waitLedger, routeFileFetch } from './lib.mjs';
+
+const SEED = Number(process.env.UPSERT_SEED ?? 20261201);
+let ctx;
+let root;
+let unroute;
+
+before(async () => {
+  ctx = await startCatalog('feeds_upsert');
+  root = tmpDir('feeds-upsert');
+  unroute = await routeFileFetch();
+});
+
+after(async () => {
+  await unroute?.();
+  await ctx?.floe.stop();
+  if (root) fs.rmSync(root, { recursive: true, force: true });
+});
+
+async function createKeyed(name) {
+  const res = await request(ctx.base, 'POST', `${ctx.p}/namespaces/ns/tables`, {
+    body: {
+      name,
+      schema: {
+        type: 'struct', 'schema-id': 0, 'identifier-field-ids': [1], fields: [
+          { id: 1, name: 'id', type: 'long', required: true },
+          { id: 2, name: 'v', type: 'string', required: false },
+          { id: 3, name: 'n', type: 'long', required: false },
+        ],
+      },
+    },
+  });
+  assert.equal(res.status, 200, res.text);
+}
+
+// The live data files of the current snapshot (DELETED entries left out).
+function liveFiles(meta) {
+  const cur = currentSnapshot(meta);
+  if (!cur) return [];
+  return snapshotFiles(cur).filter((f) => String(f.entry.status) !== '2').map((f) => f.file);
+}
+
+const norm = (r) => [String(r[0]), r[1] ?? null, r[2] == null ? null : String(r[2])];
+const byKey = (a, b) => (BigInt(a[0]) < BigInt(b[0]) ? -1 : BigInt(a[0]) > BigInt(b[0]) ? 1 : 0);
+const modelRows = (model) => [...model.values()].map((r) => norm([r.id, r.v, r.n])).sort(byKey);
+
+// DuckDB over the live files, and icebird over the whole table, both equal
+// to the model (same count, same values, no key twice).
+async function checkTable(name, model, what) {
+  // The server's table cache learns of other processes' commits (the CLI's)
+  // by NOTIFY: wait until it shows as many rows as the model has (a wrong
+  // count still fails below, with the rows that differ).
+  const total = async () => Number(currentSnapshot((await loadTable(ctx, name)).metadata)?.summary['total-records']);
+  await waitFor(async () => (await total()) === model.size, { timeoutMs: 15000, what: `${name}: ${model.size} rows` })
+    .catch(() => {});
+  const meta = (await loadTable(ctx, name)).metadata;
+  const want = modelRows(model);
+  const files = liveFiles(meta).map((f) => localPath(f.file_path));
+  const con = await duck();
+  const got = files.length === 0 ? [] : (await con.runAndReadAll(
+    `SELECT id::VARCHAR, v, n::VARCHAR FROM read_parquet([${files.map(sqlStr).join(', ')}])`)).getRows();
+  assert.deepEqual(got.map(norm).sort(byKey), want, `DuckDB reads the model's rows ${what} (seed ${SEED})`);
+  const ice = await icebergRead({ tableUrl: meta.location, metadata: meta });
+  assert.deepEqual(ice.map((r) => norm([r.id, r.v, r.n])).sort(byKey), want, `icebird reads the model's rows ${what} (seed ${SEED})`);
+  return meta;
+}
+
+test('random inserts and updates: DuckDB and icebird read the latest row per key, a racing append is kept', async () => {
+  const rnd = seededRandom(SEED);
+  const pick = (n) => Math.floor(rnd() * n);
+  const dir = path.join(root, 'kv');
+  fs.mkdirSync(dir);
+  await createKeyed('kv');
+  await createFeed(ctx.base, {
+    name: 'kv', table: 'ns.kv', source: { type: 'directory', path: dir, glob: '*.ndjson' },
+    format: 'ndjson', mode: 'upsert', interval: 'PT1S', 'on-error': 'dead-letter', batch: { 'max-objects': 3 },
+  });
+  const model = new Map();
+  let objects = 0;
+  let nullKeys = 0;
+  let appendId = 1000000;
+  for (let round = 0; round < 6; round++) {
+    const nobj = 1 + pick(4);
+    const racing = round === 2 || round === 4;
+    let appended = null;
+    for (let k = 0; k < nobj; k++) {
+      const rows = [];
+      const nrows = 3 + pick(25);
+      for (let i = 0; i < nrows; i++) {
+        // keys from a small range: many updates, duplicates inside a batch
+        const id = pick(80);
+        rows.push({ id, v: `r${round}o${k}i${i}-${pick(1000)}`, n: rnd() < 0.2 ? null : pick(1 << 30) });
+      }
+      if (rnd() < 0.3) {
+        rows.splice(pick(rows.length), 0, { id: null, v: 'no key', n: 1 });
+        nullKeys++;
+      }
+      for (const r of rows) if (r.id !== null) model.set(r.id, r);
+      land(dir, `r${String(round).padStart(2, '0')}-${k}.ndjson`,
+        `${rows.map((r) => JSON.stringify(r.n === null ? { id: r.id, v: r.v } : r)).join('\n')}\n`);
+      objects++;
+      if (racing && k === 0) {
+        // a plain append (the CLI, in process) while the feed works
+        const file = path.join(root, `append-${round}.csv`);
+        const extra = [];
+        for (let i = 0; i < 20; i++) extra.push({ id: appendId++, v: `append${round}-${i}`, n: i });
+        fs.writeFileSync(file, `id,v,n\n${extra.map((r) => `${r.id},${r.v},${r.n}`).join('\n')}\n`);
+        for (const r of extra) model.set(r.id, r);
+        appended = ingest(ctx, 'kv', [file]);
+      }
+    }
+    if (appended) {
+      const r = await appended;
+      assert.equal(r.code, 0, show(r));
+      assert.equal(r.out.status, 'committed', show(r));
+    }
+    await waitLedger(ctx.dbUrl, 'kv', objects);
+    const meta = await checkTable('kv', model, `after round ${round}`);
+    const cur = currentSnapshot(meta);
+    if (cur.summary['floe.batch-id']) assert.match(cur.summary['floe.watermark'], /^\d{4}-/);
+  }
+  // Updates were real: some snapshots overwrote files, and the summaries add up.
+  const meta = (await loadTable(ctx, 'kv')).metadata;
+  const ops = meta.snapshots.map((s) => s.summary.operation);
+  assert.ok(ops.includes('overwrite'), `some batch replaced rows: ${ops}`);
+  for (const s of meta.snapshots.filter((x) => x.summary.operation === 'overwrite')) {
+    assert.ok(Number(s.summary['deleted-data-files']) > 0, JSON.stringify(s.summary));
+    assert.ok(s.summary['floe.batch-id'], 'an upsert snapshot names its batch');
+  }
+  assert.equal(Number(currentSnapshot(meta).summary['total-records']), model.size, 'total-records is the model size');
+  assert.ok(ledger(ctx.dbUrl, 'kv').every((o) => o.outcome === 'committed'));
+  // Null keys were dead-lettered, naming the key column.
+  if (nullKeys > 0) {
+    const reasons = psql(ctx.dbUrl, `SELECT location FROM feed_dead_letter d JOIN feed f ON f.id = d.feed_id
+      WHERE f.name = 'kv' AND NOT whole_object`).split('\n').filter(Boolean);
+    assert.ok(reasons.length > 0, 'null-key rows are dead-lettered');
+    const text = reasons.map((l) => fs.readFileSync(`${l}.errors.ndjson`, 'utf8')).join('');
+    assert.match(text, /key column 'id'/);
+    assert.equal(text.trim().split('\n').length, nullKeys, 'one reason per null-key row');
+  }
+});
+
+test('mode upsert needs identifier fields; create-table takes the key from the definition', async () => {
+  await createTable(ctx, 'nokey', [{ id: 1, name: 'id', type: 'long', required: true }]);
+  const dir = path.join(root, 'k2');
+  fs.mkdirSync(dir);
+  const src = { type: 'directory', path: dir, glob: '*.csv' };
+  expectError(await request(ctx.base, 'POST', F, {
+    body: { name: 'nokey', table: 'ns.nokey', source: src, format: 'csv', mode: 'upsert' },
+  }), 400, 'BadRequestException', 'identifier');
+  expectError(await request(ctx.base, 'POST', F, {
+    body: { name: 'k2', table: 'ns.k2', source: src, format: 'csv', mode: 'upsert', 'create-table': true },
+  }), 400, 'BadRequestException', 'key');
+  expectError(await request(ctx.base, 'POST', F, {
+    body: { name: 'k2', table: 'ns.k2', source: src, format: 'csv', key: ['id'], 'create-table': true },
+  }), 400, 'BadRequestException', 'upsert');
+  await createFeed(ctx.base, {
+    name: 'k2', table: 'ns.k2', source: src, format: 'csv', mode: 'upsert', key: ['id'],
+    'create-table': true, interval: 'PT1S',
+  });
+  land(dir, 'a.csv', 'id,v,n\n1,a,1\n2,b,2\n1,c,3\n');
+  await waitLedger(ctx.dbUrl, 'k2', 1);
+  land(dir, 'b.csv', 'id,v,n\n2,d,4\n3,e,5\n');
+  await waitLedger(ctx.dbUrl, 'k2', 2);
+  const meta = (await loadTable(ctx, 'k2')).metadata;
+  const schema = meta.schemas.find((s) => s['schema-id'] === meta['current-schema-id']);
+  assert.deepEqual(schema['identifier-field-ids'], [schema.fields.find((f) => f.name === 'id').id]);
+  assert.equal(schema.fields.find((f) => f.name === 'id').required, true);
+  const model = new Map([[1, { id: 1, v: 'c', n: 3 }], [2, { id: 2, v: 'd', n: 4 }], [3, { id: 3, v: 'e', n: 5 }]]);
+  await checkTable('k2', model, 'of the created table');
+  const f = (await request(ctx.base, 'GET', `${F}/k2`)).json;
+  assert.equal(f.definition.mode, 'upsert');
+  assert.deepEqual(f.definition.key, ['id']);
+
+  // Pushes to an upsert feed take the same path: two pushes, one group commit or two.
+  for (const body of ['{"id":3,"v":"f","n":6}\n{"id":4,"v":"g","n":7}\n',
+    '{"id":4,"v":"h","n":8}\n{"id":1,"v":"i","n":9}\n']) {
+    const res = await request(ctx.base, 'POST', `${F}/k2/records`, {
+      headers: { 'Content-Type': 'application/x-ndjson' }, body,
+    });
+    assert.equal(res.status, 202, res.text);
+  }
+  await waitFor(() => psql(ctx.dbUrl, 'SELECT count(*) FROM feed_spool WHERE batch_id IS NULL') === '0',
+    { timeoutMs: 20000, what: 'the pushes to land' });
+  model.set(3, { id: 3, v: 'f', n: 6 });
+  model.set(4, { id: 4, v: 'h', n: 8 });
+  model.set(1, { id: 1, v: 'i', n: 9 });
+  await checkTable('k2', model, 'after pushes');
+});
+
+test('floe ingest --mode upsert, in process and over REST', async () => {
+  await createKeyed('cli');
+  const dir = path.join(root, 'cli');
+  fs.mkdirSync(dir);
+  const model = new Map();
+  const steps = [
+    [false, 'id,v,n\n1,a,1\n2,b,2\n3,c,3\n2,d,4\n'],
+    [true, 'id,v,n\n3,e,5\n4,f,6\n'],
+    [false, 'id,v,n\n1,g,7\n4,h,8\n5,i,9\n'],
+  ];
+  for (const [k, [rest, text]] of steps.entries()) {
+    const file = path.join(dir, `s${k}.csv`);
+    fs.writeFileSync(file, text);
+    for (const line of text.trim().split('\n').slice(1)) {
+      const [id, v, n] = line.split(',');
+      model.set(Number(id), { id: Number(id), v, n: Number(n) });
+    }
+    const r = await ingest(ctx, 'cli', [file], { rest, args: ['--mode', 'upsert'] });
+    assert.equal(r.code, 0, show(r));
+    assert.equal(r.out.status, 'committed', show(r));
+    await checkTable('cli', model, `after step ${k}${rest ? ' (REST)' : ''}`);
+  }
+  // A table without identifier fields: a clear refusal.
+  const file = path.join(dir, 'x.csv');
+  fs.writeFileSync(file, 'id\n1\n');
+  const r = await ingest(ctx, 'nokey', [file], { args: ['--mode', 'upsert'] });
+  assert.notEqual(r.code, 0);
+  assert.match(r.stderr + r.stdout, /identifier fields/);
+});
