@@ -163,6 +163,11 @@ void cat_row_free(struct cat_row *row);
 int cat_row_lock(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns, const char *name,
                  struct cat_row *row, struct fl_err *err);
 
+/* Reads the table row without a lock (the optimistic commit); as
+ * cat_row_lock otherwise. */
+int cat_row_read(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns, const char *name,
+                 struct cat_row *row, struct fl_err *err);
+
 /* Statistics of a metadata version, for /metrics (-1 = unknown). */
 struct cat_row_stats {
 	int64_t records, files, bytes;
@@ -193,6 +198,16 @@ struct cat_row_move {
 };
 int cat_row_move(struct cat_conn *c, const struct cat_row_move *m,
                  struct fl_err *err) FL_MUST_CHECK;
+
+/* cat_row_move as a compare-and-swap, for a row read without a lock: it
+ * moves only when the row still has version `expected`, namespace ns_id and
+ * m->name (the UPDATE waits for a concurrent holder of the row lock, then
+ * judges the row as that one left it).  1 = moved; 0 = the row changed, was
+ * renamed or dropped, and nothing was written; -1 = error.  Run outside a
+ * transaction, the statement commits by itself, and a connection lost
+ * during it is FL_ERR_COMMIT_STATE_UNKNOWN. */
+int cat_row_move_if(struct cat_conn *c, const struct cat_row_move *m, const char *ns_id,
+                    int64_t expected, struct fl_err *err) FL_MUST_CHECK;
 
 /* Takes the warehouse's transaction advisory lock, which serializes table
  * creation and location changes within a warehouse. */
