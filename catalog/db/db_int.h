@@ -94,6 +94,24 @@ PGresult *cat_exec(struct cat_conn *c, const char *sql, int n, const char *const
 /* Runs a statement whose result is not needed (BEGIN, COMMIT, …). */
 int cat_exec_cmd(struct cat_conn *c, const char *sql, struct fl_err *err) FL_MUST_CHECK;
 
+/* One statement of a pipeline: prepared as stmt when stmt is not NULL,
+ * else sql; lengths and formats as PQsendQueryParams takes them. */
+struct cat_pipe_q {
+	const char *sql;
+	const char *stmt;
+	int n;
+	const char *const *params;
+	const int *lengths;
+	const int *formats;
+};
+
+/* Sends the k statements in one round trip (libpq pipeline mode, one
+ * sync) and collects the first result of each into res[] (NULL for a
+ * statement whose result never came; the caller PQclears them all).  A
+ * statement after a failed one is not run (PGRES_PIPELINE_ABORTED).  true
+ * when the whole pipeline was answered and the connection left it. */
+bool cat_pipeline(struct cat_conn *c, int k, const struct cat_pipe_q *q, PGresult **res);
+
 /* BEGIN, then sql as cat_exec runs it, in one round trip (libpq pipeline
  * mode): opens a transaction with its first statement.  Returns the
  * statement's result or NULL with err set as cat_exec does (for BEGIN's
@@ -232,6 +250,12 @@ struct cat_conn *cat_tx_conn(struct cat_tx *tx);
  * carries its deferred BEGIN in the same round trip. */
 PGresult *cat_tx_exec(struct cat_tx *tx, const char *sql, int n, const char *const *params,
                       struct fl_err *err);
+
+/* cat_tx_commit with last run just before the COMMIT, in the same round
+ * trip.  A failure of last is definite (FL_ERR_INTERNAL; the COMMIT is not
+ * run); a lost connection is FL_ERR_COMMIT_STATE_UNKNOWN.  Frees tx. */
+int cat_tx_commit_after(struct cat_tx *tx, const struct cat_pipe_q *last,
+                        struct fl_err *err) FL_MUST_CHECK;
 
 /* Adds ns to the transaction's idempotency time (reported as
  * CAT_STAGE_IDEMPOTENCY when a table commit ran in it). */

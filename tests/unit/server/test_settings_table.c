@@ -65,8 +65,8 @@ static void test_defaults(void **state)
 	assert_string_equal(cfg.database_url, "");
 	assert_string_equal(cfg.warehouse, "default");
 	assert_string_equal(cfg.warehouse_location, "");
-	assert_int_equal(cfg.threads, 4);
-	assert_int_equal(cfg.db_pool_size, 8);
+	assert_int_equal(cfg.threads, 0);
+	assert_int_equal(cfg.db_pool_size, 20);
 	assert_int_equal(cfg.max_body_bytes, 8388608);
 	assert_int_equal(cfg.max_json_depth, 64);
 	assert_int_equal(cfg.max_identifier_bytes, 255);
