@@ -848,27 +848,44 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
                       struct cat_change *ch, const struct cat_limits *lim, const char *request_id,
                       const char *actor, struct fl_err *err)
 {
-	char tbuf[520], *path = NULL, *text = NULL;
+	char tbuf[520], *path = NULL, *text = NULL, *key, *kloc = NULL, *ktext = NULL;
 	struct written w = {.io = wh->io};
 	struct written *stale = NULL;
 	struct cat_row row = {0};
 	json_t *base = NULL, *meta = NULL, *filled = NULL;
 	struct cat_row_stats st;
 	struct cat_scope sc;
+	size_t key_len = 0;
 	bool changed = false;
 	int64_t t0 = fl_mono_ns();
 	int found, moved = 0, rc = -1;
 
+	/* A version this process holds parsed is neither fetched nor parsed. */
+	key = cat_base_key(wh->id, &ch->ns, ch->name, &key_len);
+	if (!cat_base_get(db->bases, key, key_len, &kloc, &ktext, &base))
+		kloc = NULL;
 	if (cat_scope_begin(db, tx, false, &sc, err) != 0)
-		return -1;
-	found = cat_row_read(sc.c, wh->id, &ch->ns, ch->name, &row, err);
+		goto out;
+	found = cat_row_read(sc.c, wh->id, &ch->ns, ch->name, kloc, &row, err);
 	(void)cat_scope_end(&sc, true, err); /* a read scope: nothing to commit */
 	if (found <= 0) {
 		rc = found < 0 ? -1 : 1;
 		goto out;
 	}
 	cat_stage_done(db, CAT_STAGE_LOCK, &t0);
-	base = json_loads(row.metadata, 0, NULL);
+	if (row.metadata != NULL) {
+		json_decref(base);
+		base = json_loads(row.metadata, 0, NULL);
+		if (base != NULL)
+			cat_base_put(db->bases, key, key_len, row.metadata_location, row.metadata,
+			             base);
+	} else if (kloc == NULL || strcmp(kloc, row.metadata_location) != 0) {
+		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		goto out;
+	} else {
+		row.metadata = ktext; /* the same text, byte for byte */
+		ktext = NULL;
+	}
 	if (base == NULL || json_array_size(ch->updates) > lim->max_updates) {
 		rc = 1;
 		goto out;
@@ -945,6 +962,9 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 		goto out;
 	}
 	cat_stage_done(db, CAT_STAGE_UPDATE, &t0);
+	/* Kept even if an outer transaction then fails: no row will ever point
+	 * to this location, so the entry is never used. */
+	cat_base_put(db->bases, key, key_len, path, text, meta);
 	if (stale != NULL) { /* committed by the statement itself */
 		stale_delete(stale, true);
 		stale = NULL;
@@ -966,6 +986,9 @@ out:
 	json_decref(filled);
 	free(path);
 	free(text);
+	free(key);
+	free(kloc);
+	free(ktext);
 	return rc;
 }
 

@@ -33,9 +33,26 @@ struct cat_db {
 	unsigned char secret[32];
 	bool have_secret;
 	struct cat_cache *cache; /* NULL until cat_db_enable_cache */
+	struct cat_base_cache *bases; /* NULL when out of memory at open */
 	cat_stage_fn on_stage; /* commit stage timings; may be NULL */
 	void *on_stage_arg;
 };
+
+/* Parsed metadata of recently committed tables (basecache.c). */
+struct cat_base_cache;
+struct cat_base_cache *cat_base_cache_new(void);
+void cat_base_cache_free(struct cat_base_cache *c);
+/* The key of a table: warehouse id, levels and name (malloc'd, *len bytes). */
+char *cat_base_key(const char *wh_id, const struct cat_ns *ns, const char *name, size_t *len);
+/* true with copies of the entry's location and text and a new reference
+ * to its parsed document (never to be modified); false on a miss or
+ * without a cache or key. */
+bool cat_base_get(struct cat_base_cache *c, const char *key, size_t key_len, char **location,
+                  char **text, json_t **doc);
+/* Keeps doc (a reference is taken; the caller must not modify doc from
+ * now on) and a copy of text as the table's version at location. */
+void cat_base_put(struct cat_base_cache *c, const char *key, size_t key_len, const char *location,
+                  const char *text, json_t *doc);
 
 /* Reports the time since *t0 as `stage` to the observer and restarts *t0. */
 void cat_stage_done(struct cat_db *db, enum cat_stage stage, int64_t *t0);
@@ -182,9 +199,11 @@ int cat_row_lock(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns,
                  struct cat_row *row, struct fl_err *err);
 
 /* Reads the table row without a lock (the optimistic commit); as
- * cat_row_lock otherwise. */
+ * cat_row_lock otherwise, except that row->metadata is left NULL (and not
+ * sent) when the row's metadata_location is known_location: the caller
+ * holds that version already. */
 int cat_row_read(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns, const char *name,
-                 struct cat_row *row, struct fl_err *err);
+                 const char *known_location, struct cat_row *row, struct fl_err *err);
 
 /* Statistics of a metadata version, for /metrics (-1 = unknown). */
 struct cat_row_stats {

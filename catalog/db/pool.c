@@ -69,6 +69,7 @@ int cat_db_open(const char *conninfo, int size, struct cat_db **out, struct fl_e
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	}
 	db->size = size;
+	db->bases = cat_base_cache_new(); /* NULL: commits go without it */
 	pthread_mutex_init(&db->mu, NULL);
 	pthread_cond_init(&db->cv, NULL);
 	if (cat_conn_get(db, &c, err) != 0) {
@@ -90,6 +91,7 @@ void cat_db_close(struct cat_db *db)
 	if (db == NULL)
 		return;
 	cat_cache_stop(db->cache);
+	cat_base_cache_free(db->bases);
 	for (int i = 0; i < db->size; i++)
 		if (db->conns[i].pg != NULL)
 			PQfinish(db->conns[i].pg);

@@ -27,17 +27,17 @@ static char *dup_or_null(PGresult *r, int row, int col)
 
 /* The row of a table by name, with sql (FOR UPDATE or not). */
 static int row_select(struct cat_conn *c, const char *sql, const char *wh_id,
-                      const struct cat_ns *ns, const char *name, struct cat_row *row,
-                      struct fl_err *err)
+                      const struct cat_ns *ns, const char *name, const char *known_location,
+                      struct cat_row *row, struct fl_err *err)
 {
 	char *arr = cat_text_array(ns, ns->n);
-	const char *params[3] = {wh_id, arr, name};
+	const char *params[4] = {wh_id, arr, name, known_location};
 	PGresult *r;
 	int found;
 
 	if (arr == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-	r = cat_exec(c, sql, 3, params, err);
+	r = cat_exec(c, sql, known_location != NULL ? 4 : 3, params, err);
 	free(arr);
 	if (r == NULL)
 		return -1;
@@ -49,8 +49,8 @@ static int row_select(struct cat_conn *c, const char *sql, const char *wh_id,
 		row->metadata = dup_or_null(r, 0, 3);
 		row->location = dup_or_null(r, 0, 4);
 		row->version = cat_i64(PQgetvalue(r, 0, 5));
-		if (row->metadata == NULL || row->metadata_location == NULL ||
-		    row->location == NULL) {
+		if ((row->metadata == NULL && known_location == NULL) ||
+		    row->metadata_location == NULL || row->location == NULL) {
 			PQclear(r);
 			cat_row_free(row);
 			return fl_err_set(err, FL_ERR_INTERNAL, "table row is incomplete");
@@ -69,18 +69,27 @@ int cat_row_lock(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns,
 	        " FROM table_entry t JOIN namespace n ON n.id = t.namespace_id"
 	        " WHERE n.warehouse_id = $1 AND n.levels = $2::text[] AND t.name = $3 AND t.kind = 'TABLE'"
 	        " FOR UPDATE OF t",
-	        wh_id, ns, name, row, err);
+	        wh_id, ns, name, NULL, row, err);
 }
 
 int cat_row_read(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns, const char *name,
-                 struct cat_row *row, struct fl_err *err)
+                 const char *known_location, struct cat_row *row, struct fl_err *err)
 {
+	if (known_location == NULL)
+		return row_select(
+		        c,
+		        "SELECT t.id, t.namespace_id, t.metadata_location, t.metadata, t.location, t.version"
+		        " FROM table_entry t JOIN namespace n ON n.id = t.namespace_id"
+		        " WHERE n.warehouse_id = $1 AND n.levels = $2::text[] AND t.name = $3"
+		        " AND t.kind = 'TABLE'",
+		        wh_id, ns, name, NULL, row, err);
 	return row_select(
 	        c,
-	        "SELECT t.id, t.namespace_id, t.metadata_location, t.metadata, t.location, t.version"
+	        "SELECT t.id, t.namespace_id, t.metadata_location,"
+	        " CASE WHEN t.metadata_location = $4 THEN NULL ELSE t.metadata END, t.location, t.version"
 	        " FROM table_entry t JOIN namespace n ON n.id = t.namespace_id"
 	        " WHERE n.warehouse_id = $1 AND n.levels = $2::text[] AND t.name = $3 AND t.kind = 'TABLE'",
-	        wh_id, ns, name, row, err);
+	        wh_id, ns, name, known_location, row, err);
 }
 
 static void stat_text(int64_t v, char *buf, size_t cap, const char **out)
