@@ -12,7 +12,17 @@
  *      event; the caller's idempotency record rides in the same transaction;
  *   6. COMMIT.  A definite failure deletes the files written in step 4; an
  *      unknown COMMIT outcome keeps them and is reported as such (500).
- * A 409 therefore always means "not applied", and a 2xx "applied once". */
+ * A 409 therefore always means "not applied", and a 2xx "applied once".
+ *
+ * A single-table commit that neither creates the table nor moves it runs
+ * steps 1-4 optimistically (commit_try), as DESIGN §3 allows: it reads the
+ * row without a lock (from basecache.c when this process holds the
+ * version), judges, builds and writes the file, and step 5 becomes a
+ * compare-and-swap on the version read, so the row lock is held for that
+ * statement and the COMMIT only.  When the version moved, the unused file
+ * is deleted and the commit is judged again on the new state (a stale
+ * client gets its 409 as before); after OPTIMISTIC_TRIES it takes the row
+ * lock first (commit_locked), as every other commit does. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
