@@ -683,6 +683,39 @@ static void stale_delete(void *arg, bool committed)
 	free(w);
 }
 
+/* A commit that changes nothing answers the state it judged (copies in
+ * ch), and writes nothing. */
+static int answer_unchanged(struct cat_change *ch, const struct cat_row *row, struct fl_err *err)
+{
+	ch->metadata_location = strdup(row->metadata_location);
+	ch->metadata = strdup(row->metadata);
+	return ch->metadata && ch->metadata_location
+	               ? 0
+	               : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+}
+
+/* The pointer move of a commit on row to the new metadata (path, text, meta). */
+static struct cat_row_move move_of(const struct cat_row *row, const struct cat_change *ch,
+                                   const char *path, const char *text, const json_t *meta,
+                                   const struct cat_row_stats *st, const char *request_id,
+                                   const char *actor)
+{
+	return (struct cat_row_move){
+	        .id = row->id,
+	        .metadata_location = path,
+	        .metadata = text,
+	        .version = row->version + 1,
+	        .location = cat_meta_location(meta),
+	        .stats = st,
+	        .ns = &ch->ns,
+	        .name = ch->name,
+	        .snapshot_id = cat_meta_current_snapshot_id(meta),
+	        .operation = operation(meta),
+	        .request_id = request_id,
+	        .actor = actor,
+	};
+}
+
 /* One change under its row lock: requirements, builder, file, pointer. */
 static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, struct cat_change *ch,
                       const struct cat_limits *lim, size_t *budget, const char *request_id,
@@ -769,12 +802,7 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 	}
 	cat_stage_done(sc->db, CAT_STAGE_BUILD, &t0);
 	if (found > 0 && !changed) {
-		/* Nothing to do: answer with the current state, write nothing. */
-		ch->metadata_location = strdup(row.metadata_location);
-		ch->metadata = strdup(row.metadata);
-		rc = ch->metadata && ch->metadata_location
-		             ? 0
-		             : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		rc = answer_unchanged(ch, &row, err);
 		goto out;
 	}
 	if ((found == 0 || strcmp(cat_meta_location(meta), row.location) != 0) &&
@@ -790,20 +818,9 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 	row_stats(meta, &st);
 	if (found) {
 		/* The pointer, the commit event and the NOTIFY in one round trip. */
-		struct cat_row_move mv = {
-		        .id = row.id,
-		        .metadata_location = path,
-		        .metadata = text,
-		        .version = row.version + 1,
-		        .location = cat_meta_location(meta),
-		        .stats = &st,
-		        .ns = &ch->ns,
-		        .name = ch->name,
-		        .snapshot_id = cat_meta_current_snapshot_id(meta),
-		        .operation = operation(meta),
-		        .request_id = request_id,
-		        .actor = actor,
-		};
+		struct cat_row_move mv =
+		        move_of(&row, ch, path, text, meta, &st, request_id, actor);
+
 		if (cat_row_move(c, &mv, err) != 0)
 			goto out;
 		cat_scope_touched(sc, row.id);
@@ -871,7 +888,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	int found, moved = 0, rc = -1;
 
 	/* A version this process holds parsed is neither fetched nor parsed. */
-	key = cat_base_key(wh->id, &ch->ns, ch->name, &key_len);
+	key = cat_table_key(wh->id, &ch->ns, ch->name, &key_len);
 	if (!cat_base_get(db->bases, key, key_len, &kloc, &ktext, &base))
 		kloc = NULL;
 	if (cat_scope_begin(db, tx, false, &sc, err) != 0)
@@ -914,12 +931,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	}
 	cat_stage_done(db, CAT_STAGE_BUILD, &t0);
 	if (!changed) {
-		/* Nothing to do: answer with the state read, write nothing. */
-		ch->metadata_location = strdup(row.metadata_location);
-		ch->metadata = strdup(row.metadata);
-		rc = ch->metadata && ch->metadata_location
-		             ? 0
-		             : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		rc = answer_unchanged(ch, &row, err);
 		goto out;
 	}
 	if (strcmp(cat_meta_location(meta), row.location) != 0) {
@@ -937,20 +949,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 		goto out;
 	cat_stage_done(db, CAT_STAGE_WRITE, &t0);
 	row_stats(meta, &st);
-	struct cat_row_move mv = {
-	        .id = row.id,
-	        .metadata_location = path,
-	        .metadata = text,
-	        .version = row.version + 1,
-	        .location = row.location,
-	        .stats = &st,
-	        .ns = &ch->ns,
-	        .name = ch->name,
-	        .snapshot_id = cat_meta_current_snapshot_id(meta),
-	        .operation = operation(meta),
-	        .request_id = request_id,
-	        .actor = actor,
-	};
+	struct cat_row_move mv = move_of(&row, ch, path, text, meta, &st, request_id, actor);
 	if (cat_scope_begin(db, tx, false, &sc, err) != 0)
 		goto out;
 	moved = cat_row_move_if(sc.c, &mv, row.ns_id, row.version, err);

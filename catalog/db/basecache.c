@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "buf.h"
 #include "db_int.h"
 
 #define BASE_SLOTS 16
@@ -62,23 +61,6 @@ void cat_base_cache_free(struct cat_base_cache *c)
 		slot_clear(&c->slots[i]);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
-}
-
-char *cat_base_key(const char *wh_id, const struct cat_ns *ns, const char *name, size_t *len)
-{
-	struct fl_buf b = FL_BUF_INIT;
-	int rc = fl_buf_append(&b, wh_id, strlen(wh_id) + 1);
-
-	/* Separators that cannot occur inside a level or a name. */
-	for (int i = 0; i < ns->n && rc == 0; i++)
-		rc = fl_buf_append(&b, ns->levels[i], strlen(ns->levels[i])) |
-		     fl_buf_append(&b, "\x1f", 1);
-	if (rc != 0 || fl_buf_append(&b, "", 1) != 0 || fl_buf_puts(&b, name) != 0) {
-		fl_buf_free(&b);
-		return NULL;
-	}
-	*len = b.len;
-	return fl_buf_steal(&b);
 }
 
 static struct base_slot *find(struct cat_base_cache *c, const char *key, size_t key_len)

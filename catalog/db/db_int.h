@@ -38,12 +38,15 @@ struct cat_db {
 	void *on_stage_arg;
 };
 
+/* A cache key for a table: the warehouse (its name or id), the levels and
+ * the name, separated by bytes that cannot occur inside them (malloc'd,
+ * *len bytes; NULL when out of memory). */
+char *cat_table_key(const char *wh, const struct cat_ns *ns, const char *name, size_t *len);
+
 /* Parsed metadata of recently committed tables (basecache.c). */
 struct cat_base_cache;
 struct cat_base_cache *cat_base_cache_new(void);
 void cat_base_cache_free(struct cat_base_cache *c);
-/* The key of a table: warehouse id, levels and name (malloc'd, *len bytes). */
-char *cat_base_key(const char *wh_id, const struct cat_ns *ns, const char *name, size_t *len);
 /* true with copies of the entry's location and text and a new reference
  * to its parsed document (never to be modified); false on a miss or
  * without a cache or key. */

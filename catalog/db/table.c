@@ -356,12 +356,10 @@ static int not_found(struct cat_conn *c, const char *wh_id, const struct cat_ns 
 	                  cat_ns_str(ns, buf, sizeof(buf)), name);
 }
 
-/* The cache key of a table: warehouse, levels and name separated by bytes
- * that cannot occur inside them. */
-static char *cache_key(const char *wh_name, const struct cat_ns *ns, const char *name, size_t *len)
+char *cat_table_key(const char *wh, const struct cat_ns *ns, const char *name, size_t *len)
 {
 	struct fl_buf b = FL_BUF_INIT;
-	int rc = fl_buf_append(&b, wh_name, strlen(wh_name) + 1);
+	int rc = fl_buf_append(&b, wh, strlen(wh) + 1);
 
 	for (int i = 0; i < ns->n && rc == 0; i++)
 		rc = fl_buf_append(&b, ns->levels[i], strlen(ns->levels[i])) |
@@ -387,7 +385,7 @@ int cat_table_load(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
 
 	/* Inside a transaction the caller must see its own uncommitted state. */
 	if (tx == NULL && db->cache != NULL) {
-		key = cache_key(wh_name, ns, name, &key_len);
+		key = cat_table_key(wh_name, ns, name, &key_len);
 		if (key != NULL && cat_cache_get(db->cache, key, key_len, metadata_location,
 		                                 metadata, storage_type)) {
 			free(key);
