@@ -867,10 +867,12 @@ out:
  * statement commits by itself.  The guarantees are those of the locked
  * path: a requirement that fails on a committed state is a 409 and nothing
  * is applied; the file is durable before the pointer moves.  0 = done,
- * -1 = failed (err set), 1 = not applied and the caller must try again: the
- * row changed under the try (its file is deleted again, being referenced
- * by nothing) or the change needs the locked path (a missing table, a new
- * location, too many updates), which then reports it exactly as before. */
+ * -1 = failed (err set); otherwise nothing was applied and a file written
+ * is deleted again, being referenced by nothing: TRY_RACED when the row
+ * changed under the try, TRY_LOCKED when the change needs the locked path
+ * (a missing table, a new location, too many updates), which then reports
+ * it exactly as before. */
+enum { TRY_RACED = 1, TRY_LOCKED = 2 };
 static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
                       struct cat_change *ch, const struct cat_limits *lim, const char *request_id,
                       const char *actor, struct fl_err *err)
@@ -896,7 +898,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	found = cat_row_read(sc.c, wh->id, &ch->ns, ch->name, kloc, &row, err);
 	(void)cat_scope_end(&sc, true, err); /* a read scope: nothing to commit */
 	if (found <= 0) {
-		rc = found < 0 ? -1 : 1;
+		rc = found < 0 ? -1 : TRY_LOCKED;
 		goto out;
 	}
 	cat_stage_done(db, CAT_STAGE_LOCK, &t0);
@@ -914,7 +916,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 		ktext = NULL;
 	}
 	if (base == NULL || json_array_size(ch->updates) > lim->max_updates) {
-		rc = 1;
+		rc = TRY_LOCKED;
 		goto out;
 	}
 	if (check_actions(ch->updates, err) != 0 ||
@@ -935,7 +937,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 		goto out;
 	}
 	if (strcmp(cat_meta_location(meta), row.location) != 0) {
-		rc = 1;
+		rc = TRY_LOCKED;
 		goto out;
 	}
 	stale = malloc(sizeof(*stale));
@@ -961,13 +963,13 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 		stale = NULL;
 	}
 	(void)cat_scope_end(&sc, true, err);
+	/* Committed by the statement itself; an unknown outcome may have applied. */
 	if (tx == NULL && (moved == 1 || err->kind == FL_ERR_COMMIT_STATE_UNKNOWN))
-		cat_cache_invalidate(db->cache,
-		                     row.id); /* even an unknown outcome may have applied */
+		cat_cache_invalidate(db->cache, row.id);
 	if (moved < 0)
 		goto out;
 	if (moved == 0) {
-		rc = 1;
+		rc = TRY_RACED;
 		goto out;
 	}
 	cat_stage_done(db, CAT_STAGE_UPDATE, &t0);
@@ -984,7 +986,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	rc = 0;
 out:
 	/* Not applied: the file is referenced by nothing (best effort, as ever). */
-	written_done(&w, rc == 1 || (rc < 0 && err->kind != FL_ERR_COMMIT_STATE_UNKNOWN));
+	written_done(&w, rc > 0 || (rc < 0 && err->kind != FL_ERR_COMMIT_STATE_UNKNOWN));
 	if (stale != NULL) {
 		written_done(stale, false);
 		free(stale);
@@ -1096,6 +1098,8 @@ int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse 
 			if (rc <= 0)
 				return rc;
 			fl_err_clear(err);
+			if (rc == TRY_LOCKED)
+				break;
 		}
 	}
 	return commit_locked(db, tx, wh, changes, n, lim, request_id, actor, err);

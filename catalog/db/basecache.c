@@ -7,8 +7,9 @@
  * names carry a UUID, so a location names one version's text for good, and
  * the row read (cat_row_read) leaves out the stored text exactly when the
  * row's current location is the entry's.  Nothing is ever invalidated;
- * entries are replaced, least recently used first, and documents over
- * BASE_MAX_TEXT bytes are not kept.  The parsed documents are shared
+ * entries are replaced, least recently used first, when the slots or the
+ * text budget run out; documents over BASE_MAX_TEXT bytes are not kept (a
+ * parsed document takes several times its text).  The parsed documents are shared
  * read-only between threads: nothing modifies a document after it is put
  * here, and jansson's reference counts are atomic. */
 #include <stdint.h>
@@ -18,13 +19,15 @@
 #include "db_int.h"
 
 #define BASE_SLOTS 16
-#define BASE_MAX_TEXT ((size_t)8 << 20)
+#define BASE_BUDGET ((size_t)16 << 20) /* bytes of text, all entries */
+#define BASE_MAX_TEXT ((size_t)4 << 20)
 
 struct base_slot {
 	char *key;
 	size_t key_len;
 	char *location;
 	char *text;
+	size_t text_len;
 	json_t *doc;
 	uint64_t used;
 };
@@ -32,6 +35,7 @@ struct base_slot {
 struct cat_base_cache {
 	pthread_mutex_t mu;
 	uint64_t tick;
+	size_t bytes; /* text held */
 	struct base_slot slots[BASE_SLOTS];
 };
 
@@ -103,8 +107,9 @@ bool cat_base_get(struct cat_base_cache *c, const char *key, size_t key_len, cha
 void cat_base_put(struct cat_base_cache *c, const char *key, size_t key_len, const char *location,
                   const char *text, json_t *doc)
 {
-	struct base_slot *s, fresh = {0};
+	struct base_slot *s, fresh = {0}, old[BASE_SLOTS];
 	size_t n = strlen(text);
+	int nold = 0;
 
 	if (c == NULL || key == NULL || n > BASE_MAX_TEXT)
 		return;
@@ -119,20 +124,44 @@ void cat_base_put(struct cat_base_cache *c, const char *key, size_t key_len, con
 	memcpy(fresh.key, key, key_len);
 	fresh.key_len = key_len;
 	memcpy(fresh.text, text, n + 1);
+	fresh.text_len = n;
 	fresh.doc = json_incref(doc);
 	pthread_mutex_lock(&c->mu);
 	s = find(c, key, key_len);
-	if (s == NULL) {
-		/* A free slot, else the least recently used one. */
-		s = &c->slots[0];
-		for (int i = 0; i < BASE_SLOTS && s->key != NULL; i++)
-			if (c->slots[i].key == NULL || c->slots[i].used < s->used)
-				s = &c->slots[i];
+	for (;;) {
+		struct base_slot *lru = NULL;
+
+		if (s != NULL && c->bytes - s->text_len + n <= BASE_BUDGET)
+			break;
+		if (s == NULL && c->bytes + n <= BASE_BUDGET) {
+			for (int i = 0; i < BASE_SLOTS && s == NULL; i++)
+				if (c->slots[i].key == NULL)
+					s = &c->slots[i];
+			if (s != NULL)
+				break;
+		}
+		/* Evict the least recently used other entry. */
+		for (int i = 0; i < BASE_SLOTS; i++)
+			if (c->slots[i].key != NULL && &c->slots[i] != s &&
+			    (lru == NULL || c->slots[i].used < lru->used))
+				lru = &c->slots[i];
+		if (lru == NULL)
+			break; /* only s is left, and n fits the budget alone */
+		c->bytes -= lru->text_len;
+		old[nold++] = *lru;
+		memset(lru, 0, sizeof(*lru));
+	}
+	if (s == NULL)
+		s = &c->slots[0]; /* every slot was emptied above */
+	if (s->key != NULL) {
+		c->bytes -= s->text_len;
+		old[nold++] = *s;
 	}
 	fresh.used = ++c->tick;
-	/* The old entry is released outside the lock (a large document). */
-	struct base_slot old = *s;
 	*s = fresh;
+	c->bytes += n;
 	pthread_mutex_unlock(&c->mu);
-	slot_clear(&old);
+	/* Released outside the lock: large documents. */
+	for (int i = 0; i < nold; i++)
+		slot_clear(&old[i]);
 }
