@@ -905,9 +905,12 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	if (row.metadata != NULL) {
 		json_decref(base);
 		base = json_loads(row.metadata, 0, NULL);
+		/* Only what was read is kept: a version this commit writes is
+		 * not committed yet, and putting it would push out the version
+		 * every other reader still sees until the COMMIT. */
 		if (base != NULL)
-			cat_base_put(db->bases, key, key_len, row.metadata_location, row.metadata,
-			             base);
+			cat_base_put(db->bases, key, key_len, row.id, row.version,
+			             row.metadata_location, row.metadata, base);
 	} else if (kloc == NULL || strcmp(kloc, row.metadata_location) != 0) {
 		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		goto out;
@@ -973,9 +976,6 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 		goto out;
 	}
 	cat_stage_done(db, CAT_STAGE_UPDATE, &t0);
-	/* Kept even if an outer transaction then fails: no row will ever point
-	 * to this location, so the entry is never used. */
-	cat_base_put(db->bases, key, key_len, path, text, meta);
 	if (stale != NULL) { /* committed by the statement itself */
 		stale_delete(stale, true);
 		stale = NULL;

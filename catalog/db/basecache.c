@@ -1,7 +1,8 @@
 /* basecache.c - the last parsed metadata of the tables this process
  * commits to, so that an optimistic commit (commit.c) neither fetches nor
  * parses a version it already holds: on a hot table most tries judge their
- * requirements on a version that the previous commit wrote or read.
+ * requirements on a version that an earlier try read.  Only committed
+ * versions, as read, are kept, and never in place of a newer one.
  *
  * An entry is valid for exactly one metadata location.  Metadata file
  * names carry a UUID, so a location names one version's text for good, and
@@ -25,6 +26,8 @@
 struct base_slot {
 	char *key;
 	size_t key_len;
+	char id[40]; /* the table's */
+	int64_t version;
 	char *location;
 	char *text;
 	size_t text_len;
@@ -104,8 +107,8 @@ bool cat_base_get(struct cat_base_cache *c, const char *key, size_t key_len, cha
 	return hit;
 }
 
-void cat_base_put(struct cat_base_cache *c, const char *key, size_t key_len, const char *location,
-                  const char *text, json_t *doc)
+void cat_base_put(struct cat_base_cache *c, const char *key, size_t key_len, const char *id,
+                  int64_t version, const char *location, const char *text, json_t *doc)
 {
 	struct base_slot *s, fresh = {0}, old[BASE_SLOTS];
 	size_t n = strlen(text);
@@ -126,8 +129,16 @@ void cat_base_put(struct cat_base_cache *c, const char *key, size_t key_len, con
 	memcpy(fresh.text, text, n + 1);
 	fresh.text_len = n;
 	fresh.doc = json_incref(doc);
+	snprintf(fresh.id, sizeof(fresh.id), "%s", id);
+	fresh.version = version;
 	pthread_mutex_lock(&c->mu);
 	s = find(c, key, key_len);
+	if (s != NULL && strcmp(s->id, id) == 0 && s->version > version) {
+		/* A reader that raced a commit must not push out the newer version. */
+		pthread_mutex_unlock(&c->mu);
+		slot_clear(&fresh);
+		return;
+	}
 	for (;;) {
 		struct base_slot *lru = NULL;
 

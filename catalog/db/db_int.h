@@ -53,9 +53,11 @@ void cat_base_cache_free(struct cat_base_cache *c);
 bool cat_base_get(struct cat_base_cache *c, const char *key, size_t key_len, char **location,
                   char **text, json_t **doc);
 /* Keeps doc (a reference is taken; the caller must not modify doc from
- * now on) and a copy of text as the table's version at location. */
-void cat_base_put(struct cat_base_cache *c, const char *key, size_t key_len, const char *location,
-                  const char *text, json_t *doc);
+ * now on) and a copy of text as version `version` of table id, stored at
+ * location; a newer version of the same table already held is kept
+ * instead.  Only committed versions (as read) belong here. */
+void cat_base_put(struct cat_base_cache *c, const char *key, size_t key_len, const char *id,
+                  int64_t version, const char *location, const char *text, json_t *doc);
 
 /* Reports the time since *t0 as `stage` to the observer and restarts *t0. */
 void cat_stage_done(struct cat_db *db, enum cat_stage stage, int64_t *t0);

@@ -32,7 +32,7 @@ static void put(struct cat_base_cache *c, int i, const char *text)
 	json_t *doc = json_pack("{s:i}", "t", i);
 
 	snprintf(loc, sizeof(loc), "loc%d", i);
-	cat_base_put(c, key, len, loc, text, doc);
+	cat_base_put(c, key, len, "id", 1, loc, text, doc);
 	json_decref(doc);
 	free(key);
 }
@@ -66,20 +66,31 @@ static void test_get_answers_its_key_only(void **state)
 
 	(void)state;
 	assert_false(held(c, 1));
-	cat_base_put(c, key, len, "file:///m/00001-x.metadata.json", "{\"a\":\"b\"}", mine);
+	cat_base_put(c, key, len, "id", 1, "file:///m/00001-x.metadata.json", "{\"a\":\"b\"}",
+	             mine);
 	assert_true(cat_base_get(c, key, len, &loc, &text, &doc));
 	assert_string_equal(loc, "file:///m/00001-x.metadata.json");
 	assert_string_equal(text, "{\"a\":\"b\"}");
 	assert_ptr_equal(doc, mine); /* shared, not copied */
 	assert_false(held(c, 2));
-	/* A newer version of the same table replaces the entry. */
-	cat_base_put(c, key, len, "file:///m/00002-y.metadata.json", "{}", mine);
+	/* A newer version of the same table replaces the entry; an older one,
+	 * read before that version was committed, does not. */
+	cat_base_put(c, key, len, "id", 2, "file:///m/00002-y.metadata.json", "{}", mine);
+	cat_base_put(c, key, len, "id", 1, "file:///m/00001-x.metadata.json", "{\"a\":\"b\"}",
+	             mine);
 	free(loc);
 	free(text);
 	json_decref(doc);
 	assert_true(cat_base_get(c, key, len, &loc, &text, &doc));
 	assert_string_equal(loc, "file:///m/00002-y.metadata.json");
 	assert_string_equal(text, "{}");
+	free(loc);
+	free(text);
+	json_decref(doc);
+	/* Another table of that name (dropped and created again) starts over. */
+	cat_base_put(c, key, len, "id2", 0, "file:///n/00000-z.metadata.json", "[]", mine);
+	assert_true(cat_base_get(c, key, len, &loc, &text, &doc));
+	assert_string_equal(loc, "file:///n/00000-z.metadata.json");
 	free(loc);
 	free(text);
 	json_decref(doc);
