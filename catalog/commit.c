@@ -885,7 +885,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	struct cat_row_stats st;
 	struct cat_scope sc;
 	size_t key_len = 0;
-	bool changed = false;
+	bool changed = false, fetched = false;
 	int64_t t0 = fl_mono_ns();
 	int found, moved = 0, rc = -1;
 
@@ -905,12 +905,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	if (row.metadata != NULL) {
 		json_decref(base);
 		base = json_loads(row.metadata, 0, NULL);
-		/* Only what was read is kept: a version this commit writes is
-		 * not committed yet, and putting it would push out the version
-		 * every other reader still sees until the COMMIT. */
-		if (base != NULL)
-			cat_base_put(db->bases, key, key_len, row.id, row.version,
-			             row.metadata_location, row.metadata, base);
+		fetched = base != NULL;
 	} else if (kloc == NULL || strcmp(kloc, row.metadata_location) != 0) {
 		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		goto out;
@@ -985,6 +980,14 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	path = text = NULL;
 	rc = 0;
 out:
+	/* A table whose commits conflict keeps the version read for the next
+	 * try.  Only a committed version, as read, is kept: one this commit
+	 * wrote would push out the version the other readers see until the
+	 * COMMIT.  Uncontended tables are not kept: the copies cost more than
+	 * the parse they would save. */
+	if (fetched && (rc == TRY_RACED || (rc < 0 && err->kind == FL_ERR_COMMIT_FAILED)))
+		cat_base_put(db->bases, key, key_len, row.id, row.version, row.metadata_location,
+		             row.metadata, base);
 	/* Not applied: the file is referenced by nothing (best effort, as ever). */
 	written_done(&w, rc > 0 || (rc < 0 && err->kind != FL_ERR_COMMIT_STATE_UNKNOWN));
 	if (stale != NULL) {

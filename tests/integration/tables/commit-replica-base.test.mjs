@@ -1,6 +1,7 @@
 // A commit is judged on the table's current state even when the daemon holds an older
-// version parsed in memory. Replica A commits (and so keeps that version parsed for its
-// next optimistic commit); replica B, on the same database, then commits on top of it.
+// version parsed in memory. Replica A commits, and a conflicting commit makes it keep that
+// version parsed for its next optimistic try; replica B, on the same database, then
+// commits on top of it.
 // A stale client on A must get 409 and change nothing; a client that saw B's commit must
 // succeed on A, and A's new metadata must be built on B's version, not on the one A held.
 import { test, before, after } from 'node:test';
@@ -30,11 +31,13 @@ test('a version held parsed by one replica never judges a commit after another r
     const headers = () => (withKey ? { 'Idempotency-Key': uuidv7() } : {});
     const v0 = (await call(a.base, 'POST', `${a.p}/namespaces/rbase/tables`, { body: createBody(name), expect: 200 })).json;
 
-    // Two commits on A: the second one reads the version the first wrote from A's memory.
+    // Two commits on A, then a conflicting one: A now holds v2 parsed for its next try.
     const c1 = appendCommit(v0.metadata, { ns: NS, name });
     const v1 = (await call(a.base, 'POST', path, { body: c1.body, headers: headers(), expect: 200 })).json;
     const c2 = appendCommit(v1.metadata, { ns: NS, name });
     const v2 = (await call(a.base, 'POST', path, { body: c2.body, headers: headers(), expect: 200 })).json;
+    const late = appendCommit(v1.metadata, { ns: NS, name });
+    assertError(await request(a.base, 'POST', path, { body: late.body, headers: headers() }), 409, 'CommitFailedException', 'main');
 
     // B moves the table on.
     const c3 = appendCommit(v2.metadata, { ns: NS, name });
