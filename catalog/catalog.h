@@ -24,6 +24,11 @@ struct st_io;
 int cat_db_open(const char *conninfo, int size, struct cat_db **out,
                 struct fl_err *err) FL_MUST_CHECK;
 
+/* For a short-lived command (floe ingest, maintain): statements run
+ * unprepared.  A statement prepared on first use costs a second round trip,
+ * which pays off only when it runs again on the same connection. */
+void cat_db_oneshot(struct cat_db *db);
+
 /* Starts the loadTable cache and its LISTEN connection (see cache.c for
  * the coherence rules), holding at most max_bytes of table metadata
  * (0 = cache nothing, but still listen for access changes).  Optional:

@@ -22,18 +22,37 @@
  * than the table's floe.orphan-grace (ISO-8601 duration, default P3D), so
  * that the files of a write still in flight are never touched.
  *
- * Compaction (bin-pack): per partition (spec id and partition tuple) the
- * live data files smaller than 75% of the table's
- * write.target-file-size-bytes (default 512 MiB), when a partition has two
- * or more, are read with the Parquet reader and written again toward the
- * target size; one `replace` snapshot drops the manifests that held them
- * (only manifests whose every live file is rewritten) and adds one whose
- * entries are the new files ADDED and the old ones DELETED.  It is built
- * under the row lock on the then current state, so a concurrent append is
- * carried, and a concurrent commit that removed a dropped manifest aborts
- * the run.  Tables with delete files (position, equality, deletion
- * vectors) and v3 tables (whose rows' _row_id must survive) are refused as
- * not yet supported. */
+ * Compaction (bin-pack): per partition (spec id and partition tuple) of the
+ * current spec, the live data files smaller than 75% of the table's
+ * write.target-file-size-bytes (default 512 MiB) when there are two or
+ * more, and every data file that position deletes or a deletion vector
+ * apply to (whatever its size), are read with the Parquet reader, less
+ * their deleted rows, and written again toward the target size.  Deletes
+ * apply as the spec's scan planning says: same partition, the data file's
+ * data sequence number at most the delete's, a deletion vector hiding
+ * position delete files (storage/iceberg/deletes.c reads both).  The delete
+ * files that name no live data file that stays (v2 position delete files
+ * whose every named file is rewritten, v3 deletion vectors of rewritten
+ * files) are removed in the same snapshot.  One `replace` snapshot drops
+ * every manifest that held a rewritten or removed file and adds a data
+ * manifest (the new files ADDED, the old ones DELETED) and, when delete
+ * files go, a delete manifest (DELETED); the other live entries of the
+ * dropped manifests are carried into those as EXISTING with their own
+ * snapshot ids and sequence numbers (iceberg/entry.c), so any subset of
+ * files can be compacted.  v3 rows keep their lineage (spec "Row
+ * Lineage"): _row_id and _last_updated_sequence_number are written into
+ * the new files, a null one inherited from the source file's first_row_id
+ * + position and data sequence number; carried and DELETED entries carry
+ * their inherited first_row_id.  With a default sort order whose fields
+ * are identity transforms of top-level columns, each new file holds one
+ * sorted run (rows are buffered, at most SORT_BUFFER_BYTES at a time); any
+ * other transform leaves the order unapplied and the report says so.  The
+ * replace is built under the row lock on the then current state, so a
+ * concurrent append is carried; a concurrent commit that removed a dropped
+ * manifest or added a delete manifest aborts the run.  Partitions with
+ * equality delete files are skipped (reported); an equality delete file of
+ * an unpartitioned spec (it applies everywhere) refuses the table:
+ * applying equality deletes is not yet supported. */
 #include "catalog.h"
 
 #include <inttypes.h>
@@ -41,6 +60,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arena.h"
 #include "clock.h"
 #include <openssl/rand.h>
 #include <strings.h>
@@ -51,6 +71,8 @@
 #include "iceberg/snapshot.h"
 #include "parquet/parquet.h"
 #include "parquet/reader.h"
+#include "iceberg/deletes.h"
+#include "iceberg/entry.h"
 #include "uuid.h"
 #include "iceberg/reachable.h"
 #include "tablemeta.h"
@@ -598,16 +620,27 @@ struct compact {
 	json_t *meta; /* the state the plan was made on */
 	json_int_t target, threshold, spec_id;
 	json_t *groups; /* "<spec id>|<partition JSON>" -> {spec-id, partition, files} */
-	json_t *mlive; /* manifest path -> [live entries, entries chosen] */
+	json_t *dels; /* the same key -> [live position delete file or vector] */
+	json_t *eqkeys; /* keys of partitions with equality deletes */
+	bool eq_global; /* an equality delete file of an unpartitioned spec */
+	json_t *mlive; /* manifest path -> [live entries, entries chosen, list record] */
+	json_t *listed; /* every manifest path of the planned list */
+	json_int_t base_snapshot; /* the snapshot the plan was made on */
 	json_t *drop; /* manifest paths the replace leaves out */
 	json_t *plan; /* the chosen groups, each {spec-id, partition, files: [entry]} */
-	json_int_t removed, bytes_removed, added, bytes_added, parts, skipped;
+	json_t *gone; /* the delete files the replace removes */
+	json_t *removed_ids; /* entry_id of every file the replace removes */
+	json_int_t removed, bytes_removed, added, bytes_added, parts;
+	json_int_t eq_skipped, carried, rows_dropped;
+	int32_t sort_order_id; /* applied to the new files; 0: none */
+	char sort_note[200]; /* why the table's sort order was not applied */
 	/* the rewrite and its commit */
 	struct st_snapshot_table t;
 	char *mdir;
 	int64_t snapshot_id;
 	int attempt;
 	struct st_snapshot_manifest *manifest;
+	struct st_snapshot_manifest *removed_deletes; /* NULL: none */
 	json_t *written; /* URIs of the new data files */
 	json_t *committed; /* the snapshot committed */
 };
@@ -618,13 +651,70 @@ static json_int_t or_else(const json_t *v, const json_t *dflt)
 	return json_is_integer(v) ? json_integer_value(v) : json_integer_value(dflt);
 }
 
-/* Adds the live entries of one manifest (a record of the current list) to
- * the groups; delete content anywhere refuses the table. */
+/* "<spec id>|<partition JSON>": the key of a partition; NULL when out of
+ * memory. */
+static char *part_key(json_int_t spec_id, const json_t *partition)
+{
+	char *pj = json_dumps(partition, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY), *key;
+	size_t len;
+
+	if (pj == NULL)
+		return NULL;
+	len = strlen(pj) + 24;
+	key = malloc(len);
+	if (key != NULL)
+		snprintf(key, len, "%" JSON_INTEGER_FORMAT "|%s", spec_id, pj);
+	free(pj);
+	return key;
+}
+
+/* The array under key in obj, created empty when absent. */
+static json_t *array_at(json_t *obj, const char *key)
+{
+	json_t *a = json_object_get(obj, key);
+
+	if (a == NULL && (a = json_array()) != NULL && json_object_set_new(obj, key, a) != 0)
+		a = NULL;
+	return a;
+}
+
+/* dst[dkey] = src[skey] when that is present and not null. */
+static int copy_field(json_t *dst, const char *dkey, const json_t *src, const char *skey)
+{
+	json_t *v = json_object_get(src, skey);
+
+	return v == NULL || json_is_null(v) ? 0 : json_object_set(dst, dkey, v);
+}
+
+/* What a delete record needs besides a data file's: the partition (for
+ * its DELETED entry) and a vector's referenced file and blob. */
+static int delete_fields(json_t *f, const json_t *df)
+{
+	return copy_field(f, "partition", df, "partition") ||
+	       copy_field(f, "ref", df, "referenced_data_file") ||
+	       copy_field(f, "off", df, "content_offset") ||
+	       copy_field(f, "len", df, "content_size_in_bytes");
+}
+
+/* Whether the partition spec spec_id of the metadata has no fields. */
+static bool spec_unpartitioned(const json_t *meta, json_int_t spec_id)
+{
+	const json_t *spec = by_id(json_object_get(meta, "partition-specs"), "spec-id", spec_id);
+
+	return spec != NULL && json_array_size(json_object_get(spec, "fields")) == 0;
+}
+
+/* Adds the live entries of one manifest (a record of the current list):
+ * data files of the current spec to the groups (every one: a file with
+ * deletes is rewritten whatever its size), position delete files and
+ * deletion vectors to dels, and the partitions of equality delete files to
+ * eqkeys. */
 static int plan_manifest(struct compact *c, const json_t *mf, struct fl_err *err)
 {
 	const char *uri = json_string_value(json_object_get(mf, "manifest_path"));
 	json_int_t spec_id = json_integer_value(json_object_get(mf, "partition_spec_id"));
-	json_int_t live = 0;
+	const json_t *mfrid = json_object_get(mf, "first_row_id");
+	json_int_t live = 0, frid_next = json_integer_value(mfrid);
 	json_t *entries = NULL, *e;
 	size_t i;
 	int rc = -1;
@@ -632,6 +722,8 @@ static int plan_manifest(struct compact *c, const json_t *mf, struct fl_err *err
 	if (uri == NULL)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "table %s: a manifest list entry lacks manifest_path", c->table);
+	if (json_object_set_new(c->listed, uri, json_true()) != 0)
+		return nomem(err);
 	if (st_avro_read_all(c->io, uri, MAX_MANIFEST_READ, NULL, &entries, err) != 0)
 		return -1;
 	json_array_foreach(entries, i, e)
@@ -639,44 +731,70 @@ static int plan_manifest(struct compact *c, const json_t *mf, struct fl_err *err
 		const json_t *df = json_object_get(e, "data_file");
 		const char *path = json_string_value(json_object_get(df, "file_path"));
 		json_int_t size = json_integer_value(json_object_get(df, "file_size_in_bytes"));
-		char *key = NULL, *pj;
-		json_t *g, *f;
+		json_int_t content = json_integer_value(json_object_get(df, "content"));
+		json_int_t records = json_integer_value(json_object_get(df, "record_count"));
+		const json_t *frid = json_object_get(df, "first_row_id");
+		char *key = NULL;
+		json_t *g = NULL, *f = NULL, *list = NULL;
+		bool has_frid = false;
+		json_int_t my_frid = 0;
 
+		/* Spec "First Row ID Inheritance": a null first_row_id is the
+		 * manifest's plus the records of the files before it that had
+		 * none. */
+		if (content == 0 && json_is_integer(frid)) {
+			has_frid = true;
+			my_frid = json_integer_value(frid);
+		} else if (content == 0 && json_is_integer(mfrid)) {
+			has_frid = true;
+			my_frid = frid_next;
+			frid_next += records;
+		}
 		if (json_integer_value(json_object_get(e, "status")) == 2)
 			continue;
 		live++;
-		if (json_integer_value(json_object_get(df, "content")) != 0 ||
-		    json_integer_value(json_object_get(mf, "content")) != 0) {
-			fl_err_set(
-			        err, FL_ERR_UNSUPPORTED,
-			        "table %s has position/equality delete files or deletion vectors; "
-			        "compaction that applies them is not yet supported",
-			        c->table);
-			goto out;
-		}
 		if (path == NULL) {
 			fl_err_set(err, FL_ERR_BAD_REQUEST,
 			           "manifest %.200s: entry %zu lacks file_path", uri, i);
 			goto out;
 		}
-		if (size >= c->threshold || spec_id != c->spec_id)
+		if (content == 2 && spec_unpartitioned(c->meta, spec_id)) {
+			c->eq_global = true;
 			continue;
-		pj = json_dumps(json_object_get(df, "partition"),
-		                JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-		if (pj != NULL && (key = malloc(strlen(pj) + 24)) != NULL)
-			snprintf(key, strlen(pj) + 24, "%" JSON_INTEGER_FORMAT "|%s", spec_id, pj);
-		free(pj);
-		g = key != NULL ? json_object_get(c->groups, key) : NULL;
-		if (key != NULL && g == NULL) {
-			g = json_pack("{s:I, s:O?, s:[]}", "spec-id", spec_id, "partition",
-			              json_object_get(df, "partition"), "files");
-			if (g != NULL && json_object_set_new(c->groups, key, g) != 0)
-				g = NULL;
+		}
+		if (spec_id != c->spec_id && content != 2)
+			continue;
+		key = part_key(spec_id, json_object_get(df, "partition"));
+		if (key == NULL) {
+			nomem(err);
+			goto out;
+		}
+		if (content == 2) {
+			bool bad = json_object_set_new(c->eqkeys, key, json_true()) != 0;
+
+			free(key);
+			if (bad) {
+				nomem(err);
+				goto out;
+			}
+			continue;
+		}
+		if (content == 0) {
+			g = json_object_get(c->groups, key);
+			if (g == NULL) {
+				g = json_pack("{s:I, s:O?, s:[], s:{}}", "spec-id", spec_id,
+				              "partition", json_object_get(df, "partition"),
+				              "files", "by-path");
+				if (g != NULL && json_object_set_new(c->groups, key, g) != 0)
+					g = NULL;
+			}
+			list = g != NULL ? json_object_get(g, "files") : NULL;
+		} else {
+			list = array_at(c->dels, key);
 		}
 		free(key);
-		f = json_pack("{s:s, s:I, s:I, s:s?, s:I, s:I, s:I, s:s}", "path", path, "size",
-		              size, "records",
-		              json_integer_value(json_object_get(df, "record_count")), "format",
+		f = json_pack("{s:s, s:I, s:I, s:s?, s:I, s:I, s:I, s:s, s:I, s:b}", "path", path,
+		              "size", size, "records", records, "format",
 		              json_string_value(json_object_get(df, "file_format")), "snapshot",
 		              or_else(json_object_get(e, "snapshot_id"),
 		                      json_object_get(mf, "added_snapshot_id")),
@@ -686,14 +804,24 @@ static int plan_manifest(struct compact *c, const json_t *mf, struct fl_err *err
 		              "fseq",
 		              or_else(json_object_get(e, "file_sequence_number"),
 		                      json_object_get(mf, "sequence_number")),
-		              "manifest", uri);
-		if (g == NULL || f == NULL ||
-		    json_array_append_new(json_object_get(g, "files"), f) != 0) {
+		              "manifest", uri, "content", content, "small",
+		              content == 0 && size < c->threshold);
+		if (f != NULL &&
+		    ((has_frid && json_object_set_new(f, "frid", json_integer(my_frid)) != 0) ||
+		     (content == 1 && delete_fields(f, df) != 0))) {
+			json_decref(f);
+			f = NULL;
+		}
+		if (list == NULL || f == NULL || json_array_append(list, f) != 0 ||
+		    (g != NULL && json_object_set(json_object_get(g, "by-path"), path, f) != 0)) {
+			json_decref(f);
 			nomem(err);
 			goto out;
 		}
+		json_decref(f);
 	}
-	if (json_object_set_new(c->mlive, uri, json_pack("[I,I]", live, (json_int_t)0)) != 0) {
+	if (json_object_set_new(c->mlive, uri, json_pack("[I,I,O]", live, (json_int_t)0, mf)) !=
+	    0) {
 		nomem(err);
 		goto out;
 	}
@@ -701,6 +829,120 @@ static int plan_manifest(struct compact *c, const json_t *mf, struct fl_err *err
 out:
 	json_decref(entries);
 	return rc;
+}
+
+/* Whether a delete record is a deletion vector (a blob of a Puffin file). */
+static bool is_dv(const json_t *d)
+{
+	const char *fmt = json_string_value(json_object_get(d, "format"));
+
+	return json_is_integer(json_object_get(d, "off")) ||
+	       (fmt != NULL && strcasecmp(fmt, "puffin") == 0);
+}
+
+struct targets {
+	json_t *paths;
+	json_t *by_path;
+	const char *uri;
+};
+
+/* Collects the distinct data file paths of a position delete file that are
+ * live data files of the group (others cannot be deleted from). */
+static int target_row(void *arg, const uint8_t *path, size_t len, int64_t pos, struct fl_err *err)
+{
+	struct targets *t = arg;
+	char buf[4096];
+
+	(void)pos;
+	if (len >= sizeof(buf))
+		return fl_err_set(err, FL_ERR_TOO_LARGE,
+		                  "position delete file %.200s: a file_path of %zu bytes", t->uri,
+		                  len);
+	memcpy(buf, path, len);
+	buf[len] = '\0';
+	if (json_object_get(t->paths, buf) == NULL &&
+	    json_object_set_new(t->paths, buf, json_true()) != 0)
+		return nomem(err);
+	return 0;
+}
+
+/* The data file paths a delete record names: a vector's or a file's
+ * referenced_data_file, else the file_path column of the delete file. */
+static int delete_targets(struct compact *c, json_t *d, struct fl_err *err)
+{
+	struct targets t = {.paths = json_object(),
+	                    .uri = json_string_value(json_object_get(d, "path"))};
+	const char *ref = json_string_value(json_object_get(d, "ref"));
+	struct st_parquet_source src;
+	struct st_parquet_io_ctx ictx;
+
+	if (t.paths == NULL || json_object_set_new(d, "targets", t.paths) != 0)
+		return nomem(err);
+	if (ref != NULL)
+		return json_object_set_new(t.paths, ref, json_true()) != 0 ? nomem(err) : 0;
+	if (is_dv(d))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "deletion vector in %.200s lacks referenced_data_file", t.uri);
+	if (st_parquet_source_io(&src, &ictx, c->io, t.uri, err) != 0 ||
+	    st_pos_deletes_read(&src, NULL, target_row, &t, err) != 0)
+		return fl_err_prefix(err, "position delete file %.200s", t.uri);
+	return 0;
+}
+
+/* Links each group's data files to the deletes that apply to them (spec
+ * "Scan Planning": same partition, the data file's data sequence number at
+ * most the delete's; a deletion vector hides position delete files): each
+ * such file gets "dels", the records to read when it is rewritten. */
+static int link_deletes(struct compact *c, struct fl_err *err)
+{
+	const char *key;
+	json_t *list, *d, *f;
+	size_t i;
+
+	json_object_foreach(c->dels, key, list)
+	{
+		json_t *g = json_object_get(c->groups, key), *by_path;
+
+		if (g == NULL)
+			continue;
+		by_path = json_object_get(g, "by-path");
+		json_array_foreach(list, i, d)
+		{
+			const char *p;
+			json_t *v;
+			bool dv = is_dv(d);
+
+			if (delete_targets(c, d, err) != 0)
+				return fl_err_prefix(err, "table %s", c->table);
+			json_object_foreach(json_object_get(d, "targets"), p, v)
+			{
+				json_t *at;
+
+				f = json_object_get(by_path, p);
+				if (f == NULL ||
+				    json_integer_value(json_object_get(f, "seq")) >
+				            json_integer_value(json_object_get(d, "seq")))
+					continue;
+				at = array_at(f, dv ? "dvs" : "dels");
+				if (at == NULL || json_array_append(at, d) != 0)
+					return nomem(err);
+			}
+		}
+	}
+	json_object_foreach(c->groups, key, f)
+	{
+		json_t *files = json_object_get(f, "files"), *x;
+
+		json_array_foreach(files, i, x)
+		{
+			json_t *dvs = json_object_get(x, "dvs");
+
+			if (dvs != NULL && json_object_set(x, "dels", dvs) != 0)
+				return nomem(err);
+			json_object_del(x, "dvs");
+		}
+	}
+	return 0;
 }
 
 static json_int_t group_bytes(const json_t *files)
@@ -713,68 +955,290 @@ static json_int_t group_bytes(const json_t *files)
 	return b;
 }
 
-/* Chooses the partitions with two or more small files, then the manifests
- * whose every live file is chosen: those are dropped whole, and their
- * files are what gets rewritten.  A chosen file that shares a manifest with
- * a file that stays is skipped (rewriting it would need that manifest
- * rewritten with the others as EXISTING, which this build does not do). */
+static void count_chosen(json_t *mlive, const json_t *rec)
+{
+	json_t *m = json_object_get(mlive, json_string_value(json_object_get(rec, "manifest")));
+
+	json_array_set_new(m, 1, json_integer(json_integer_value(json_array_get(m, 1)) + 1));
+}
+
+static bool some_chosen(const json_t *m)
+{
+	return json_integer_value(json_array_get(m, 1)) > 0;
+}
+
+static bool all_chosen(const json_t *m)
+{
+	return some_chosen(m) &&
+	       json_integer_value(json_array_get(m, 1)) == json_integer_value(json_array_get(m, 0));
+}
+
+/* What names a live entry among those of its manifest list: its path, and
+ * for a deletion vector (many share one Puffin file) its offset. */
+static char *entry_id(const char *path, const json_t *off)
+{
+	size_t len = strlen(path) + 24;
+	char *id = malloc(len);
+
+	if (id == NULL)
+		return NULL;
+	if (json_is_integer(off))
+		snprintf(id, len, "%s#%" JSON_INTEGER_FORMAT, path, json_integer_value(off));
+	else
+		snprintf(id, len, "%s", path);
+	return id;
+}
+
+static int mark_removed(struct compact *c, const json_t *rec, struct fl_err *err)
+{
+	char *id = entry_id(json_string_value(json_object_get(rec, "path")),
+	                    json_object_get(rec, "off"));
+	int rc = id == NULL || json_object_set_new(c->removed_ids, id, json_true()) != 0;
+
+	free(id);
+	return rc ? nomem(err) : 0;
+}
+
+/* The delete files of a chosen group that the replace removes: those that
+ * name no live data file of the partition that stays (every one they apply
+ * to is rewritten). */
+static int choose_deletes(struct compact *c, const char *key, const json_t *g,
+                          const json_t *rewritten, struct fl_err *err)
+{
+	const json_t *by_path = json_object_get(g, "by-path");
+	json_t *d;
+	size_t i;
+
+	json_array_foreach(json_object_get(c->dels, key), i, d)
+	{
+		const char *p;
+		json_t *v;
+		bool keep = false;
+
+		json_object_foreach(json_object_get(d, "targets"), p, v)
+		{
+			if (json_object_get(by_path, p) != NULL &&
+			    json_object_get(rewritten, p) == NULL)
+				keep = true;
+		}
+		if (keep)
+			continue;
+		count_chosen(c->mlive, d);
+		if (json_array_append(c->gone, d) != 0 || mark_removed(c, d, err) != 0)
+			return nomem(err);
+	}
+	return 0;
+}
+
+/* Chooses, per partition of the current spec without equality deletes, the
+ * files to rewrite: every file with deletes, and the small files when there
+ * are two or more or when a file with deletes is rewritten anyway; then the
+ * delete files that go with them.  Every manifest holding a chosen file is
+ * dropped; one that also holds files that stay is written again with those
+ * as EXISTING (rewrite_all), so any subset can be compacted. */
 static int choose(struct compact *c, struct fl_err *err)
 {
 	const char *k;
-	json_t *g, *f, *m;
+	json_t *g, *f, *m, *rewritten = json_object();
 	size_t i;
+	int rc = -1;
 
+	if (rewritten == NULL)
+		goto nomem;
 	json_object_foreach(c->groups, k, g)
 	{
-		if (json_array_size(json_object_get(g, "files")) < 2)
-			continue;
-		json_array_foreach(json_object_get(g, "files"), i, f)
+		json_t *files = json_object_get(g, "files"), *cand;
+		size_t nsmall = 0, ndel = 0;
+
+		json_array_foreach(files, i, f)
 		{
-			m = json_object_get(c->mlive,
-			                    json_string_value(json_object_get(f, "manifest")));
-			json_array_set_new(
-			        m, 1, json_integer(json_integer_value(json_array_get(m, 1)) + 1));
+			nsmall += json_is_true(json_object_get(f, "small"));
+			ndel += json_object_get(f, "dels") != NULL;
 		}
+		if (nsmall < 2 && ndel == 0)
+			continue;
+		if (json_object_get(c->eqkeys, k) != NULL) {
+			c->eq_skipped++;
+			continue;
+		}
+		cand = json_array();
+		if (cand == NULL)
+			goto nomem;
+		json_array_foreach(files, i, f)
+		{
+			if (!json_is_true(json_object_get(f, "small")) &&
+			    json_object_get(f, "dels") == NULL)
+				continue;
+			count_chosen(c->mlive, f);
+			if (json_array_append(cand, f) != 0 ||
+			    json_object_set_new(rewritten,
+			                        json_string_value(json_object_get(f, "path")),
+			                        json_true()) != 0 ||
+			    mark_removed(c, f, err) != 0) {
+				json_decref(cand);
+				goto nomem;
+			}
+		}
+		c->parts++;
+		c->removed += (json_int_t)json_array_size(cand);
+		c->bytes_removed += group_bytes(cand);
+		if (json_object_set_new(g, "files", cand) != 0 ||
+		    json_array_append(c->plan, g) != 0)
+			goto nomem;
+	}
+	json_array_foreach(c->plan, i, g)
+	{
+		char *key = part_key(json_integer_value(json_object_get(g, "spec-id")),
+		                     json_object_get(g, "partition"));
+
+		if (key == NULL)
+			goto nomem;
+		rc = choose_deletes(c, key, g, rewritten, err);
+		free(key);
+		if (rc != 0)
+			goto out;
+		rc = -1;
 	}
 	json_object_foreach(c->mlive, k, m)
 	{
-		if (json_integer_value(json_array_get(m, 1)) > 0 &&
-		    json_integer_value(json_array_get(m, 1)) ==
-		            json_integer_value(json_array_get(m, 0)) &&
-		    json_array_append_new(c->drop, json_string(k)) != 0)
-			return nomem(err);
+		if (!some_chosen(m))
+			continue;
+		if (json_array_append_new(c->drop, json_string(k)) != 0)
+			goto nomem;
+		if (!all_chosen(m))
+			c->carried++;
 	}
-	json_object_foreach(c->groups, k, g)
-	{
-		json_t *files = json_object_get(g, "files"), *keep;
+	rc = 0;
+	goto out;
+nomem:
+	nomem(err);
+out:
+	json_decref(rewritten);
+	return rc;
+}
 
-		if (json_array_size(files) < 2)
-			continue;
-		keep = json_array();
-		if (keep == NULL)
+/* The live entries of the dropped manifests of one content that the
+ * replace keeps, as EXISTING entries with their own snapshot id, sequence
+ * numbers and (v3 data files) inherited first_row_id. */
+struct carry {
+	struct st_entry_copy *v;
+	struct st_value **parts;
+	size_t n, cap;
+	json_t *hold; /* the decoded manifests the copies borrow strings from */
+};
+
+static void carry_free(struct carry *k)
+{
+	for (size_t i = 0; i < k->n; i++) {
+		st_entry_copy_free(&k->v[i]);
+		free(k->parts[i]);
+	}
+	free(k->v);
+	free(k->parts);
+	json_decref(k->hold);
+	memset(k, 0, sizeof(*k));
+}
+
+static int carry_one(struct compact *c, struct carry *k, const json_t *e, const json_t *mf,
+                     bool has_frid, json_int_t frid, struct fl_err *err)
+{
+	struct st_entry_copy *e2;
+	size_t np;
+
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? k->cap * 2 : 16;
+		void *v = realloc(k->v, cap * sizeof(*k->v)), *p;
+
+		if (v == NULL)
 			return nomem(err);
-		json_array_foreach(files, i, f)
+		k->v = v;
+		p = realloc(k->parts, cap * sizeof(*k->parts));
+		if (p == NULL)
+			return nomem(err);
+		k->parts = p;
+		k->cap = cap;
+	}
+	e2 = &k->v[k->n];
+	if (st_entry_copy_from_json(e, mf, NULL, e2, err) != 0)
+		return -1;
+	if (st_snapshot_partition_parse(
+	            &c->t, json_object_get(json_object_get(e, "data_file"), "partition"),
+	            &k->parts[k->n], &np, err) != 0) {
+		st_entry_copy_free(e2);
+		return -1;
+	}
+	e2->file.partition = k->parts[k->n];
+	if (e2->file.content == ST_CONTENT_DATA && !e2->file.has_first_row_id && has_frid) {
+		e2->file.has_first_row_id = true;
+		e2->file.first_row_id = frid;
+	}
+	k->n++;
+	return 0;
+}
+
+/* The entries of a carry for the manifest writer (each pointing at its
+ * copy's file: the array moved while it grew). */
+static int kept_entries(const struct carry *k, struct st_manifest_entry **out, struct fl_err *err)
+{
+	*out = calloc(k->n ? k->n : 1, sizeof(**out));
+	if (*out == NULL)
+		return nomem(err);
+	for (size_t i = 0; i < k->n; i++) {
+		(*out)[i] = k->v[i].entry;
+		(*out)[i].file = &k->v[i].file;
+	}
+	return 0;
+}
+
+static int carry_manifests(struct compact *c, json_int_t content, struct carry *k,
+                           struct fl_err *err)
+{
+	size_t i, j;
+	const json_t *p, *e;
+
+	k->hold = json_array();
+	if (k->hold == NULL)
+		return nomem(err);
+	json_array_foreach(c->drop, i, p)
+	{
+		const char *uri = json_string_value(p);
+		const json_t *m = json_object_get(c->mlive, uri), *mf = json_array_get(m, 2);
+		const json_t *mfrid = json_object_get(mf, "first_row_id");
+		json_int_t next = json_integer_value(mfrid);
+		json_t *entries = NULL;
+
+		if (all_chosen(m) || json_integer_value(json_object_get(mf, "content")) != content)
+			continue;
+		if (st_avro_read_all(c->io, uri, MAX_MANIFEST_READ, NULL, &entries, err) != 0 ||
+		    json_array_append_new(k->hold, entries) != 0)
+			return entries == NULL ? -1 : nomem(err);
+		json_array_foreach(entries, j, e)
 		{
-			m = json_object_get(c->mlive,
-			                    json_string_value(json_object_get(f, "manifest")));
-			if (json_integer_value(json_array_get(m, 1)) !=
-			    json_integer_value(json_array_get(m, 0)))
-				c->skipped++;
-			else if (json_array_append(keep, f) != 0) {
-				json_decref(keep);
-				return nomem(err);
+			const json_t *df = json_object_get(e, "data_file");
+			const char *path = json_string_value(json_object_get(df, "file_path"));
+			bool has_frid = false;
+			json_int_t frid = 0;
+			char *id;
+			bool gone;
+
+			if (json_integer_value(json_object_get(df, "content")) == 0 &&
+			    !json_is_integer(json_object_get(df, "first_row_id")) &&
+			    json_is_integer(mfrid)) {
+				has_frid = true;
+				frid = next;
+				next += json_integer_value(json_object_get(df, "record_count"));
 			}
+			if (json_integer_value(json_object_get(e, "status")) == 2 || path == NULL)
+				continue;
+			id = entry_id(path, json_object_get(df, "content_offset"));
+			if (id == NULL)
+				return nomem(err);
+			gone = json_object_get(c->removed_ids, id) != NULL;
+			free(id);
+			if (!gone && carry_one(c, k, e, mf, has_frid, frid, err) != 0)
+				return fl_err_prefix(err, "table %s: manifest %.200s", c->table,
+				                     uri);
 		}
-		if (json_array_size(keep) == 0) {
-			json_decref(keep);
-			continue;
-		}
-		c->parts++;
-		c->removed += (json_int_t)json_array_size(keep);
-		c->bytes_removed += group_bytes(keep);
-		if (json_object_set_new(g, "files", keep) != 0 ||
-		    json_array_append(c->plan, g) != 0)
-			return nomem(err);
 	}
 	return 0;
 }
@@ -795,19 +1259,30 @@ static enum st_parquet_codec table_codec(const json_t *meta)
 	return ST_PARQUET_ZSTD;
 }
 
+#define FIELD_ROW_ID 2147483540
+#define FIELD_LAST_UPDATED 2147483539
+
 /* The writer's columns and the reader's projection from the schema (flat,
- * primitive fields). */
+ * primitive fields); for v3 then _row_id and _last_updated_sequence_number
+ * (spec "Row Lineage"), which a moved row keeps. */
 static int schema_columns(const struct compact *c, struct st_parquet_column **cols,
                           struct st_parquet_want **want, size_t *n, struct fl_err *err)
 {
 	const json_t *fields = json_object_get(c->t.schema, "fields"), *f;
-	size_t i;
+	size_t i, nf = json_array_size(fields);
 
-	*n = json_array_size(fields);
+	*n = nf + (c->t.format_version >= 3 ? 2 : 0);
 	*cols = calloc(*n ? *n : 1, sizeof(**cols));
 	*want = calloc(*n ? *n : 1, sizeof(**want));
 	if (*cols == NULL || *want == NULL)
 		return nomem(err);
+	for (i = nf; i < *n; i++) {
+		(*cols)[i].name = i == nf ? "_row_id" : "_last_updated_sequence_number";
+		(*cols)[i].field_id = i == nf ? FIELD_ROW_ID : FIELD_LAST_UPDATED;
+		(*cols)[i].type.id = ST_TYPE_LONG;
+		(*want)[i].field_id = (*cols)[i].field_id;
+		(*want)[i].type = (*cols)[i].type;
+	}
 	json_array_foreach(fields, i, f)
 	{
 		const char *type = json_string_value(json_object_get(f, "type"));
@@ -833,10 +1308,19 @@ static int schema_columns(const struct compact *c, struct st_parquet_column **co
 struct rewrite {
 	struct compact *c;
 	const struct st_parquet_column *cols;
-	size_t ncols;
+	size_t ncols; /* with the two lineage columns of v3 last */
+	bool lineage; /* v3 */
 	char *schema_json;
 	enum st_parquet_codec codec;
 	const struct st_name_mapping *mapping; /* schema.name-mapping.default; may be NULL */
+	/* The table's default sort order when it can be applied (nkeys > 0):
+	 * rows are buffered (copies in arena), sorted, then written. */
+	struct sort_key *keys;
+	size_t nkeys;
+	int32_t sort_order_id;
+	struct fl_arena *arena;
+	struct st_value **buf;
+	size_t nbuf, capbuf, buf_bytes;
 	struct st_io_writer *file;
 	struct st_parquet_writer *w;
 	char *uri;
@@ -915,14 +1399,251 @@ static int rewrite_close(struct rewrite *rw, const struct st_value *part, struct
 	rw->files[rw->n].file_path = json_string_value(
 	        json_array_get(rw->c->written, json_array_size(rw->c->written) - 1));
 	rw->files[rw->n].partition = part;
+	if (rw->nkeys > 0) {
+		rw->files[rw->n].has_sort_order_id = true;
+		rw->files[rw->n].sort_order_id = rw->sort_order_id;
+	}
 	rw->group_added++;
 	rw->group_bytes += m.file_size;
 	rw->n++;
 	return 0;
 }
 
-/* Streams the rows of every file of group g into new files rolled at the
+/* Writes one row to the open file (opened when none is), rolling it at the
  * target size. */
+static int write_one(struct rewrite *rw, const struct st_value *part, const struct st_value *row,
+                     struct fl_err *err)
+{
+	if (rw->w == NULL && rewrite_open(rw, err) != 0)
+		return -1;
+	if (st_parquet_writer_write_row(rw->w, row, err) != 0)
+		return -1;
+	if (st_parquet_writer_size(rw->w) >= (uint64_t)rw->c->target &&
+	    rewrite_close(rw, part, err) != 0)
+		return -1;
+	return 0;
+}
+
+/* ---- the sort order ---- */
+
+#define SORT_BUFFER_BYTES ((size_t)256 << 20) /* rows sorted at once, at most */
+
+struct sort_key {
+	size_t col;
+	struct st_type type;
+	bool desc, nulls_first;
+};
+
+/* The keys of the table's default sort order over the writer's columns;
+ * none for an unsorted table.  A field this build cannot sort by (a
+ * transform other than identity, a source that is not a top-level column)
+ * leaves the order unapplied, and *note says why (for the report). */
+static int sort_keys(const struct compact *c, const struct st_parquet_column *cols, size_t ncols,
+                     struct sort_key **out, size_t *n, int32_t *order_id, char *note, size_t cap,
+                     struct fl_err *err)
+{
+	json_int_t id = json_integer_value(json_object_get(c->meta, "default-sort-order-id"));
+	const json_t *order = by_id(json_object_get(c->meta, "sort-orders"), "order-id", id);
+	const json_t *fields = json_object_get(order, "fields"), *f;
+	size_t i, k = 0;
+
+	*out = NULL;
+	*n = 0;
+	note[0] = '\0';
+	if (id == 0 || json_array_size(fields) == 0)
+		return 0;
+	*out = calloc(json_array_size(fields), sizeof(**out));
+	if (*out == NULL)
+		return nomem(err);
+	json_array_foreach(fields, i, f)
+	{
+		const char *tr = json_string_value(json_object_get(f, "transform"));
+		json_int_t src = json_integer_value(json_object_get(f, "source-id"));
+		const char *dir = json_string_value(json_object_get(f, "direction"));
+		const char *nulls = json_string_value(json_object_get(f, "null-order"));
+		size_t col = 0;
+
+		while (col < ncols && cols[col].field_id != src)
+			col++;
+		if (tr == NULL || strcmp(tr, "identity") != 0 || col == ncols) {
+			snprintf(note, cap,
+			         "sort order %" JSON_INTEGER_FORMAT
+			         " not applied: field %zu (%.40s of "
+			         "source %" JSON_INTEGER_FORMAT
+			         ") is not an identity of a top-level "
+			         "column",
+			         id, i, tr != NULL ? tr : "?", src);
+			free(*out);
+			*out = NULL;
+			return 0;
+		}
+		(*out)[k].col = col;
+		(*out)[k].type = cols[col].type;
+		(*out)[k].desc = dir != NULL && strcmp(dir, "desc") == 0;
+		/* Spec: nulls-first is the default for ascending, nulls-last
+		 * for descending, when a writer leaves it out. */
+		(*out)[k].nulls_first =
+		        nulls != NULL ? strcmp(nulls, "nulls-first") == 0 : !(*out)[k].desc;
+		k++;
+	}
+	*n = k;
+	*order_id = (int32_t)id;
+	return 0;
+}
+
+/* Types whose values point at bytes (st_value.v.bin). */
+static bool is_bytes(const struct st_type *t)
+{
+	return t->id == ST_TYPE_STRING || t->id == ST_TYPE_UUID || t->id == ST_TYPE_FIXED ||
+	       t->id == ST_TYPE_BINARY;
+}
+
+static bool is_nan(const struct st_type *t, const struct st_value *v)
+{
+	return (t->id == ST_TYPE_DOUBLE && v->v.d != v->v.d) ||
+	       (t->id == ST_TYPE_FLOAT && v->v.f != v->v.f);
+}
+
+static int cmp_rows(const void *pa, const void *pb, void *arg)
+{
+	const struct st_value *a = *(struct st_value *const *)pa;
+	const struct st_value *b = *(struct st_value *const *)pb;
+	const struct rewrite *rw = arg;
+
+	for (size_t k = 0; k < rw->nkeys; k++) {
+		const struct sort_key *key = &rw->keys[k];
+		const struct st_value *x = &a[key->col], *y = &b[key->col];
+		int c;
+
+		if (x->null || y->null) {
+			if (x->null && y->null)
+				continue;
+			return x->null == key->nulls_first ? -1 : 1;
+		}
+		if (is_nan(&key->type, x) || is_nan(&key->type, y))
+			c = is_nan(&key->type, x) - is_nan(&key->type, y); /* NaN last */
+		else
+			c = st_value_compare(&key->type, x, y);
+		if (c != 0)
+			return key->desc ? -c : c;
+	}
+	return 0;
+}
+
+/* Sorts the buffered rows and writes them; the last file is closed so that
+ * each file holds one sorted run. */
+static int flush_sorted(struct rewrite *rw, const struct st_value *part, struct fl_err *err)
+{
+	int rc = 0;
+
+	if (rw->nbuf == 0)
+		return 0;
+	qsort_r(rw->buf, rw->nbuf, sizeof(*rw->buf), cmp_rows, rw);
+	for (size_t i = 0; i < rw->nbuf && rc == 0; i++)
+		rc = write_one(rw, part, rw->buf[i], err);
+	if (rc == 0 && rw->w != NULL)
+		rc = rewrite_close(rw, part, err);
+	fl_arena_free(rw->arena);
+	rw->arena = NULL;
+	rw->nbuf = 0;
+	rw->buf_bytes = 0;
+	return rc;
+}
+
+/* Copies a row (byte values too: they live in the reader's buffers) into
+ * the sort buffer, flushing it when full. */
+static int buffer_row(struct rewrite *rw, const struct st_value *part, const struct st_value *row,
+                      struct fl_err *err)
+{
+	struct st_value *copy;
+
+	if (rw->buf_bytes >= SORT_BUFFER_BYTES && flush_sorted(rw, part, err) != 0)
+		return -1;
+	if (rw->arena == NULL && (rw->arena = fl_arena_new()) == NULL)
+		return nomem(err);
+	if (rw->nbuf == rw->capbuf) {
+		size_t cap = rw->capbuf ? rw->capbuf * 2 : 1024;
+		void *grown = realloc(rw->buf, cap * sizeof(*rw->buf));
+
+		if (grown == NULL)
+			return nomem(err);
+		rw->buf = grown;
+		rw->capbuf = cap;
+	}
+	copy = fl_arena_alloc(rw->arena, rw->ncols * sizeof(*copy));
+	if (copy == NULL)
+		return nomem(err);
+	rw->buf_bytes += rw->ncols * sizeof(*copy);
+	for (size_t j = 0; j < rw->ncols; j++) {
+		copy[j] = row[j];
+		if (!row[j].null && is_bytes(&rw->cols[j].type)) {
+			uint8_t *p = fl_arena_alloc(rw->arena, row[j].v.bin.len + 1);
+
+			if (p == NULL)
+				return nomem(err);
+			memcpy(p, row[j].v.bin.p, row[j].v.bin.len);
+			copy[j].v.bin.p = p;
+			rw->buf_bytes += row[j].v.bin.len;
+		}
+	}
+	rw->buf[rw->nbuf++] = copy;
+	return 0;
+}
+
+/* The positions deleted from data file f: the union of the vectors or
+ * position delete files link_deletes found for it, into set (initialised
+ * here). */
+static int read_deletes(struct rewrite *rw, const json_t *f, struct st_posset *set,
+                        struct fl_err *err)
+{
+	const char *path = json_string_value(json_object_get(f, "path"));
+	size_t i;
+	const json_t *d;
+
+	st_posset_init(set, json_integer_value(json_object_get(f, "records")), NULL);
+	json_array_foreach(json_object_get(f, "dels"), i, d)
+	{
+		const char *uri = json_string_value(json_object_get(d, "path"));
+		struct st_parquet_source src;
+		struct st_parquet_io_ctx ictx;
+
+		if (is_dv(d)) {
+			if (st_dv_read(rw->c->io, uri,
+			               json_integer_value(json_object_get(d, "off")),
+			               json_integer_value(json_object_get(d, "len")), 0, set,
+			               err) != 0)
+				return -1;
+		} else if (st_parquet_source_io(&src, &ictx, rw->c->io, uri, err) != 0 ||
+		           st_pos_deletes_for(&src, NULL, path, set, err) != 0) {
+			return fl_err_prefix(err, "position delete file %.200s", uri);
+		}
+	}
+	st_posset_finish(set);
+	return 0;
+}
+
+/* Fills in the lineage of a moved row (spec "Row Lineage"): a null _row_id
+ * is the file's first_row_id plus the row's position, a null
+ * _last_updated_sequence_number the file's data sequence number; both stay
+ * null when the file has no first_row_id (written before an upgrade). */
+static void inherit_lineage(struct st_value *id, struct st_value *seq, const json_t *f, int64_t pos)
+{
+	const json_t *frid = json_object_get(f, "frid");
+
+	if (!json_is_integer(frid))
+		return;
+	if (id->null) {
+		id->null = false;
+		id->v.l = json_integer_value(frid) + pos;
+	}
+	if (seq->null) {
+		seq->null = false;
+		seq->v.l = json_integer_value(json_object_get(f, "seq"));
+	}
+}
+
+/* Streams the rows of every file of group g, less the deleted ones, into
+ * new files rolled at the target size. */
 static int rewrite_group(struct rewrite *rw, const json_t *g, const struct st_value *part,
                          const struct st_parquet_want *want, struct st_value *row,
                          struct fl_err *err)
@@ -937,10 +1658,13 @@ static int rewrite_group(struct rewrite *rw, const json_t *g, const struct st_va
 		struct st_parquet_io_ctx ictx;
 		struct st_parquet_reader *r = NULL;
 		const struct st_parquet_batch *b;
-
 		struct st_parquet_reader_opts ro = {.name_mapping = rw->mapping};
+		struct st_posset gone = {0};
+		size_t next_gone = 0;
+		int64_t pos = 0;
 
-		if (st_parquet_source_io(&src, &ictx, rw->c->io, uri, err) != 0 ||
+		if (read_deletes(rw, f, &gone, err) != 0 ||
+		    st_parquet_source_io(&src, &ictx, rw->c->io, uri, err) != 0 ||
 		    st_parquet_reader_open(&src, &ro, &r, err) != 0)
 			goto bad;
 		/* A column without a field id would read as nulls: never rewrite
@@ -962,31 +1686,82 @@ static int rewrite_group(struct rewrite *rw, const json_t *g, const struct st_va
 				goto bad;
 			if (b == NULL)
 				break;
-			for (size_t k = 0; k < b->n_rows; k++) {
-				if (rw->w == NULL && rewrite_open(rw, err) != 0)
-					goto bad;
+			for (size_t k = 0; k < b->n_rows; k++, pos++) {
+				while (next_gone < gone.n && gone.v[next_gone] < pos)
+					next_gone++;
+				if (next_gone < gone.n && gone.v[next_gone] == pos) {
+					rw->c->rows_dropped++;
+					continue;
+				}
 				st_parquet_batch_row(b, k, row);
-				if (st_parquet_writer_write_row(rw->w, row, err) != 0)
-					goto bad;
-				if (st_parquet_writer_size(rw->w) >= (uint64_t)rw->c->target &&
-				    rewrite_close(rw, part, err) != 0)
+				if (rw->lineage)
+					inherit_lineage(&row[rw->ncols - 2], &row[rw->ncols - 1], f,
+					                pos);
+				if (rw->nkeys > 0 ? buffer_row(rw, part, row, err) != 0
+				                  : write_one(rw, part, row, err) != 0)
 					goto bad;
 			}
 		}
 		st_parquet_reader_free(r);
+		st_posset_free(&gone);
+		if (pos != json_integer_value(json_object_get(f, "records")))
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "%.200s holds %" PRId64
+			                  " rows, its manifest entry says %" JSON_INTEGER_FORMAT,
+			                  uri, pos,
+			                  json_integer_value(json_object_get(f, "records")));
 		continue;
 	bad:
 		st_parquet_reader_free(r);
+		st_posset_free(&gone);
 		return fl_err_prefix(err, "%.200s", uri);
 	}
+	if (rw->nkeys > 0 && flush_sorted(rw, part, err) != 0)
+		return -1;
 	if (rw->w != NULL && rewrite_close(rw, part, err) != 0)
 		return -1;
 	return 0;
 }
 
+/* A delete manifest in the current list that the plan did not see: its
+ * deletes may apply to files the run rewrote, whose new copies would bring
+ * the deleted rows back.  FL_ERR_CONFLICT then. */
+static int check_new_deletes(struct compact *c, const json_t *snap, struct fl_err *err)
+{
+	const char *luri = json_string_value(json_object_get(snap, "manifest-list"));
+	json_t *list = NULL, *mf;
+	size_t i;
+	int rc = 0;
+
+	if (json_integer_value(json_object_get(snap, "snapshot-id")) == c->base_snapshot)
+		return 0;
+	if (luri == NULL || st_avro_read_all(c->io, luri, MAX_MANIFEST_READ, NULL, &list, err) != 0)
+		return luri == NULL
+		               ? fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                            "table %s: the current snapshot has no manifest-list",
+		                            c->table)
+		               : -1;
+	json_array_foreach(list, i, mf)
+	{
+		const char *m = json_string_value(json_object_get(mf, "manifest_path"));
+
+		if (json_integer_value(json_object_get(mf, "content")) != 0 && m != NULL &&
+		    json_object_get(c->listed, m) == NULL) {
+			rc = fl_err_set(err, FL_ERR_CONFLICT,
+			                "table %s: compaction aborted: a concurrent commit added "
+			                "delete files (manifest %.200s)",
+			                c->table, m);
+			break;
+		}
+	}
+	json_decref(list);
+	return rc;
+}
+
 /* Under the row lock: the replace on top of the current state.  A commit
  * since the plan that left the dropped manifests in place (an append) is
- * simply carried; one that removed or rewrote them aborts the run. */
+ * simply carried; one that removed or rewrote them, or added deletes,
+ * aborts the run. */
 static int build_compact(void *arg, const json_t *current, json_t **updates, struct fl_err *err)
 {
 	struct compact *c = arg;
@@ -1006,6 +1781,8 @@ static int build_compact(void *arg, const json_t *current, json_t **updates, str
 		return fl_err_set(err, FL_ERR_CONFLICT,
 		                  "table %s: compaction aborted: the table was upgraded meanwhile",
 		                  c->table);
+	if (check_new_deletes(c, snap, err) != 0)
+		return -1;
 	drop = calloc(nd, sizeof(*drop));
 	if (drop == NULL)
 		return nomem(err);
@@ -1022,9 +1799,11 @@ static int build_compact(void *arg, const json_t *current, json_t **updates, str
 	                json_integer_value(json_object_get(current, "last-sequence-number")) + 1,
 	        .timestamp_ms = fl_now_ms(),
 	        .attempt = ++c->attempt,
+	        .first_row_id = json_integer_value(json_object_get(current, "next-row-id")),
 	        .manifest = c->manifest,
 	        .drop_manifests = drop,
 	        .n_drop = nd,
+	        .removed_deletes = c->removed_deletes,
 	};
 	if (st_snapshot_build(&so, &snapshot, err) != 0) {
 		if (err->kind == FL_ERR_CONFLICT)
@@ -1050,6 +1829,86 @@ out:
 	return rc;
 }
 
+/* The data file and DELETED entry of a file the replace removes, from its
+ * plan record (plan_manifest); the spec wants a removed entry to carry the
+ * snapshot id, sequence numbers and first_row_id it had. */
+static void removed_entry(const json_t *rec, const struct st_value *part, struct st_data_file *df,
+                          struct st_manifest_entry *e)
+{
+	memset(df, 0, sizeof(*df));
+	memset(e, 0, sizeof(*e));
+	df->content = (enum st_file_content)json_integer_value(json_object_get(rec, "content"));
+	df->file_path = json_string_value(json_object_get(rec, "path"));
+	df->file_format = json_string_value(json_object_get(rec, "format"));
+	if (df->file_format == NULL)
+		df->file_format = "PARQUET";
+	df->partition = part;
+	df->record_count = json_integer_value(json_object_get(rec, "records"));
+	df->file_size_in_bytes = json_integer_value(json_object_get(rec, "size"));
+	df->referenced_data_file = json_string_value(json_object_get(rec, "ref"));
+	df->has_content_offset = json_is_integer(json_object_get(rec, "off"));
+	df->content_offset = json_integer_value(json_object_get(rec, "off"));
+	df->content_size_in_bytes = json_integer_value(json_object_get(rec, "len"));
+	df->has_first_row_id = json_is_integer(json_object_get(rec, "frid"));
+	df->first_row_id = json_integer_value(json_object_get(rec, "frid"));
+	e->status = ST_ENTRY_DELETED;
+	e->file = df;
+	e->has_snapshot_id = true;
+	e->snapshot_id = json_integer_value(json_object_get(rec, "snapshot"));
+	e->has_sequence_number = true;
+	e->sequence_number = json_integer_value(json_object_get(rec, "seq"));
+	e->has_file_sequence_number = true;
+	e->file_sequence_number = json_integer_value(json_object_get(rec, "fseq"));
+}
+
+/* The delete manifest of the delete files the replace removes (c->gone),
+ * DELETED, and those of the same manifests that stay, EXISTING. */
+static int write_removed_deletes(struct compact *c, struct fl_err *err)
+{
+	size_t n = json_array_size(c->gone), i;
+	struct st_data_file *dfs = calloc(n, sizeof(*dfs));
+	struct st_manifest_entry *del = calloc(n, sizeof(*del));
+	struct st_value **parts = calloc(n, sizeof(*parts));
+	struct st_manifest_entry *kept_e = NULL;
+	struct carry kept = {0};
+	const json_t *d;
+	int rc = -1;
+
+	if (dfs == NULL || del == NULL || parts == NULL) {
+		nomem(err);
+		goto out;
+	}
+	json_array_foreach(c->gone, i, d)
+	{
+		size_t np;
+
+		if (st_snapshot_partition_parse(&c->t, json_object_get(d, "partition"), &parts[i],
+		                                &np, err) != 0) {
+			fl_err_prefix(err, "table %s", c->table);
+			goto out;
+		}
+		removed_entry(d, parts[i], &dfs[i], &del[i]);
+	}
+	if (carry_manifests(c, 1, &kept, err) != 0 || kept_entries(&kept, &kept_e, err) != 0)
+		goto out;
+	if (st_snapshot_manifest_write_rewrite(&c->t, c->snapshot_id, ST_MANIFEST_DELETES, NULL, 0,
+	                                       kept_e, kept.n, del, n, &c->removed_deletes,
+	                                       err) != 0) {
+		fl_err_prefix(err, "table %s: compaction delete manifest", c->table);
+		goto out;
+	}
+	rc = 0;
+out:
+	carry_free(&kept);
+	free(kept_e);
+	for (i = 0; parts != NULL && i < n; i++)
+		free(parts[i]);
+	free(parts);
+	free(dfs);
+	free(del);
+	return rc;
+}
+
 /* Rewrites the plan's files and writes the replace manifest (once). */
 static int rewrite_all(struct compact *c, struct fl_err *err)
 {
@@ -1057,7 +1916,8 @@ static int rewrite_all(struct compact *c, struct fl_err *err)
 	struct st_parquet_want *want = NULL;
 	struct st_value *row = NULL, **parts = NULL;
 	struct st_data_file *dfs = NULL;
-	struct st_manifest_entry *del = NULL;
+	struct st_manifest_entry *del = NULL, *kept_e = NULL;
+	struct carry kept = {0};
 	struct rewrite rw = {.c = c, .codec = table_codec(c->meta)};
 	struct st_name_mapping *mapping = NULL;
 	const char *mapping_text = json_string_value(json_object_get(
@@ -1076,6 +1936,12 @@ static int rewrite_all(struct compact *c, struct fl_err *err)
 	rw.mapping = mapping;
 	rw.cols = cols;
 	rw.ncols = ncols;
+	rw.lineage = c->t.format_version >= 3;
+	if (sort_keys(c, cols, ncols, &rw.keys, &rw.nkeys, &rw.sort_order_id, c->sort_note,
+	              sizeof(c->sort_note), err) != 0)
+		goto out;
+	if (rw.nkeys > 0)
+		c->sort_order_id = rw.sort_order_id;
 	rw.schema_json = json_dumps(c->t.schema, JSON_COMPACT);
 	row = calloc(ncols ? ncols : 1, sizeof(*row));
 	parts = calloc(np ? np : 1, sizeof(*parts));
@@ -1107,33 +1973,23 @@ static int rewrite_all(struct compact *c, struct fl_err *err)
 		}
 		json_array_foreach(json_object_get(g, "files"), k, f)
 		{
-			dfs[nd].content = ST_CONTENT_DATA;
-			dfs[nd].file_path = json_string_value(json_object_get(f, "path"));
-			dfs[nd].file_format = json_string_value(json_object_get(f, "format"));
-			if (dfs[nd].file_format == NULL)
-				dfs[nd].file_format = "PARQUET";
-			dfs[nd].partition = parts[i];
-			dfs[nd].record_count = json_integer_value(json_object_get(f, "records"));
-			dfs[nd].file_size_in_bytes = json_integer_value(json_object_get(f, "size"));
-			del[nd].file = &dfs[nd];
-			del[nd].has_snapshot_id = true;
-			del[nd].snapshot_id = json_integer_value(json_object_get(f, "snapshot"));
-			del[nd].has_sequence_number = true;
-			del[nd].sequence_number = json_integer_value(json_object_get(f, "seq"));
-			del[nd].has_file_sequence_number = true;
-			del[nd].file_sequence_number =
-			        json_integer_value(json_object_get(f, "fseq"));
+			removed_entry(f, parts[i], &dfs[nd], &del[nd]);
 			nd++;
 		}
 	}
 	c->added = (json_int_t)rw.n;
 	for (i = 0; i < rw.n; i++)
 		c->bytes_added += rw.files[i].file_size_in_bytes;
-	if (st_snapshot_manifest_write_replace(&c->t, c->snapshot_id, rw.files, rw.n, del, nd,
-	                                       &c->manifest, err) != 0) {
+	if (carry_manifests(c, 0, &kept, err) != 0 || kept_entries(&kept, &kept_e, err) != 0)
+		goto out;
+	if (st_snapshot_manifest_write_rewrite(&c->t, c->snapshot_id, ST_MANIFEST_DATA, rw.files,
+	                                       rw.n, kept_e, kept.n, del, nd, &c->manifest,
+	                                       err) != 0) {
 		fl_err_prefix(err, "table %s: compaction manifest", c->table);
 		goto out;
 	}
+	if (json_array_size(c->gone) > 0 && write_removed_deletes(c, err) != 0)
+		goto out;
 	rc = 0;
 out:
 	if (rw.w != NULL)
@@ -1154,6 +2010,11 @@ out:
 	free(cols);
 	free(want);
 	free(rw.schema_json);
+	free(rw.keys);
+	free(rw.buf);
+	fl_arena_free(rw.arena);
+	carry_free(&kept);
+	free(kept_e);
 	st_name_mapping_free(mapping);
 	return rc;
 }
@@ -1164,6 +2025,9 @@ static void compact_discard(struct compact *c)
 	struct fl_err ignored;
 
 	if (c->manifest != NULL && st_io_delete(c->io, c->manifest->path, &ignored) != 0)
+		ignored.kind = FL_ERR_NONE;
+	if (c->removed_deletes != NULL &&
+	    st_io_delete(c->io, c->removed_deletes->path, &ignored) != 0)
 		ignored.kind = FL_ERR_NONE;
 	if (delete_all(c->io, c->written, &ignored) != 0)
 		ignored.kind = FL_ERR_NONE;
@@ -1206,12 +2070,18 @@ static void compact_free(struct compact *c)
 {
 	json_decref(c->meta);
 	json_decref(c->groups);
+	json_decref(c->dels);
+	json_decref(c->eqkeys);
+	json_decref(c->listed);
+	json_decref(c->gone);
+	json_decref(c->removed_ids);
 	json_decref(c->mlive);
 	json_decref(c->drop);
 	json_decref(c->plan);
 	json_decref(c->written);
 	json_decref(c->committed);
 	st_snapshot_manifest_free(c->manifest);
+	st_snapshot_manifest_free(c->removed_deletes);
 	free(c->mdir);
 }
 
@@ -1239,6 +2109,8 @@ static json_t *compact_report(struct compact *c, bool dry_run)
 		        json_integer((json_int_t)json_array_size(json_object_get(g, "files"))));
 		bad |= json_object_set_new(g, "bytes-removed", json_integer(b));
 		bad |= json_object_del(g, "files");
+		json_object_del(g, "cand");
+		json_object_del(g, "by-path");
 	}
 	if (!bad) {
 		bad |= json_object_set_new(r, "target-file-size-bytes", json_integer(c->target));
@@ -1247,7 +2119,19 @@ static json_t *compact_report(struct compact *c, bool dry_run)
 		bad |= json_object_set_new(r, "bytes-removed", json_integer(c->bytes_removed));
 		bad |= json_object_set_new(r, "bytes-added", json_integer(c->bytes_added));
 		bad |= json_object_set_new(r, "partitions", json_integer(c->parts));
-		bad |= json_object_set_new(r, "files-skipped", json_integer(c->skipped));
+		bad |= json_object_set_new(r, "delete-files-removed",
+		                           json_integer((json_int_t)json_array_size(c->gone)));
+		bad |= json_object_set_new(r, "manifests-rewritten", json_integer(c->carried));
+		if (c->sort_order_id != 0)
+			bad |= json_object_set_new(r, "sort-order-id",
+			                           json_integer(c->sort_order_id));
+		if (c->sort_note[0] != '\0')
+			bad |= json_object_set_new(r, "sort-order-not-applied",
+			                           json_string(c->sort_note));
+		bad |= json_object_set_new(r, "deleted-rows-dropped",
+		                           json_integer(c->rows_dropped));
+		bad |= json_object_set_new(r, "partitions-skipped-equality-deletes",
+		                           json_integer(c->eq_skipped));
 		bad |= json_object_set(r, "plan", c->plan);
 		if (c->committed != NULL)
 			bad |= json_object_set(r, "snapshot-id",
@@ -1275,12 +2159,18 @@ int cat_maintain_compact(struct cat_db *db, const struct cat_warehouse *wh, cons
 	snprintf(tbuf, sizeof(tbuf), "%s.%s", cat_ns_str(ns, nsbuf, sizeof(nsbuf)), name);
 	c.table = tbuf;
 	c.groups = json_object();
+	c.dels = json_object();
+	c.eqkeys = json_object();
+	c.listed = json_object();
+	c.gone = json_array();
+	c.removed_ids = json_object();
 	c.mlive = json_object();
 	c.drop = json_array();
 	c.plan = json_array();
 	c.written = json_array();
-	if (c.groups == NULL || c.mlive == NULL || c.drop == NULL || c.plan == NULL ||
-	    c.written == NULL) {
+	if (c.groups == NULL || c.dels == NULL || c.eqkeys == NULL || c.listed == NULL ||
+	    c.gone == NULL || c.removed_ids == NULL || c.mlive == NULL || c.drop == NULL ||
+	    c.plan == NULL || c.written == NULL) {
 		nomem(err);
 		goto out;
 	}
@@ -1292,13 +2182,6 @@ int cat_maintain_compact(struct cat_db *db, const struct cat_warehouse *wh, cons
 	    target_bytes(c.meta, tbuf, &c.target, err) != 0)
 		goto out;
 	c.threshold = c.target / 4 * 3;
-	if (json_integer_value(json_object_get(c.meta, "format-version")) >= 3) {
-		fl_err_set(err, FL_ERR_UNSUPPORTED,
-		           "table %s is format v3: compaction that keeps _row_id and "
-		           "_last_updated_sequence_number is not yet supported",
-		           tbuf);
-		goto out;
-	}
 	if (compact_setup(&c, err) != 0)
 		goto out;
 	snap = current_snapshot(c.meta);
@@ -1312,11 +2195,22 @@ int cat_maintain_compact(struct cat_db *db, const struct cat_warehouse *wh, cons
 		}
 		if (st_avro_read_all(wh->io, luri, MAX_MANIFEST_READ, NULL, &list, err) != 0)
 			goto fail;
+		c.base_snapshot = json_integer_value(json_object_get(snap, "snapshot-id"));
 		json_array_foreach(list, i, mf)
 		{
 			if (plan_manifest(&c, mf, err) != 0)
 				goto fail;
 		}
+		if (c.eq_global) {
+			fl_err_set(err, FL_ERR_UNSUPPORTED,
+			           "table %s has equality delete files of an unpartitioned spec "
+			           "(they apply to every partition); compaction that applies "
+			           "equality deletes is not yet supported",
+			           tbuf);
+			goto out;
+		}
+		if (link_deletes(&c, err) != 0)
+			goto out;
 	}
 	if (choose(&c, err) != 0)
 		goto out;

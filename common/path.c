@@ -9,7 +9,42 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+int fl_sync_parent(const char *path)
+{
+	char dir[PATH_MAX];
+	char *slash;
+	int fd, rc;
+
+	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	slash = strrchr(dir, '/');
+	if (slash == NULL)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	rc = fsync(fd);
+	close(fd);
+	return rc;
+}
+
+/* Creates one level; a directory it creates is made durable in its parent. */
+static int mkdir_one(const char *path)
+{
+	if (mkdir(path, 0755) == 0)
+		return fl_sync_parent(path);
+	return errno == EEXIST ? 0 : -1;
+}
 
 int fl_mkdir_p(const char *path)
 {
@@ -22,12 +57,12 @@ int fl_mkdir_p(const char *path)
 	for (char *p = tmp + 1; *p; p++) {
 		if (*p == '/') {
 			*p = '\0';
-			if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+			if (mkdir_one(tmp) != 0)
 				return -1;
 			*p = '/';
 		}
 	}
-	return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
+	return mkdir_one(tmp);
 }
 
 int fl_lockfile_open(const char *path)

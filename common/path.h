@@ -7,9 +7,14 @@
 #include "err.h"
 
 /* Creates directory path and its missing parents (mode 0755), like
- * `mkdir -p`.  Returns -1 with errno set on failure (ENAMETOOLONG when path
- * does not fit PATH_MAX). */
+ * `mkdir -p`; each directory it creates is fsynced into its parent, so a
+ * file later made durable inside it survives a crash.  Returns -1 with errno
+ * set on failure (ENAMETOOLONG when path does not fit PATH_MAX). */
 int fl_mkdir_p(const char *path) FL_MUST_CHECK;
+
+/* Fsyncs the directory that holds path (its entry for path becomes
+ * durable).  Returns -1 with errno set on failure. */
+int fl_sync_parent(const char *path) FL_MUST_CHECK;
 
 /* Opens the lock file at path for fl_lockfile_set, creating it (mode 0644)
  * when missing.  The descriptor is close-on-exec, so programs this process

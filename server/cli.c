@@ -75,7 +75,8 @@ int srv_cli_split_args(const char *cmd, int argc, char **argv, const struct fl_s
 	return 0;
 }
 
-int srv_cli_catalog_open(const struct srv_config *sc, struct srv_cli_catalog *c, struct fl_err *err)
+int srv_cli_catalog_open(const struct srv_config *sc, bool page_tokens, struct srv_cli_catalog *c,
+                         struct fl_err *err)
 {
 	char abs[PATH_MAX];
 	struct fl_err probe = {0};
@@ -101,9 +102,10 @@ int srv_cli_catalog_open(const struct srv_config *sc, struct srv_cli_catalog *c,
 	 * command like floe ingest pays for its start on every run. */
 	if (cat_db_open(c->conninfo, 1, &c->db, err) != 0)
 		return -1;
+	cat_db_oneshot(c->db);
 	if (cat_db_ready(c->db, &probe) != 0 && cat_db_migrate(c->conninfo, &applied, err) != 0)
 		return -1;
-	if (cat_db_load_secret(c->db, err) != 0 ||
+	if ((page_tokens && cat_db_load_secret(c->db, err) != 0) ||
 	    cat_warehouse_get(c->db, NULL, sc->warehouse, &c->wh, err) != 0 ||
 	    st_io_open(&c->wh.profile, &c->io, err) != 0)
 		return -1;

@@ -5,6 +5,8 @@
 #ifndef SRV_CLI_H
 #define SRV_CLI_H
 
+#include <stdbool.h>
+
 #include "catalog.h"
 #include "err.h"
 #include "settings.h"
@@ -42,9 +44,11 @@ struct srv_cli_catalog {
 };
 
 /* Connects with sc's settings (migrating the schema as serve does), loads
- * sc->warehouse and opens its storage.  FL_ERR_UNAVAILABLE when there is no
- * catalog to connect to; release c with srv_cli_catalog_close either way. */
-int srv_cli_catalog_open(const struct srv_config *sc, struct srv_cli_catalog *c,
+ * sc->warehouse and opens its storage; page_tokens: also the secret that
+ * signs list page tokens (a command that lists; one more round trip).
+ * FL_ERR_UNAVAILABLE when there is no catalog to connect to; release c with
+ * srv_cli_catalog_close either way. */
+int srv_cli_catalog_open(const struct srv_config *sc, bool page_tokens, struct srv_cli_catalog *c,
                          struct fl_err *err) FL_MUST_CHECK;
 void srv_cli_catalog_close(struct srv_cli_catalog *c);
 

@@ -55,6 +55,7 @@ struct ingest_cfg {
 	int tz_assume_utc;
 	int quiet;
 	int64_t credential_refresh;
+	int64_t threads;
 };
 
 #define OFF(f) offsetof(struct ingest_cfg, f)
@@ -93,6 +94,8 @@ static const struct fl_setting ingest_settings[] = {
 	 "no progress line on standard error (shown only when it is a terminal, after a second)"},
 	{"credential-refresh", FL_SET_SECONDS, "300", 0, 86400, NULL, "FLOE_INGEST_CREDENTIAL_REFRESH", OFF(credential_refresh),
 	 "REST mode: fetch fresh vended credentials (GET …/credentials) when they expire within this"},
+	{"threads", FL_SET_INT, "1", 1, 64, NULL, "FLOE_INGEST_THREADS", OFF(threads),
+	 "threads in all: above 1, one reads and parses while the others compress (same files for any value)"},
 };
 /* clang-format on */
 #define NINGEST (sizeof(ingest_settings) / sizeof(ingest_settings[0]))
@@ -219,6 +222,7 @@ static int run_batch(struct job *j, struct st_committer *c, struct fl_err *err)
 	        .dead_letter_dir = j->ic.dead_letter_dir,
 	        .tz_assume_utc = j->ic.tz_assume_utc != 0,
 	        .retries = (int)j->ic.retries,
+	        .threads = (int)j->ic.threads,
 	        .progress = j->progress ? progress_cb : NULL,
 	        .progress_ctx = j,
 	};
@@ -248,7 +252,7 @@ static int run_in_process(struct job *j, struct fl_err *err)
 	struct st_committer *c = NULL;
 	int rc = -1;
 
-	if (srv_cli_catalog_open(&j->sc, &cat, err) != 0 ||
+	if (srv_cli_catalog_open(&j->sc, false, &cat, err) != 0 ||
 	    cat_committer_open(cat.db, NULL, &cat.wh, &ns, j->name, &lim, NULL, &c, err) != 0)
 		goto out;
 	rc = run_batch(j, c, err);
@@ -285,6 +289,7 @@ void srv_cmd_ingest_help(FILE *f)
 	fl_settings_help(ingest_settings, NINGEST, f);
 	fprintf(f,
 	        "\ncatalog options (in-process mode): --database-url, --data-dir, --warehouse, --pg-bin-dir\n"
+	        "with two threads: floe ingest --table demo.events --threads 2 /tmp/events.csv\n"
 	        "exit status: 0 committed / already committed / nothing to commit, 2 usage, 3 bad input,\n"
 	        "4 commit conflicts exhausted, 5 commit state unknown, 1 other failures\n");
 }

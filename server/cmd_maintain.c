@@ -195,7 +195,7 @@ int srv_cmd_maintain(int argc, char **argv)
 		         t.name);
 
 		opened = true;
-		if (srv_cli_catalog_open(&sc, &cat, &err) != 0 ||
+		if (srv_cli_catalog_open(&sc, true, &cat, &err) != 0 ||
 		    (n_sel == 0 && policy(&cat, &cns, t.name, sel, &n_sel, &err) != 0)) {
 			print_line(NULL, n_sel ? sel[0] : "maintain", tname, mc.dry_run,
 			           fl_mono_ns(), &err);

@@ -18,6 +18,7 @@ struct cat_conn {
 	const char *stmts[CAT_STMT_CACHE];
 	int nstmts;
 	bool busy;
+	bool unprepared; /* cat_db_oneshot: never prepare */
 	int64_t retry_at_ns; /* no reconnect attempt before this (backoff) */
 	int64_t backoff_ns;
 };

@@ -20,6 +20,48 @@
 #define BACKOFF_MIN_NS 100000000LL
 #define BACKOFF_MAX_NS 5000000000LL
 
+/* The session's settings, in one round trip (a pipeline, each SET its own
+ * implicit transaction so that one refused does not undo the others):
+ * requests are short, and a stuck statement must not hold a row lock
+ * forever; metadata and stored responses are JSON of up to hundreds of KB
+ * written on every commit, under the row lock, which lz4 compresses for
+ * TOAST about 4x faster than the default pglz (a server built without lz4
+ * refuses that one and keeps pglz).  Failures here are not errors: the
+ * connection works without them, and a broken one shows at its first use. */
+static void session_settings(PGconn *pg)
+{
+	static const char *const sets[] = {
+	        "SET statement_timeout = '30s'",
+	        "SET lock_timeout = '10s'",
+	        "SET default_toast_compression = 'lz4'",
+	};
+	size_t n = sizeof(sets) / sizeof(sets[0]), syncs = 0, nulls = 0;
+	PGresult *r;
+
+	if (PQenterPipelineMode(pg) != 1)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (PQsendQueryParams(pg, sets[i], 0, NULL, NULL, NULL, NULL, 0) != 1 ||
+		    PQpipelineSync(pg) != 1)
+			break;
+		syncs++;
+	}
+	/* Each SET gives its result and a NULL, each sync its own result. */
+	while (syncs > 0 && nulls <= 2 * n) {
+		r = PQgetResult(pg);
+		if (r == NULL) {
+			nulls++;
+			if (PQstatus(pg) != CONNECTION_OK)
+				break;
+			continue;
+		}
+		if (PQresultStatus(r) == PGRES_PIPELINE_SYNC)
+			syncs--;
+		PQclear(r);
+	}
+	PQexitPipelineMode(pg);
+}
+
 static int conn_open(struct cat_db *db, struct cat_conn *c, struct fl_err *err)
 {
 	int64_t now = fl_mono_ns();
@@ -45,13 +87,7 @@ static int conn_open(struct cat_db *db, struct cat_conn *c, struct fl_err *err)
 	}
 	c->backoff_ns = 0;
 	c->retry_at_ns = 0;
-	/* Requests are short; a stuck statement must not hold a row lock forever. */
-	PQclear(PQexec(c->pg, "SET statement_timeout = '30s'; SET lock_timeout = '10s'"));
-	/* Metadata and stored responses are JSON of up to hundreds of KB written
-	 * on every commit, under the row lock: lz4 compresses them for TOAST
-	 * about 4x faster than the default pglz.  A server built without lz4
-	 * refuses the setting and keeps pglz. */
-	PQclear(PQexec(c->pg, "SET default_toast_compression = 'lz4'"));
+	session_settings(c->pg);
 	return 0;
 }
 
@@ -79,6 +115,12 @@ int cat_db_open(const char *conninfo, int size, struct cat_db **out, struct fl_e
 	cat_conn_put(db, c);
 	*out = db;
 	return 0;
+}
+
+void cat_db_oneshot(struct cat_db *db)
+{
+	for (int i = 0; i < db->size; i++)
+		db->conns[i].unprepared = true;
 }
 
 int cat_db_enable_cache(struct cat_db *db, size_t max_bytes, struct fl_err *err)
@@ -201,6 +243,8 @@ static const char *prepared(struct cat_conn *c, const char *sql, char name[16])
 	PGresult *r;
 	int i;
 
+	if (c->unprepared)
+		return NULL;
 	for (i = 0; i < c->nstmts; i++) {
 		if (c->stmts[i] == sql) {
 			snprintf(name, 16, "s%d", i);

@@ -362,6 +362,41 @@ int st_snapshot_manifest_write_replace(const struct st_snapshot_table *t, int64_
                                        const struct st_manifest_entry *deleted, size_t n_deleted,
                                        struct st_snapshot_manifest **out, struct fl_err *err)
 {
+	return st_snapshot_manifest_write_rewrite(t, snapshot_id, ST_MANIFEST_DATA, files, n, NULL,
+	                                          0, deleted, n_deleted, out, err);
+}
+
+int st_snapshot_manifest_write_removed_deletes(const struct st_snapshot_table *t,
+                                               int64_t snapshot_id,
+                                               const struct st_manifest_entry *deleted,
+                                               size_t n_deleted, struct st_snapshot_manifest **out,
+                                               struct fl_err *err)
+{
+	return st_snapshot_manifest_write_rewrite(t, snapshot_id, ST_MANIFEST_DELETES, NULL, 0,
+	                                          NULL, 0, deleted, n_deleted, out, err);
+}
+
+/* An EXISTING or DELETED entry must say where it came from. */
+static int check_carried(const struct st_manifest_entry *e, enum st_manifest_content content,
+                         const char *what, struct fl_err *err)
+{
+	if (e->file == NULL ||
+	    (e->file->content == ST_CONTENT_DATA) != (content == ST_MANIFEST_DATA) ||
+	    !e->has_snapshot_id || !e->has_sequence_number)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "snapshot: a %s file needs a %s file, its snapshot id and its "
+		                  "sequence number",
+		                  what, content == ST_MANIFEST_DATA ? "data" : "delete");
+	return 0;
+}
+
+int st_snapshot_manifest_write_rewrite(const struct st_snapshot_table *t, int64_t snapshot_id,
+                                       enum st_manifest_content content,
+                                       const struct st_data_file *files, size_t n,
+                                       const struct st_manifest_entry *kept, size_t n_kept,
+                                       const struct st_manifest_entry *deleted, size_t n_deleted,
+                                       struct st_snapshot_manifest **out, struct fl_err *err)
+{
 	struct st_partition_field *spec = NULL;
 	size_t n_spec = 0;
 	struct st_manifest_opts mo = {0};
@@ -375,7 +410,8 @@ int st_snapshot_manifest_write_replace(const struct st_snapshot_table *t, int64_
 	if (check_table(t, err) != 0)
 		return -1;
 	st_buf_init(&buf, t->alloc);
-	if (n + n_deleted == 0 || (n > 0 && files == NULL))
+	if (n + n_kept + n_deleted == 0 || (n > 0 && files == NULL) ||
+	    (n > 0 && content != ST_MANIFEST_DATA))
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "snapshot: a manifest needs data files");
 	for (size_t i = 0; i < n; i++) {
 		if (files[i].content != ST_CONTENT_DATA)
@@ -399,7 +435,7 @@ int st_snapshot_manifest_write_replace(const struct st_snapshot_table *t, int64_
 	if (m->path == NULL)
 		goto nomem;
 	mo.format_version = t->format_version;
-	mo.content = ST_MANIFEST_DATA;
+	mo.content = content;
 	mo.schema_json = schema;
 	mo.schema_id = t->schema_id;
 	mo.spec_id = t->spec_id;
@@ -424,18 +460,20 @@ int st_snapshot_manifest_write_replace(const struct st_snapshot_table *t, int64_
 			goto fail;
 		}
 	}
+	for (size_t i = 0; i < n_kept; i++) {
+		struct st_manifest_entry e = kept[i];
+
+		e.status = ST_ENTRY_EXISTING;
+		if (check_carried(&e, content, "kept", err) != 0 ||
+		    st_manifest_writer_add(w, &e, err) != 0)
+			goto fail;
+	}
 	for (size_t i = 0; i < n_deleted; i++) {
 		struct st_manifest_entry e = deleted[i];
 
 		e.status = ST_ENTRY_DELETED;
-		if (e.file == NULL || e.file->content != ST_CONTENT_DATA || !e.has_snapshot_id ||
-		    !e.has_sequence_number) {
-			fl_err_set(
-			        err, FL_ERR_BAD_REQUEST,
-			        "snapshot: a removed file needs a data file, its snapshot id and "
-			        "its sequence number");
+		if (check_carried(&e, content, "removed", err) != 0)
 			goto fail;
-		}
 		if (st_manifest_writer_add(w, &e, err) != 0)
 			goto fail;
 		if (__builtin_add_overflow(m->removed_files_size, e.file->file_size_in_bytes,
@@ -844,6 +882,8 @@ static const char *const computed_keys[] = {
         "deleted-data-files",
         "deleted-records",
         "removed-files-size",
+        "removed-delete-files",
+        "removed-position-deletes",
 };
 
 /* A summary value: a decimal string of a non-negative long. */
@@ -940,7 +980,7 @@ static int check_extra(const json_t *extra, struct fl_err *err)
 
 static json_t *make_summary(const struct st_snapshot_opts *o, const int64_t totals[N_TOTALS])
 {
-	const struct st_snapshot_manifest *m = o->manifest;
+	const struct st_snapshot_manifest *m = o->manifest, *rd = o->removed_deletes;
 	json_t *s = json_object();
 	const char *key;
 	json_t *v;
@@ -955,8 +995,14 @@ static json_t *make_summary(const struct st_snapshot_opts *o, const int64_t tota
 		      put_long_str(s, "added-files-size", m->added_files_size);
 	if (!bad && m != NULL && m->file.deleted_files_count > 0)
 		bad = put_long_str(s, "deleted-data-files", m->file.deleted_files_count) ||
-		      put_long_str(s, "deleted-records", m->file.deleted_rows_count) ||
-		      put_long_str(s, "removed-files-size", m->removed_files_size);
+		      put_long_str(s, "deleted-records", m->file.deleted_rows_count);
+	if (!bad && ((m != NULL && m->file.deleted_files_count > 0) || rd != NULL))
+		bad = put_long_str(s, "removed-files-size",
+		                   (m != NULL ? m->removed_files_size : 0) +
+		                           (rd != NULL ? rd->removed_files_size : 0));
+	if (!bad && rd != NULL)
+		bad = put_long_str(s, "removed-delete-files", rd->file.deleted_files_count) ||
+		      put_long_str(s, "removed-position-deletes", rd->file.deleted_rows_count);
 	if (!bad)
 		bad = put_long_str(s, "changed-partition-count",
 		                   m != NULL ? m->changed_partitions : 0);
@@ -1009,6 +1055,12 @@ static int check_opts(const struct st_snapshot_opts *o, struct fl_err *err)
 		                  "snapshot: the manifest belongs to snapshot %" PRId64
 		                  ", not %" PRId64,
 		                  o->manifest->snapshot_id, o->snapshot_id);
+	if (o->removed_deletes != NULL &&
+	    (o->removed_deletes->snapshot_id != o->snapshot_id || o->n_drop == 0 ||
+	     o->removed_deletes->file.content != ST_MANIFEST_DELETES))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "snapshot: removed delete files belong to a replace of this "
+		                  "snapshot, in a delete manifest");
 	return check_extra(o->extra_summary, err);
 }
 
@@ -1037,7 +1089,9 @@ static int check_dropped(const struct st_snapshot_opts *o, const struct parent *
 			                  "snapshot: manifest %.200s is no longer in the current "
 			                  "snapshot: files it held were removed or rewritten since",
 			                  o->drop_manifests[i]);
-		if (p->c[k].mf.content != ST_MANIFEST_DATA)
+		/* Dropping deletes resurrects rows unless the replace removes
+		 * them on purpose (their data files are rewritten). */
+		if (p->c[k].mf.content != ST_MANIFEST_DATA && o->removed_deletes == NULL)
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
 			                  "snapshot: manifest %.200s holds delete files",
 			                  o->drop_manifests[i]);
@@ -1066,6 +1120,9 @@ static int write_list(const struct st_snapshot_opts *o, const struct parent *p, 
 	if (st_manifest_list_writer_open(&lo, &w, err) != 0)
 		goto out;
 	if (o->manifest != NULL && st_manifest_list_writer_add(w, &o->manifest->file, err) != 0)
+		goto out;
+	if (o->removed_deletes != NULL &&
+	    st_manifest_list_writer_add(w, &o->removed_deletes->file, err) != 0)
 		goto out;
 	for (size_t i = 0; i < p->n; i++) {
 		if (!dropped(o, p->c[i].mf.manifest_path) &&
@@ -1121,6 +1178,11 @@ int st_snapshot_build(const struct st_snapshot_opts *o, json_t **snapshot, struc
 		        o->manifest->added_files_size - o->manifest->removed_files_size;
 		added[T_DATA_FILES] = (int64_t)o->manifest->file.added_files_count -
 		                      o->manifest->file.deleted_files_count;
+	}
+	if (o->removed_deletes != NULL) {
+		added[T_FILES_SIZE] -= o->removed_deletes->removed_files_size;
+		added[T_DELETE_FILES] = -(int64_t)o->removed_deletes->file.deleted_files_count;
+		added[T_POS_DELETES] = -o->removed_deletes->file.deleted_rows_count;
 	}
 	if (compute_totals(o, &p, added, totals, err) != 0)
 		goto out;

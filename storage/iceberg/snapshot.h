@@ -91,6 +91,34 @@ int st_snapshot_manifest_write_replace(const struct st_snapshot_table *table, in
                                        struct st_snapshot_manifest **out,
                                        struct fl_err *err) FL_MUST_CHECK;
 
+/* The manifest of a `replace` that rewrites manifests only in part: n new
+ * data files ADDED (content DATA only), then the n_kept entries of the
+ * rewritten manifests' files that stay as EXISTING, then the n_deleted
+ * entries of the files it removes as DELETED.  Kept and deleted entries
+ * carry their own snapshot id and sequence numbers (and v3 data files
+ * their first_row_id) and must match content; the statuses given are
+ * ignored.  Errors as st_snapshot_manifest_write_replace. */
+int st_snapshot_manifest_write_rewrite(const struct st_snapshot_table *table, int64_t snapshot_id,
+                                       enum st_manifest_content content,
+                                       const struct st_data_file *files, size_t n,
+                                       const struct st_manifest_entry *kept, size_t n_kept,
+                                       const struct st_manifest_entry *deleted, size_t n_deleted,
+                                       struct st_snapshot_manifest **out,
+                                       struct fl_err *err) FL_MUST_CHECK;
+
+/* The manifest (content deletes) of the position delete files and deletion
+ * vectors a `replace` removes because every data file they apply to is
+ * rewritten: the n_deleted entries as DELETED, each a delete file with its
+ * snapshot id and sequence numbers (a deletion vector with its
+ * referenced_data_file, content_offset and content_size_in_bytes).  Pass
+ * it as st_snapshot_opts.removed_deletes.  Errors as
+ * st_snapshot_manifest_write_replace. */
+int st_snapshot_manifest_write_removed_deletes(const struct st_snapshot_table *table,
+                                               int64_t snapshot_id,
+                                               const struct st_manifest_entry *deleted,
+                                               size_t n_deleted, struct st_snapshot_manifest **out,
+                                               struct fl_err *err) FL_MUST_CHECK;
+
 /* The partition tuple of table->spec from a manifest entry's partition
  * record as st_avro_read_all decodes it (an object keyed by partition field
  * name): *out gets one value per spec field (NULL and 0 when
@@ -126,6 +154,10 @@ struct st_snapshot_opts {
 	 * makes the operation "replace". */
 	const char *const *drop_manifests;
 	size_t n_drop;
+	/* With drop_manifests: the delete files the replace removes
+	 * (st_snapshot_manifest_write_removed_deletes), listed after manifest;
+	 * only then may a dropped manifest hold delete files.  NULL: none. */
+	const struct st_snapshot_manifest *removed_deletes;
 };
 
 /* Writes the manifest list and returns in *snapshot (a new reference) the
@@ -147,7 +179,8 @@ struct st_snapshot_opts {
  * the table's next-row-id must grow by added-rows (spec "Row Lineage").
  * With drop_manifests, the operation is "replace", the summary adds
  * deleted-data-files, deleted-records and removed-files-size (Appendix F),
- * the totals subtract what the manifest's DELETED entries remove, the
+ * and with removed_deletes removed-delete-files and removed-position-deletes,
+ * the totals subtract what the manifests' DELETED entries remove, the
  * dropped manifests are left out of the list, and each must be in the
  * parent's list (else FL_ERR_CONFLICT: a commit since the plan changed
  * them; rebuild the plan on the new state).

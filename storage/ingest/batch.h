@@ -36,6 +36,7 @@ struct st_batch_opts {
 	bool tz_assume_utc;
 	int retries; /* commit attempts after a conflict */
 	const char *watermark; /* floe.watermark in the summary; NULL = none */
+	int threads; /* st_ingest_opts.threads: 0 or 1 = one thread */
 	void (*progress)(void *ctx, const struct st_ingest_progress *p);
 	void *progress_ctx;
 };

@@ -29,6 +29,7 @@
 #include "iceberg/transform.h"
 #include "json.h"
 #include "uuid.h"
+#include "base/workq.h"
 
 #define DEFAULT_TARGET_FILE_BYTES (512ULL << 20)
 
@@ -75,6 +76,7 @@ struct run {
 	size_t npf;
 	struct output *outs;
 	size_t nouts;
+	struct st_workq *workq; /* the encoders of every output (threads > 1) */
 	struct st_value *tuple; /* the current row's partition tuple */
 	struct st_buf key; /* its serialized form */
 	/* The row being assembled. */
@@ -413,6 +415,7 @@ static int output_open(struct run *r, struct output *o, struct fl_err *err)
 		                             ? po.row_group_bytes / MAX_OPEN_OUTPUTS
 		                             : (1u << 20);
 	po.sink = *st_io_writer_sink(o->file);
+	po.workq = r->workq;
 	if (st_parquet_writer_open(&po, &o->w, err) != 0) {
 		st_io_writer_abort(o->file);
 		output_drop(o);
@@ -611,6 +614,11 @@ static int emit(struct run *r, char *why, size_t why_cap, struct fl_err *err)
 		return 0;
 	}
 	r->res->rows_ok++;
+	/* With encoders at work the size is an upper bound until settled: the
+	 * roll happens at exactly the row it would without them. */
+	if (st_parquet_writer_size(o->w) >= target && r->workq != NULL &&
+	    st_parquet_writer_settle(o->w, err) != 0)
+		return -1;
 	if (st_parquet_writer_size(o->w) >= target) {
 		/* Roll: finish this file; the next row of the partition opens another. */
 		size_t idx = (size_t)(o - r->outs);
@@ -843,6 +851,8 @@ int st_ingest_run(const struct st_ingest_opts *o, const char *const *inputs, siz
 	if (r.schema == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	fl_uuid_v7(r.batch);
+	if (o->threads > 1 && st_workq_open(o->threads - 1, &r.workq, err) != 0)
+		goto out;
 	if (load_columns(&r, err) != 0)
 		goto out;
 	if (o->new_columns == ST_NEW_COLUMNS_EVOLVE && prescan(&r, inputs, n, err) != 0)
@@ -884,6 +894,7 @@ out:
 		output_drop(&r.outs[i]);
 	}
 	free(r.outs);
+	st_workq_free(r.workq); /* after the writers: they wait for their tasks */
 	free(r.pf);
 	free(r.tuple);
 	st_buf_free(&r.key);

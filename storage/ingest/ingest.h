@@ -47,6 +47,12 @@ struct st_ingest_opts {
 	uint64_t target_file_bytes; /* roll to a new file past this (compressed); 0 = 512 MiB */
 	size_t row_group_bytes; /* 0 = the writer's default */
 	bool tz_assume_utc; /* timestamptz without a zone is UTC */
+	/* Threads in all; 0 or 1 = everything on the caller's thread.  Above 1
+	 * the caller reads, parses and casts while threads - 1 workers encode
+	 * and compress column chunks (the caller joins them when it waits).
+	 * The files are the same bytes for any value; memory grows to
+	 * `threads` row groups per open file. */
+	int threads;
 	/* Called every few thousand records and after each input, on the
 	 * caller's thread; NULL = none.  Cheap calls: it throttles itself. */
 	void (*progress)(void *ctx, const struct st_ingest_progress *p);

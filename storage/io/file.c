@@ -3,8 +3,8 @@
  * New objects are written to a temporary name in the same directory, fsynced,
  * then linked into place with link(2), which fails if the name exists: a
  * reader never sees a partial metadata file and two writers can never both
- * "create" the same file.  Streamed data files are written in place and
- * unlinked when aborted. */
+ * "create" the same file.  Streamed data files are written in place,
+ * fdatasynced with their directory when closed, and unlinked when aborted. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -349,9 +349,15 @@ static int fw_close(struct st_io_writer *w, struct fl_err *err)
 {
 	struct file_writer *f = (struct file_writer *)w;
 
-	/* Durability of data files is the commit's concern: the metadata file
-	 * that references them is fsynced, and a crash before the commit makes
-	 * them orphans, never corrupt table state. */
+	/* A data file is durable (its bytes and its name) before close returns,
+	 * as the metadata file that will reference it is: a commit acknowledged
+	 * before a power loss must not point at a file the page cache lost.  A
+	 * crash before the commit makes the file an orphan, never table state. */
+	if (fdatasync(f->fd) != 0 || fl_sync_parent(f->path) != 0) {
+		fl_err_set(err, FL_ERR_IO, "cannot sync %.200s: %s", f->path, strerror(errno));
+		fw_abort(w);
+		return -1;
+	}
 	if (close(f->fd) != 0) {
 		fl_err_set(err, FL_ERR_IO, "cannot write %.200s: %s", f->path, strerror(errno));
 		unlink(f->path);

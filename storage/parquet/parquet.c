@@ -40,6 +40,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <zlib.h>
@@ -54,6 +55,7 @@
 #include "parquet/format.h"
 #include "parquet/rle.h"
 #include "parquet/thrift.h"
+#include "base/workq.h"
 
 #define DEFAULT_ROW_GROUP_BYTES ((size_t)128 << 20)
 #define DEFAULT_PAGE_BYTES ((size_t)1 << 20)
@@ -61,6 +63,7 @@
 #define PAGE_ROW_LIMIT 20000 /* write.parquet.page-row-limit */
 #define MAX_STAT_BYTES 1024 /* longer chunk min/max are left out of the footer */
 #define DICT_PROBE_VALUES 16384 /* when to give up on a mostly unique column */
+#define DICT_EARLY_VALUES 1024 /* ... and on one of unique values */
 #define DEFAULT_TRUNCATE 16
 
 /* The PLAIN encoding of one value as (head, tail) so that BYTE_ARRAY
@@ -104,12 +107,9 @@ struct pq_rg {
 	struct pq_chunk *chunks;
 };
 
-struct pq_col {
-	struct st_parquet_column def; /* name owned */
-	int ptype;
-	int type_length; /* FIXED_LEN_BYTE_ARRAY only */
-	size_t fixed_width; /* bytes per PLAIN value; 0 for BYTE_ARRAY */
-	/* current row group */
+/* One column's share of a row group: the one being filled, or one handed
+ * to an encoder (the buffers move between them, keeping their capacity). */
+struct pq_rgcol {
 	struct st_buf defs; /* one byte per row: 1 defined, 0 null (OPTIONAL only) */
 	struct st_buf values; /* PLAIN values (when !dict_on) */
 	struct st_buf indices; /* u32 dictionary index per value (when dict_on) */
@@ -118,9 +118,51 @@ struct pq_col {
 	size_t rg_nonnull;
 	int64_t rg_nulls, rg_nans;
 	struct vstat rg_stat;
-	/* whole file */
+};
+
+struct pq_col {
+	struct st_parquet_column def; /* name owned */
+	int ptype;
+	int type_length; /* FIXED_LEN_BYTE_ARRAY only */
+	size_t fixed_width; /* bytes per PLAIN value; 0 for BYTE_ARRAY */
+	struct pq_rgcol rs; /* the row group being filled */
+	/* whole file (updated as row groups reach the sink, in order) */
 	int64_t nulls, nans, size;
 	struct vstat file_stat;
+};
+
+/* One encoder's scratch: a page body, its compressed form, a page header
+ * and the codec's context.  One per column chunk being encoded at a time. */
+struct pq_enc {
+	ZSTD_CCtx *zstd;
+	z_stream zs;
+	bool zinit;
+	struct st_buf page, cbuf, hdr;
+	struct pq_enc *next; /* the writer's free list */
+};
+
+struct st_parquet_writer;
+
+/* One column chunk of a flushed row group, encoded and compressed into out
+ * (pages back to back; offsets in ch relative to out until written). */
+struct pq_job {
+	struct st_workq_task task; /* first: the task is the job */
+	struct st_parquet_writer *w;
+	struct pq_col *c; /* read only: def, ptype, type_length, fixed_width */
+	struct pq_rgcol rs;
+	size_t rows;
+	struct pq_chunk ch;
+	struct st_buf out;
+	int rc;
+	struct fl_err err;
+};
+
+/* A flushed row group: its column chunks being encoded (or done). */
+struct pq_pending {
+	struct st_workq_group group;
+	size_t rows;
+	uint64_t bound; /* at least the bytes it will add to the file */
+	struct pq_job *jobs; /* n_cols; allocated once, reused */
 };
 
 struct st_parquet_writer {
@@ -136,10 +178,15 @@ struct st_parquet_writer {
 	char *created_by, *iceberg_schema;
 	struct st_parquet_kv *kv; /* owned copies */
 	size_t n_kv;
-	ZSTD_CCtx *zstd;
-	z_stream zs;
-	bool zinit;
-	struct st_buf page, cbuf, hdr; /* scratch: page body, compressed body, header */
+	/* Encoding: on workq's threads (NULL: the caller's).  Row groups are
+	 * flushed into the ring pend[] (max_pend slots: the workers, or 1) and
+	 * reach the sink in order from pend_head. */
+	struct st_workq *workq;
+	pthread_mutex_t enc_mu; /* guards encs */
+	struct pq_enc *encs; /* idle encoders */
+	struct pq_pending *pend;
+	size_t max_pend, pend_head, n_pend;
+	uint64_t pend_bound; /* sum of the pending row groups' bounds */
 	struct pq_rg *rgs;
 	size_t n_rgs, cap_rgs;
 	uint64_t offset;
@@ -304,6 +351,68 @@ static void to_plain(const struct pq_col *c, const struct st_value *v, struct pl
 	}
 }
 
+static uint64_t le_get(const uint8_t *p, int n)
+{
+	uint64_t u = 0;
+
+	for (int i = n - 1; i >= 0; i--)
+		u = (u << 8) | p[i];
+	return u;
+}
+
+/* The value whose PLAIN encoding starts at p (the inverse of to_plain;
+ * byte values point into p); returns the encoding's length. */
+static size_t from_plain(const struct pq_col *c, const uint8_t *p, struct st_value *v)
+{
+	const struct st_type *t = &c->def.type;
+	uint32_t u32;
+	uint64_t u64;
+
+	v->null = false;
+	switch (t->id) {
+	case ST_TYPE_BOOLEAN: v->v.b = p[0] != 0; return 1;
+	case ST_TYPE_INT:
+	case ST_TYPE_DATE: v->v.i = (int32_t)(uint32_t)le_get(p, 4); return 4;
+	case ST_TYPE_FLOAT:
+		u32 = (uint32_t)le_get(p, 4);
+		memcpy(&v->v.f, &u32, 4);
+		return 4;
+	case ST_TYPE_DOUBLE:
+		u64 = le_get(p, 8);
+		memcpy(&v->v.d, &u64, 8);
+		return 8;
+	case ST_TYPE_DECIMAL: {
+		/* Big-endian two's complement in 16 bytes, sign-extended from
+		 * the stored width (INT32, INT64 little-endian; FIXED big-endian). */
+		int n = c->ptype == PT_INT32 ? 4 : c->ptype == PT_INT64 ? 8 : c->type_length;
+		bool neg;
+
+		if (c->ptype == PT_FLBA) {
+			neg = (p[0] & 0x80) != 0;
+			memcpy(v->v.dec + 16 - n, p, (size_t)n);
+		} else {
+			u64 = le_get(p, n);
+			neg = (u64 >> (8 * n - 1)) & 1;
+			for (int i = 0; i < n; i++)
+				v->v.dec[15 - i] = (uint8_t)(u64 >> (8 * i));
+		}
+		memset(v->v.dec, neg ? 0xff : 0x00, (size_t)(16 - n));
+		return (size_t)n;
+	}
+	case ST_TYPE_STRING:
+	case ST_TYPE_BINARY:
+		v->v.bin.len = (size_t)le_get(p, 4);
+		v->v.bin.p = p + 4;
+		return 4 + v->v.bin.len;
+	case ST_TYPE_UUID:
+	case ST_TYPE_FIXED:
+		v->v.bin.p = p;
+		v->v.bin.len = c->fixed_width;
+		return c->fixed_width;
+	default: /* long, time, timestamps */ v->v.l = (int64_t)le_get(p, 8); return 8;
+	}
+}
+
 static int plain_append(struct st_buf *b, const struct plain *p)
 {
 	if (st_buf_append(b, p->head, p->head_len) != 0)
@@ -416,39 +525,43 @@ static int dict_insert(struct dict *d, const struct st_alloc *a, const struct pl
 }
 
 /* A dictionary stops paying once it passes dict_bytes, or when nearly every
- * value is new: checked once, after DICT_PROBE_VALUES values, so a column
- * of unique ids does not build a 2 MiB dictionary in every row group only
- * to throw it away. */
+ * value is new: checked after DICT_EARLY_VALUES values (all but a handful
+ * new) and after DICT_PROBE_VALUES (more than 3/4 new), so a column of
+ * unique ids or timestamps does not build a dictionary in every row group
+ * only to throw it away (the early check halves the cost of such columns
+ * at 150,000 rows a row group). */
 static bool dict_too_big(const struct st_parquet_writer *w, const struct pq_col *c)
 {
-	size_t values = c->indices.len / sizeof(uint32_t);
+	size_t values = c->rs.indices.len / sizeof(uint32_t);
 
-	if (c->dict.plain.len > w->dict_bytes)
+	if (c->rs.dict.plain.len > w->dict_bytes)
 		return true;
-	return values == DICT_PROBE_VALUES && c->dict.n_entries > DICT_PROBE_VALUES / 4 * 3;
+	if (values == DICT_EARLY_VALUES)
+		return c->rs.dict.n_entries > DICT_EARLY_VALUES - DICT_EARLY_VALUES / 128;
+	return values == DICT_PROBE_VALUES && c->rs.dict.n_entries > DICT_PROBE_VALUES / 4 * 3;
 }
 
 /* Leaves dictionary encoding for the rest of this row group: rebuilds the
  * PLAIN values from the indices and releases the dictionary. */
 static int dict_fallback(struct st_parquet_writer *w, struct pq_col *c)
 {
-	const uint32_t *idx = (const uint32_t *)c->indices.data;
-	size_t n = c->indices.len / sizeof(uint32_t);
+	const uint32_t *idx = (const uint32_t *)c->rs.indices.data;
+	size_t n = c->rs.indices.len / sizeof(uint32_t);
 
-	st_buf_reset(&c->values);
+	st_buf_reset(&c->rs.values);
 	for (size_t i = 0; i < n; i++) {
 		size_t e = idx[i];
-		size_t start = e ? c->dict.ends[e - 1] : 0;
+		size_t start = e ? c->rs.dict.ends[e - 1] : 0;
 
-		if (st_buf_append(&c->values, c->dict.plain.data + start,
-		                  c->dict.ends[e] - start) != 0)
+		if (st_buf_append(&c->rs.values, c->rs.dict.plain.data + start,
+		                  c->rs.dict.ends[e] - start) != 0)
 			return -1;
 	}
-	w->rg_bytes -= c->indices.len + c->dict.plain.len;
-	w->rg_bytes += c->values.len;
-	st_buf_free(&c->indices);
-	dict_free(&c->dict, w->alloc);
-	c->dict_on = false;
+	w->rg_bytes -= c->rs.indices.len + c->rs.dict.plain.len;
+	w->rg_bytes += c->rs.values.len;
+	st_buf_free(&c->rs.indices);
+	dict_free(&c->rs.dict, w->alloc);
+	c->rs.dict_on = false;
 	return 0;
 }
 
@@ -561,33 +674,131 @@ static int check_columns(const struct st_parquet_opts *o, struct fl_err *err)
 	return 0;
 }
 
-static void col_reset_rg(struct st_parquet_writer *w, struct pq_col *c)
+static void rgcol_init(struct pq_rgcol *rs, const struct st_alloc *a)
 {
-	st_buf_reset(&c->defs);
-	st_buf_reset(&c->values);
-	st_buf_reset(&c->indices);
-	dict_free(&c->dict, w->alloc);
-	st_buf_init(&c->dict.plain, w->alloc);
-	c->dict_on = !w->no_dictionary && c->ptype != PT_BOOLEAN;
-	c->rg_nonnull = 0;
-	c->rg_nulls = 0;
-	c->rg_nans = 0;
-	c->rg_stat.has = false;
+	memset(rs, 0, sizeof(*rs));
+	st_buf_init(&rs->defs, a);
+	st_buf_init(&rs->values, a);
+	st_buf_init(&rs->indices, a);
+	st_buf_init(&rs->dict.plain, a);
+	vstat_init(&rs->rg_stat, a);
+}
+
+static void rgcol_free(struct pq_rgcol *rs, const struct st_alloc *a)
+{
+	st_buf_free(&rs->defs);
+	st_buf_free(&rs->values);
+	st_buf_free(&rs->indices);
+	dict_free(&rs->dict, a);
+	vstat_free(&rs->rg_stat);
+}
+
+/* Empties rs for a new row group of column c (buffers keep their capacity). */
+static void rgcol_reset(struct st_parquet_writer *w, const struct pq_col *c, struct pq_rgcol *rs)
+{
+	st_buf_reset(&rs->defs);
+	st_buf_reset(&rs->values);
+	st_buf_reset(&rs->indices);
+	dict_free(&rs->dict, w->alloc);
+	st_buf_init(&rs->dict.plain, w->alloc);
+	rs->dict_on = !w->no_dictionary && c->ptype != PT_BOOLEAN;
+	rs->rg_nonnull = 0;
+	rs->rg_nulls = 0;
+	rs->rg_nans = 0;
+	rs->rg_stat.has = false;
+}
+
+static void enc_free(struct pq_enc *e)
+{
+	if (e == NULL)
+		return;
+	if (e->zstd != NULL)
+		ZSTD_freeCCtx(e->zstd);
+	if (e->zinit)
+		deflateEnd(&e->zs);
+	st_buf_free(&e->page);
+	st_buf_free(&e->cbuf);
+	st_buf_free(&e->hdr);
+}
+
+/* A new encoder with its codec context; NULL when out of memory. */
+static struct pq_enc *enc_new(const struct st_parquet_writer *w)
+{
+	struct pq_enc *e = st_calloc(w->alloc, 1, sizeof(*e));
+
+	if (e == NULL)
+		return NULL;
+	st_buf_init(&e->page, w->alloc);
+	st_buf_init(&e->cbuf, w->alloc);
+	st_buf_init(&e->hdr, w->alloc);
+	if (w->codec == CODEC_ZSTD) {
+		ZSTD_customMem cm = {st_alloc_hook_zstd, st_alloc_hook_free, (void *)w->alloc};
+
+		e->zstd = w->alloc ? ZSTD_createCCtx_advanced(cm) : ZSTD_createCCtx();
+		if (e->zstd == NULL)
+			goto fail;
+	} else if (w->codec == CODEC_GZIP) {
+		e->zs.zalloc = st_alloc_hook_zlib;
+		e->zs.zfree = st_alloc_hook_free;
+		e->zs.opaque = (void *)w->alloc;
+		/* windowBits 15 + 16: a gzip member, as Compression.md asks. */
+		if (deflateInit2(&e->zs, w->level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+		    Z_OK)
+			goto fail;
+		e->zinit = true;
+	}
+	return e;
+fail:
+	enc_free(e);
+	st_free(w->alloc, e);
+	return NULL;
+}
+
+/* An idle encoder, or a new one; NULL when out of memory.  Any thread. */
+static struct pq_enc *enc_take(struct st_parquet_writer *w)
+{
+	struct pq_enc *e;
+
+	pthread_mutex_lock(&w->enc_mu);
+	e = w->encs;
+	if (e != NULL)
+		w->encs = e->next;
+	pthread_mutex_unlock(&w->enc_mu);
+	return e != NULL ? e : enc_new(w);
+}
+
+static void enc_give(struct st_parquet_writer *w, struct pq_enc *e)
+{
+	pthread_mutex_lock(&w->enc_mu);
+	e->next = w->encs;
+	w->encs = e;
+	pthread_mutex_unlock(&w->enc_mu);
 }
 
 void st_parquet_writer_free(struct st_parquet_writer *w)
 {
 	if (w == NULL)
 		return;
+	/* Encoders may still be at work on flushed row groups. */
+	for (size_t k = 0; w->workq != NULL && k < w->max_pend && w->pend != NULL; k++)
+		st_workq_wait(w->workq, &w->pend[k].group);
+	for (size_t k = 0; w->pend != NULL && k < w->max_pend; k++) {
+		for (size_t i = 0; w->pend[k].jobs != NULL && i < w->n_cols; i++) {
+			struct pq_job *j = &w->pend[k].jobs[i];
+
+			rgcol_free(&j->rs, w->alloc);
+			st_buf_free(&j->out);
+			st_free(w->alloc, j->ch.min);
+			st_free(w->alloc, j->ch.max);
+		}
+		st_free(w->alloc, w->pend[k].jobs);
+	}
+	st_free(w->alloc, w->pend);
 	for (size_t i = 0; i < w->n_cols; i++) {
 		struct pq_col *c = &w->cols[i];
 
 		st_free(w->alloc, (char *)c->def.name);
-		st_buf_free(&c->defs);
-		st_buf_free(&c->values);
-		st_buf_free(&c->indices);
-		dict_free(&c->dict, w->alloc);
-		vstat_free(&c->rg_stat);
+		rgcol_free(&c->rs, w->alloc);
 		vstat_free(&c->file_stat);
 	}
 	st_free(w->alloc, w->cols);
@@ -606,13 +817,14 @@ void st_parquet_writer_free(struct st_parquet_writer *w)
 	st_free(w->alloc, w->kv);
 	st_free(w->alloc, w->created_by);
 	st_free(w->alloc, w->iceberg_schema);
-	if (w->zstd != NULL)
-		ZSTD_freeCCtx(w->zstd);
-	if (w->zinit)
-		deflateEnd(&w->zs);
-	st_buf_free(&w->page);
-	st_buf_free(&w->cbuf);
-	st_buf_free(&w->hdr);
+	while (w->encs != NULL) {
+		struct pq_enc *e = w->encs;
+
+		w->encs = e->next;
+		enc_free(e);
+		st_free(w->alloc, e);
+	}
+	pthread_mutex_destroy(&w->enc_mu);
 	st_free(w->alloc, w);
 }
 
@@ -628,29 +840,40 @@ static int sink_write(struct st_parquet_writer *w, const void *p, size_t n, stru
 	return 0;
 }
 
-static int open_codec(struct st_parquet_writer *w, struct fl_err *err)
+/* The codec's default level, the ring of row groups in flight and a first
+ * encoder (so that a writer that opened can encode). */
+static int open_encoding(struct st_parquet_writer *w, struct fl_err *err)
 {
-	if (w->codec == CODEC_ZSTD) {
-		ZSTD_customMem cm = {st_alloc_hook_zstd, st_alloc_hook_free, (void *)w->alloc};
+	struct pq_enc *e;
 
-		w->zstd = w->alloc ? ZSTD_createCCtx_advanced(cm) : ZSTD_createCCtx();
-		if (w->zstd == NULL)
-			return fl_err_set(err, FL_ERR_NOMEM, "parquet: cannot start zstd");
-		if (w->level == 0)
-			w->level = 3;
-	} else if (w->codec == CODEC_GZIP) {
-		w->zs.zalloc = st_alloc_hook_zlib;
-		w->zs.zfree = st_alloc_hook_free;
-		w->zs.opaque = (void *)w->alloc;
-		if (w->level == 0)
-			w->level = 6;
-		/* windowBits 15 + 16: a gzip member, as Compression.md asks. */
-		if (deflateInit2(&w->zs, w->level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
-		    Z_OK)
-			return fl_err_set(err, FL_ERR_NOMEM, "parquet: cannot start gzip");
-		w->zinit = true;
+	if (w->level == 0)
+		w->level = w->codec == CODEC_GZIP ? 6 : 3;
+	w->max_pend = w->workq != NULL ? (size_t)st_workq_threads(w->workq) : 1;
+	w->pend = st_calloc(w->alloc, w->max_pend, sizeof(*w->pend));
+	if (w->pend == NULL)
+		goto nomem;
+	for (size_t k = 0; k < w->max_pend; k++) {
+		w->pend[k].jobs = st_calloc(w->alloc, w->n_cols, sizeof(*w->pend[k].jobs));
+		if (w->pend[k].jobs == NULL)
+			goto nomem;
+		for (size_t i = 0; i < w->n_cols; i++) {
+			struct pq_job *j = &w->pend[k].jobs[i];
+
+			rgcol_init(&j->rs, w->alloc);
+			st_buf_init(&j->out, w->alloc);
+			j->w = w;
+			j->c = &w->cols[i];
+			rgcol_reset(w, j->c, &j->rs);
+		}
 	}
+	e = enc_new(w);
+	if (e == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "parquet: cannot start the %s codec",
+		                  w->codec == CODEC_GZIP ? "gzip" : "zstd");
+	enc_give(w, e);
 	return 0;
+nomem:
+	return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory");
 }
 
 int st_parquet_writer_open(const struct st_parquet_opts *o, struct st_parquet_writer **out,
@@ -671,8 +894,10 @@ int st_parquet_writer_open(const struct st_parquet_opts *o, struct st_parquet_wr
 	w = st_calloc(o->alloc, 1, sizeof(*w));
 	if (w == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory");
+	pthread_mutex_init(&w->enc_mu, NULL);
 	w->alloc = o->alloc;
 	w->sink = o->sink;
+	w->workq = o->workq;
 	w->codec = codecs[o->codec];
 	w->level = o->compression_level;
 	w->row_group_bytes = o->row_group_bytes ? o->row_group_bytes : DEFAULT_ROW_GROUP_BYTES;
@@ -685,9 +910,6 @@ int st_parquet_writer_open(const struct st_parquet_opts *o, struct st_parquet_wr
 		w->page_bytes = INT32_MAX / 4;
 	if (w->dict_bytes > INT32_MAX / 4)
 		w->dict_bytes = INT32_MAX / 4;
-	st_buf_init(&w->page, w->alloc);
-	st_buf_init(&w->cbuf, w->alloc);
-	st_buf_init(&w->hdr, w->alloc);
 	w->cols = st_calloc(w->alloc, o->n_columns, sizeof(*w->cols));
 	if (w->cols == NULL)
 		goto nomem;
@@ -696,18 +918,14 @@ int st_parquet_writer_open(const struct st_parquet_opts *o, struct st_parquet_wr
 
 		c->def = o->columns[i];
 		c->def.name = NULL;
-		st_buf_init(&c->defs, w->alloc);
-		st_buf_init(&c->values, w->alloc);
-		st_buf_init(&c->indices, w->alloc);
-		st_buf_init(&c->dict.plain, w->alloc);
-		vstat_init(&c->rg_stat, w->alloc);
+		rgcol_init(&c->rs, w->alloc);
 		vstat_init(&c->file_stat, w->alloc);
 		w->n_cols++;
 		c->def.name = st_strdup(w->alloc, o->columns[i].name);
 		if (c->def.name == NULL)
 			goto nomem;
 		map_type(c);
-		col_reset_rg(w, c);
+		rgcol_reset(w, c, &c->rs);
 	}
 	w->created_by = st_strdup(w->alloc, o->created_by ? o->created_by : "floe version 0.1.0");
 	if (w->created_by == NULL)
@@ -730,7 +948,7 @@ int st_parquet_writer_open(const struct st_parquet_opts *o, struct st_parquet_wr
 				goto nomem;
 		}
 	}
-	if (open_codec(w, err) != 0)
+	if (open_encoding(w, err) != 0)
 		goto fail;
 	if (sink_write(w, "PAR1", 4, err) != 0)
 		goto fail;
@@ -802,44 +1020,42 @@ static int append_value(struct st_parquet_writer *w, struct pq_col *c, const str
 	struct plain p;
 
 	if (!c->def.required) {
-		if (st_buf_put_u8(&c->defs, v->null ? 0 : 1) != 0)
+		if (st_buf_put_u8(&c->rs.defs, v->null ? 0 : 1) != 0)
 			return -1;
 		w->rg_bytes++;
 	}
 	if (v->null) {
-		c->rg_nulls++;
+		c->rs.rg_nulls++;
 		return 0;
 	}
 	to_plain(c, v, &p);
-	if (c->dict_on) {
+	if (c->rs.dict_on) {
 		uint32_t idx;
 		bool added;
 
-		if (dict_insert(&c->dict, w->alloc, &p, &idx, &added) != 0 ||
-		    st_buf_append(&c->indices, &idx, sizeof(idx)) != 0)
+		if (dict_insert(&c->rs.dict, w->alloc, &p, &idx, &added) != 0 ||
+		    st_buf_append(&c->rs.indices, &idx, sizeof(idx)) != 0)
 			return -1;
 		w->rg_bytes += sizeof(idx) + (added ? p.head_len + p.tail_len : 0);
 		if (dict_too_big(w, c) && dict_fallback(w, c) != 0)
 			return -1;
 	} else {
-		if (plain_append(&c->values, &p) != 0)
+		if (plain_append(&c->rs.values, &p) != 0)
 			return -1;
 		w->rg_bytes += p.head_len + p.tail_len;
 	}
-	c->rg_nonnull++;
-	if (value_is_nan(t, v)) {
-		c->rg_nans++;
-		return 0;
-	}
-	return vstat_update(&c->rg_stat, t, v);
+	c->rs.rg_nonnull++;
+	if (value_is_nan(t, v))
+		c->rs.rg_nans++;
+	return 0; /* min and max: by the encoder (rg_stats) */
 }
 
 /* ---- pages ------------------------------------------------------------------ */
 
-static int compress_page(struct st_parquet_writer *w, const uint8_t *in, size_t n,
-                         const uint8_t **out, size_t *out_n, struct fl_err *err)
+static int compress_page(const struct st_parquet_writer *w, struct pq_enc *e, const uint8_t *in,
+                         size_t n, const uint8_t **out, size_t *out_n, struct fl_err *err)
 {
-	st_buf_reset(&w->cbuf);
+	st_buf_reset(&e->cbuf);
 	switch (w->codec) {
 	case CODEC_UNCOMPRESSED:
 		*out = in;
@@ -848,9 +1064,9 @@ static int compress_page(struct st_parquet_writer *w, const uint8_t *in, size_t 
 	case CODEC_ZSTD: {
 		size_t bound = ZSTD_compressBound(n), r;
 
-		if (st_buf_reserve(&w->cbuf, bound) != 0)
+		if (st_buf_reserve(&e->cbuf, bound) != 0)
 			goto nomem;
-		r = ZSTD_compressCCtx(w->zstd, w->cbuf.data, bound, in, n, w->level);
+		r = ZSTD_compressCCtx(e->zstd, e->cbuf.data, bound, in, n, w->level);
 		if (ZSTD_isError(r))
 			return fl_err_set(err,
 			                  ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation
@@ -865,27 +1081,27 @@ static int compress_page(struct st_parquet_writer *w, const uint8_t *in, size_t 
 
 		if (n > UINT_MAX)
 			return fl_err_set(err, FL_ERR_TOO_LARGE, "parquet: page of %zu bytes", n);
-		if (deflateReset(&w->zs) != Z_OK)
+		if (deflateReset(&e->zs) != Z_OK)
 			return fl_err_set(err, FL_ERR_INTERNAL, "parquet: gzip reset failed");
-		bound = deflateBound(&w->zs, (uLong)n);
-		if (st_buf_reserve(&w->cbuf, bound) != 0)
+		bound = deflateBound(&e->zs, (uLong)n);
+		if (st_buf_reserve(&e->cbuf, bound) != 0)
 			goto nomem;
-		w->zs.next_in = (Bytef *)(uintptr_t)in;
-		w->zs.avail_in = (uInt)n;
-		w->zs.next_out = w->cbuf.data;
-		w->zs.avail_out = (uInt)bound;
-		if (deflate(&w->zs, Z_FINISH) != Z_STREAM_END)
+		e->zs.next_in = (Bytef *)(uintptr_t)in;
+		e->zs.avail_in = (uInt)n;
+		e->zs.next_out = e->cbuf.data;
+		e->zs.avail_out = (uInt)bound;
+		if (deflate(&e->zs, Z_FINISH) != Z_STREAM_END)
 			return fl_err_set(err, FL_ERR_INTERNAL, "parquet: gzip failed");
-		*out_n = w->zs.total_out;
+		*out_n = e->zs.total_out;
 		break;
 	}
 #ifdef ST_HAVE_SNAPPY
 	case CODEC_SNAPPY: {
 		size_t len = snappy_max_compressed_length(n);
 
-		if (st_buf_reserve(&w->cbuf, len) != 0)
+		if (st_buf_reserve(&e->cbuf, len) != 0)
 			goto nomem;
-		if (snappy_compress((const char *)in, n, (char *)w->cbuf.data, &len) != SNAPPY_OK)
+		if (snappy_compress((const char *)in, n, (char *)e->cbuf.data, &len) != SNAPPY_OK)
 			return fl_err_set(err, FL_ERR_INTERNAL, "parquet: snappy failed");
 		*out_n = len;
 		break;
@@ -893,28 +1109,29 @@ static int compress_page(struct st_parquet_writer *w, const uint8_t *in, size_t 
 #endif
 	default: return fl_err_set(err, FL_ERR_INTERNAL, "parquet: codec %d", w->codec);
 	}
-	*out = w->cbuf.data;
+	*out = e->cbuf.data;
 	return 0;
 nomem:
 	return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory compressing");
 }
 
-/* Compresses w->page and writes header + body; adds the sizes to ch. */
-static int emit_page(struct st_parquet_writer *w, struct pq_chunk *ch, int page_type,
-                     size_t num_values, int encoding, struct fl_err *err)
+/* Compresses e->page and appends header + body to j->out; adds the sizes
+ * to j->ch. */
+static int emit_page(struct pq_job *j, struct pq_enc *e, int page_type, size_t num_values,
+                     int encoding, struct fl_err *err)
 {
 	const uint8_t *body = NULL;
 	size_t body_len = 0;
 	struct st_thrift t;
 
-	if (compress_page(w, w->page.data, w->page.len, &body, &body_len, err) != 0)
+	if (compress_page(j->w, e, e->page.data, e->page.len, &body, &body_len, err) != 0)
 		return -1;
-	if (w->page.len > INT32_MAX || body_len > INT32_MAX || num_values > INT32_MAX)
-		return fl_err_set(err, FL_ERR_TOO_LARGE, "parquet: page of %zu bytes", w->page.len);
-	st_buf_reset(&w->hdr);
-	st_thrift_init(&t, &w->hdr);
+	if (e->page.len > INT32_MAX || body_len > INT32_MAX || num_values > INT32_MAX)
+		return fl_err_set(err, FL_ERR_TOO_LARGE, "parquet: page of %zu bytes", e->page.len);
+	st_buf_reset(&e->hdr);
+	st_thrift_init(&t, &e->hdr);
 	st_thrift_i32(&t, 1, page_type);
-	st_thrift_i32(&t, 2, (int32_t)w->page.len);
+	st_thrift_i32(&t, 2, (int32_t)e->page.len);
 	st_thrift_i32(&t, 3, (int32_t)body_len);
 	if (page_type == PAGE_DATA) {
 		st_thrift_struct_begin(&t, 5);
@@ -930,13 +1147,11 @@ static int emit_page(struct st_parquet_writer *w, struct pq_chunk *ch, int page_
 		st_thrift_end(&t);
 	}
 	st_thrift_end(&t);
-	if (t.failed)
+	if (t.failed || st_buf_append(&j->out, e->hdr.data, e->hdr.len) != 0 ||
+	    st_buf_append(&j->out, body, body_len) != 0)
 		return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory");
-	if (sink_write(w, w->hdr.data, w->hdr.len, err) != 0 ||
-	    sink_write(w, body, body_len, err) != 0)
-		return -1;
-	ch->total_uncompressed += (int64_t)(w->hdr.len + w->page.len);
-	ch->total_compressed += (int64_t)(w->hdr.len + body_len);
+	j->ch.total_uncompressed += (int64_t)(e->hdr.len + e->page.len);
+	j->ch.total_compressed += (int64_t)(e->hdr.len + body_len);
 	return 0;
 }
 
@@ -956,19 +1171,21 @@ static int bitpack_bools(struct st_buf *out, const uint8_t *v, size_t n)
 }
 
 /* Bits per dictionary index: at least 1, as some readers reject width 0. */
-static int dict_bit_width(const struct pq_col *c)
+static int dict_bit_width(const struct pq_rgcol *rs)
 {
-	int bw = st_bit_width((uint32_t)(c->dict.n_entries - 1));
+	int bw = st_bit_width((uint32_t)(rs->dict.n_entries - 1));
 
 	return bw ? bw : 1;
 }
 
-/* Builds and writes one data page for rows [r0, r1) holding the non-null
+/* Builds and appends one data page for rows [r0, r1) holding the non-null
  * values [v0, v0 + vn), whose PLAIN bytes are values[b0, b1). */
-static int data_page(struct st_parquet_writer *w, struct pq_col *c, struct pq_chunk *ch, size_t r0,
-                     size_t r1, size_t v0, size_t vn, size_t b0, size_t b1, struct fl_err *err)
+static int data_page(struct pq_job *j, struct pq_enc *e, size_t r0, size_t r1, size_t v0, size_t vn,
+                     size_t b0, size_t b1, struct fl_err *err)
 {
-	struct st_buf *pg = &w->page;
+	const struct pq_col *c = j->c;
+	const struct pq_rgcol *rs = &j->rs;
+	struct st_buf *pg = &e->page;
 
 	st_buf_reset(pg);
 	if (!c->def.required) {
@@ -976,26 +1193,26 @@ static int data_page(struct st_parquet_writer *w, struct pq_col *c, struct pq_ch
 		uint32_t len;
 
 		if (st_buf_put_le32(pg, 0) != 0 ||
-		    st_rle_encode_u8(pg, c->defs.data + r0, r1 - r0, 1) != 0)
+		    st_rle_encode_u8(pg, rs->defs.data + r0, r1 - r0, 1) != 0)
 			goto nomem;
 		len = (uint32_t)(pg->len - at - 4);
 		le_bytes(pg->data + at, len, 4);
 	}
-	if (c->dict_on) {
-		int bw = dict_bit_width(c);
+	if (rs->dict_on) {
+		int bw = dict_bit_width(rs);
 
 		if (st_buf_put_u8(pg, (uint8_t)bw) != 0 ||
-		    st_rle_encode_u32(pg, (const uint32_t *)c->indices.data + v0, vn, bw) != 0)
+		    st_rle_encode_u32(pg, (const uint32_t *)rs->indices.data + v0, vn, bw) != 0)
 			goto nomem;
 	} else if (c->ptype == PT_BOOLEAN) {
-		if (bitpack_bools(pg, c->values.data + b0, b1 - b0) != 0)
+		if (bitpack_bools(pg, rs->values.data + b0, b1 - b0) != 0)
 			goto nomem;
-	} else if (st_buf_append(pg, c->values.data + b0, b1 - b0) != 0) {
+	} else if (st_buf_append(pg, rs->values.data + b0, b1 - b0) != 0) {
 		goto nomem;
 	}
-	if (ch->data_page_offset < 0)
-		ch->data_page_offset = (int64_t)w->offset;
-	return emit_page(w, ch, PAGE_DATA, r1 - r0, c->dict_on ? ENC_RLE_DICTIONARY : ENC_PLAIN,
+	if (j->ch.data_page_offset < 0)
+		j->ch.data_page_offset = (int64_t)j->out.len;
+	return emit_page(j, e, PAGE_DATA, r1 - r0, rs->dict_on ? ENC_RLE_DICTIONARY : ENC_PLAIN,
 	                 err);
 nomem:
 	return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory");
@@ -1029,29 +1246,65 @@ static int stat_bytes(const struct pq_col *c, const struct st_value *v, bool is_
 	return 0;
 }
 
-static int write_chunk(struct st_parquet_writer *w, struct pq_col *c, struct pq_chunk *ch,
-                       struct fl_err *err)
+/* The row group's min and max of non-NaN values, from what it buffered:
+ * the dictionary's entries (each distinct value once, in order of first
+ * appearance) or every PLAIN value.  Done here rather than per value as
+ * rows arrive, so that with encoder threads the reader does not do it. */
+static int rg_stats(struct pq_job *j)
 {
-	size_t rows = w->rg_rows, r0 = 0, v0 = 0, b0 = 0, vi = 0, bi = 0, vbytes = 0;
-	const uint8_t *defs = c->defs.data;
+	const struct pq_col *c = j->c;
+	struct pq_rgcol *rs = &j->rs;
+	const struct st_type *t = &c->def.type;
+	const uint8_t *p, *end;
+	struct st_value v;
+
+	rs->rg_stat.has = false;
+	if (rs->dict_on) {
+		p = rs->dict.plain.data;
+		end = p + rs->dict.plain.len;
+	} else {
+		p = rs->values.data;
+		end = p + rs->values.len;
+	}
+	while (p < end) {
+		p += from_plain(c, p, &v);
+		if (!value_is_nan(t, &v) && vstat_update(&rs->rg_stat, t, &v) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Encodes one column chunk into j->out (offsets in j->ch relative to it). */
+static int write_chunk(struct pq_job *j, struct pq_enc *e, struct fl_err *err)
+{
+	const struct pq_col *c = j->c;
+	struct pq_rgcol *rs = &j->rs;
+	struct pq_chunk *ch = &j->ch;
+	size_t rows = j->rows, r0 = 0, v0 = 0, b0 = 0, vi = 0, bi = 0, vbytes = 0;
+	size_t page_bytes = j->w->page_bytes;
+	const uint8_t *defs = rs->defs.data;
 	int bw = 1;
 
+	memset(ch, 0, sizeof(*ch));
+	st_buf_reset(&j->out);
 	ch->data_page_offset = -1;
 	ch->dict_page_offset = -1;
 	ch->num_values = (int64_t)rows;
-	ch->null_count = c->rg_nulls;
-	ch->nan_count = c->rg_nans;
-	if (c->dict_on && c->rg_nonnull == 0)
-		c->dict_on = false; /* all null: nothing to put in a dictionary */
-	ch->dict = c->dict_on;
-	if (c->dict_on) {
-		ch->dict_page_offset = (int64_t)w->offset;
-		st_buf_reset(&w->page);
-		if (st_buf_append(&w->page, c->dict.plain.data, c->dict.plain.len) != 0)
+	ch->null_count = rs->rg_nulls;
+	ch->nan_count = rs->rg_nans;
+	if (rs->dict_on && rs->rg_nonnull == 0)
+		rs->dict_on = false; /* all null: nothing to put in a dictionary */
+	if (rg_stats(j) != 0)
+		return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory");
+	ch->dict = rs->dict_on;
+	if (rs->dict_on) {
+		ch->dict_page_offset = 0;
+		st_buf_reset(&e->page);
+		if (st_buf_append(&e->page, rs->dict.plain.data, rs->dict.plain.len) != 0)
 			return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory");
-		if (emit_page(w, ch, PAGE_DICTIONARY, c->dict.n_entries, ENC_PLAIN, err) != 0)
+		if (emit_page(j, e, PAGE_DICTIONARY, rs->dict.n_entries, ENC_PLAIN, err) != 0)
 			return -1;
-		bw = dict_bit_width(c);
+		bw = dict_bit_width(rs);
 	}
 	for (size_t r = 0; r < rows; r++) {
 		bool defined = c->def.required || defs[r];
@@ -1059,24 +1312,24 @@ static int write_chunk(struct st_parquet_writer *w, struct pq_col *c, struct pq_
 		if (defined) {
 			size_t sz;
 
-			if (c->dict_on) {
+			if (rs->dict_on) {
 				sz = 0;
 			} else if (c->fixed_width) {
 				sz = c->fixed_width;
 			} else {
-				const uint8_t *q = c->values.data + bi;
+				const uint8_t *q = rs->values.data + bi;
 
 				sz = 4 + ((size_t)q[0] | (size_t)q[1] << 8 | (size_t)q[2] << 16 |
 				          (size_t)q[3] << 24);
 			}
 			bi += sz;
 			vi++;
-			vbytes += c->dict_on ? 0 : sz;
+			vbytes += rs->dict_on ? 0 : sz;
 		}
-		if (c->dict_on)
+		if (rs->dict_on)
 			vbytes = ((vi - v0) * (size_t)bw + 7) / 8;
-		if (r + 1 == rows || r + 1 - r0 >= PAGE_ROW_LIMIT || vbytes >= w->page_bytes) {
-			if (data_page(w, c, ch, r0, r + 1, v0, vi - v0, b0, bi, err) != 0)
+		if (r + 1 == rows || r + 1 - r0 >= PAGE_ROW_LIMIT || vbytes >= page_bytes) {
+			if (data_page(j, e, r0, r + 1, v0, vi - v0, b0, bi, err) != 0)
 				return -1;
 			r0 = r + 1;
 			v0 = vi;
@@ -1086,44 +1339,80 @@ static int write_chunk(struct st_parquet_writer *w, struct pq_col *c, struct pq_
 	}
 	if (rows == 0)
 		return 0;
-	if (c->rg_stat.has) {
-		if (stat_bytes(c, &c->rg_stat.min, false, &ch->min, &ch->min_len, w->alloc) != 0 ||
-		    stat_bytes(c, &c->rg_stat.max, true, &ch->max, &ch->max_len, w->alloc) != 0)
+	if (rs->rg_stat.has) {
+		const struct st_alloc *a = j->w->alloc;
+
+		if (stat_bytes(c, &rs->rg_stat.min, false, &ch->min, &ch->min_len, a) != 0 ||
+		    stat_bytes(c, &rs->rg_stat.max, true, &ch->max, &ch->max_len, a) != 0)
 			return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory");
 		ch->has_minmax = ch->min_len <= MAX_STAT_BYTES && ch->max_len <= MAX_STAT_BYTES;
 	}
 	return 0;
 }
 
-/* Folds a finished row group's column state into the file totals. */
-static int col_finish_rg(struct st_parquet_writer *w, struct pq_col *c, const struct pq_chunk *ch)
+/* The task: one column chunk, on a worker thread (or the caller's). */
+static void job_run(struct st_workq_task *t)
 {
-	c->nulls += c->rg_nulls;
-	c->nans += c->rg_nans;
+	struct pq_job *j = (struct pq_job *)t;
+	struct pq_enc *e = enc_take(j->w);
+
+	j->err.kind = FL_ERR_NONE;
+	j->err.msg[0] = '\0';
+	if (e == NULL) {
+		j->rc = fl_err_set(&j->err, FL_ERR_NOMEM, "parquet: out of memory");
+		return;
+	}
+	j->rc = write_chunk(j, e, &j->err);
+	enc_give(j->w, e);
+}
+
+/* At least the bytes a row group of `bytes` buffered bytes and `rows` rows
+ * can add to the file: every page body at most twice its buffered bytes
+ * once compressed (ZSTD_compressBound is n + n/256 + 64), plus a header and
+ * framing per page. */
+static uint64_t rg_bound(const struct st_parquet_writer *w, size_t bytes, size_t rows)
+{
+	uint64_t pages = rows / PAGE_ROW_LIMIT + bytes / w->page_bytes + 3;
+
+	return 2 * (uint64_t)bytes + (uint64_t)w->n_cols * pages * 256 + 4096;
+}
+
+/* Folds a finished row group's column state into the file totals and
+ * empties rs for reuse. */
+static int col_finish_rg(struct st_parquet_writer *w, struct pq_col *c, struct pq_rgcol *rs,
+                         const struct pq_chunk *ch)
+{
+	c->nulls += rs->rg_nulls;
+	c->nans += rs->rg_nans;
 	c->size += ch->total_compressed;
-	if (c->rg_stat.has) {
-		if (vstat_update(&c->file_stat, &c->def.type, &c->rg_stat.min) != 0 ||
-		    vstat_update(&c->file_stat, &c->def.type, &c->rg_stat.max) != 0)
+	if (rs->rg_stat.has) {
+		if (vstat_update(&c->file_stat, &c->def.type, &rs->rg_stat.min) != 0 ||
+		    vstat_update(&c->file_stat, &c->def.type, &rs->rg_stat.max) != 0)
 			return -1;
 	}
-	col_reset_rg(w, c);
+	rgcol_reset(w, c, rs);
 	return 0;
 }
 
-int st_parquet_writer_flush(struct st_parquet_writer *w, struct fl_err *err)
+/* Waits for the oldest row group in flight and writes it to the sink. */
+static int drain_one(struct st_parquet_writer *w, struct fl_err *err)
 {
+	struct pq_pending *pd = &w->pend[w->pend_head];
 	struct pq_rg *rg;
 
+	if (w->workq != NULL)
+		st_workq_wait(w->workq, &pd->group);
+	w->pend_head = (w->pend_head + 1) % w->max_pend;
+	w->n_pend--;
+	w->pend_bound -= pd->bound;
 	if (w->broken)
 		return fl_err_set(err, FL_ERR_IO, "parquet: the writer failed earlier");
-	if (w->rg_rows == 0)
-		return 0;
 	if (w->n_rgs == w->cap_rgs) {
 		size_t cap = w->cap_rgs ? w->cap_rgs * 2 : 4;
 		struct pq_rg *r = st_realloc(w->alloc, w->rgs, cap * sizeof(*r));
 
 		if (r == NULL)
-			return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory");
+			goto nomem;
 		w->rgs = r;
 		w->cap_rgs = cap;
 	}
@@ -1131,25 +1420,103 @@ int st_parquet_writer_flush(struct st_parquet_writer *w, struct fl_err *err)
 	memset(rg, 0, sizeof(*rg));
 	rg->chunks = st_calloc(w->alloc, w->n_cols, sizeof(*rg->chunks));
 	if (rg->chunks == NULL)
-		return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory");
+		goto nomem;
 	w->n_rgs++;
+	/* The chunks (and their min/max) belong to the row group from here. */
+	for (size_t i = 0; i < w->n_cols; i++) {
+		rg->chunks[i] = pd->jobs[i].ch;
+		memset(&pd->jobs[i].ch, 0, sizeof(pd->jobs[i].ch));
+	}
 	/* From here a failure leaves a partial row group in the sink. */
 	w->broken = true;
-	rg->num_rows = (int64_t)w->rg_rows;
+	for (size_t i = 0; i < w->n_cols; i++) {
+		if (pd->jobs[i].rc != 0) {
+			*err = pd->jobs[i].err;
+			return fl_err_prefix(err, "parquet: column %s", w->cols[i].def.name);
+		}
+	}
+	rg->num_rows = (int64_t)pd->rows;
 	rg->file_offset = (int64_t)w->offset;
 	for (size_t i = 0; i < w->n_cols; i++) {
 		struct pq_chunk *ch = &rg->chunks[i];
+		struct pq_job *j = &pd->jobs[i];
 
-		if (write_chunk(w, &w->cols[i], ch, err) != 0)
+		if (ch->dict_page_offset >= 0)
+			ch->dict_page_offset += (int64_t)w->offset;
+		ch->data_page_offset += (int64_t)w->offset;
+		if (sink_write(w, j->out.data, j->out.len, err) != 0)
 			return fl_err_prefix(err, "parquet: column %s", w->cols[i].def.name);
 		rg->total_byte_size += ch->total_uncompressed;
 		rg->total_compressed += ch->total_compressed;
-		if (col_finish_rg(w, &w->cols[i], ch) != 0)
-			return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory");
+		if (col_finish_rg(w, &w->cols[i], &j->rs, ch) != 0)
+			goto nomem;
 	}
+	w->broken = false;
+	return 0;
+nomem:
+	w->broken = true;
+	return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory");
+}
+
+int st_parquet_writer_settle(struct st_parquet_writer *w, struct fl_err *err)
+{
+	while (w->n_pend > 0)
+		if (drain_one(w, err) != 0)
+			return -1;
+	return 0;
+}
+
+int st_parquet_writer_flush(struct st_parquet_writer *w, struct fl_err *err)
+{
+	struct pq_pending *pd;
+
+	if (w->broken)
+		return fl_err_set(err, FL_ERR_IO, "parquet: the writer failed earlier");
+	if (w->rg_rows == 0)
+		return 0;
+	/* At most max_pend row groups in flight besides the one being filled. */
+	if (w->n_pend == w->max_pend && drain_one(w, err) != 0)
+		return -1;
+	pd = &w->pend[(w->pend_head + w->n_pend) % w->max_pend];
+	memset(&pd->group, 0, sizeof(pd->group));
+	pd->rows = w->rg_rows;
+	pd->bound = rg_bound(w, w->rg_bytes, w->rg_rows);
+	for (size_t i = 0; i < w->n_cols; i++) {
+		struct pq_job *j = &pd->jobs[i];
+		struct pq_rgcol tmp = j->rs; /* emptied when it was last written */
+
+		j->rs = w->cols[i].rs;
+		w->cols[i].rs = tmp;
+		j->rows = w->rg_rows;
+		j->rc = 0;
+	}
+	w->n_pend++;
+	w->pend_bound += pd->bound;
 	w->rg_rows = 0;
 	w->rg_bytes = 0;
-	w->broken = false;
+	if (w->workq == NULL) {
+		for (size_t i = 0; i < w->n_cols; i++)
+			job_run(&pd->jobs[i].task);
+		if (drain_one(w, err) != 0)
+			return -1;
+		/* One row group's buffers are enough here: take back those that
+		 * have grown (both sides are empty now). */
+		for (size_t i = 0; i < w->n_cols; i++) {
+			struct pq_rgcol tmp = pd->jobs[i].rs;
+
+			pd->jobs[i].rs = w->cols[i].rs;
+			w->cols[i].rs = tmp;
+		}
+		return 0;
+	}
+	for (size_t i = 0; i < w->n_cols; i++) {
+		pd->jobs[i].task.run = job_run;
+		st_workq_submit(w->workq, &pd->group, &pd->jobs[i].task);
+	}
+	/* Write what is already done, without waiting. */
+	while (w->n_pend > 0 && st_workq_done(w->workq, &w->pend[w->pend_head].group))
+		if (drain_one(w, err) != 0)
+			return -1;
 	return 0;
 }
 
@@ -1180,7 +1547,7 @@ int st_parquet_writer_write_row(struct st_parquet_writer *w, const struct st_val
 
 uint64_t st_parquet_writer_size(const struct st_parquet_writer *w)
 {
-	return w->offset + w->rg_bytes;
+	return w->offset + w->pend_bound + w->rg_bytes;
 }
 
 /* ---- footer ------------------------------------------------------------------ */
@@ -1295,12 +1662,13 @@ static void column_chunk(struct st_thrift *t, const struct pq_col *c, const stru
 
 static int write_footer(struct st_parquet_writer *w, struct fl_err *err)
 {
-	struct st_buf *b = &w->page;
+	struct st_buf footer, *b = &footer;
 	struct st_thrift t;
+	int rc = -1;
 	size_t n_kv = w->n_kv + (w->iceberg_schema != NULL);
 	uint8_t tail[8];
 
-	st_buf_reset(b);
+	st_buf_init(b, w->alloc);
 	st_thrift_init(&t, b);
 	st_thrift_i32(&t, 1, 1);
 	st_thrift_list_begin(&t, 2, ST_THRIFT_STRUCT, w->n_cols + 1);
@@ -1350,15 +1718,22 @@ static int write_footer(struct st_parquet_writer *w, struct fl_err *err)
 		st_thrift_end(&t);
 	}
 	st_thrift_end(&t);
-	if (t.failed)
-		return fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory writing the footer");
-	if (b->len > UINT32_MAX)
-		return fl_err_set(err, FL_ERR_TOO_LARGE, "parquet: footer of %zu bytes", b->len);
+	if (t.failed) {
+		fl_err_set(err, FL_ERR_NOMEM, "parquet: out of memory writing the footer");
+		goto out;
+	}
+	if (b->len > UINT32_MAX) {
+		fl_err_set(err, FL_ERR_TOO_LARGE, "parquet: footer of %zu bytes", b->len);
+		goto out;
+	}
 	le_bytes(tail, (uint32_t)b->len, 4);
 	memcpy(tail + 4, "PAR1", 4);
 	if (sink_write(w, b->data, b->len, err) != 0 || sink_write(w, tail, sizeof(tail), err) != 0)
-		return -1;
-	return 0;
+		goto out;
+	rc = 0;
+out:
+	st_buf_free(b);
+	return rc;
 }
 
 /* ---- close and metrics -------------------------------------------------------- */
@@ -1490,7 +1865,8 @@ int st_parquet_writer_close(struct st_parquet_writer *w, struct st_parquet_metri
 	int rc = -1;
 
 	memset(&r, 0, sizeof(r));
-	if (st_parquet_writer_flush(w, err) != 0 || write_footer(w, err) != 0)
+	if (st_parquet_writer_flush(w, err) != 0 || st_parquet_writer_settle(w, err) != 0 ||
+	    write_footer(w, err) != 0)
 		goto out;
 	if (m != NULL) {
 		if (metrics(w, &r) != 0) {

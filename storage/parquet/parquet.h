@@ -15,7 +15,8 @@
  * so that long strings do not bloat the footer (the Iceberg bounds are
  * truncated instead).
  *
- * A writer is used by one thread at a time.  Any failure other than a
+ * A writer is used by one thread at a time (it may hand encoding to a
+ * workq's threads: opts.workq).  Any failure other than a
  * rejected row leaves the writer unusable: close then reports it. */
 #ifndef ST_PARQUET_H
 #define ST_PARQUET_H
@@ -26,6 +27,7 @@
 
 #include "base/alloc.h"
 #include "base/sink.h"
+#include "base/workq.h"
 #include "err.h"
 #include "iceberg/data_file.h"
 #include "iceberg/types.h"
@@ -79,6 +81,12 @@ struct st_parquet_opts {
 	const char *created_by; /* NULL: "floe version 0.1.0" */
 	struct st_sink sink;
 	const struct st_alloc *alloc;
+	/* Encode and compress flushed row groups on these threads, one task per
+	 * column chunk, while the caller fills the next row group; NULL = on
+	 * the caller's thread.  The file's bytes are the same either way.  At
+	 * most st_workq_threads(workq) row groups are in flight besides the one
+	 * being filled, and alloc must then be safe to call from any thread. */
+	struct st_workq *workq;
 };
 
 struct st_parquet_writer;
@@ -113,8 +121,14 @@ int st_parquet_writer_write_row(struct st_parquet_writer *w, const struct st_val
 int st_parquet_writer_flush(struct st_parquet_writer *w, struct fl_err *err) FL_MUST_CHECK;
 
 /* Bytes already in the sink plus the buffered, not yet compressed bytes:
- * the measure to roll files at write.target-file-size-bytes. */
+ * the measure to roll files at write.target-file-size-bytes.  With a workq,
+ * row groups still being encoded count at an upper bound of their size;
+ * st_parquet_writer_settle makes the figure exact again. */
 uint64_t st_parquet_writer_size(const struct st_parquet_writer *w);
+
+/* Waits for the row groups being encoded (workq) and writes them to the
+ * sink; a no-op without a workq. */
+int st_parquet_writer_settle(struct st_parquet_writer *w, struct fl_err *err) FL_MUST_CHECK;
 
 /* Writes the last row group and the footer, fills *m (if not NULL; free it
  * with st_parquet_metrics_free) and frees the writer whatever the outcome. */

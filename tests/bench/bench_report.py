@@ -5,7 +5,7 @@ BENCHMARKS.md and its SVG charts (written by hand: no plotting library).
 Usage: bench_report.py RESULTS_DIR BENCHMARKS_MD CHART_DIR
 
 RESULTS_DIR holds what tests/bench/run_all.sh saved: load_table.N.txt, commit.N.txt,
-ingest.N.txt (N = run) and clients.C.txt (load_table_bench.sh at C connections). The text
+ingest.N.txt and ingest2.N.txt (`--threads 2`) (N = run) and clients.C.txt (load_table_bench.sh at C connections). The text
 between the "figures:begin" and "figures:end" markers of BENCHMARKS_MD is replaced; every
 figure is a ratio to a ceiling measured in the same run, given as min-max over the runs,
 with the load average of each run beside it."""
@@ -235,29 +235,42 @@ def main():
             lines += [f"![commit latency percentiles]({rel}/commit_latency.svg)", ""]
 
     ing = runs(results, "ingest")
+    ing2 = runs(results, "ingest2")
     if ing:
         lines += [
-            "### Ingest (`ingest_bench.sh`, CSV → zstd Parquet, one thread each)",
+            "### Ingest (`ingest_bench.sh`, CSV → zstd Parquet; one thread each, and `--threads 2` against DuckDB's two)",
             "",
-            "| figure | ratio | Floe rows/s | DuckDB rows/s | Floe peak RSS | cold start 1,000 rows | load avg (1 min) |",
-            "|---|---|---|---|---|---|---|",
+            "| figure | ratio (wall) | CPU-time ratio | Floe rows/s | DuckDB rows/s | Floe peak RSS | cold start 1,000 rows | load avg (1 min) |",
+            "|---|---|---|---|---|---|---|---|",
         ]
-        loads = ", ".join(load_avg(t) for t in ing)
-        fl = [row(t, "floe ingest (1 thread, committed)") for t in ing]
-        dk = []
-        for t in ing:
-            m = re.search(r"^DuckDB \S+ COPY, threads=1(.*)$", t, re.M)
-            dk.append([num(x) for x in re.findall(r"(?<![\w.])\d+(?:\.\d+)?", m.group(1))] if m else None)
-        cold = [re.search(r"median ([\d.]+) ms", t) for t in ing]
-        lines.append(
-            f"| rows/s ÷ DuckDB | **{span([ratio(t, 'ratio floe/DuckDB: rows/s') for t in ing])}** | "
-            f"{span([f[1] for f in fl if f], '{:,.0f}')} | {span([d[1] for d in dk if d], '{:,.0f}')} | "
-            f"{span([f[3] for f in fl if f], '{:.0f}')} MB | {span([float(c.group(1)) for c in cold if c], '{:.0f}')} ms | {loads} |"
-        )
+
+        def ingest_row(texts, threads):
+            fl = [row(t, f"floe ingest (--threads {threads}, committed)") for t in texts]
+            dk = []
+            for t in texts:
+                m = re.search(rf"^DuckDB \S+ COPY, threads={threads}(.*)$", t, re.M)
+                dk.append([num(x) for x in re.findall(r"(?<![\w.])\d+(?:\.\d+)?", m.group(1))] if m else None)
+            cold = [re.search(r"median ([\d.]+) ms", t) for t in texts]
+            loads = ", ".join(load_avg(t) for t in texts)
+            lines.append(
+                f"| rows/s ÷ DuckDB, {threads} thread{'s' if threads > 1 else ''} each | "
+                f"**{span([ratio(t, 'ratio floe/DuckDB: rows/s') for t in texts])}** | "
+                f"{span([ratio(t, 'CPU time') for t in texts])} | "
+                f"{span([f[1] for f in fl if f], '{:,.0f}')} | {span([d[1] for d in dk if d], '{:,.0f}')} | "
+                f"{span([f[3] for f in fl if f], '{:.0f}')} MB | {span([float(c.group(1)) for c in cold if c], '{:.0f}')} ms | {loads} |"
+            )
+            return fl, dk
+
+        fl, dk = ingest_row(ing, 1)
+        fl2, dk2 = ingest_row(ing2, 2) if ing2 else ([None], [None])
         lines.append("")
         if fl[-1] and dk[-1]:
-            bar_chart(os.path.join(charts, "ingest.svg"), "Ingest rows/s, one thread (last run)", ["CSV → Parquet zstd"],
-                      ["floe ingest", "DuckDB COPY"], [[fl[-1][1], dk[-1][1]]], "rows/s")
+            groups, values = ["one thread"], [[fl[-1][1], dk[-1][1]]]
+            if fl2[-1] and dk2[-1]:
+                groups.append("two threads")
+                values.append([fl2[-1][1], dk2[-1][1]])
+            bar_chart(os.path.join(charts, "ingest.svg"), "Ingest rows/s, CSV → Parquet zstd (last run)", groups,
+                      ["floe ingest", "DuckDB COPY"], values, "rows/s")
             lines += [f"![ingest rows/s against DuckDB]({rel}/ingest.svg)", ""]
 
     with open(md, encoding="utf-8") as f:

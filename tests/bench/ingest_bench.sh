@@ -3,8 +3,13 @@
 # snapshot, in process) against DuckDB's single-thread CSV -> zstd Parquet on the same file,
 # in one run; then the cold-start wall time of `floe ingest` for a 1,000-row file.
 #
-# Usage: tests/bench/ingest_bench.sh [--big]
-#   --big   also the 1 GB case (7,600,000 rows; needs ~3 GB free in TMPDIR, ~1 min more)
+# Usage: tests/bench/ingest_bench.sh [--big] [--threads N]
+#   --big         also the 1 GB case (7,600,000 rows; needs ~3 GB free in TMPDIR, ~1 min more)
+#   --threads N   `floe ingest --threads N` against DuckDB `SET threads = N` (default 1); the
+#                 cold start always runs with one thread
+# CPU seconds are user + system time from /usr/bin/time; DuckDB's are those of its node process
+# minus the same COPY of a 1-row file (node, the module and the instance start), so the CPU
+# ratio compares the work of the two writers, whatever the load on the machine.
 # Environment:
 #   FLOE_BIN          the binary to measure (default: release build in build-bench/, built here)
 #   FLOE_SHARED_DIR   where bench/gencsv.c is (default: ../shared)
@@ -28,19 +33,32 @@ set -euo pipefail
 # shellcheck source=tests/bench/bench_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 big=0
-for a in "$@"; do
-	case $a in
+threads=1
+while [ $# -gt 0 ]; do
+	case $1 in
 	--big) big=1 ;;
+	--threads)
+		threads=${2:-}
+		shift
+		;;
+	--threads=*) threads=${1#--threads=} ;;
 	-h | --help)
-		sed -n '2,12p' "$0"
+		sed -n '2,15p' "$0"
 		exit 0
 		;;
 	*)
-		echo "ingest_bench: unknown argument $a" >&2
+		echo "ingest_bench: unknown argument $1" >&2
 		exit 2
 		;;
 	esac
+	shift
 done
+case $threads in
+'' | *[!0-9]* | 0)
+	echo "ingest_bench: --threads needs a count of 1 or more" >&2
+	exit 2
+	;;
+esac
 bench_init ingest_bench
 bench_need curl jq cc node
 [ -x /usr/bin/time ] || bench_die "/usr/bin/time not found (Debian package time)"
@@ -74,31 +92,42 @@ now_ns()
 	date +%s%N
 }
 
-# run_floe TABLE FILE -> sets I_SEC I_RSS_KB I_BYTES I_ROWS I_STATUS (JSON line in $BT/ingest.json)
+# cpu_of TIME_FILE: user + system seconds from /usr/bin/time -v
+cpu_of()
+{
+	awk -F': ' '/User time|System time/ { s += $2 } END { printf "%.3f", s }' "$1"
+}
+
+# run_floe TABLE FILE [THREADS] -> sets I_SEC I_CPU I_RSS_KB I_BYTES I_ROWS I_STATUS (JSON line in
+# $BT/ingest.json)
 run_floe()
 {
-	local t0 t1
+	local t0 t1 th=()
+	# (one thread is the default: no flag, so that older binaries can be measured too)
+	[ "${3:-1}" = 1 ] || th=(--threads "$3")
 	t0=$(now_ns)
 	/usr/bin/time -v -o "$BT/time.txt" "$FLOE_BIN" ingest --database-url="$DB_URL" \
-		--table "ing.$1" "$2" >"$BT/ingest.json" 2>"$BT/ingest.err" || {
+		--table "ing.$1" "${th[@]}" "$2" >"$BT/ingest.json" 2>"$BT/ingest.err" || {
 		cat "$BT/ingest.json" "$BT/ingest.err" >&2
 		bench_die "floe ingest $2 failed"
 	}
 	t1=$(now_ns)
 	I_SEC=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
 	I_RSS_KB=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$BT/time.txt")
+	I_CPU=$(cpu_of "$BT/time.txt")
 	I_BYTES=$(jq -r '."bytes-written"' "$BT/ingest.json")
 	I_ROWS=$(jq -r '."rows-committed"' "$BT/ingest.json")
 	I_STATUS=$(jq -r '.status' "$BT/ingest.json")
 }
 
-# run_duck FILE -> sets D_SEC (COPY only) D_WALL (process) D_RSS_KB D_BYTES D_ROWS D_VER
+# run_duck FILE -> sets D_SEC (COPY only) D_WALL (process) D_CPU (process) D_RSS_KB D_BYTES
+# D_ROWS D_VER
 run_duck()
 {
 	local out t0 t1
 	t0=$(now_ns)
-	out=$(/usr/bin/time -v -o "$BT/time.txt" node "$here/duckdb_copy.mjs" "$1" "$BT/duck.parquet" 1) ||
-		bench_die "DuckDB COPY failed"
+	out=$(/usr/bin/time -v -o "$BT/time.txt" node "$here/duckdb_copy.mjs" "$1" "$BT/duck.parquet" \
+		"$threads") || bench_die "DuckDB COPY failed"
 	t1=$(now_ns)
 	D_WALL=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
 	D_SEC=$(jq -r '.seconds' <<<"$out")
@@ -106,6 +135,7 @@ run_duck()
 	D_BYTES=$(jq -r '.bytes_out' <<<"$out")
 	D_VER=$(jq -r '.duckdb' <<<"$out")
 	D_RSS_KB=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$BT/time.txt")
+	D_CPU=$(cpu_of "$BT/time.txt")
 	rm -f "$BT/duck.parquet"
 }
 
@@ -116,12 +146,16 @@ compare()
 	bytes=$(stat -c %s "$file")
 	nrows=$(($(wc -l <"$file") - 1))
 	echo "ingest_bench: $label: floe ingest..." >&2
-	run_floe "$table" "$file"
+	run_floe "$table" "$file" "$threads"
 	[ "$I_STATUS" = committed ] || bench_die "floe ingest status $I_STATUS"
 	[ "$I_ROWS" = "$nrows" ] || bench_die "floe committed $I_ROWS rows, the file has $nrows"
 	echo "ingest_bench: $label: DuckDB..." >&2
+	run_duck "$BT/one.csv"
+	local duck_base=$D_CPU
 	run_duck "$file"
 	[ "$D_ROWS" = "$nrows" ] || bench_die "DuckDB wrote $D_ROWS rows, the file has $nrows"
+	local duck_cpu
+	duck_cpu=$(awk -v a="$D_CPU" -v b="$duck_base" 'BEGIN { printf "%.3f", a - b }')
 	echo "-- $label: $(awk -v b="$bytes" 'BEGIN { printf "%.1f MB", b / 1e6 }'), $nrows rows --"
 	printf '%-40s %9s %12s %9s %10s %14s %7s\n' "" "seconds" "rows/s" "MB/s in" "peak RSS" "output bytes" "out/in"
 	line()
@@ -129,17 +163,20 @@ compare()
 		awk -v l="$1" -v s="$2" -v n="$nrows" -v b="$bytes" -v r="$3" -v o="$4" 'BEGIN {
 			printf "%-40s %9.3f %12.0f %9.1f %7.1f MB %14d %7.3f\n", l, s, n / s, b / 1e6 / s, r / 1024, o, o / b }'
 	}
-	line "floe ingest (1 thread, committed)" "$I_SEC" "$I_RSS_KB" "$I_BYTES"
-	line "DuckDB $D_VER COPY, threads=1" "$D_SEC" "$D_RSS_KB" "$D_BYTES"
+	line "floe ingest (--threads $threads, committed)" "$I_SEC" "$I_RSS_KB" "$I_BYTES"
+	line "DuckDB $D_VER COPY, threads=$threads" "$D_SEC" "$D_RSS_KB" "$D_BYTES"
 	echo "(floe: process wall time, start to committed snapshot; DuckDB: the COPY statement," \
 		"process wall $D_WALL s; RSS of DuckDB includes node)"
-	echo "ratio floe/DuckDB: rows/s $(bench_ratio "$D_SEC" "$I_SEC"), peak RSS $(bench_ratio "$I_RSS_KB" "$D_RSS_KB")x," \
+	echo "CPU seconds: floe $I_CPU (whole process), DuckDB $duck_cpu (process $D_CPU minus $duck_base for a 1-row file)"
+	echo "ratio floe/DuckDB: rows/s $(bench_ratio "$D_SEC" "$I_SEC"), CPU time $(bench_ratio "$duck_cpu" "$I_CPU")" \
+		"(DuckDB CPU / floe CPU), peak RSS $(bench_ratio "$I_RSS_KB" "$D_RSS_KB")x," \
 		"output bytes $(bench_ratio "$I_BYTES" "$D_BYTES")x"
 	echo
 }
 
 echo "ingest_bench: generating $rows rows..." >&2
 "$BT/gencsv" "$rows" >"$BT/x.csv"
+"$BT/gencsv" 1 >"$BT/one.csv"
 if [ "$big" = 1 ]; then
 	echo "ingest_bench: generating 7600000 rows..." >&2
 	"$BT/gencsv" 7600000 >"$BT/x1g.csv"

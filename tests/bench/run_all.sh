@@ -8,7 +8,7 @@
 #   BENCH_CLIENT_STEPS ("8 16 32 64")  wrk connections for the throughput-vs-clients chart
 #   BENCH_OUT               where the raw outputs go (default build-bench/results/<UTC time>)
 #   FLOE_BIN, FLOE_SHARED_DIR, FLOE_SERVE_ARGS   as for each script
-# Takes about (2 + 1.5 + 0.5) min per run plus ~1 min for the connection steps.
+# Takes about (2 + 1.5 + 1) min per run plus ~1 min for the connection steps.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -24,6 +24,8 @@ for i in $(seq 1 "$runs"); do
 	"$here/commit_bench.sh" >"$out/commit.$i.txt"
 	echo "run_all: run $i/$runs: ingest_bench..." >&2
 	"$here/ingest_bench.sh" >"$out/ingest.$i.txt"
+	echo "run_all: run $i/$runs: ingest_bench --threads 2..." >&2
+	"$here/ingest_bench.sh" --threads 2 >"$out/ingest2.$i.txt"
 done
 for c in ${BENCH_CLIENT_STEPS:-8 16 32 64}; do
 	echo "run_all: loadTable at $c connections..." >&2

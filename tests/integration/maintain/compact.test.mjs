@@ -10,7 +10,10 @@
 // - files without field ids (DuckDB's) are read through the table's name
 //   mapping, and refused without one (their columns would read as nulls);
 // - --dry-run reports the plan and changes nothing;
-// - tables with delete files and v3 tables are refused as not yet supported.
+// - the table's default sort order (identity fields) orders each new file,
+//   and another transform is reported as not applied.
+// Tables with row-level deletes, v3 tables and manifests rewritten in part:
+// deletes.test.mjs.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -19,12 +22,7 @@ import {
   startCatalog, createTable, loadTable, ingest, show, currentSnapshot, localPath, readAvro, tmpDir, duck, sqlStr,
 } from '../ingest/lib.mjs';
 import { call } from '../tables/lib.mjs';
-import { helpers, decodeAvro, encodeAvro } from './lib.mjs';
-
-const fields = [
-  { id: 1, name: 'id', type: 'long', required: true },
-  { id: 2, name: 'name', type: 'string', required: false },
-];
+import { helpers, decodeAvro, encodeAvro, fields } from './lib.mjs';
 
 let ctx;
 const dir = tmpDir('compact');
@@ -34,10 +32,11 @@ let append;
 let liveFiles;
 let rows;
 let dropManifests;
+let settled;
 
 before(async () => {
   ctx = await startCatalog('compact');
-  ({ maintain, maintainAsync, append, liveFiles, rows, dropManifests } = helpers(ctx, dir));
+  ({ maintain, maintainAsync, append, liveFiles, rows, dropManifests, settled } = helpers(ctx, dir));
 });
 
 after(async () => {
@@ -46,18 +45,6 @@ after(async () => {
 
 const head = async (name) => currentSnapshot((await loadTable(ctx, name)).metadata);
 
-// The server's table cache learns of in-process commits (`floe ingest`,
-// `floe maintain`) by NOTIFY, so a load right after one may be stale: load
-// until the current snapshot satisfies pred (at most 10 s).
-async function settled(name, pred) {
-  for (let i = 0; ; i++) {
-    const meta = (await loadTable(ctx, name)).metadata;
-    const snap = currentSnapshot(meta);
-    if (snap && pred(snap)) return { meta, snap };
-    if (i >= 200) throw new Error(`table ${name} did not reach the expected state`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 const files = (n) => (snap) => snap.summary['total-data-files'] === String(n);
 const isSnap = (id) => (snap) => String(snap['snapshot-id']) === String(id);
 const range = (from, n) => Array.from({ length: n }, (_, i) => from + i);
@@ -301,36 +288,39 @@ test('compact: files without field ids are read by the name mapping, refused wit
   assert.deepEqual(await rows((await settled(name, isSnap(res.lines[0]['snapshot-id']))).snap), beforeRows);
 });
 
-test('compact: tables with delete files and v3 tables are refused as not yet supported', async () => {
-  const name = 'deletes';
+test('compact: rows are sorted by the table\'s default sort order; other transforms are reported', async () => {
+  const name = 'sorted';
   await createTable(ctx, name, fields);
-  for (let b = 0; b < 3; b++) await append(name, range(b * 3, 3));
-  let { meta } = await settled(name, files(3));
-  // A position delete manifest: a copy of a data manifest whose entry says
-  // content 1, listed as a delete manifest.
-  const listRecs = readAvro(currentSnapshot(meta)['manifest-list']).records;
-  const src = localPath(listRecs[0].manifest_path);
-  const m = await decodeAvro(src);
-  const delPath = `${path.dirname(src)}/pos-delete-m0.avro`;
-  const mm = { ...m.header.meta, content: Buffer.from('deletes') };
-  await encodeAvro(delPath, m.type, mm, m.recs.map((e) => ({ ...e, data_file: { ...e.data_file, content: 1 } })));
-  meta = (await dropManifests(name, meta, () => false, {
-    edit: (recs) => [...recs, { ...recs[0], manifest_path: `file://${delPath}`, content: 1, manifest_length: BigInt(fs.statSync(delPath).size) }],
-  })).metadata;
-  for (const args of [['compact'], ['--dry-run', 'compact']]) {
-    const res = maintain(name, args);
-    assert.equal(res.code, 1, res.stdout);
-    assert.equal(res.lines[0].status, 'failed');
-    assert.equal(res.lines[0].table, `${ctx.ns.join('.')}.${name}`);
-    assert.match(res.lines[0].error, /delete files or deletion vectors; compaction that applies them is not yet supported/);
-  }
-  assert.equal(String((await head(name))['snapshot-id']), String(currentSnapshot(meta)['snapshot-id']));
+  for (let b = 0; b < 4; b++) await append(name, range(b * 7, 7));
+  await settled(name, files(4));
+  const setOrder = (order) => call(ctx.base, 'POST', `${ctx.p}/namespaces/${ctx.ns.join('%1F')}/tables/${name}`, {
+    body: {
+      requirements: [],
+      updates: [{ action: 'add-sort-order', 'sort-order': order }, { action: 'set-default-sort-order', 'sort-order-id': -1 }],
+    },
+    expect: 200,
+  });
+  await setOrder({ 'order-id': 1, fields: [{ transform: 'identity', 'source-id': 2, direction: 'desc', 'null-order': 'nulls-last' }] });
+  const res = maintain(name, ['compact']);
+  assert.equal(res.code, 0, res.stderr);
+  assert.equal(res.lines[0]['files-added'], 1, res.stdout);
+  assert.equal(res.lines[0]['sort-order-id'], 1, res.stdout);
+  const after = (await settled(name, isSnap(res.lines[0]['snapshot-id']))).snap;
+  const [file] = liveFiles(after);
+  const con = await duck();
+  const names = (await con.runAndReadAll(`SELECT name FROM read_parquet(${sqlStr(localPath(file))}) ORDER BY file_row_number`)).getRowsJson().map((r) => r[0]);
+  assert.equal(names.length, 28);
+  assert.deepEqual(names, [...names].sort().reverse(), 'rows in the file follow name desc');
+  const entry = readAvro(readAvro(after['manifest-list']).records[0].manifest_path).records.find((e) => e.status === '1');
+  assert.equal(String(entry.data_file.sort_order_id), '1');
 
-  const v3 = 'v3';
-  await createTable(ctx, v3, fields, { 'format-version': '3' });
-  await append(v3, [1]);
-  await append(v3, [2]);
-  const res = maintain(v3, ['compact']);
-  assert.equal(res.code, 1, res.stdout);
-  assert.match(res.lines[0].error, /format v3: compaction that keeps _row_id and _last_updated_sequence_number is not yet supported/);
+  // A bucket transform is not applied: the report says so, rows are kept.
+  await append(name, range(100, 5));
+  await settled(name, files(2));
+  await setOrder({ 'order-id': 2, fields: [{ transform: 'bucket[4]', 'source-id': 1, direction: 'asc', 'null-order': 'nulls-first' }] });
+  const res2 = maintain(name, ['compact']);
+  assert.equal(res2.code, 0, res2.stderr);
+  assert.match(res2.lines[0]['sort-order-not-applied'], /not applied: field 0 \(bucket\[4\] of source 1\)/);
+  const after2 = (await settled(name, isSnap(res2.lines[0]['snapshot-id']))).snap;
+  assert.deepEqual((await rows(after2)).map((r) => Number(r[0])), [...range(0, 28), ...range(100, 5)]);
 });

@@ -46,8 +46,27 @@ export function encodeAvro(file, type, meta, recs) {
   });
 }
 
+// The schema of the tables these tests make: id and name.
+export const fields = [
+  { id: 1, name: 'id', type: 'long', required: true },
+  { id: 2, name: 'name', type: 'string', required: false },
+];
+
 // The helpers bound to one catalog (ctx of startCatalog) and a scratch dir.
 export function helpers(ctx, dir) {
+  // The server's table cache learns of in-process commits (`floe ingest`,
+  // `floe maintain`) by NOTIFY, so a load right after one may be stale: load
+  // until the current snapshot satisfies pred (at most 10 s).
+  async function settled(name, pred) {
+    for (let i = 0; ; i++) {
+      const meta = (await loadTable(ctx, name)).metadata;
+      const snap = currentSnapshot(meta);
+      if (snap && pred(snap)) return { meta, snap };
+      if (i >= 200) throw new Error(`table ${name} did not reach the expected state`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
   function maintain(name, args) {
     const argv = ['maintain', '--table', [...ctx.ns, name].join('.'), '--database-url', ctx.dbUrl,
       '--log-level', 'error', ...args];
@@ -133,13 +152,14 @@ export function helpers(ctx, dir) {
 
   // A snapshot that drops whole manifests: its list is the parent's list
   // without the manifests `drop` selects (a delete of every file in them);
-  // edit(records, meta) may change or add list records before it is written.
+  // edit(records, meta, {id, seq}) may change or add list records before it
+  // is written (id and seq: the new snapshot's).
   async function dropManifests(name, meta, drop, { edit = (r) => r, attempt = 0 } = {}) {
     const parent = currentSnapshot(meta);
     const decoded = await decodeAvro(localPath(parent['manifest-list']));
     const id = BigInt(crypto.randomInt(1, 2 ** 47)) * 1024n;
     const seq = BigInt(meta['last-sequence-number']) + 1n;
-    const kept = await edit(decoded.recs.filter((r) => !drop(r)), meta);
+    const kept = await edit(decoded.recs.filter((r) => !drop(r)), meta, { id, seq });
     const listPath = `${localPath(meta.location)}/metadata/snap-${id}-drop.avro`;
     const metaOut = { ...decoded.header.meta };
     metaOut['snapshot-id'] = Buffer.from(String(id));
@@ -162,6 +182,9 @@ export function helpers(ctx, dir) {
             'manifest-list': `file://${listPath}`,
             summary: { operation: 'delete' },
             'schema-id': 0,
+            // v3: the list numbers no new rows (its data manifests have
+            // their first_row_id already).
+            ...(Number(meta['format-version']) >= 3 ? { 'first-row-id': BigInt(meta['next-row-id']), 'added-rows': 0n } : {}),
           },
         },
         { action: 'set-snapshot-ref', 'ref-name': 'main', type: 'branch', 'snapshot-id': id },
@@ -191,5 +214,7 @@ export function helpers(ctx, dir) {
     })));
   }
 
-  return { maintain, maintainAsync, append, exactJson, commit, tag, liveFiles, reached, rows, dropManifests };
+  return {
+    maintain, maintainAsync, append, exactJson, commit, tag, liveFiles, reached, rows, dropManifests, settled,
+  };
 }

@@ -259,21 +259,6 @@ static void test_refusals(void **state)
 	st_buf_free(&b);
 }
 
-struct failing_sink {
-	size_t budget;
-};
-
-static int failing_write(void *ctx, const void *p, size_t n, struct fl_err *err)
-{
-	struct failing_sink *s = ctx;
-
-	(void)p;
-	if (n > s->budget)
-		return fl_err_set(err, FL_ERR_IO, "disk full");
-	s->budget -= n;
-	return 0;
-}
-
 static void test_sink_failure(void **state)
 {
 	(void)state;

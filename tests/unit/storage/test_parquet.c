@@ -12,6 +12,9 @@
 
 #include <cmocka.h>
 
+#include <pthread.h>
+
+#include "base/workq.h"
 #include "failalloc.h"
 #include "parquet/parquet.h"
 
@@ -316,9 +319,11 @@ static void test_refusals(void **state)
 	st_buf_free(&out);
 }
 
-/* Many rows, small row groups and pages, a dictionary that overflows. */
-static int write_many(const struct st_alloc *a, enum st_parquet_codec codec, int rows,
-                      struct st_buf *out, struct st_parquet_metrics *m, struct fl_err *err)
+/* Many rows, small row groups and pages, a dictionary that overflows;
+ * encoded on q's threads when q is not NULL. */
+static int write_many_q(const struct st_alloc *a, struct st_workq *q, enum st_parquet_codec codec,
+                        int rows, struct st_buf *out, struct st_parquet_metrics *m,
+                        struct fl_err *err)
 {
 	struct st_parquet_opts o = {0};
 	struct st_parquet_writer *w;
@@ -332,6 +337,7 @@ static int write_many(const struct st_alloc *a, enum st_parquet_codec codec, int
 	o.page_bytes = 512;
 	o.dict_bytes = 256;
 	o.alloc = a;
+	o.workq = q;
 	st_sink_to_buf(&o.sink, out);
 	if (st_parquet_writer_open(&o, &w, err) != 0)
 		return -1;
@@ -352,6 +358,12 @@ static int write_many(const struct st_alloc *a, enum st_parquet_codec codec, int
 		}
 	}
 	return st_parquet_writer_close(w, m, err);
+}
+
+static int write_many(const struct st_alloc *a, enum st_parquet_codec codec, int rows,
+                      struct st_buf *out, struct st_parquet_metrics *m, struct fl_err *err)
+{
+	return write_many_q(a, NULL, codec, rows, out, m, err);
 }
 
 static void test_row_groups(void **state)
@@ -407,12 +419,202 @@ static void test_alloc_failures(void **state)
 	}
 }
 
+/* Encoding on worker threads gives the same file, byte for byte, and the
+ * same metrics, for every codec and number of threads. */
+static void test_threads_same_bytes(void **state)
+{
+	(void)state;
+	for (int codec = 0; codec <= ST_PARQUET_UNCOMPRESSED; codec++) {
+		struct st_parquet_metrics m0;
+		struct st_buf b0;
+		struct fl_err err = {0};
+
+		st_buf_init(&b0, NULL);
+		if (write_many(NULL, codec, 3000, &b0, &m0, &err) != 0) {
+			assert_int_equal(err.kind, FL_ERR_UNSUPPORTED); /* built without snappy */
+			st_buf_free(&b0);
+			continue;
+		}
+		assert_true(m0.n_split_offsets > 3);
+		for (int threads = 1; threads <= 3; threads++) {
+			struct st_workq *q;
+			struct st_parquet_metrics m;
+			struct st_buf b;
+
+			assert_int_equal(st_workq_open(threads, &q, &err), 0);
+			st_buf_init(&b, NULL);
+			assert_int_equal(write_many_q(NULL, q, codec, 3000, &b, &m, &err), 0);
+			assert_int_equal(b.len, b0.len);
+			assert_memory_equal(b.data, b0.data, b0.len);
+			assert_int_equal(m.n_split_offsets, m0.n_split_offsets);
+			assert_memory_equal(m.split_offsets, m0.split_offsets,
+			                    m0.n_split_offsets * sizeof(int64_t));
+			for (size_t i = 0; i < NCOL; i++) {
+				assert_int_equal(m.columns[i].column_size,
+				                 m0.columns[i].column_size);
+				assert_int_equal(m.columns[i].null_count, m0.columns[i].null_count);
+				assert_int_equal(m.columns[i].lower_len, m0.columns[i].lower_len);
+				assert_int_equal(m.columns[i].upper_len, m0.columns[i].upper_len);
+			}
+			st_parquet_metrics_free(&m);
+			st_buf_free(&b);
+			st_workq_free(q);
+		}
+		st_parquet_metrics_free(&m0);
+		st_buf_free(&b0);
+	}
+}
+
+/* The size while row groups are being encoded is an upper bound of the
+ * file's size at that point, and exact once settled. */
+static void test_threads_size(void **state)
+{
+	struct st_parquet_opts o = {0};
+	struct st_parquet_writer *w;
+	struct st_workq *q;
+	struct fl_err err = {0};
+	struct st_buf out;
+	char s[32];
+
+	(void)state;
+	assert_int_equal(st_workq_open(2, &q, &err), 0);
+	st_buf_init(&out, NULL);
+	o.row_group_bytes = 2048;
+	o.workq = q;
+	open_writer(&o, &out, &w);
+	for (int r = 0; r < 2000; r++) {
+		struct st_value row[NCOL];
+		uint64_t bound;
+
+		memset(row, 0, sizeof(row));
+		row[C_ID].v.l = r * 7919;
+		row[C_INT].null = true;
+		row[C_DBL].v.d = r;
+		snprintf(s, sizeof(s), "s%d", r * 31);
+		set_bytes(&row[C_STR], s, strlen(s));
+		row[C_BIN].null = true;
+		assert_int_equal(st_parquet_writer_write_row(w, row, &err), 0);
+		if (r % 97 == 0) {
+			bound = st_parquet_writer_size(w);
+			assert_int_equal(st_parquet_writer_settle(w, &err), 0);
+			assert_true(st_parquet_writer_size(w) <= bound);
+			assert_true(st_parquet_writer_size(w) >= out.len);
+		}
+	}
+	assert_int_equal(st_parquet_writer_close(w, NULL, &err), 0);
+	st_buf_free(&out);
+	st_workq_free(q);
+}
+
+/* failalloc behind a lock: the encoders allocate from worker threads. */
+struct lockedalloc {
+	pthread_mutex_t mu;
+	struct failalloc fa;
+	struct st_alloc alloc;
+};
+
+static void *lockedalloc_fn(void *ctx, void *p, size_t n)
+{
+	struct lockedalloc *l = ctx;
+	void *q;
+
+	pthread_mutex_lock(&l->mu);
+	q = failalloc_fn(&l->fa, p, n);
+	pthread_mutex_unlock(&l->mu);
+	return q;
+}
+
+/* Every allocation failing in turn, some of them on worker threads: one
+ * error, nothing leaked, whatever thread failed. */
+static void test_threads_alloc_failures(void **state)
+{
+	long k;
+
+	(void)state;
+	for (k = 1;; k++) {
+		struct lockedalloc l;
+		struct st_parquet_metrics m = {0};
+		struct st_workq *q;
+		struct st_buf out;
+		struct fl_err err = {0};
+		int rc;
+
+		pthread_mutex_init(&l.mu, NULL);
+		failalloc_init(&l.fa, k);
+		l.alloc.fn = lockedalloc_fn;
+		l.alloc.ctx = &l;
+		assert_int_equal(st_workq_open(2, &q, &err), 0);
+		st_buf_init(&out, &l.alloc);
+		rc = write_many_q(&l.alloc, q, ST_PARQUET_ZSTD, 300, &out, &m, &err);
+		if (rc == 0)
+			st_parquet_metrics_free(&m);
+		st_buf_free(&out);
+		st_workq_free(q);
+		pthread_mutex_destroy(&l.mu);
+		assert_int_equal(l.fa.live, 0);
+		if (!l.fa.failed) {
+			assert_int_equal(rc, 0);
+			break;
+		}
+		assert_int_equal(rc, -1);
+		assert_int_equal(err.kind, FL_ERR_NOMEM);
+	}
+	print_message("threads: %ld allocations failed in turn\n", k - 1);
+	assert_true(k > 20);
+}
+
+/* A sink that fails past a byte budget: the error of writing a row group
+ * the encoders finished comes back once, and the writer is then refused. */
+static void test_threads_sink_failure(void **state)
+{
+	struct st_parquet_opts o = {0};
+	struct st_parquet_writer *w;
+	struct st_workq *q;
+	struct failing_sink fs = {.budget = 3000};
+	struct fl_err err = {0};
+	int r, rc = 0;
+
+	(void)state;
+	assert_int_equal(st_workq_open(2, &q, &err), 0);
+	o.columns = cols;
+	o.n_columns = NCOL;
+	o.row_group_bytes = 1024;
+	o.codec = ST_PARQUET_UNCOMPRESSED;
+	o.workq = q;
+	o.sink.write = failing_write;
+	o.sink.ctx = &fs;
+	assert_int_equal(st_parquet_writer_open(&o, &w, &err), 0);
+	for (r = 0; r < 5000 && rc == 0; r++) {
+		struct st_value row[NCOL];
+
+		memset(row, 0, sizeof(row));
+		row[C_ID].v.l = r;
+		row[C_INT].null = row[C_DBL].null = row[C_STR].null = row[C_BIN].null = true;
+		rc = st_parquet_writer_write_row(w, row, &err);
+	}
+	if (rc == 0)
+		rc = st_parquet_writer_close(w, NULL, &err);
+	else
+		st_parquet_writer_free(w);
+	assert_int_equal(rc, -1);
+	assert_int_equal(err.kind, FL_ERR_IO);
+	assert_non_null(strstr(err.msg, "disk full"));
+	st_workq_free(q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(test_metrics),       cmocka_unit_test(test_truncated_and_nan_only),
-	        cmocka_unit_test(test_metrics_modes), cmocka_unit_test(test_refusals),
-	        cmocka_unit_test(test_row_groups),    cmocka_unit_test(test_alloc_failures),
+	        cmocka_unit_test(test_metrics),
+	        cmocka_unit_test(test_truncated_and_nan_only),
+	        cmocka_unit_test(test_metrics_modes),
+	        cmocka_unit_test(test_refusals),
+	        cmocka_unit_test(test_row_groups),
+	        cmocka_unit_test(test_alloc_failures),
+	        cmocka_unit_test(test_threads_same_bytes),
+	        cmocka_unit_test(test_threads_size),
+	        cmocka_unit_test(test_threads_alloc_failures),
+	        cmocka_unit_test(test_threads_sink_failure),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

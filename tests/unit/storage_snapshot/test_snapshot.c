@@ -633,6 +633,116 @@ static void test_partitioned(void **state)
 	fixture_done(&f);
 }
 
+/* A replace that rewrites manifests in part: kept entries EXISTING with
+ * their own snapshot ids and sequence numbers, between the ADDED and the
+ * DELETED ones; removed delete files in a delete manifest of their own,
+ * counted in the summary. */
+static void test_rewrite_in_part(void **state)
+{
+	struct fixture f;
+	json_t *s[2], *list, *entries, *snap, *rec;
+	struct st_data_file old[4], out = {0}, pd = {0};
+	char paths[4][96];
+	struct st_manifest_entry e[4], pde = {0};
+	struct st_snapshot_manifest *m, *rd;
+	struct st_snapshot_parent p;
+	struct st_snapshot_opts o = {0};
+	struct fl_err err = {0};
+	const char *drop[2];
+
+	(void)state;
+	fixture_init(&f, 2);
+	s[0] = append(&f, 101, NULL, 1, 2, 0, NULL);
+	s[1] = append(&f, 102, s[0], 2, 2, 0, NULL);
+	list = read_all(json_string_value(json_object_get(s[1], "manifest-list")), NULL, NULL, 0);
+	drop[0] = json_string_value(json_object_get(json_array_get(list, 0), "manifest_path"));
+	drop[1] = json_string_value(json_object_get(json_array_get(list, 1), "manifest_path"));
+	make_files(old, paths, 2, 1, NULL, 0);
+	make_files(old + 2, paths + 2, 2, 2, NULL, 0);
+	for (int i = 0; i < 4; i++) {
+		memset(&e[i], 0, sizeof(e[i]));
+		e[i].file = &old[i];
+		e[i].has_snapshot_id = true;
+		e[i].snapshot_id = i < 2 ? 101 : 102;
+		e[i].has_sequence_number = e[i].has_file_sequence_number = true;
+		e[i].sequence_number = e[i].file_sequence_number = i < 2 ? 1 : 2;
+	}
+	out.content = ST_CONTENT_DATA;
+	out.file_path = "file:///warehouse/t/data/compact.parquet";
+	out.file_format = "PARQUET";
+	out.record_count = 30;
+	out.file_size_in_bytes = 3000;
+	/* files 0 and 2 stay (EXISTING), 1 and 3 are rewritten */
+	{
+		struct st_manifest_entry kept[2] = {e[0], e[2]}, gone[2] = {e[1], e[3]};
+
+		if (st_snapshot_manifest_write_rewrite(&f.t, 103, ST_MANIFEST_DATA, &out, 1, kept,
+		                                       2, gone, 2, &m, &err) != 0)
+			fail_msg("%s", err.msg);
+		/* a kept delete file in a data manifest is refused */
+		pd.content = ST_CONTENT_POSITION_DELETES;
+		pd.file_path = "file:///warehouse/t/data/pd.parquet";
+		pd.file_format = "PARQUET";
+		pd.record_count = 5;
+		pd.file_size_in_bytes = 100;
+		pde.file = &pd;
+		pde.has_snapshot_id = pde.has_sequence_number = pde.has_file_sequence_number = true;
+		pde.snapshot_id = 102;
+		pde.sequence_number = pde.file_sequence_number = 2;
+		assert_int_not_equal(st_snapshot_manifest_write_rewrite(&f.t, 103, ST_MANIFEST_DATA,
+		                                                        &out, 1, &pde, 1, NULL, 0,
+		                                                        &rd, &err),
+		                     0);
+		assert_int_equal(err.kind, FL_ERR_BAD_REQUEST);
+	}
+	if (st_snapshot_manifest_write_removed_deletes(&f.t, 103, &pde, 1, &rd, &err) != 0)
+		fail_msg("%s", err.msg);
+	entries = read_all(m->path, NULL, NULL, 0);
+	assert_int_equal(json_array_size(entries), 5);
+	assert_int_equal(iget(json_array_get(entries, 0), "status"), 1);
+	for (size_t i = 1; i < 5; i++) {
+		rec = json_array_get(entries, i);
+		assert_int_equal(iget(rec, "status"), i < 3 ? 0 : 2);
+		assert_int_equal(iget(rec, "snapshot_id"), i % 2 == 1 ? 101 : 102);
+		assert_int_equal(iget(rec, "sequence_number"), i % 2 == 1 ? 1 : 2);
+	}
+	json_decref(entries);
+	p.snapshot_id = 102;
+	p.manifest_list = json_string_value(json_object_get(s[1], "manifest-list"));
+	p.summary = json_object_get(s[1], "summary");
+	o.table = &f.t;
+	o.parent = &p;
+	o.snapshot_id = 103;
+	o.sequence_number = 3;
+	o.timestamp_ms = 1700000000103;
+	o.attempt = 1;
+	o.manifest = m;
+	o.drop_manifests = drop;
+	o.n_drop = 2;
+	o.removed_deletes = rd;
+	if (st_snapshot_build(&o, &snap, &err) != 0)
+		fail_msg("%s", err.msg);
+	rec = json_object_get(snap, "summary");
+	assert_string_equal(sget(rec, "operation"), "replace");
+	assert_string_equal(sget(rec, "deleted-data-files"), "2");
+	assert_string_equal(sget(rec, "removed-delete-files"), "1");
+	assert_string_equal(sget(rec, "removed-position-deletes"), "5");
+	assert_string_equal(sget(rec, "total-data-files"), "3");
+	json_decref(list);
+	list = read_all(json_string_value(json_object_get(snap, "manifest-list")), NULL, NULL, 0);
+	assert_int_equal(json_array_size(list), 2);
+	assert_int_equal(iget(json_array_get(list, 0), "existing_files_count"), 2);
+	assert_int_equal(iget(json_array_get(list, 1), "content"), 1);
+	assert_int_equal(iget(json_array_get(list, 1), "deleted_files_count"), 1);
+	json_decref(list);
+	json_decref(snap);
+	st_snapshot_manifest_free(m);
+	st_snapshot_manifest_free(rd);
+	json_decref(s[0]);
+	json_decref(s[1]);
+	fixture_done(&f);
+}
+
 /* A replace (compaction) on top of three appends: the manifests of the
  * first two are dropped, the new manifest holds the rewritten file ADDED
  * and the four old ones DELETED with their sequence numbers, the summary
@@ -925,10 +1035,11 @@ static void test_alloc_failures(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(test_three_appends), cmocka_unit_test(test_retry),
-	        cmocka_unit_test(test_recompute),     cmocka_unit_test(test_v3_row_ids),
-	        cmocka_unit_test(test_partitioned),   cmocka_unit_test(test_refusals),
-	        cmocka_unit_test(test_replace),       cmocka_unit_test(test_alloc_failures),
+	        cmocka_unit_test(test_three_appends),   cmocka_unit_test(test_retry),
+	        cmocka_unit_test(test_recompute),       cmocka_unit_test(test_v3_row_ids),
+	        cmocka_unit_test(test_partitioned),     cmocka_unit_test(test_refusals),
+	        cmocka_unit_test(test_replace),         cmocka_unit_test(test_alloc_failures),
+	        cmocka_unit_test(test_rewrite_in_part),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
