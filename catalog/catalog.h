@@ -351,9 +351,12 @@ int cat_idem_claim(struct cat_tx *tx, const char *key, const char *method, const
                    const unsigned char fp[32], int64_t lifetime_s, struct cat_idem *out,
                    struct fl_err *err) FL_MUST_CHECK;
 
-/* Records the response for a claimed key, inside the same tx. */
-int cat_idem_store(struct cat_tx *tx, const char *key, int status, const char *content_type,
-                   const char *etag, const char *body, size_t n, struct fl_err *err) FL_MUST_CHECK;
+/* Records the response for a claimed key in tx and COMMITs tx, in one
+ * round trip; frees tx as cat_tx_commit does and fails as it does
+ * (FL_ERR_COMMIT_STATE_UNKNOWN when the outcome cannot be known). */
+int cat_idem_store_commit(struct cat_tx *tx, const char *key, int status, const char *content_type,
+                          const char *etag, const char *body, size_t n,
+                          struct fl_err *err) FL_MUST_CHECK;
 void cat_idem_free(struct cat_idem *r);
 
 /* ---- maintenance ---- */

@@ -177,12 +177,9 @@ static void run_idempotent(struct srv_req *r, const char *key)
 		cat_tx_abort(tx);
 		return;
 	}
-	if (cat_idem_store(tx, key, (int)r->status, r->out_ctype, r->out_etag,
-	                   r->idem_body ? r->idem_body : r->out_body,
-	                   r->idem_body ? r->idem_len : r->out_len, &err) != 0) {
-		goto fail;
-	}
-	if (cat_tx_commit(tx, &err) != 0)
+	if (cat_idem_store_commit(tx, key, (int)r->status, r->out_ctype, r->out_etag,
+	                          r->idem_body ? r->idem_body : r->out_body,
+	                          r->idem_body ? r->idem_len : r->out_len, &err) != 0)
 		srv_reply_error(r, &err, NULL);
 	return;
 fail:
@@ -324,6 +321,20 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	fl_warn(NULL, "http: %s", msg);
 }
 
+/* The worker threads: the setting, or by default one per pooled database
+ * connection but 4, which stay for the background work (feeds, maintenance,
+ * collection), and never fewer than 4.  A worker blocks for a whole commit
+ * (PostgreSQL round trips and fsyncs; an idempotent request pins its
+ * connection throughout), so fewer workers than connections queue requests
+ * behind blocked ones while connections sit idle, and more only queue them
+ * on the pool. */
+static unsigned worker_threads(const struct srv_config *cfg)
+{
+	int64_t n = cfg->threads > 0 ? cfg->threads : cfg->db_pool_size - 4;
+
+	return n < 4 && cfg->threads == 0 ? 4u : n > 256 ? 256u : (unsigned)n;
+}
+
 int srv_httpd_start(struct srv_ctx *ctx, struct srv_httpd **out, unsigned *port, struct fl_err *err)
 {
 	struct srv_httpd *h = calloc(1, sizeof(*h));
@@ -344,7 +355,7 @@ int srv_httpd_start(struct srv_ctx *ctx, struct srv_httpd **out, unsigned *port,
 	                        (uint16_t)ctx->cfg->port, NULL, NULL, on_request, h,
 	                        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
 	                        (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
-	                        (unsigned int)ctx->cfg->threads, MHD_OPTION_CONNECTION_LIMIT, 4096u,
+	                        worker_threads(ctx->cfg), MHD_OPTION_CONNECTION_LIMIT, 4096u,
 	                        MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_LISTEN_BACKLOG_SIZE,
 	                        1024u, MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
 	                        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);

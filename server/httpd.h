@@ -7,7 +7,7 @@
 struct srv_httpd;
 
 /* Starts listening on cfg->host:cfg->port with cfg->threads worker threads
- * (epoll).  *port receives the bound port (useful with port 0). */
+ * (epoll; 0 = derived from cfg->db_pool_size).  *port receives the bound port (useful with port 0). */
 int srv_httpd_start(struct srv_ctx *ctx, struct srv_httpd **out, unsigned *port,
                     struct fl_err *err) FL_MUST_CHECK;
 

@@ -34,9 +34,31 @@ struct cat_db {
 	unsigned char secret[32];
 	bool have_secret;
 	struct cat_cache *cache; /* NULL until cat_db_enable_cache */
+	struct cat_base_cache *bases; /* NULL when out of memory at open */
 	cat_stage_fn on_stage; /* commit stage timings; may be NULL */
 	void *on_stage_arg;
 };
+
+/* A cache key for a table: the warehouse (its name or id), the levels and
+ * the name, separated by bytes that cannot occur inside them (malloc'd,
+ * *len bytes; NULL when out of memory). */
+char *cat_table_key(const char *wh, const struct cat_ns *ns, const char *name, size_t *len);
+
+/* Parsed metadata of recently committed tables (basecache.c). */
+struct cat_base_cache;
+struct cat_base_cache *cat_base_cache_new(void);
+void cat_base_cache_free(struct cat_base_cache *c);
+/* true with copies of the entry's location and text and a new reference
+ * to its parsed document (never to be modified); false on a miss or
+ * without a cache or key. */
+bool cat_base_get(struct cat_base_cache *c, const char *key, size_t key_len, char **location,
+                  char **text, json_t **doc);
+/* Keeps doc (a reference is taken; the caller must not modify doc from
+ * now on) and a copy of text as version `version` of table id, stored at
+ * location; a newer version of the same table already held is kept
+ * instead.  Only committed versions (as read) belong here. */
+void cat_base_put(struct cat_base_cache *c, const char *key, size_t key_len, const char *id,
+                  int64_t version, const char *location, const char *text, json_t *doc);
 
 /* Reports the time since *t0 as `stage` to the observer and restarts *t0. */
 void cat_stage_done(struct cat_db *db, enum cat_stage stage, int64_t *t0);
@@ -94,6 +116,24 @@ PGresult *cat_exec(struct cat_conn *c, const char *sql, int n, const char *const
 
 /* Runs a statement whose result is not needed (BEGIN, COMMIT, …). */
 int cat_exec_cmd(struct cat_conn *c, const char *sql, struct fl_err *err) FL_MUST_CHECK;
+
+/* One statement of a pipeline: prepared as stmt when stmt is not NULL,
+ * else sql; lengths and formats as PQsendQueryParams takes them. */
+struct cat_pipe_q {
+	const char *sql;
+	const char *stmt;
+	int n;
+	const char *const *params;
+	const int *lengths;
+	const int *formats;
+};
+
+/* Sends the k statements in one round trip (libpq pipeline mode, one
+ * sync) and collects the first result of each into res[] (NULL for a
+ * statement whose result never came; the caller PQclears them all).  A
+ * statement after a failed one is not run (PGRES_PIPELINE_ABORTED).  true
+ * when the whole pipeline was answered and the connection left it. */
+bool cat_pipeline(struct cat_conn *c, int k, const struct cat_pipe_q *q, PGresult **res);
 
 /* BEGIN, then sql as cat_exec runs it, in one round trip (libpq pipeline
  * mode): opens a transaction with its first statement.  Returns the
@@ -164,6 +204,13 @@ void cat_row_free(struct cat_row *row);
 int cat_row_lock(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns, const char *name,
                  struct cat_row *row, struct fl_err *err);
 
+/* Reads the table row without a lock (the optimistic commit); as
+ * cat_row_lock otherwise, except that row->metadata is left NULL (and not
+ * sent) when the row's metadata_location is known_location: the caller
+ * holds that version already. */
+int cat_row_read(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns, const char *name,
+                 const char *known_location, struct cat_row *row, struct fl_err *err);
+
 /* Statistics of a metadata version, for /metrics (-1 = unknown). */
 struct cat_row_stats {
 	int64_t records, files, bytes;
@@ -195,6 +242,16 @@ struct cat_row_move {
 int cat_row_move(struct cat_conn *c, const struct cat_row_move *m,
                  struct fl_err *err) FL_MUST_CHECK;
 
+/* cat_row_move as a compare-and-swap, for a row read without a lock: it
+ * moves only when the row still has version `expected`, namespace ns_id and
+ * m->name (the UPDATE waits for a concurrent holder of the row lock, then
+ * judges the row as that one left it).  1 = moved; 0 = the row changed, was
+ * renamed or dropped, and nothing was written; -1 = error.  Run outside a
+ * transaction, the statement commits by itself, and a connection lost
+ * during it is FL_ERR_COMMIT_STATE_UNKNOWN. */
+int cat_row_move_if(struct cat_conn *c, const struct cat_row_move *m, const char *ns_id,
+                    int64_t expected, struct fl_err *err) FL_MUST_CHECK;
+
 /* Takes the warehouse's transaction advisory lock, which serializes table
  * creation and location changes within a warehouse. */
 int cat_warehouse_lock(struct cat_conn *c, const char *wh_id, struct fl_err *err) FL_MUST_CHECK;
@@ -218,6 +275,12 @@ struct cat_conn *cat_tx_conn(struct cat_tx *tx);
  * carries its deferred BEGIN in the same round trip. */
 PGresult *cat_tx_exec(struct cat_tx *tx, const char *sql, int n, const char *const *params,
                       struct fl_err *err);
+
+/* cat_tx_commit with last run just before the COMMIT, in the same round
+ * trip.  A failure of last is definite (FL_ERR_INTERNAL; the COMMIT is not
+ * run); a lost connection is FL_ERR_COMMIT_STATE_UNKNOWN.  Frees tx. */
+int cat_tx_commit_after(struct cat_tx *tx, const struct cat_pipe_q *last,
+                        struct fl_err *err) FL_MUST_CHECK;
 
 /* Adds ns to the transaction's idempotency time (reported as
  * CAT_STAGE_IDEMPOTENCY when a table commit ran in it). */

@@ -108,35 +108,7 @@ static int idem_claim(struct cat_tx *tx, const char *key, const char *method, co
 	return 0;
 }
 
-static int idem_store(struct cat_tx *tx, const char *key, int status, const char *content_type,
-                      const char *etag, const char *body, size_t n, struct fl_err *err)
-{
-	struct cat_conn *c = cat_tx_conn(tx);
-	char st[16];
-	const char *params[5] = {key, st, content_type, etag, NULL};
-	int lengths[5] = {0, 0, 0, 0, (int)n};
-	int formats[5] = {0, 0, 0, 0, 1};
-	PGresult *r;
-
-	snprintf(st, sizeof(st), "%d", status);
-	params[4] = body ? body : "";
-	r = PQexecParams(
-	        c->pg,
-	        "UPDATE idempotency_record SET status = $2::int, content_type = $3, etag = $4, body = $5"
-	        " WHERE key = $1::uuid",
-	        5, NULL, params, lengths, formats, 0);
-	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-		PQclear(r);
-		return fl_err_set(err,
-		                  PQstatus(c->pg) == CONNECTION_OK ? FL_ERR_INTERNAL
-		                                                   : FL_ERR_UNAVAILABLE,
-		                  "cannot store the idempotency record");
-	}
-	PQclear(r);
-	return 0;
-}
-
-/* The public entry points time their round trips for the commit stages. */
+/* Timed for the commit stages. */
 int cat_idem_claim(struct cat_tx *tx, const char *key, const char *method, const char *route,
                    const unsigned char fp[32], int64_t lifetime_s, struct cat_idem *out,
                    struct fl_err *err)
@@ -148,14 +120,30 @@ int cat_idem_claim(struct cat_tx *tx, const char *key, const char *method, const
 	return rc;
 }
 
-int cat_idem_store(struct cat_tx *tx, const char *key, int status, const char *content_type,
-                   const char *etag, const char *body, size_t n, struct fl_err *err)
+int cat_idem_store_commit(struct cat_tx *tx, const char *key, int status, const char *content_type,
+                          const char *etag, const char *body, size_t n, struct fl_err *err)
 {
-	int64_t t0 = fl_mono_ns();
-	int rc = idem_store(tx, key, status, content_type, etag, body, n, err);
+	char st[16];
+	const char *params[5] = {key, st, content_type, etag, body ? body : ""};
+	const int lengths[5] = {0, 0, 0, 0, (int)n};
+	const int formats[5] = {0, 0, 0, 0, 1};
+	const struct cat_pipe_q q = {
+	        .sql = "UPDATE idempotency_record SET status = $2::int, content_type = $3,"
+	               " etag = $4, body = $5 WHERE key = $1::uuid",
+	        .n = 5,
+	        .params = params,
+	        .lengths = lengths,
+	        .formats = formats,
+	};
 
-	cat_tx_idem_time(tx, fl_mono_ns() - t0);
-	return rc;
+	snprintf(st, sizeof(st), "%d", status);
+	/* Timed with the COMMIT it rides with. */
+	if (cat_tx_commit_after(tx, &q, err) != 0) {
+		if (err->kind != FL_ERR_COMMIT_STATE_UNKNOWN)
+			fl_err_prefix(err, "cannot store the idempotency record");
+		return -1;
+	}
+	return 0;
 }
 
 int cat_idem_gc(struct cat_db *db, long *n, struct fl_err *err)

@@ -105,6 +105,7 @@ int cat_db_open(const char *conninfo, int size, struct cat_db **out, struct fl_e
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	}
 	db->size = size;
+	db->bases = cat_base_cache_new(); /* NULL: commits go without it */
 	pthread_mutex_init(&db->mu, NULL);
 	pthread_cond_init(&db->cv, NULL);
 	if (cat_conn_get(db, &c, err) != 0) {
@@ -132,6 +133,7 @@ void cat_db_close(struct cat_db *db)
 	if (db == NULL)
 		return;
 	cat_cache_stop(db->cache);
+	cat_base_cache_free(db->bases);
 	for (int i = 0; i < db->size; i++)
 		if (db->conns[i].pg != NULL)
 			PQfinish(db->conns[i].pg);
@@ -302,60 +304,75 @@ PGresult *cat_exec(struct cat_conn *c, const char *sql, int n, const char *const
 	               err);
 }
 
+bool cat_pipeline(struct cat_conn *c, int k, const struct cat_pipe_q *q, PGresult **res)
+{
+	bool synced = false;
+	PGresult *r;
+	int i;
+
+	for (i = 0; i < k; i++)
+		res[i] = NULL;
+	if (PQenterPipelineMode(c->pg) != 1)
+		return false;
+	for (i = 0; i < k; i++)
+		if ((q[i].stmt ? PQsendQueryPrepared(c->pg, q[i].stmt, q[i].n, q[i].params,
+		                                     q[i].lengths, q[i].formats, 0)
+		               : PQsendQueryParams(c->pg, q[i].sql, q[i].n, NULL, q[i].params,
+		                                   q[i].lengths, q[i].formats, 0)) != 1)
+			break;
+	if (i < k || PQpipelineSync(c->pg) != 1)
+		goto out;
+	/* Each statement's result, then NULL; then the sync.  A lost
+	 * connection ends the sequence early. */
+	for (i = 0; i < k; i++) {
+		while ((r = PQgetResult(c->pg)) != NULL) {
+			if (res[i] == NULL)
+				res[i] = r;
+			else
+				PQclear(r);
+		}
+		if (res[i] == NULL)
+			goto out;
+	}
+	r = PQgetResult(c->pg);
+	synced = PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+	PQclear(r);
+out:
+	/* A connection left in pipeline mode is not idle: cat_conn_put drops it. */
+	return PQexitPipelineMode(c->pg) == 1 && synced;
+}
+
 PGresult *cat_exec_begin(struct cat_conn *c, const char *sql, int n, const char *const *params,
                          struct fl_err *err)
 {
 	char name[16];
-	const char *stmt = n > 0 ? prepared(c, sql, name) : NULL; /* not in pipeline mode */
-	PGresult *r, *out = NULL, *bad = NULL;
-	bool synced = false;
-	int nulls = 0;
+	const struct cat_pipe_q q[2] = {
+	        {.sql = "BEGIN"},
+	        /* prepared outside the pipeline */
+	        {.sql = sql,
+	         .stmt = n > 0 ? prepared(c, sql, name) : NULL,
+	         .n = n,
+	         .params = params},
+	};
+	PGresult *res[2];
+	bool synced = cat_pipeline(c, 2, q, res);
+	int bad = -1;
 
-	if (PQenterPipelineMode(c->pg) != 1)
-		return checked(c, NULL, err);
-	if (PQsendQueryParams(c->pg, "BEGIN", 0, NULL, NULL, NULL, NULL, 0) == 1 &&
-	    (stmt ? PQsendQueryPrepared(c->pg, stmt, n, params, NULL, NULL, 0)
-	          : PQsendQueryParams(c->pg, sql, n, NULL, params, NULL, NULL, 0)) == 1 &&
-	    PQpipelineSync(c->pg) == 1) {
-		/* BEGIN's result, NULL, the statement's, NULL, then the sync; a
-		 * lost connection ends the sequence early. */
-		while (!synced && nulls <= 2) {
-			r = PQgetResult(c->pg);
-			if (r == NULL) {
-				nulls++;
-				if (PQstatus(c->pg) != CONNECTION_OK)
-					break;
-				continue;
-			}
-			switch (PQresultStatus(r)) {
-			case PGRES_PIPELINE_SYNC:
-				synced = true;
-				PQclear(r);
-				break;
-			case PGRES_COMMAND_OK:
-			case PGRES_TUPLES_OK:
-				PQclear(out);
-				out = r;
-				break;
-			default:
-				/* The first failure is the cause; later ones say "aborted". */
-				if (bad == NULL)
-					bad = r;
-				else
-					PQclear(r);
-			}
-		}
+	/* The first failure is the cause; later ones say "aborted". */
+	for (int i = 0; i < 2 && bad < 0; i++)
+		if (res[i] != NULL && PQresultStatus(res[i]) != PGRES_COMMAND_OK &&
+		    PQresultStatus(res[i]) != PGRES_TUPLES_OK)
+			bad = i;
+	if (!synced || bad >= 0) {
+		PGresult *cause = bad >= 0 ? res[bad] : NULL;
+
+		for (int i = 0; i < 2; i++)
+			if (res[i] != cause)
+				PQclear(res[i]);
+		return checked(c, cause, err);
 	}
-	/* A connection left in pipeline mode is not idle: cat_conn_put drops it. */
-	if (!synced || PQexitPipelineMode(c->pg) != 1) {
-		PQclear(out);
-		return checked(c, bad, err);
-	}
-	if (bad != NULL) {
-		PQclear(out);
-		return checked(c, bad, err);
-	}
-	return out;
+	PQclear(res[0]);
+	return res[1];
 }
 
 int cat_exec_script(struct cat_conn *c, const char *sql, struct fl_err *err)

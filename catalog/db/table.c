@@ -25,23 +25,19 @@ static char *dup_or_null(PGresult *r, int row, int col)
 	return PQgetisnull(r, row, col) ? NULL : strdup(PQgetvalue(r, row, col));
 }
 
-int cat_row_lock(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns, const char *name,
-                 struct cat_row *row, struct fl_err *err)
+/* The row of a table by name, with sql (FOR UPDATE or not). */
+static int row_select(struct cat_conn *c, const char *sql, const char *wh_id,
+                      const struct cat_ns *ns, const char *name, const char *known_location,
+                      struct cat_row *row, struct fl_err *err)
 {
 	char *arr = cat_text_array(ns, ns->n);
-	const char *params[3] = {wh_id, arr, name};
+	const char *params[4] = {wh_id, arr, name, known_location};
 	PGresult *r;
 	int found;
 
 	if (arr == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-	r = cat_exec(
-	        c,
-	        "SELECT t.id, t.namespace_id, t.metadata_location, t.metadata, t.location, t.version"
-	        " FROM table_entry t JOIN namespace n ON n.id = t.namespace_id"
-	        " WHERE n.warehouse_id = $1 AND n.levels = $2::text[] AND t.name = $3 AND t.kind = 'TABLE'"
-	        " FOR UPDATE OF t",
-	        3, params, err);
+	r = cat_exec(c, sql, known_location != NULL ? 4 : 3, params, err);
 	free(arr);
 	if (r == NULL)
 		return -1;
@@ -53,8 +49,8 @@ int cat_row_lock(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns,
 		row->metadata = dup_or_null(r, 0, 3);
 		row->location = dup_or_null(r, 0, 4);
 		row->version = cat_i64(PQgetvalue(r, 0, 5));
-		if (row->metadata == NULL || row->metadata_location == NULL ||
-		    row->location == NULL) {
+		if ((row->metadata == NULL && known_location == NULL) ||
+		    row->metadata_location == NULL || row->location == NULL) {
 			PQclear(r);
 			cat_row_free(row);
 			return fl_err_set(err, FL_ERR_INTERNAL, "table row is incomplete");
@@ -62,6 +58,38 @@ int cat_row_lock(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns,
 	}
 	PQclear(r);
 	return found;
+}
+
+int cat_row_lock(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns, const char *name,
+                 struct cat_row *row, struct fl_err *err)
+{
+	return row_select(
+	        c,
+	        "SELECT t.id, t.namespace_id, t.metadata_location, t.metadata, t.location, t.version"
+	        " FROM table_entry t JOIN namespace n ON n.id = t.namespace_id"
+	        " WHERE n.warehouse_id = $1 AND n.levels = $2::text[] AND t.name = $3 AND t.kind = 'TABLE'"
+	        " FOR UPDATE OF t",
+	        wh_id, ns, name, NULL, row, err);
+}
+
+int cat_row_read(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns, const char *name,
+                 const char *known_location, struct cat_row *row, struct fl_err *err)
+{
+	if (known_location == NULL)
+		return row_select(
+		        c,
+		        "SELECT t.id, t.namespace_id, t.metadata_location, t.metadata, t.location, t.version"
+		        " FROM table_entry t JOIN namespace n ON n.id = t.namespace_id"
+		        " WHERE n.warehouse_id = $1 AND n.levels = $2::text[] AND t.name = $3"
+		        " AND t.kind = 'TABLE'",
+		        wh_id, ns, name, NULL, row, err);
+	return row_select(
+	        c,
+	        "SELECT t.id, t.namespace_id, t.metadata_location,"
+	        " CASE WHEN t.metadata_location = $4 THEN NULL ELSE t.metadata END, t.location, t.version"
+	        " FROM table_entry t JOIN namespace n ON n.id = t.namespace_id"
+	        " WHERE n.warehouse_id = $1 AND n.levels = $2::text[] AND t.name = $3 AND t.kind = 'TABLE'",
+	        wh_id, ns, name, known_location, row, err);
 }
 
 static void stat_text(int64_t v, char *buf, size_t cap, const char **out)
@@ -105,11 +133,16 @@ int cat_row_insert(struct cat_conn *c, const char *wh_id, const char *ns_id, con
 	return 0;
 }
 
-int cat_row_move(struct cat_conn *c, const struct cat_row_move *m, struct fl_err *err)
+/* Runs sql, an UPDATE of the row with the commit event and the NOTIFY, with
+ * the parameters of m ($1-$14) and, when ns_id is not NULL, the expected
+ * version and namespace ($15, $16).  The number of rows moved (0 or 1). */
+static int row_move(struct cat_conn *c, const char *sql, const struct cat_row_move *m,
+                    const char *ns_id, int64_t expected, struct fl_err *err)
 {
-	char v[24], a[24], b[24], d[24], snap[24], *arr = cat_text_array(m->ns, m->ns->n);
-	const char *params[14] = {m->id, m->metadata_location, m->metadata, v, m->location};
+	char v[24], a[24], b[24], d[24], snap[24], ev[24], *arr = cat_text_array(m->ns, m->ns->n);
+	const char *params[16] = {m->id, m->metadata_location, m->metadata, v, m->location};
 	PGresult *r;
+	int n;
 
 	if (arr == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
@@ -118,13 +151,27 @@ int cat_row_move(struct cat_conn *c, const struct cat_row_move *m, struct fl_err
 	stat_text(m->stats->files, b, sizeof(b), &params[6]);
 	stat_text(m->stats->bytes, d, sizeof(d), &params[7]);
 	snprintf(snap, sizeof(snap), "%lld", (long long)m->snapshot_id);
+	snprintf(ev, sizeof(ev), "%lld", (long long)expected);
 	params[8] = arr;
 	params[9] = m->name;
 	params[10] = m->snapshot_id >= 0 ? snap : NULL;
 	params[11] = m->operation;
 	params[12] = m->request_id;
 	params[13] = m->actor;
-	r = cat_exec(
+	params[14] = ev;
+	params[15] = ns_id;
+	r = cat_exec(c, sql, ns_id != NULL ? 16 : 14, params, err);
+	free(arr);
+	if (r == NULL)
+		return -1;
+	n = PQntuples(r);
+	PQclear(r);
+	return n;
+}
+
+int cat_row_move(struct cat_conn *c, const struct cat_row_move *m, struct fl_err *err)
+{
+	int n = row_move(
 	        c,
 	        "WITH u AS (UPDATE table_entry SET metadata_location = $2, metadata = $3,"
 	        "   version = $4::bigint, location = $5, updated_at = now(), last_commit_at = now(),"
@@ -135,16 +182,42 @@ int cat_row_move(struct cat_conn *c, const struct cat_row_move *m, struct fl_err
 	        "   SELECT id, warehouse_id, $9::text[], $10, $4::bigint, $2, $11::bigint, $12, $13, $14"
 	        "   FROM u)"
 	        " SELECT pg_notify('floe_table', id::text) FROM u",
-	        14, params, err);
-	free(arr);
-	if (r == NULL)
+	        m, NULL, 0, err);
+
+	if (n < 0)
 		return -1;
-	if (PQntuples(r) != 1) {
-		PQclear(r);
+	if (n != 1)
 		return fl_err_set(err, FL_ERR_COMMIT_FAILED, "table was dropped concurrently");
-	}
-	PQclear(r);
 	return 0;
+}
+
+int cat_row_move_if(struct cat_conn *c, const struct cat_row_move *m, const char *ns_id,
+                    int64_t expected, struct fl_err *err)
+{
+	/* Outside a transaction the statement commits by itself. */
+	bool autocommit = PQtransactionStatus(c->pg) == PQTRANS_IDLE;
+	int n;
+
+	/* The row keeps its id through a rename, so the name and namespace are
+	 * compared too: a commit never lands on a table renamed under it. */
+	n = row_move(
+	        c,
+	        "WITH u AS (UPDATE table_entry SET metadata_location = $2, metadata = $3,"
+	        "   version = $4::bigint, location = $5, updated_at = now(), last_commit_at = now(),"
+	        "   total_records = $6::bigint, total_data_files = $7::bigint, total_files_size = $8::bigint"
+	        "   WHERE id = $1 AND version = $15::bigint AND namespace_id = $16::bigint"
+	        "   AND name = $10 AND kind = 'TABLE' RETURNING id, warehouse_id),"
+	        " e AS (INSERT INTO commit_event (table_id, warehouse_id, namespace, table_name, version,"
+	        "   metadata_location, snapshot_id, operation, request_id, actor)"
+	        "   SELECT id, warehouse_id, $9::text[], $10, $4::bigint, $2, $11::bigint, $12, $13, $14"
+	        "   FROM u)"
+	        " SELECT pg_notify('floe_table', id::text) FROM u",
+	        m, ns_id, expected, err);
+	if (n < 0 && autocommit && PQstatus(c->pg) != CONNECTION_OK)
+		return fl_err_set(err, FL_ERR_COMMIT_STATE_UNKNOWN,
+		                  "database connection lost during the commit; the change may "
+		                  "or may not have been applied");
+	return n;
 }
 
 /* Appends the n bytes at s as one quoted element of a text[] literal that
@@ -283,12 +356,10 @@ static int not_found(struct cat_conn *c, const char *wh_id, const struct cat_ns 
 	                  cat_ns_str(ns, buf, sizeof(buf)), name);
 }
 
-/* The cache key of a table: warehouse, levels and name separated by bytes
- * that cannot occur inside them. */
-static char *cache_key(const char *wh_name, const struct cat_ns *ns, const char *name, size_t *len)
+char *cat_table_key(const char *wh, const struct cat_ns *ns, const char *name, size_t *len)
 {
 	struct fl_buf b = FL_BUF_INIT;
-	int rc = fl_buf_append(&b, wh_name, strlen(wh_name) + 1);
+	int rc = fl_buf_append(&b, wh, strlen(wh) + 1);
 
 	for (int i = 0; i < ns->n && rc == 0; i++)
 		rc = fl_buf_append(&b, ns->levels[i], strlen(ns->levels[i])) |
@@ -314,7 +385,7 @@ int cat_table_load(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
 
 	/* Inside a transaction the caller must see its own uncommitted state. */
 	if (tx == NULL && db->cache != NULL) {
-		key = cache_key(wh_name, ns, name, &key_len);
+		key = cat_table_key(wh_name, ns, name, &key_len);
 		if (key != NULL && cat_cache_get(db->cache, key, key_len, metadata_location,
 		                                 metadata, storage_type)) {
 			free(key);

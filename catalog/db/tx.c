@@ -140,10 +140,10 @@ PGresult *cat_tx_exec(struct cat_tx *tx, const char *sql, int n, const char *con
 	return cat_exec_begin(tx->c, sql, n, params, err);
 }
 
-/* COMMIT whose failure means "maybe applied" unless the server said no. */
-static int commit(struct cat_conn *c, struct fl_err *err)
+/* Judges the result of COMMIT (NULL when none came), whose failure means
+ * "maybe applied" unless the server said no; clears it. */
+static int commit_result(struct cat_conn *c, PGresult *r, struct fl_err *err)
 {
-	PGresult *r = PQexec(c->pg, "COMMIT");
 	int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
 
 	/* COMMIT of an aborted transaction answers ROLLBACK: definitely not applied. */
@@ -162,11 +162,51 @@ static int commit(struct cat_conn *c, struct fl_err *err)
 	                  PQerrorMessage(c->pg));
 }
 
-int cat_tx_commit(struct cat_tx *tx, struct fl_err *err)
+static int commit(struct cat_conn *c, struct fl_err *err)
+{
+	return commit_result(c, PQexec(c->pg, "COMMIT"), err);
+}
+
+/* last, then COMMIT, in one round trip.  A failure of last is definite
+ * (the COMMIT after it is not run); an answer missing after last was sent
+ * is not: the COMMIT may have run. */
+static int commit_after(struct cat_conn *c, const struct cat_pipe_q *last, struct fl_err *err)
+{
+	const struct cat_pipe_q q[2] = {*last, {.sql = "COMMIT"}};
+	PGresult *res[2];
+	ExecStatusType st;
+
+	(void)cat_pipeline(c, 2, q, res);
+	st = PQresultStatus(res[0]);
+	/* An error that libpq made up for a lost connection says nothing. */
+	if (res[0] != NULL && st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK &&
+	    PQstatus(c->pg) == CONNECTION_OK) {
+		char msg[160];
+
+		snprintf(msg, sizeof(msg), "%s", PQresultErrorMessage(res[0]));
+		msg[strcspn(msg, "\n")] = '\0';
+		PQclear(res[0]);
+		PQclear(res[1]);
+		if (PQtransactionStatus(c->pg) == PQTRANS_INERROR)
+			PQclear(PQexec(c->pg, "ROLLBACK"));
+		return fl_err_set(err, FL_ERR_INTERNAL, "the statement before COMMIT failed: %s",
+		                  msg);
+	}
+	PQclear(res[0]);
+	return commit_result(c, res[1], err);
+}
+
+/* Commits tx (with last before the COMMIT when not NULL), runs its
+ * after-commit work and frees it. */
+static int tx_commit(struct cat_tx *tx, const struct cat_pipe_q *last, struct fl_err *err)
 {
 	int64_t t0 = fl_mono_ns();
-	int rc = tx->begun ? commit(tx->c, err) : 0; /* nothing ran: nothing to commit */
+	int rc = 0;
 
+	if (last != NULL)
+		rc = tx_started(tx, err) != 0 ? -1 : commit_after(tx->c, last, err);
+	else if (tx->begun)
+		rc = commit(tx->c, err); /* nothing ran: nothing to commit */
 	if (tx->timed) {
 		int64_t t1 = t0 - tx->idem_ns;
 
@@ -179,6 +219,16 @@ int cat_tx_commit(struct cat_tx *tx, struct fl_err *err)
 	cat_conn_put(tx->db, tx->c);
 	free(tx);
 	return rc;
+}
+
+int cat_tx_commit(struct cat_tx *tx, struct fl_err *err)
+{
+	return tx_commit(tx, NULL, err);
+}
+
+int cat_tx_commit_after(struct cat_tx *tx, const struct cat_pipe_q *last, struct fl_err *err)
+{
+	return tx_commit(tx, last, err);
 }
 
 void cat_tx_abort(struct cat_tx *tx)

@@ -109,7 +109,7 @@ measure()
 
 echo "== load_table_bench: loadTable vs the libmicrohttpd ceiling (same run) =="
 bench_env_line
-echo "floe: $("$FLOE_BIN" version 2>/dev/null | head -n 1), serve flags: ${FLOE_SERVE_ARGS:-(defaults: --threads 4 --db-pool-size 8)}"
+echo "floe: $("$FLOE_BIN" version 2>/dev/null | head -n 1), serve flags: ${FLOE_SERVE_ARGS:-(defaults: --threads 0 --db-pool-size 20, i.e. 16 threads)}"
 echo "setup: $(jq -r '"\(.created) tables created in \(.seconds) s, \(.properties) properties each"' <<<"$created");" \
 	"loadTable body $floe_bytes bytes (GET $route); mhd_hello /meta body $mhd_bytes bytes, pool=$mhd_pool"
 echo "load: wrk -t$wrk_threads -c$conns -d$duration --latency (wrk shares the $(nproc) cores with the server)"

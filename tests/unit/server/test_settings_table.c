@@ -65,8 +65,8 @@ static void test_defaults(void **state)
 	assert_string_equal(cfg.database_url, "");
 	assert_string_equal(cfg.warehouse, "default");
 	assert_string_equal(cfg.warehouse_location, "");
-	assert_int_equal(cfg.threads, 4);
-	assert_int_equal(cfg.db_pool_size, 8);
+	assert_int_equal(cfg.threads, 0);
+	assert_int_equal(cfg.db_pool_size, 20);
 	assert_int_equal(cfg.max_body_bytes, 8388608);
 	assert_int_equal(cfg.max_json_depth, 64);
 	assert_int_equal(cfg.max_identifier_bytes, 255);
@@ -94,7 +94,7 @@ static void test_bad_values_name_the_setting(void **state)
 	        {"--port=abc", "setting port (flag): 'abc' is not an integer in [0, 65535]"},
 	        {"--port=70000", "setting port (flag): '70000' is not an integer in [0, 65535]"},
 	        {"--port=-1", "setting port (flag): '-1' is not an integer in [0, 65535]"},
-	        {"--threads=0", "setting threads (flag): '0' is not an integer in [1, 256]"},
+	        {"--threads=-1", "setting threads (flag): '-1' is not an integer in [0, 256]"},
 	        {"--max-json-depth=3",
 	         "setting max-json-depth (flag): '3' is not an integer in [4, 1000]"},
 	        {"--max-body-bytes=1", "max-body-bytes"},
@@ -165,7 +165,7 @@ static void test_bad_env_names_variable(void **state)
 	setenv("FLOE_THREADS", "many", 1);
 	assert_int_equal(load(&cfg, argv, &argi, &err), -1);
 	assert_string_equal(err.msg,
-	                    "setting threads (FLOE_THREADS): 'many' is not an integer in [1, 256]");
+	                    "setting threads (FLOE_THREADS): 'many' is not an integer in [0, 256]");
 	srv_config_free(&cfg);
 	clear_floe_env();
 }

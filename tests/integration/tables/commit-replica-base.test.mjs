@@ -1,0 +1,73 @@
+// A commit is judged on the table's current state even when the daemon holds an older
+// version parsed in memory. Replica A commits, and a conflicting commit makes it keep that
+// version parsed for its next optimistic try; replica B, on the same database, then
+// commits on top of it.
+// A stale client on A must get 409 and change nothing; a client that saw B's commit must
+// succeed on A, and A's new metadata must be built on B's version, not on the one A held.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { request, startFloe } from '../lib/harness.mjs';
+import { startCatalog, call, tablePath, createBody, appendCommit, assertError, readMetadataFile, uuidv7 } from './lib.mjs';
+
+const NS = ['rbase'];
+let a;
+let b;
+
+before(async () => {
+  a = await startCatalog('tbl_replica_base');
+  b = await startFloe({ databaseUrl: a.dbUrl });
+  await call(a.base, 'POST', `${a.p}/namespaces`, { body: { namespace: NS }, expect: 200 });
+});
+
+after(async () => {
+  await b?.stop();
+  await a?.floe.stop();
+});
+
+test('a version held parsed by one replica never judges a commit after another replica moved the table', async () => {
+  for (const [i, withKey] of [false, true].entries()) {
+    const name = `t${i}`;
+    const path = tablePath(a.p, NS, name);
+    const headers = () => (withKey ? { 'Idempotency-Key': uuidv7() } : {});
+    const v0 = (await call(a.base, 'POST', `${a.p}/namespaces/rbase/tables`, { body: createBody(name), expect: 200 })).json;
+
+    // Two commits on A, then a conflicting one: A now holds v2 parsed for its next try.
+    const c1 = appendCommit(v0.metadata, { ns: NS, name });
+    const v1 = (await call(a.base, 'POST', path, { body: c1.body, headers: headers(), expect: 200 })).json;
+    const c2 = appendCommit(v1.metadata, { ns: NS, name });
+    const v2 = (await call(a.base, 'POST', path, { body: c2.body, headers: headers(), expect: 200 })).json;
+    const late = appendCommit(v1.metadata, { ns: NS, name });
+    assertError(await request(a.base, 'POST', path, { body: late.body, headers: headers() }), 409, 'CommitFailedException', 'main');
+
+    // B moves the table on.
+    const c3 = appendCommit(v2.metadata, { ns: NS, name });
+    const v3 = (await call(b.baseUrl, 'POST', path, { body: c3.body, headers: headers(), expect: 200 })).json;
+
+    // A client that saw only v2 commits through A: 409, and nothing changes.
+    const stale = appendCommit(v2.metadata, { ns: NS, name });
+    assertError(await request(a.base, 'POST', path, { body: stale.body, headers: headers() }), 409, 'CommitFailedException', 'main');
+    const now = (await call(a.base, 'GET', path, { expect: 200 })).json;
+    assert.equal(now['metadata-location'], v3['metadata-location'], 'the stale commit applied nothing');
+
+    // A client that saw v3 commits through A: built on v3.
+    const fresh = appendCommit(v3.metadata, { ns: NS, name });
+    const v4 = (await call(a.base, 'POST', path, { body: fresh.body, headers: headers(), expect: 200 })).json;
+    const ids = v4.metadata.snapshots.map((s) => s['snapshot-id']);
+    assert.deepEqual(ids, [c1.snapshotId, c2.snapshotId, c3.snapshotId, fresh.snapshotId], 'every snapshot, in order');
+    assert.equal(v4.metadata.snapshots[3]['parent-snapshot-id'], c3.snapshotId);
+    assert.equal(v4.metadata['last-sequence-number'], 4);
+    assert.deepEqual(
+      v4.metadata['metadata-log'].map((e) => e['metadata-file']),
+      [v0, v1, v2, v3].map((v) => v['metadata-location']),
+      'the metadata log names the version B wrote',
+    );
+    assert.deepEqual(readMetadataFile(v4['metadata-location']), v4.metadata, 'the file holds what was answered');
+
+    // A commit that changes nothing, through A, answers B's latest state byte for byte.
+    const c5 = appendCommit(v4.metadata, { ns: NS, name });
+    const v5 = (await call(b.baseUrl, 'POST', path, { body: c5.body, headers: headers(), expect: 200 })).json;
+    const noop = await call(a.base, 'POST', path, { body: { requirements: [], updates: [] }, headers: headers(), expect: 200 });
+    assert.equal(noop.json['metadata-location'], v5['metadata-location']);
+    assert.deepEqual(noop.json.metadata, v5.metadata);
+  }
+});
