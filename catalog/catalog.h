@@ -141,6 +141,11 @@ int cat_warehouse_ensure(struct cat_db *db, const char *name, const char *locati
 int cat_warehouse_get(struct cat_db *db, struct cat_tx *tx, const char *name,
                       struct cat_warehouse *out, struct fl_err *err) FL_MUST_CHECK;
 
+/* Replaces the warehouse's properties (a string map, checked by the
+ * caller) and returns its JSON.  FL_ERR_NO_SUCH_WAREHOUSE. */
+int cat_warehouse_update_properties(struct cat_db *db, const char *name, const json_t *props,
+                                    json_t **out, struct fl_err *err) FL_MUST_CHECK;
+
 /* {warehouses:[…]} sorted by name, and one warehouse's JSON. */
 int cat_warehouse_list(struct cat_db *db, json_t **out, struct fl_err *err) FL_MUST_CHECK;
 int cat_warehouse_get_json(struct cat_db *db, const char *name, json_t **out,
@@ -415,6 +420,33 @@ int cat_maintain_orphans(struct cat_db *db, const struct cat_warehouse *wh, cons
 int cat_maintain_compact(struct cat_db *db, const struct cat_warehouse *wh, const struct cat_ns *ns,
                          const char *name, const struct cat_limits *lim, unsigned pause_ms,
                          bool dry_run, json_t **report, struct fl_err *err) FL_MUST_CHECK;
+
+/* Manifest rewrite of one table (wh->io set; catalog/maintain_manifests.c):
+ * per partition spec and content (data and delete manifests apart), the
+ * manifests of the current snapshot smaller than the table property
+ * commit.manifest.target-size-bytes (default 8 MiB; every manifest of the
+ * spec when it has more than commit.manifest.min-count-to-merge, default
+ * 100), when two or more, are packed in list order into bins within the
+ * target and each bin is merged into one manifest: live entries EXISTING
+ * with their snapshot id, sequence numbers and v3 first_row_id, DELETED
+ * entries dropped.  Committed as one `replace` snapshot built under the
+ * row lock on the then current state (appends since the plan carried;
+ * when a merged manifest left the current list, planned again, at most 3
+ * times, else FL_ERR_CONFLICT).  pause_ms (tests only; 0 normally) sleeps
+ * before the first commit attempt.  The replaced manifests stay on storage
+ * for older snapshots until expiry.  dry_run writes nothing.  *report =
+ * {action: "manifests", table, dry-run, target-size-bytes,
+ * manifests-replaced, manifests-created, manifests-kept,
+ * entries-processed (0 in a dry run), files-removed and bytes-removed
+ * (the replaced manifests), files-added and bytes-added (the new ones;
+ * bytes 0 in a dry run), snapshot-id (when committed)}.
+ * FL_ERR_BAD_REQUEST for malformed properties or manifests;
+ * FL_ERR_UNSUPPORTED for binary/fixed/uuid/decimal partition values;
+ * storage and commit errors. */
+int cat_maintain_manifests(struct cat_db *db, const struct cat_warehouse *wh,
+                           const struct cat_ns *ns, const char *name, const struct cat_limits *lim,
+                           unsigned pause_ms, bool dry_run, json_t **report,
+                           struct fl_err *err) FL_MUST_CHECK;
 
 /* ---- background work ---- */
 

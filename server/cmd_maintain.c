@@ -4,8 +4,8 @@
  *
  * Actions: expire (snapshot expiry and the files it frees), orphans
  * (unreferenced files past floe.orphan-grace), compact (bin-pack of small
- * files, committed as a replace snapshot) and manifests (not in this
- * build: reported as failed).  Without actions, those the table's
+ * files, committed as a replace snapshot) and manifests (small manifests
+ * merged per partition spec, committed as a replace snapshot).  Without actions, those the table's
  * policy enables run: the table property floe.maintenance.actions, a comma
  * list (default "expire,orphans").  Each action prints one JSON line with
  * what it did or, with --dry-run, would do: files and bytes removed and
@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "catalog.h"
+#include "maintenance.h"
 #include "cli.h"
 #include "clock.h"
 #include "log.h"
@@ -44,7 +45,6 @@ static const struct fl_setting maintain_settings[] = {
 
 static const char *const actions[] = {"expire", "orphans", "compact", "manifests"};
 #define NACTIONS (sizeof(actions) / sizeof(actions[0]))
-#define DEFAULT_ACTIONS "expire,orphans"
 
 void srv_cmd_maintain_help(FILE *f)
 {
@@ -53,9 +53,11 @@ void srv_cmd_maintain_help(FILE *f)
 	           "files no kept snapshot references), orphans (unreferenced files older than\n"
 	           "floe.orphan-grace, default P3D), compact (small files of each partition\n"
 	           "rewritten toward write.target-file-size-bytes; not yet for v3 tables or\n"
-	           "tables with delete files), manifests (not in this build).\n"
+	           "tables with delete files), manifests (manifests smaller than\n"
+	           "commit.manifest.target-size-bytes, default 8 MiB, merged per partition\n"
+	           "spec; data and delete manifests apart).\n"
 	           "Without ACTION: those in the table property floe.maintenance.actions\n"
-	           "(default " DEFAULT_ACTIONS "). One JSON line per action.\n\n"
+	           "(default " CAT_MAINT_DEFAULT_ACTIONS "). One JSON line per action.\n\n"
 	           "maintain options (each also an environment variable):\n");
 	fl_settings_help(maintain_settings, NMAINTAIN, f);
 	fprintf(f,
@@ -63,8 +65,9 @@ void srv_cmd_maintain_help(FILE *f)
 	        "exit status: 0 all actions succeeded, 2 usage, 3 bad input, 1 other failures\n");
 }
 
-/* FLOE_TEST_COMPACT_PAUSE_MS: tests hold a compaction between its rewrite
- * and its commit, to race appends against it (bounded to a minute). */
+/* FLOE_TEST_COMPACT_PAUSE_MS: tests hold a compaction (or a manifest
+ * rewrite) between its rewrite and its commit, to race appends against it
+ * (bounded to a minute). */
 static unsigned test_pause_ms(void)
 {
 	const char *s = getenv("FLOE_TEST_COMPACT_PAUSE_MS");
@@ -73,22 +76,16 @@ static unsigned test_pause_ms(void)
 	return v > 60000 ? 60000 : (unsigned)v;
 }
 
-static bool known(const char *a)
-{
-	for (size_t i = 0; i < NACTIONS; i++) {
-		if (strcmp(a, actions[i]) == 0)
-			return true;
-	}
-	return false;
-}
-
-/* The actions the table's policy enables, in the order of `actions`. */
+/* The actions the table's policy enables (floe.maintenance.actions), in
+ * the order of `actions`. */
 static int policy(const struct srv_cli_catalog *c, const struct cat_ns *ns, const char *name,
                   const char *sel[NACTIONS], size_t *n, struct fl_err *err)
 {
 	char *mloc = NULL, *text = NULL, type[16];
 	const char *list;
-	json_t *meta;
+	json_t *meta, *arr = NULL;
+	size_t i;
+	int rc;
 
 	*n = 0;
 	if (cat_table_load(c->db, NULL, c->wh.name, ns, name, &mloc, &text, type, err) != 0)
@@ -100,21 +97,18 @@ static int policy(const struct srv_cli_catalog *c, const struct cat_ns *ns, cons
 		return fl_err_set(err, FL_ERR_INTERNAL, "stored metadata is not JSON");
 	list = json_string_value(
 	        json_object_get(json_object_get(meta, "properties"), "floe.maintenance.actions"));
-	if (list == NULL)
-		list = DEFAULT_ACTIONS;
-	for (size_t i = 0; i < NACTIONS; i++) {
-		const char *p = strstr(list, actions[i]);
-		size_t len = strlen(actions[i]);
-
-		/* A whole item of the comma list, spaces allowed. */
-		while (p != NULL && !((p == list || p[-1] == ',' || p[-1] == ' ') &&
-		                      (p[len] == '\0' || p[len] == ',' || p[len] == ' ')))
-			p = strstr(p + 1, actions[i]);
-		if (p != NULL)
-			sel[(*n)++] = actions[i];
+	rc = cat_maintain_actions_parse(list != NULL ? list : CAT_MAINT_DEFAULT_ACTIONS, &arr, err);
+	for (i = 0; rc == 0 && i < json_array_size(arr); i++) {
+		for (size_t k = 0; k < NACTIONS; k++) {
+			if (strcmp(json_string_value(json_array_get(arr, i)), actions[k]) == 0)
+				sel[(*n)++] = actions[k];
+		}
 	}
+	if (rc != 0)
+		fl_err_prefix(err, "floe.maintenance.actions");
+	json_decref(arr);
 	json_decref(meta);
-	return 0;
+	return rc;
 }
 
 static void print_line(json_t *r, const char *action, const char *table, bool dry_run, int64_t t0,
@@ -168,7 +162,7 @@ int srv_cmd_maintain(int argc, char **argv)
 		goto done;
 	}
 	for (int k = rest; k < argc; k++) {
-		if (!known(argv[k])) {
+		if (!cat_maintain_known(argv[k])) {
 			fprintf(stderr,
 			        "floe maintain: unknown action '%s' (expire, orphans, compact, "
 			        "manifests)\n",
@@ -205,23 +199,24 @@ int srv_cmd_maintain(int argc, char **argv)
 		}
 		code = EXIT_OK;
 		for (size_t i = 0; i < n_sel; i++) {
-			int64_t t0 = fl_mono_ns();
+			int64_t t0 = fl_mono_ns(), wall0 = fl_now_ms();
 			json_t *r = NULL;
+			struct fl_err rerr = {0};
 			int rc;
 
 			fl_err_clear(&err);
-			if (strcmp(sel[i], "expire") == 0)
-				rc = cat_maintain_expire(cat.db, &cat.wh, &cns, t.name, &lim,
-				                         fl_now_ms(), mc.dry_run, &r, &err);
-			else if (strcmp(sel[i], "orphans") == 0)
-				rc = cat_maintain_orphans(cat.db, &cat.wh, &cns, t.name,
-				                          fl_now_ms(), mc.dry_run, &r, &err);
-			else if (strcmp(sel[i], "compact") == 0)
-				rc = cat_maintain_compact(cat.db, &cat.wh, &cns, t.name, &lim,
-				                          test_pause_ms(), mc.dry_run, &r, &err);
-			else
-				rc = fl_err_set(&err, FL_ERR_UNSUPPORTED,
-				                "%s is not implemented in this build", sel[i]);
+			rc = cat_maintain_action(cat.db, &cat.wh, &cns, t.name, &lim, sel[i],
+			                         mc.dry_run, test_pause_ms(), &r, &err);
+			/* The outcome is kept where the daemon keeps its own (GET
+			 * .../maintenance, /metrics); failing to keep it is only
+			 * a warning. */
+			if ((rc == 0 || (err.kind != FL_ERR_NO_SUCH_TABLE &&
+			                 err.kind != FL_ERR_NO_SUCH_NAMESPACE)) &&
+			    cat_maint_record(cat.db, NULL, &cat.wh, &cns, t.name, sel[i], 0,
+			                     mc.dry_run, wall0, rc == 0 ? r : NULL,
+			                     rc == 0 ? NULL : err.msg, &rerr) != 0)
+				fprintf(stderr, "floe maintain: cannot record the outcome: %s\n",
+				        rerr.msg);
 			print_line(rc == 0 ? r : NULL, sel[i], tname, mc.dry_run, t0,
 			           rc == 0 ? NULL : &err);
 			if (rc != 0) {
@@ -231,6 +226,8 @@ int srv_cmd_maintain(int argc, char **argv)
 					                                      : EXIT_FAIL;
 			}
 		}
+		if (!mc.dry_run && cat_maintain_measure(cat.db, &cat.wh, &cns, t.name, &err) != 0)
+			fprintf(stderr, "floe maintain: measuring the table: %s\n", err.msg);
 	}
 done:
 	if (opened)

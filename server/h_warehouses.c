@@ -4,7 +4,9 @@
 
 #include "handlers.h"
 #include "io/io.h"
+#include "clock.h"
 #include "json.h"
+#include "maintenance.h"
 #include "reply.h"
 #include "router.h"
 #include "whcache.h"
@@ -89,21 +91,80 @@ int srv_h_wh_delete(struct srv_req *r, struct fl_err *err)
 	return srv_reply_no_content(r) == 0 ? 0 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 }
 
+/* Warehouse properties: a string map within the configured bounds, whose
+ * floe.maintenance.* defaults (catalog/maintenance.h) must make sense. */
+static int check_properties(struct srv_req *r, const json_t *props, struct fl_err *err)
+{
+	const char *k, *v;
+	json_t *val, *acts = NULL;
+
+	if (fl_json_check_str_map(props, "UpdateWarehouseRequest: properties", err) != 0)
+		return -1;
+	if (json_object_size(props) > (size_t)r->ctx->cfg->max_properties)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "UpdateWarehouseRequest: more than %lld properties",
+		                  (long long)r->ctx->cfg->max_properties);
+	json_object_foreach((json_t *)props, k, val)
+	{
+		v = json_string_value(val);
+		if (strlen(k) > 255 || strlen(v) > 4096)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "UpdateWarehouseRequest: property %.64s is too long", k);
+		if (strcmp(k, "floe.maintenance.enabled") == 0 && strcmp(v, "true") != 0 &&
+		    strcmp(v, "false") != 0)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "floe.maintenance.enabled must be true or false");
+		if (strcmp(k, "floe.maintenance.interval") == 0 && fl_duration_parse(v) <= 0)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "floe.maintenance.interval '%.40s' is not an ISO-8601 "
+			                  "duration (e.g. P1D, PT6H)",
+			                  v);
+		if (strcmp(k, "floe.maintenance.actions") == 0) {
+			if (cat_maintain_actions_parse(v, &acts, err) != 0)
+				return fl_err_prefix(err, "floe.maintenance.actions");
+			json_decref(acts);
+			acts = NULL;
+		}
+	}
+	return 0;
+}
+
 int srv_h_wh_update(struct srv_req *r, struct fl_err *err)
 {
-	json_t *body, *profile = NULL, *out;
+	json_t *body, *profile = NULL, *props = NULL, *out = NULL;
+	const char *k;
+	json_t *v;
 
 	if (srv_body_json(r, &body, err) != 0 ||
-	    fl_json_get_obj(body, "storage-profile", true, "UpdateWarehouseRequest", &profile,
-	                    err) != 0)
+	    fl_json_get_obj(body, "storage-profile", false, "UpdateWarehouseRequest", &profile,
+	                    err) != 0 ||
+	    fl_json_get_obj(body, "properties", false, "UpdateWarehouseRequest", &props, err) != 0)
 		return -1;
-	if (json_object_size(body) != 1)
+	json_object_foreach(body, k, v)
+	{
+		if (strcmp(k, "storage-profile") != 0 && strcmp(k, "properties") != 0)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "UpdateWarehouseRequest: only storage-profile and "
+			                  "properties can change, not %.64s",
+			                  k);
+	}
+	if (profile == NULL && props == NULL)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
-		                  "UpdateWarehouseRequest: only storage-profile can change");
-	if (probe(profile, err) != 0 ||
-	    cat_warehouse_update_profile(r->ctx->db, r->name, profile, &out, err) != 0)
+		                  "UpdateWarehouseRequest: give storage-profile or properties");
+	if (props != NULL && check_properties(r, props, err) != 0)
 		return -1;
-	/* Lookups and storage handles of the old profile are not reused. */
-	srv_whcache_clear(r->ctx->whcache);
+	if (profile != NULL) {
+		if (probe(profile, err) != 0 ||
+		    cat_warehouse_update_profile(r->ctx->db, r->name, profile, &out, err) != 0)
+			return -1;
+		/* Lookups and storage handles of the old profile are not reused. */
+		srv_whcache_clear(r->ctx->whcache);
+	}
+	if (props != NULL) {
+		json_decref(out);
+		out = NULL;
+		if (cat_warehouse_update_properties(r->ctx->db, r->name, props, &out, err) != 0)
+			return -1;
+	}
 	return reply_json(r, out, false, err);
 }

@@ -64,6 +64,9 @@ int srv_h_feed_resume(struct srv_req *r, struct fl_err *err);
 int srv_h_feed_delete(struct srv_req *r, struct fl_err *err);
 int srv_h_feed_push(struct srv_req *r, struct fl_err *err);
 int srv_h_feed_replay(struct srv_req *r, struct fl_err *err);
+/* h_maintenance.c: a table's maintenance runs and their outcomes */
+int srv_h_maint_request(struct srv_req *r, struct fl_err *err);
+int srv_h_maint_status(struct srv_req *r, struct fl_err *err);
 
 /* The warehouse name of the request: its prefix, or the default warehouse;
  * FL_ERR_BAD_REQUEST when there is neither. */

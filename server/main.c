@@ -26,6 +26,7 @@
 #include "path.h"
 #include "metrics.h"
 #include "router.h"
+#include "caretaker.h"
 #include "scheduler.h"
 #include "serve_lock.h"
 #include "srv.h"
@@ -185,6 +186,7 @@ static int cmd_serve(struct srv_config *cfg)
 	struct srv_ctx ctx = {.cfg = cfg};
 	struct srv_httpd *httpd = NULL;
 	struct srv_scheduler *sched = NULL;
+	struct srv_caretaker *care = NULL;
 	struct srv_pg *pg = NULL;
 	struct fl_err err = {0};
 	char abs[PATH_MAX], *conninfo = NULL;
@@ -224,7 +226,8 @@ static int cmd_serve(struct srv_config *cfg)
 	}
 	cat_db_on_stage(ctx.db, srv_metrics_stage, ctx.metrics);
 	if (srv_httpd_start(&ctx, &httpd, &port, &err) != 0 ||
-	    srv_scheduler_start(&ctx, &sched, &err) != 0)
+	    srv_scheduler_start(&ctx, &sched, &err) != 0 ||
+	    srv_caretaker_start(&ctx, &care, &err) != 0)
 		goto fail;
 	fl_info(NULL, "listening on http://%s:%u", cfg->host, port);
 
@@ -241,6 +244,7 @@ fail:
 out:
 	srv_httpd_stop(httpd, 0);
 	srv_scheduler_stop(sched);
+	srv_caretaker_stop(care);
 	cat_db_close(ctx.db);
 	srv_metrics_free(ctx.metrics);
 	srv_whcache_free(ctx.whcache);
@@ -349,7 +353,7 @@ static const struct command commands[] = {
 	{"feed", "create|list|show|pause|resume|delete|replay [NAME|DEFINITION] [options]",
 	 "manage the feeds of a running floe (the management API)",
 	 "floe feed list --url http://127.0.0.1:8181", srv_cmd_feed, srv_cmd_feed_help},
-	{"maintain", "--table NS.TABLE [--dry-run] [options] [ACTION...]", "expire snapshots, delete orphan files",
+	{"maintain", "--table NS.TABLE [--dry-run] [options] [ACTION...]", "expire snapshots, delete orphans, compact, merge manifests",
 	 "floe maintain --table demo.events --dry-run expire orphans", srv_cmd_maintain, srv_cmd_maintain_help},
 	{"admin", "bootstrap [options]", "create the first admin principal once and print its credentials",
 	 "floe admin bootstrap --data-dir ./.floe", run_admin, server_options},

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "feed.h"
+#include "maintenance.h"
 #include "router.h"
 
 static const unsigned statuses[] = {200, 201, 204, 304, 400, 401, 403, 404, 405,
@@ -152,6 +153,7 @@ void srv_metrics_replay(struct srv_metrics *m)
 
 struct table_render {
 	struct fl_buf *out;
+	struct fl_buf avg; /* floe_table_avg_file_size_bytes, rendered after */
 	int rc;
 };
 
@@ -186,6 +188,16 @@ static void render_table(const struct cat_table_stat *st, void *arg)
 		t->rc |= fl_buf_puts(t->out, "\",table=\"");
 		t->rc |= label(t->out, st->name);
 		t->rc |= fl_buf_printf(t->out, "\"} %.3f\n", v[i]);
+	}
+	if (st->total_data_files > 0 && st->total_files_size >= 0) {
+		t->rc |= fl_buf_puts(&t->avg, "floe_table_avg_file_size_bytes{warehouse=\"");
+		t->rc |= label(&t->avg, st->warehouse);
+		t->rc |= fl_buf_puts(&t->avg, "\",namespace=\"");
+		t->rc |= label(&t->avg, st->ns);
+		t->rc |= fl_buf_puts(&t->avg, "\",table=\"");
+		t->rc |= label(&t->avg, st->name);
+		t->rc |= fl_buf_printf(&t->avg, "\"} %.3f\n",
+		                       (double)st->total_files_size / (double)st->total_data_files);
 	}
 }
 
@@ -304,6 +316,88 @@ static int render_signals(struct srv_ctx *ctx, struct fl_buf *out)
 	return rc | f.rc;
 }
 
+/* Maintenance: the shape the caretaker measured (per table) and the last
+ * outcome of each action (per table and action).  At most
+ * MAINT_TABLES_MAX tables are exported, so the series stay bounded: a
+ * handful per table and action, never one per partition value. */
+#define MAINT_TABLES_MAX 1000
+#define NMAINT_FAMILIES 10
+static const char *const maint_families[NMAINT_FAMILIES][3] = {
+        {"floe_table_snapshots", "gauge", "Snapshots the table's metadata keeps."},
+        {"floe_table_partitions", "gauge",
+         "Partitions holding live data files in the current snapshot."},
+        {"floe_table_files_per_partition_max", "gauge",
+         "Most live data files in one partition of the current snapshot."},
+        {"floe_table_files_per_partition_avg", "gauge",
+         "Live data files per partition of the current snapshot, on average."},
+        {"floe_table_measured_data_files", "gauge",
+         "Live data files when the table was last measured (after its last maintenance)."},
+        {"floe_maintenance_last_run_timestamp_seconds", "gauge",
+         "When the action last finished on the table (Unix time)."},
+        {"floe_maintenance_last_run_ok", "gauge",
+         "1 when the action's last run on the table succeeded, 0 when it failed."},
+        {"floe_maintenance_runs_total", "counter", "Runs of the action on the table."},
+        {"floe_maintenance_failures_total", "counter", "Failed runs of the action on the table."},
+        {"floe_maintenance_bytes_reclaimed_total", "counter",
+         "Bytes the action deleted from storage (expire and orphans)."},
+};
+
+static void render_maint(const struct cat_maint_stat *st, void *arg)
+{
+	struct family_render *f = arg;
+	double v[NMAINT_FAMILIES];
+	int from = st->action == NULL ? 0 : 5, to = st->action == NULL ? 5 : NMAINT_FAMILIES;
+
+	if (st->action == NULL) {
+		v[0] = (double)st->snapshots;
+		v[1] = (double)st->partitions;
+		v[2] = (double)st->max_files_per_partition;
+		v[3] = st->partitions > 0 ? (double)st->data_files / (double)st->partitions : 0;
+		v[4] = (double)st->data_files;
+	} else {
+		v[5] = st->last_run_s;
+		v[6] = st->ok ? 1 : 0;
+		v[7] = (double)st->runs;
+		v[8] = (double)st->failures;
+		v[9] = (double)st->bytes_reclaimed;
+	}
+	for (int i = from; i < to; i++) {
+		struct fl_buf *b = &f->bufs[i];
+
+		f->rc |= fl_buf_printf(b, "%s{warehouse=\"", maint_families[i][0]);
+		f->rc |= label(b, st->warehouse);
+		f->rc |= fl_buf_puts(b, "\",namespace=\"");
+		f->rc |= label(b, st->ns);
+		f->rc |= fl_buf_puts(b, "\",table=\"");
+		f->rc |= label(b, st->name);
+		if (st->action != NULL) {
+			f->rc |= fl_buf_puts(b, "\",action=\"");
+			f->rc |= label(b, st->action);
+		}
+		f->rc |= fl_buf_printf(b, "\"} %.17g\n", v[i]);
+	}
+}
+
+static int render_maintenance(struct srv_ctx *ctx, struct fl_buf *out)
+{
+	struct fl_buf bufs[NMAINT_FAMILIES] = {0};
+	struct family_render f = {bufs, 0};
+	struct fl_err err;
+	int rc = 0;
+
+	if (cat_maint_stats(ctx->db, MAINT_TABLES_MAX, render_maint, &f, &err) != 0)
+		rc |= fl_buf_puts(out, "# maintenance statistics unavailable\n");
+	for (int i = 0; i < NMAINT_FAMILIES; i++) {
+		rc |= fl_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", maint_families[i][0],
+		                    maint_families[i][2], maint_families[i][0],
+		                    maint_families[i][1]);
+		if (bufs[i].len > 0)
+			rc |= fl_buf_append(out, bufs[i].data, bufs[i].len);
+		fl_buf_free(&bufs[i]);
+	}
+	return rc | f.rc;
+}
+
 static const char *route_label(int i)
 {
 	return i < srv_route_count ? srv_routes[i].path : "unmatched";
@@ -400,7 +494,7 @@ int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx, struct fl_buf
 	        atomic_load(&m->sts_calls), atomic_load(&m->signed_requests[0]),
 	        atomic_load(&m->signed_requests[1]));
 	{
-		struct table_render t = {out, 0};
+		struct table_render t = {out, FL_BUF_INIT, 0};
 		struct fl_err err;
 
 		rc |= fl_buf_puts(
@@ -412,6 +506,12 @@ int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx, struct fl_buf
 		/* A database outage must not take /metrics down with it. */
 		if (cat_table_stats(ctx->db, 10000, render_table, &t, &err) != 0)
 			rc |= fl_buf_puts(out, "# table statistics unavailable\n");
+		rc |= fl_buf_puts(
+		        out, "# HELP floe_table_avg_file_size_bytes Mean data file size in the"
+		             " current snapshot.\n# TYPE floe_table_avg_file_size_bytes gauge\n");
+		if (t.avg.len > 0)
+			rc |= fl_buf_append(out, t.avg.data, t.avg.len);
+		fl_buf_free(&t.avg);
 		rc |= t.rc;
 	}
 	{
@@ -435,6 +535,7 @@ int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx, struct fl_buf
 		        cs.hits, cs.misses, cs.evictions, cs.bytes, cs.max_bytes, cs.entries);
 	}
 	rc |= render_signals(ctx, out);
+	rc |= render_maintenance(ctx, out);
 	cat_db_stats(ctx->db, &in_use, &idle, &waiting);
 	rc |= fl_buf_puts(out,
 	                  "# HELP floe_db_pool_connections Database pool connections by state.\n"

@@ -65,6 +65,8 @@ const struct srv_route srv_routes[] = {
 	{"POST",   "/management/v1/feeds/{name}/resume",             srv_h_feed_resume,       SRV_PRIV_WAREHOUSE_ADMIN,  false},
 	{"POST",   "/management/v1/feeds/{name}/replay",             srv_h_feed_replay,       SRV_PRIV_WAREHOUSE_ADMIN,  false},
 	{"POST",   "/management/v1/feeds/{name}/records",            srv_h_feed_push,         SRV_PRIV_WAREHOUSE_ADMIN,  false},
+	{"GET",    "/management/v1/warehouses/{prefix}/namespaces/{namespace}/tables/{table}/maintenance", srv_h_maint_status, SRV_PRIV_TABLE_READ, false},
+	{"POST",   "/management/v1/warehouses/{prefix}/namespaces/{namespace}/tables/{table}/maintenance", srv_h_maint_request, SRV_PRIV_TABLE_WRITE, false},
 	{"GET",    "/healthz",                                       srv_h_healthz,           SRV_PRIV_PUBLIC,           false},
 	{"GET",    "/readyz",                                        srv_h_readyz,            SRV_PRIV_PUBLIC,           false},
 	{"GET",    "/metrics",                                       srv_h_metrics,           SRV_PRIV_METRICS,          false},

@@ -3,7 +3,8 @@
  * Every route Floe serves is one row of srv_routes[] in router.c: method,
  * path template, handler, required privilege, and whether /v1/config lists
  * it.  Templates use {prefix}, {namespace}, {table}, {name}; a template with
- * {prefix} also matches without that segment (the default warehouse). */
+ * {prefix} also matches without that segment (the default warehouse) when
+ * it starts with /v1/; the management API always names the warehouse. */
 #ifndef SRV_ROUTER_H
 #define SRV_ROUTER_H
 

@@ -87,6 +87,10 @@ static const struct fl_setting srv_settings[] = {
 	 "secret of that first admin (16 bytes at least)"},
 	{"metrics-public", FL_SET_BOOL, "false", 0, 0, NULL, "FLOE_METRICS_PUBLIC", OFF(metrics_public),
 	 "serve /metrics without a token (for a Prometheus inside a trusted network)"},
+	{"maintenance-workers", FL_SET_INT, "1", 0, 16, NULL, "FLOE_MAINTENANCE_WORKERS", OFF(maintenance_workers),
+	 "threads that run table maintenance (scheduled by table policies, or requested); 0 = none on this replica; at most (db-pool-size - 1) / 2"},
+	{"maintenance-poll", FL_SET_SECONDS, "PT30S", 1, 86400, NULL, "FLOE_MAINTENANCE_POLL", OFF(maintenance_poll),
+	 "how often the maintenance workers look for due tables and queued jobs"},
 };
 /* clang-format on */
 

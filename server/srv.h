@@ -59,6 +59,9 @@ struct srv_config {
 	char *bootstrap_client_id;
 	char *bootstrap_client_secret;
 	int metrics_public;
+	/* table maintenance (caretaker.h) */
+	int64_t maintenance_workers;
+	int64_t maintenance_poll;
 };
 
 /* Loads the settings table (defaults < FLOE_* env < flags from argv[*argi]). */

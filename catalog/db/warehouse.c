@@ -5,6 +5,7 @@
  * without a trailing '/'; it names environment variables or a file for the
  * server's keys, never the keys themselves. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "db_int.h"
@@ -13,7 +14,7 @@
 #include "uuid.h"
 
 #define WH_COLS \
-	"id, name, storage_profile::text, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+	"id, name, storage_profile::text, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), properties::text"
 
 /* Validation lives with the storage code (storage/io/profile.c); the
  * catalog stores the normalised JSON, which names no secret. */
@@ -24,13 +25,21 @@ static int check_profile(const json_t *profile, json_t **norm, struct fl_err *er
 	return st_profile_parse(profile, &p, norm, err);
 }
 
+/* The warehouse JSON from a row of WH_COLS starting at column `at`. */
+static json_t *row_json_at(PGresult *r, int i, int at)
+{
+	json_t *profile = json_loads(PQgetvalue(r, i, at + 2), 0, NULL);
+	json_t *props = json_loads(PQgetvalue(r, i, at + 4), 0, NULL);
+
+	return json_pack("{s:s, s:s, s:o, s:s, s:o}", "id", PQgetvalue(r, i, at), "name",
+	                 PQgetvalue(r, i, at + 1), "storage-profile",
+	                 profile ? profile : json_object(), "created-at", PQgetvalue(r, i, at + 3),
+	                 "properties", props ? props : json_object());
+}
+
 static json_t *row_json(PGresult *r, int i)
 {
-	json_t *profile = json_loads(PQgetvalue(r, i, 2), 0, NULL);
-
-	return json_pack("{s:s, s:s, s:o, s:s}", "id", PQgetvalue(r, i, 0), "name",
-	                 PQgetvalue(r, i, 1), "storage-profile", profile ? profile : json_object(),
-	                 "created-at", PQgetvalue(r, i, 3));
+	return row_json_at(r, i, 0);
 }
 
 static int insert(struct cat_db *db, const char *name, const json_t *profile, bool if_absent,
@@ -245,10 +254,7 @@ int cat_warehouse_update_profile(struct cat_db *db, const char *name, const json
 		        name);
 		goto out;
 	}
-	*out = json_pack("{s:s, s:s, s:o, s:s}", "id", PQgetvalue(r, 0, 1), "name",
-	                 PQgetvalue(r, 0, 2), "storage-profile",
-	                 json_loads(PQgetvalue(r, 0, 3), 0, NULL), "created-at",
-	                 PQgetvalue(r, 0, 4));
+	*out = row_json_at(r, 0, 1);
 	rc = *out != NULL ? 0 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 out:
 	PQclear(r);
@@ -287,5 +293,39 @@ int cat_warehouse_delete(struct cat_db *db, const char *name, struct fl_err *err
 	PQclear(r);
 out:
 	cat_conn_put(db, c);
+	return rc;
+}
+
+int cat_warehouse_update_properties(struct cat_db *db, const char *name, const json_t *props,
+                                    json_t **out, struct fl_err *err)
+{
+	char *text = fl_json_dump(props, NULL);
+	const char *params[2] = {name, text};
+	struct cat_conn *c = NULL;
+	PGresult *r = NULL;
+	int rc = -1;
+
+	if (text == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	if (cat_conn_get(db, &c, err) != 0)
+		goto out;
+	r = cat_exec(c,
+	             "UPDATE warehouse SET properties = $2::jsonb, updated_at = now()"
+	             " WHERE name = $1 RETURNING " WH_COLS,
+	             2, params, err);
+	if (r == NULL)
+		goto out;
+	if (PQntuples(r) == 0) {
+		fl_err_set(err, FL_ERR_NO_SUCH_WAREHOUSE, "warehouse '%.200s' does not exist",
+		           name);
+		goto out;
+	}
+	*out = row_json(r, 0);
+	rc = *out != NULL ? 0 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+out:
+	PQclear(r);
+	if (c != NULL)
+		cat_conn_put(db, c);
+	free(text);
 	return rc;
 }

@@ -28,6 +28,7 @@
 
 #include "avro/reader.h"
 #include "base/sink.h"
+#include "iceberg/entry.h"
 #include "iceberg/manifest.h"
 #include "io/io.h"
 #include "json.h"
@@ -1063,6 +1064,16 @@ static int check_opts(const struct st_snapshot_opts *o, struct fl_err *err)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "snapshot: removed delete files belong to a replace of this "
 		                  "snapshot, in a delete manifest");
+	for (size_t i = 0; i < o->n_merged; i++) {
+		if (o->merged[i] == NULL || o->merged[i]->snapshot_id != o->snapshot_id)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "snapshot: merged manifest %zu does not belong to "
+			                  "snapshot %" PRId64,
+			                  i, o->snapshot_id);
+	}
+	if (o->n_merged > 0 && o->n_drop == 0)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "snapshot: merged manifests must replace manifests");
 	return check_extra(o->extra_summary, err);
 }
 
@@ -1092,8 +1103,10 @@ static int check_dropped(const struct st_snapshot_opts *o, const struct parent *
 			                  "snapshot: files it held were removed or rewritten since",
 			                  o->drop_manifests[i]);
 		/* Dropping deletes resurrects rows unless the replace removes
-		 * them on purpose (their data files are rewritten). */
-		if (p->c[k].mf.content != ST_MANIFEST_DATA && o->removed_deletes == NULL)
+		 * them on purpose (their data files are rewritten) or merges
+		 * them into a new manifest. */
+		if (p->c[k].mf.content != ST_MANIFEST_DATA && o->removed_deletes == NULL &&
+		    o->n_merged == 0)
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
 			                  "snapshot: manifest %.200s holds delete files",
 			                  o->drop_manifests[i]);
@@ -1126,6 +1139,10 @@ static int write_list(const struct st_snapshot_opts *o, const struct parent *p, 
 	if (o->removed_deletes != NULL &&
 	    st_manifest_list_writer_add(w, &o->removed_deletes->file, err) != 0)
 		goto out;
+	for (size_t i = 0; i < o->n_merged; i++) {
+		if (st_manifest_list_writer_add(w, &o->merged[i]->file, err) != 0)
+			goto out;
+	}
 	for (size_t i = 0; i < p->n; i++) {
 		if (!dropped(o, p->c[i].mf.manifest_path) &&
 		    st_manifest_list_writer_add(w, &p->c[i].mf, err) != 0)
@@ -1165,6 +1182,16 @@ int st_snapshot_build(const struct st_snapshot_opts *o, json_t **snapshot, struc
 			        "snapshot: parent snapshot %" PRId64
 			        " already holds manifest %.200s: an earlier attempt was committed",
 			        o->parent->snapshot_id, o->manifest->path);
+			goto out;
+		}
+	}
+	for (size_t i = 0; o->n_merged > 0 && i < p.n; i++) {
+		if (strcmp(p.c[i].mf.manifest_path, o->merged[0]->path) == 0) {
+			fl_err_set(
+			        err, FL_ERR_CONFLICT,
+			        "snapshot: parent snapshot %" PRId64
+			        " already holds manifest %.200s: an earlier attempt was committed",
+			        o->parent->snapshot_id, o->merged[0]->path);
 			goto out;
 		}
 	}
@@ -1225,5 +1252,161 @@ out:
 	json_decref(snap);
 	st_free(o->table->alloc, path);
 	parent_free(&p);
+	return rc;
+}
+
+/* ---- manifest rewrite -------------------------------------------------- */
+
+/* The live entries of a manifest being merged, kept until the merged
+ * manifest is written (their strings point into the decoded manifests). */
+struct merging {
+	json_t *decoded; /* every manifest read, kept alive */
+	struct st_entry_copy *copies;
+	struct st_value **parts;
+	struct st_manifest_entry *kept;
+	size_t n, cap;
+	const struct st_alloc *alloc;
+};
+
+static void merging_free(struct merging *g)
+{
+	for (size_t i = 0; i < g->n; i++) {
+		st_entry_copy_free(&g->copies[i]);
+		st_free(g->alloc, g->parts[i]);
+	}
+	st_free(g->alloc, g->copies);
+	st_free(g->alloc, g->parts);
+	st_free(g->alloc, g->kept);
+	json_decref(g->decoded);
+}
+
+static int merging_grow(struct merging *g)
+{
+	size_t cap = g->cap ? g->cap * 2 : 64;
+	void *c = st_realloc(g->alloc, g->copies, cap * sizeof(*g->copies));
+
+	if (c == NULL)
+		return -1;
+	g->copies = c;
+	c = st_realloc(g->alloc, g->parts, cap * sizeof(*g->parts));
+	if (c == NULL)
+		return -1;
+	g->parts = c;
+	g->cap = cap;
+	return 0;
+}
+
+/* Adds the live entries of the manifest that list record rec describes
+ * (iceberg/entry.h carries every field). */
+static int merge_one(const struct st_snapshot_table *t, const json_t *rec, struct merging *g,
+                     struct fl_err *err)
+{
+	const char *uri = json_string_value(json_object_get(rec, "manifest_path"));
+	const json_t *frid = json_object_get(rec, "first_row_id"), *e;
+	int64_t next_row_id = json_integer_value(frid);
+	json_t *all = NULL;
+	size_t i;
+
+	if (uri == NULL)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "snapshot: a manifest lacks its path");
+	if (read_avro(t, uri, &all, err) != 0)
+		return -1;
+	if (json_array_append_new(g->decoded, all) != 0)
+		return fl_err_set(err, FL_ERR_NOMEM, "snapshot: out of memory");
+	json_array_foreach(all, i, e)
+	{
+		struct st_entry_copy c;
+		struct st_value *part = NULL;
+		size_t np = 0;
+
+		if (g->n == g->cap && merging_grow(g) != 0)
+			return fl_err_set(err, FL_ERR_NOMEM, "snapshot: out of memory");
+		if (st_entry_copy_from_json(e, rec, t->alloc, &c, err) != 0)
+			return fl_err_prefix(err, "snapshot: manifest %.200s: entry %zu", uri, i);
+		/* spec "First Row ID Inheritance": a data file without one
+		 * gets the manifest's plus the rows of the files before it
+		 * that had none (DELETED ones too); an EXISTING entry must
+		 * carry it. */
+		if (t->format_version >= 3 && json_is_integer(frid) &&
+		    c.file.content == ST_CONTENT_DATA && !c.file.has_first_row_id) {
+			c.file.has_first_row_id = true;
+			c.file.first_row_id = next_row_id;
+			next_row_id += c.file.record_count;
+		}
+		if (c.entry.status == ST_ENTRY_DELETED) {
+			st_entry_copy_free(&c);
+			continue;
+		}
+		if (st_snapshot_partition_parse(
+		            t, json_object_get(json_object_get(e, "data_file"), "partition"), &part,
+		            &np, err) != 0) {
+			st_entry_copy_free(&c);
+			return fl_err_prefix(err, "snapshot: manifest %.200s: entry %zu", uri, i);
+		}
+		g->copies[g->n] = c;
+		g->parts[g->n] = part;
+		g->n++;
+	}
+	return 0;
+}
+
+int st_snapshot_manifest_merge(const struct st_snapshot_table *t, int64_t snapshot_id,
+                               const json_t *const *records, size_t n,
+                               struct st_snapshot_manifest **out, int64_t *entries,
+                               struct fl_err *err)
+{
+	struct merging g = {.alloc = t->alloc};
+	int32_t content = 0;
+	int rc = -1;
+
+	if (check_table(t, err) != 0)
+		return -1;
+	if (n == 0)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "snapshot: no manifests to merge");
+	for (size_t i = 0; i < n; i++) {
+		int32_t spec_id = -1, c = 0;
+
+		if (get_int(records[i], "partition_spec_id", NULL, true, &spec_id, err) != 0 ||
+		    get_int(records[i], "content", NULL, false, &c, err) != 0)
+			return fl_err_prefix(err, "snapshot: manifest %zu to merge", i);
+		if (i == 0)
+			content = c;
+		if (spec_id != t->spec_id || c != content ||
+		    (c != ST_MANIFEST_DATA && c != ST_MANIFEST_DELETES))
+			return fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "snapshot: manifests merged together must share partition "
+			        "spec %" PRId32 " and one content",
+			        t->spec_id);
+	}
+	g.decoded = json_array();
+	if (g.decoded == NULL) {
+		fl_err_set(err, FL_ERR_NOMEM, "snapshot: out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (merge_one(t, records[i], &g, err) != 0)
+			goto out;
+	}
+	*entries = (int64_t)g.n;
+	if (g.n == 0) {
+		*out = NULL;
+		rc = 0;
+		goto out;
+	}
+	g.kept = st_calloc(t->alloc, g.n, sizeof(*g.kept));
+	if (g.kept == NULL) {
+		fl_err_set(err, FL_ERR_NOMEM, "snapshot: out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < g.n; i++) {
+		g.copies[i].file.partition = g.parts[i];
+		g.kept[i] = g.copies[i].entry;
+		g.kept[i].file = &g.copies[i].file;
+	}
+	rc = st_snapshot_manifest_write_rewrite(t, snapshot_id, (enum st_manifest_content)content,
+	                                        NULL, 0, g.kept, g.n, NULL, 0, out, err);
+out:
+	merging_free(&g);
 	return rc;
 }

@@ -162,6 +162,12 @@ struct st_snapshot_opts {
 	 * "append".  A copy-on-write upsert that removes files says
 	 * "overwrite". */
 	const char *operation;
+	/* A manifest rewrite: manifests of this snapshot
+	 * (st_snapshot_manifest_merge) that replace drop_manifests, listed
+	 * first.  The operation is "replace", the totals stay the parent's,
+	 * and drop_manifests may name delete manifests too. */
+	const struct st_snapshot_manifest *const *merged;
+	size_t n_merged;
 };
 
 /* Writes the manifest list and returns in *snapshot (a new reference) the
@@ -212,5 +218,28 @@ int st_snapshot_build(const struct st_snapshot_opts *opts, json_t **snapshot,
  * FL_ERR_NOT_FOUND); FL_ERR_NOMEM.  *added untouched on failure. */
 int st_snapshot_added_rows(const struct st_snapshot_table *table, const char *list_uri,
                            int64_t first_row_id, int64_t *added, struct fl_err *err) FL_MUST_CHECK;
+
+/* Merges the n manifests that the list records describe (as
+ * st_avro_read_all decodes a manifest list; all of spec table->spec_id and
+ * of one content, data or deletes) into one new manifest of snapshot_id
+ * under table->metadata_dir: every live entry (ADDED or EXISTING) becomes
+ * EXISTING with its snapshot id, data and file sequence numbers made
+ * explicit (inherited from its manifest when null) and, v3 data files, its
+ * first_row_id (inherited as spec "First Row ID Inheritance" says);
+ * DELETED entries are dropped.  Entries are read with iceberg/entry.h and
+ * written with st_snapshot_manifest_write_rewrite, so the whole bin is held
+ * in memory (a bin is at most the target manifest size).  The new manifest's own sequence numbers
+ * are left to the list (ST_SEQ_UNASSIGNED) and, for v3, its first_row_id
+ * too, as Java's rewrite does.  *entries gets the number of entries
+ * written; *out is NULL (nothing written) when no live entry remains.
+ * FL_ERR_BAD_REQUEST for manifests of different specs or contents, or an
+ * entry that does not decode (naming the manifest and entry);
+ * FL_ERR_UNSUPPORTED for partition values st_snapshot_partition_parse
+ * cannot read; the read errors; FL_ERR_NOMEM.  Nothing is left behind on
+ * failure. */
+int st_snapshot_manifest_merge(const struct st_snapshot_table *table, int64_t snapshot_id,
+                               const json_t *const *records, size_t n,
+                               struct st_snapshot_manifest **out, int64_t *entries,
+                               struct fl_err *err) FL_MUST_CHECK;
 
 #endif

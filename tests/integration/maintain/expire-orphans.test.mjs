@@ -182,9 +182,13 @@ test('maintain: the policy picks the actions; usage errors exit 2; unknown table
   r = maintain(name, ['--dry-run', 'expire', 'orphans']);
   assert.deepEqual(r.lines.map((l) => l.action), ['expire', 'orphans']);
   r = maintain(name, ['manifests']);
-  assert.equal(r.code, 1);
-  assert.equal(r.lines[0].status, 'failed');
-  assert.match(r.lines[0].error, /manifests is not implemented/);
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.lines[0].status, 'ok', r.lines[0].error);
+  assert.equal(r.lines[0]['manifests-replaced'], 0, 'one manifest: nothing to merge');
+  await createTable(ctx, 'badpolicy', fields, { 'floe.maintenance.actions': 'expire, vacuum' });
+  r = maintain('badpolicy', []);
+  assert.equal(r.code, 3, r.stderr);
+  assert.match(r.lines[0].error, /floe.maintenance.actions: unknown maintenance action 'vacuum'/);
   r = maintain(name, ['vacuum']);
   assert.equal(r.code, 2);
   assert.match(r.stderr, /unknown action 'vacuum'/);

@@ -221,3 +221,7 @@ export function helpers(ctx, dir) {
     maintain, maintainAsync, append, exactJson, commit, tag, liveFiles, reached, rows, dropManifests, settled,
   };
 }
+
+// A predicate of settled(): the current snapshot is `id`.
+export const isSnap = (id) => (snap) => String(snap['snapshot-id']) === String(id);
+export const range = (from, n) => Array.from({ length: n }, (_, i) => from + i);

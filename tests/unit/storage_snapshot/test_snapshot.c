@@ -2,7 +2,7 @@
  * real directory: three appends in a row and what their lists hold, a
  * retry on a new parent that reuses the manifest, totals recomputed from a
  * foreign parent's files (with delete manifests), v3 row ids, partitioned
- * specs, a replace (compaction), refusals, and every allocation failed in turn.  Lists and
+ * specs, a replace (compaction), a manifest rewrite, refusals, and every allocation failed in turn.  Lists and
  * manifests are read back with storage/avro/reader.c; the node tests in
  * tests/integration/write-path-snapshot/ read them with other readers. */
 #include <inttypes.h>
@@ -890,6 +890,189 @@ static void test_replace(void **state)
 	fixture_done(&f);
 }
 
+/* Manifest rewrite: three v3 appends (the last with column metrics, split
+ * offsets and a sort order) merged into one manifest.  Every entry comes
+ * back EXISTING with its snapshot id and sequence numbers made explicit,
+ * its data_file unchanged but for first_row_id, which is the inherited
+ * one; the replace snapshot lists the merged manifest alone and keeps the
+ * totals.  Mixed specs, and merged manifests without drops, are refused. */
+static void test_merge(void **state)
+{
+	struct fixture f;
+	json_t *s[3], *list, *snap, *rec, *before = json_object(), *merged;
+	const json_t *recs[3];
+	struct st_data_file files[2];
+	char paths[2][96];
+	struct st_column_metrics cols[2];
+	uint8_t lo[8] = {1, 0, 0, 0, 0, 0, 0, 0}, hi[8] = {9, 0, 0, 0, 0, 0, 0, 0};
+	int64_t splits[2] = {4, 1000};
+	struct st_snapshot_manifest *m, *out = NULL;
+	const struct st_snapshot_manifest *mm[1];
+	struct st_snapshot_parent p;
+	struct st_snapshot_opts o = {0};
+	struct fl_err err = {0};
+	const char *drop[3];
+	int64_t n = 0, frid;
+	size_t i, k;
+
+	(void)state;
+	fixture_init(&f, 3);
+	s[0] = append(&f, 101, NULL, 1, 2, 0, NULL);
+	s[1] = append(&f, 102, s[0], 2, 2, iget(s[0], "added-rows"), NULL);
+	/* the third append by hand: files with metrics */
+	make_files(files, paths, 2, 3, NULL, 0);
+	memset(cols, 0, sizeof(cols));
+	cols[0] = (struct st_column_metrics){.field_id = 1,
+	                                     .column_size = 40,
+	                                     .value_count = 30,
+	                                     .null_count = 0,
+	                                     .nan_count = -1,
+	                                     .has_lower = true,
+	                                     .has_upper = true,
+	                                     .lower = lo,
+	                                     .lower_len = 8,
+	                                     .upper = hi,
+	                                     .upper_len = 8};
+	cols[1] = (struct st_column_metrics){.field_id = 2,
+	                                     .column_size = 22,
+	                                     .value_count = 30,
+	                                     .null_count = 3,
+	                                     .nan_count = -1};
+	for (i = 0; i < 2; i++) {
+		files[i].columns = cols;
+		files[i].n_columns = 2;
+		files[i].split_offsets = splits;
+		files[i].n_split_offsets = 2;
+		files[i].has_sort_order_id = true;
+		files[i].sort_order_id = 0;
+	}
+	if (st_snapshot_manifest_write(&f.t, 103, files, 2, &m, &err) != 0)
+		fail_msg("%s", err.msg);
+	p.snapshot_id = 102;
+	p.manifest_list = json_string_value(json_object_get(s[1], "manifest-list"));
+	p.summary = json_object_get(s[1], "summary");
+	o.table = &f.t;
+	o.parent = &p;
+	o.snapshot_id = 103;
+	o.sequence_number = 3;
+	o.timestamp_ms = 1700000000103;
+	o.first_row_id = iget(s[1], "first-row-id") + iget(s[1], "added-rows");
+	o.attempt = 1;
+	o.manifest = m;
+	if (st_snapshot_build(&o, &s[2], &err) != 0)
+		fail_msg("%s", err.msg);
+	st_snapshot_manifest_free(m);
+
+	/* what each file is before: its data_file and inherited lineage */
+	list = read_all(json_string_value(json_object_get(s[2], "manifest-list")), NULL, NULL, 0);
+	assert_int_equal(json_array_size(list), 3);
+	json_array_foreach(list, i, rec)
+	{
+		json_t *es = read_all(json_string_value(json_object_get(rec, "manifest_path")),
+		                      NULL, NULL, 0),
+		       *e;
+
+		recs[i] = rec;
+		drop[i] = json_string_value(json_object_get(rec, "manifest_path"));
+		frid = iget(rec, "first_row_id");
+		json_array_foreach(es, k, e)
+		{
+			json_t *df = json_object_get(e, "data_file");
+
+			assert_true(json_is_null(json_object_get(df, "first_row_id")));
+			json_object_set_new(
+			        before, json_string_value(json_object_get(df, "file_path")),
+			        json_pack("{s:O, s:I, s:I, s:I}", "data_file", df, "snapshot",
+			                  (json_int_t)iget(rec, "added_snapshot_id"), "seq",
+			                  (json_int_t)iget(rec, "sequence_number"), "frid",
+			                  (json_int_t)frid));
+			frid += iget(df, "record_count");
+		}
+		json_decref(es);
+	}
+	assert_int_equal(json_object_size(before), 6);
+
+	if (st_snapshot_manifest_merge(&f.t, 104, recs, 3, &out, &n, &err) != 0)
+		fail_msg("%s", err.msg);
+	assert_non_null(out);
+	assert_int_equal(n, 6);
+	assert_int_equal(out->file.existing_files_count, 6);
+	assert_int_equal(out->file.added_files_count, 0);
+	assert_int_equal(out->file.added_snapshot_id, 104);
+	assert_int_equal(out->file.min_sequence_number, 1);
+	merged = read_all(out->path, NULL, NULL, 0);
+	assert_int_equal(json_array_size(merged), 6);
+	json_array_foreach(merged, i, rec)
+	{
+		json_t *df = json_object_get(rec, "data_file"), *want, *copy;
+		const char *path = json_string_value(json_object_get(df, "file_path"));
+
+		want = json_object_get(before, path);
+		assert_non_null(want);
+		assert_int_equal(iget(rec, "status"), 0);
+		assert_int_equal(iget(rec, "snapshot_id"), iget(want, "snapshot"));
+		assert_int_equal(iget(rec, "sequence_number"), iget(want, "seq"));
+		assert_int_equal(iget(rec, "file_sequence_number"), iget(want, "seq"));
+		assert_int_equal(iget(df, "first_row_id"), iget(want, "frid"));
+		copy = json_deep_copy(df);
+		json_object_set_new(copy, "first_row_id", json_null());
+		if (!json_equal(copy, json_object_get(want, "data_file"))) {
+			char *a = json_dumps(copy, JSON_SORT_KEYS),
+			     *b = json_dumps(json_object_get(want, "data_file"), JSON_SORT_KEYS);
+
+			fail_msg("data_file changed:\n%s\n%s", a, b);
+		}
+		json_decref(copy);
+	}
+
+	/* the replace: the merged manifest alone, totals kept */
+	mm[0] = out;
+	p.snapshot_id = 103;
+	p.manifest_list = json_string_value(json_object_get(s[2], "manifest-list"));
+	p.summary = json_object_get(s[2], "summary");
+	o.manifest = NULL;
+	o.snapshot_id = 104;
+	o.sequence_number = 4;
+	o.first_row_id = iget(s[2], "first-row-id") + iget(s[2], "added-rows");
+	o.merged = mm;
+	o.n_merged = 1;
+	o.drop_manifests = NULL;
+	o.n_drop = 0;
+	assert_int_not_equal(st_snapshot_build(&o, &snap, &err), 0);
+	assert_int_equal(err.kind, FL_ERR_BAD_REQUEST);
+	o.drop_manifests = drop;
+	o.n_drop = 3;
+	if (st_snapshot_build(&o, &snap, &err) != 0)
+		fail_msg("%s", err.msg);
+	rec = json_object_get(snap, "summary");
+	assert_string_equal(sget(rec, "operation"), "replace");
+	assert_string_equal(sget(rec, "total-data-files"), "6");
+	assert_string_equal(sget(rec, "total-records"),
+	                    sget(json_object_get(s[2], "summary"), "total-records"));
+	json_decref(list);
+	list = read_all(json_string_value(json_object_get(snap, "manifest-list")), NULL, NULL, 0);
+	assert_int_equal(json_array_size(list), 1);
+	assert_string_equal(
+	        json_string_value(json_object_get(json_array_get(list, 0), "manifest_path")),
+	        out->path);
+	assert_int_equal(iget(json_array_get(list, 0), "sequence_number"), 4);
+	json_decref(snap);
+
+	/* manifests of another spec are refused */
+	f.t.spec_id = 7;
+	assert_int_not_equal(st_snapshot_manifest_merge(&f.t, 105, recs, 3, &m, &n, &err), 0);
+	assert_int_equal(err.kind, FL_ERR_BAD_REQUEST);
+	f.t.spec_id = 0;
+
+	st_snapshot_manifest_free(out);
+	json_decref(merged);
+	json_decref(list);
+	json_decref(before);
+	for (i = 0; i < 3; i++)
+		json_decref(s[i]);
+	fixture_done(&f);
+}
+
 static void test_refusals(void **state)
 {
 	struct fixture f;
@@ -1053,7 +1236,7 @@ int main(void)
 	        cmocka_unit_test(test_recompute),       cmocka_unit_test(test_v3_row_ids),
 	        cmocka_unit_test(test_partitioned),     cmocka_unit_test(test_refusals),
 	        cmocka_unit_test(test_replace),         cmocka_unit_test(test_alloc_failures),
-	        cmocka_unit_test(test_rewrite_in_part),
+	        cmocka_unit_test(test_rewrite_in_part), cmocka_unit_test(test_merge),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
