@@ -75,6 +75,7 @@
 #include "iceberg/entry.h"
 #include "uuid.h"
 #include "iceberg/reachable.h"
+#include "maintain_int.h"
 #include "tablemeta.h"
 
 static int nomem(struct fl_err *err)
@@ -570,29 +571,7 @@ out:
 #define DEFAULT_TARGET_FILE_BYTES ((json_int_t)512 << 20)
 #define MAX_MANIFEST_READ ((size_t)64 << 20)
 
-/* write.target-file-size-bytes, or the default when absent. */
-static int target_bytes(const json_t *meta, const char *table, json_int_t *out, struct fl_err *err)
-{
-	const char *s = json_string_value(json_object_get(json_object_get(meta, "properties"),
-	                                                  "write.target-file-size-bytes"));
-	char *end = NULL;
-	long long v;
-
-	*out = DEFAULT_TARGET_FILE_BYTES;
-	if (s == NULL)
-		return 0;
-	v = strtoll(s, &end, 10);
-	if (end == s || *end != '\0' || v <= 0)
-		return fl_err_set(
-		        err, FL_ERR_BAD_REQUEST,
-		        "table %s: write.target-file-size-bytes '%.40s' is not a positive "
-		        "integer",
-		        table, s);
-	*out = (json_int_t)v;
-	return 0;
-}
-
-static const json_t *by_id(const json_t *arr, const char *key, json_int_t id)
+const json_t *cat_mt_by_id(const json_t *arr, const char *key, json_int_t id)
 {
 	size_t i;
 	const json_t *s;
@@ -605,13 +584,33 @@ static const json_t *by_id(const json_t *arr, const char *key, json_int_t id)
 	return NULL;
 }
 
-static const json_t *current_snapshot(const json_t *meta)
+const json_t *cat_mt_head(const json_t *meta)
 {
 	const json_t *id = json_object_get(meta, "current-snapshot-id");
 
 	if (!json_is_integer(id) || json_integer_value(id) == -1)
 		return NULL;
-	return by_id(json_object_get(meta, "snapshots"), "snapshot-id", json_integer_value(id));
+	return cat_mt_by_id(json_object_get(meta, "snapshots"), "snapshot-id",
+	                    json_integer_value(id));
+}
+
+int cat_mt_int_prop(const json_t *meta, const char *table, const char *key, json_int_t dflt,
+                    json_int_t *out, struct fl_err *err)
+{
+	const char *s =
+	        json_string_value(json_object_get(json_object_get(meta, "properties"), key));
+	char *end = NULL;
+	long long v;
+
+	*out = dflt;
+	if (s == NULL)
+		return 0;
+	v = strtoll(s, &end, 10);
+	if (end == s || *end != '\0' || v <= 0)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "table %s: %s '%.40s' is not a positive integer", table, key, s);
+	*out = (json_int_t)v;
+	return 0;
 }
 
 struct compact {
@@ -699,7 +698,8 @@ static int delete_fields(json_t *f, const json_t *df)
 /* Whether the partition spec spec_id of the metadata has no fields. */
 static bool spec_unpartitioned(const json_t *meta, json_int_t spec_id)
 {
-	const json_t *spec = by_id(json_object_get(meta, "partition-specs"), "spec-id", spec_id);
+	const json_t *spec =
+	        cat_mt_by_id(json_object_get(meta, "partition-specs"), "spec-id", spec_id);
 
 	return spec != NULL && json_array_size(json_object_get(spec, "fields")) == 0;
 }
@@ -1443,7 +1443,7 @@ static int sort_keys(const struct compact *c, const struct st_parquet_column *co
                      struct fl_err *err)
 {
 	json_int_t id = json_integer_value(json_object_get(c->meta, "default-sort-order-id"));
-	const json_t *order = by_id(json_object_get(c->meta, "sort-orders"), "order-id", id);
+	const json_t *order = cat_mt_by_id(json_object_get(c->meta, "sort-orders"), "order-id", id);
 	const json_t *fields = json_object_get(order, "fields"), *f;
 	size_t i, k = 0;
 
@@ -1765,7 +1765,7 @@ static int check_new_deletes(struct compact *c, const json_t *snap, struct fl_er
 static int build_compact(void *arg, const json_t *current, json_t **updates, struct fl_err *err)
 {
 	struct compact *c = arg;
-	const json_t *snap = current_snapshot(current);
+	const json_t *snap = cat_mt_head(current);
 	const char **drop = NULL;
 	json_t *snapshot = NULL;
 	struct st_snapshot_parent parent = {0};
@@ -2048,9 +2048,10 @@ static int compact_setup(struct compact *c, struct fl_err *err)
 	snprintf(c->mdir, len, "%s/metadata", loc);
 	c->spec_id = json_integer_value(json_object_get(c->meta, "default-spec-id"));
 	c->t.format_version = (int)json_integer_value(json_object_get(c->meta, "format-version"));
-	c->t.schema = by_id(json_object_get(c->meta, "schemas"), "schema-id", sid);
+	c->t.schema = cat_mt_by_id(json_object_get(c->meta, "schemas"), "schema-id", sid);
 	c->t.schema_id = (int32_t)sid;
-	c->t.spec = by_id(json_object_get(c->meta, "partition-specs"), "spec-id", c->spec_id);
+	c->t.spec =
+	        cat_mt_by_id(json_object_get(c->meta, "partition-specs"), "spec-id", c->spec_id);
 	c->t.spec_id = (int32_t)c->spec_id;
 	c->t.metadata_dir = c->mdir;
 	c->t.io = c->io;
@@ -2179,12 +2180,13 @@ int cat_maintain_compact(struct cat_db *db, const struct cat_warehouse *wh, cons
 		goto out;
 	}
 	if (load_meta(db, wh, ns, name, &mloc, &c.meta, err) != 0 ||
-	    target_bytes(c.meta, tbuf, &c.target, err) != 0)
+	    cat_mt_int_prop(c.meta, tbuf, "write.target-file-size-bytes", DEFAULT_TARGET_FILE_BYTES,
+	                    &c.target, err) != 0)
 		goto out;
 	c.threshold = c.target / 4 * 3;
 	if (compact_setup(&c, err) != 0)
 		goto out;
-	snap = current_snapshot(c.meta);
+	snap = cat_mt_head(c.meta);
 	if (snap != NULL) {
 		const char *luri = json_string_value(json_object_get(snap, "manifest-list"));
 

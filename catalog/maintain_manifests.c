@@ -33,6 +33,7 @@
 #include "avro/reader.h"
 #include "clock.h"
 #include "iceberg/snapshot.h"
+#include "maintain_int.h"
 
 #define DEFAULT_TARGET_MANIFEST_BYTES ((json_int_t)8 << 20)
 #define DEFAULT_MIN_COUNT_TO_MERGE 100
@@ -59,48 +60,6 @@ struct mrun {
 static int nomem(struct fl_err *err)
 {
 	return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-}
-
-static const json_t *by_id(const json_t *arr, const char *key, json_int_t id)
-{
-	size_t i;
-	const json_t *s;
-
-	json_array_foreach(arr, i, s)
-	{
-		if (json_integer_value(json_object_get(s, key)) == id)
-			return s;
-	}
-	return NULL;
-}
-
-static const json_t *head(const json_t *meta)
-{
-	const json_t *id = json_object_get(meta, "current-snapshot-id");
-
-	if (!json_is_integer(id) || json_integer_value(id) == -1)
-		return NULL;
-	return by_id(json_object_get(meta, "snapshots"), "snapshot-id", json_integer_value(id));
-}
-
-/* A positive integer table property, or dflt when absent. */
-static int int_prop(const json_t *meta, const char *table, const char *key, json_int_t dflt,
-                    json_int_t *out, struct fl_err *err)
-{
-	const char *s =
-	        json_string_value(json_object_get(json_object_get(meta, "properties"), key));
-	char *end = NULL;
-	long long v;
-
-	*out = dflt;
-	if (s == NULL)
-		return 0;
-	v = strtoll(s, &end, 10);
-	if (end == s || *end != '\0' || v <= 0)
-		return fl_err_set(err, FL_ERR_BAD_REQUEST,
-		                  "table %s: %s '%.40s' is not a positive integer", table, key, s);
-	*out = (json_int_t)v;
-	return 0;
 }
 
 static void merged_free(struct mrun *m)
@@ -249,9 +208,9 @@ static int table_of(const struct mrun *m, json_int_t spec_id, struct st_snapshot
 
 	memset(t, 0, sizeof(*t));
 	t->format_version = (int)json_integer_value(json_object_get(m->meta, "format-version"));
-	t->schema = by_id(json_object_get(m->meta, "schemas"), "schema-id", sid);
+	t->schema = cat_mt_by_id(json_object_get(m->meta, "schemas"), "schema-id", sid);
 	t->schema_id = (int32_t)sid;
-	t->spec = by_id(json_object_get(m->meta, "partition-specs"), "spec-id", spec_id);
+	t->spec = cat_mt_by_id(json_object_get(m->meta, "partition-specs"), "spec-id", spec_id);
 	t->spec_id = (int32_t)spec_id;
 	t->metadata_dir = m->mdir;
 	t->io = m->io;
@@ -314,7 +273,7 @@ out:
 static int build(void *arg, const json_t *current, json_t **updates, struct fl_err *err)
 {
 	struct mrun *m = arg;
-	const json_t *snap = head(current);
+	const json_t *snap = cat_mt_head(current);
 	const char **drop = NULL;
 	json_t *snapshot = NULL, *extra = NULL, *bin, *rec;
 	struct st_snapshot_parent parent = {0};
@@ -349,7 +308,7 @@ static int build(void *arg, const json_t *current, json_t **updates, struct fl_e
 	parent.summary = json_object_get(snap, "summary");
 	/* manifests-kept counts the current list, appends since the plan too. */
 	if (parent.snapshot_id ==
-	    json_integer_value(json_object_get(head(m->meta), "snapshot-id"))) {
+	    json_integer_value(json_object_get(cat_mt_head(m->meta), "snapshot-id"))) {
 		listed = (json_int_t)json_array_size(m->list);
 	} else {
 		json_t *cur = NULL;
@@ -438,12 +397,12 @@ static int load_and_plan(struct cat_db *db, const struct cat_warehouse *wh, cons
 	free(text);
 	if (m->meta == NULL)
 		return fl_err_set(err, FL_ERR_INTERNAL, "stored metadata is not JSON");
-	if (int_prop(m->meta, m->table, "commit.manifest.target-size-bytes",
-	             DEFAULT_TARGET_MANIFEST_BYTES, &m->target, err) != 0 ||
-	    int_prop(m->meta, m->table, "commit.manifest.min-count-to-merge",
-	             DEFAULT_MIN_COUNT_TO_MERGE, &m->min_count, err) != 0)
+	if (cat_mt_int_prop(m->meta, m->table, "commit.manifest.target-size-bytes",
+	                    DEFAULT_TARGET_MANIFEST_BYTES, &m->target, err) != 0 ||
+	    cat_mt_int_prop(m->meta, m->table, "commit.manifest.min-count-to-merge",
+	                    DEFAULT_MIN_COUNT_TO_MERGE, &m->min_count, err) != 0)
 		return -1;
-	snap = head(m->meta);
+	snap = cat_mt_head(m->meta);
 	if (snap == NULL) {
 		m->list = json_array();
 		m->bins = json_array();
