@@ -11,7 +11,9 @@
 // - a property test over random histories (appends, tags, deletes of whole
 //   manifests, random retention): after expiry every file any remaining
 //   snapshot reaches still exists, and everything expiry deleted was reached
-//   only by removed snapshots.
+//   only by removed snapshots; and for orphans, over the same histories plus
+//   strays of random ages, nothing referenced and nothing younger than the
+//   grace is deleted, and every older stray is.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -209,6 +211,28 @@ function rng(seed) {
   };
 }
 
+// A random history on table name: appends, tags of random snapshots, and
+// commits that drop random manifests, with pauses that age some snapshots.
+async function randomHistory(name, rand) {
+  let next = 0;
+  const steps = 6 + Math.floor(rand() * 5);
+  for (let s = 0; s < steps; s++) {
+    const meta = (await loadTable(ctx, name)).metadata;
+    const x = rand();
+    if (x < 0.6 || !currentSnapshot(meta)) {
+      await append(name, [next++, next++]);
+    } else if (x < 0.8) {
+      const snaps = meta.snapshots;
+      await tag(name, `t${s}`, snaps[Math.floor(rand() * snaps.length)]['snapshot-id']);
+    } else {
+      const drops = meta.snapshots.length > 0 ? Array.from({ length: 64 }, () => rand() < 0.4) : [];
+      let k = 0;
+      await dropManifests(name, meta, () => drops[k++ % 64]);
+    }
+    if (rand() < 0.3) await new Promise((r) => setTimeout(r, 300));
+  }
+}
+
 const seeds = process.env.FLOE_TEST_SEED ? [Number(process.env.FLOE_TEST_SEED)]
   : Array.from({ length: Number(process.env.FLOE_TEST_SEED_COUNT ?? 3) }, (_, i) => 1000 + i);
 
@@ -220,23 +244,7 @@ for (const seed of seeds) {
       'history.expire.max-snapshot-age-ms': String(1 + Math.floor(rand() * 3) * 400),
       'history.expire.min-snapshots-to-keep': String(1 + Math.floor(rand() * 3)),
     });
-    let next = 0;
-    const steps = 6 + Math.floor(rand() * 5);
-    for (let s = 0; s < steps; s++) {
-      const meta = (await loadTable(ctx, name)).metadata;
-      const x = rand();
-      if (x < 0.6 || !currentSnapshot(meta)) {
-        await append(name, [next++, next++]);
-      } else if (x < 0.8) {
-        const snaps = meta.snapshots;
-        await tag(name, `t${s}`, snaps[Math.floor(rand() * snaps.length)]['snapshot-id']);
-      } else {
-        const drops = meta.snapshots.length > 0 ? Array.from({ length: 64 }, () => rand() < 0.4) : [];
-        let k = 0;
-        await dropManifests(name, meta, () => drops[k++ % 64]);
-      }
-      if (rand() < 0.3) await new Promise((r) => setTimeout(r, 300));
-    }
+    await randomHistory(name, rand);
     let meta = (await loadTable(ctx, name)).metadata;
     const before = new Map(meta.snapshots.map((s) => [String(s['snapshot-id']), reached(s)]));
     const headRows = await rows(currentSnapshot(meta));
@@ -264,5 +272,52 @@ for (const seed of seeds) {
     assert.equal(res.lines[0]['files-removed'], gone.size, res.stdout);
     assert.equal(res.lines[0]['snapshots-removed'], before.size - keptIds.size);
     assert.deepEqual(await rows(currentSnapshot(meta)), headRows);
+  });
+}
+
+for (const seed of seeds) {
+  test(`orphans property (seed ${seed}): no referenced or young file is ever deleted, every old stray is`, async () => {
+    const rand = rng(seed + 7919);
+    const name = `oprop_${seed}`;
+    await createTable(ctx, name, fields, { 'history.expire.min-snapshots-to-keep': '1' });
+    await randomHistory(name, rand);
+    if (rand() < 0.5) {
+      const count = (await loadTable(ctx, name)).metadata.snapshots.length;
+      const ex = maintain(name, ['expire']);
+      assert.equal(ex.code, 0, ex.stderr);
+      // Committed in another process: wait for the server's cache (NOTIFY).
+      for (let i = 0; Number(ex.lines[0]['snapshots-removed']) > 0 && i < 200; i++) {
+        if ((await loadTable(ctx, name)).metadata.snapshots.length < count) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+    const res0 = await loadTable(ctx, name);
+    const meta = res0.metadata;
+    const loc = localPath(meta.location);
+    // Everything the table references, made old: age alone must not doom it.
+    const refs = new Set([res0['metadata-location'], ...meta['metadata-log'].map((e) => e['metadata-file'])]);
+    for (const snap of meta.snapshots) for (const f of reached(snap)) refs.add(f);
+    const old = Date.now() / 1000 - 30 * 86400;
+    for (const f of refs) fs.utimesSync(localPath(f), old, old);
+    // Strays of random ages around the default grace (P3D), in data/ and metadata/.
+    const strays = [];
+    const n = 3 + Math.floor(rand() * 6);
+    for (let i = 0; i < n; i++) {
+      const rel = `${rand() < 0.5 ? 'data' : 'metadata'}/stray-${seed}-${i}.${rand() < 0.5 ? 'parquet' : 'avro'}`;
+      const p = path.join(loc, rel);
+      const age = rand() < 0.5 ? 3 * 86400 + 600 + Math.floor(rand() * 10 * 86400) : Math.floor(rand() * (3 * 86400 - 600));
+      fs.mkdirSync(path.dirname(p), { recursive: true });
+      fs.writeFileSync(p, 'stray');
+      const t = Date.now() / 1000 - age;
+      fs.utimesSync(p, t, t);
+      strays.push({ p, oldEnough: age > 3 * 86400 });
+    }
+    const res = maintain(name, ['orphans']);
+    assert.equal(res.code, 0, `${res.stderr}\n${res.stdout}`);
+    for (const f of refs) assert.ok(exists(f), `seed ${seed}: ${f} is referenced but was deleted`);
+    for (const { p, oldEnough } of strays) {
+      assert.equal(fs.existsSync(p), !oldEnough, `seed ${seed}: ${p} (${oldEnough ? 'older' : 'younger'} than the grace)`);
+    }
+    assert.equal(res.lines[0]['files-removed'], strays.filter((x) => x.oldEnough).length, res.stdout);
   });
 }
