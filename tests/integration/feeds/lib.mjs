@@ -47,8 +47,18 @@ export function ledger(dbUrl, feed) {
   }) : [];
 }
 
-export const waitLedger = (dbUrl, feed, n, what) => waitFor(() => ledger(dbUrl, feed).length >= n,
-  { timeoutMs: 30000, intervalMs: 200, what: what ?? `${n} objects in the ledger of ${feed}` });
+// Waits until n objects are in feed's ledger; timeoutMs grows with the
+// backlog a test builds up (e.g. the crash test's 50 kills).
+export async function waitLedger(dbUrl, feed, n, what, timeoutMs = 30000) {
+  let have = 0;
+  try {
+    await waitFor(() => (have = ledger(dbUrl, feed).length) >= n,
+      { timeoutMs, intervalMs: 200, what: what ?? `${n} objects in the ledger of ${feed}` });
+  } catch (e) {
+    e.message += ` (${have} of ${n} in the ledger)`;
+    throw e;
+  }
+}
 
 // CSV text of ids [from, to) with a string column.
 export function csv(from, to) {

@@ -6,9 +6,21 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import zlib from 'node:zlib';
 import { currentSnapshot, localPath, readAvro, duck, sqlStr } from '../ingest/lib.mjs';
 import { decodeAvro, encodeAvro } from './lib.mjs';
+
+// CRC-32 (IEEE, as zlib): node's zlib.crc32 is missing before 20.15 and
+// Debian 12's node is 18.
+const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+function crc32(buf) {
+  let c = 0xffffffff;
+  for (const b of buf) c = CRC_TABLE[(c ^ b) & 0xff] ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
 
 // The live entries of a snapshot with their data sequence number and (data
 // files of v3) inherited first_row_id (spec "First Row ID Inheritance").
@@ -124,7 +136,7 @@ function dvBlob(positions) {
   const len = Buffer.alloc(4);
   len.writeUInt32BE(body.length);
   const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(zlib.crc32(body));
+  crc.writeUInt32BE(crc32(body));
   return Buffer.concat([len, body, crc]);
 }
 
