@@ -36,6 +36,13 @@ const struct srv_route srv_routes[] = {
 	/* The table is found by the object the body names; the handler checks the caller's access to it. */
 	{"POST",   "/v1/aws/s3/sign",                                srv_h_s3_sign,           SRV_PRIV_AUTHENTICATED,    false},
 	{"POST",   "/v1/{prefix}/tables/rename",                     srv_h_tbl_rename,        SRV_PRIV_TABLE_WRITE,      true},
+	{"GET",    "/v1/{prefix}/namespaces/{namespace}/views",      srv_h_view_list,         SRV_PRIV_NAMESPACE_READ,   true},
+	{"POST",   "/v1/{prefix}/namespaces/{namespace}/views",      srv_h_view_create,       SRV_PRIV_TABLE_CREATE,     true},
+	{"GET",    "/v1/{prefix}/namespaces/{namespace}/views/{view}", srv_h_view_load,       SRV_PRIV_TABLE_READ,       true},
+	{"HEAD",   "/v1/{prefix}/namespaces/{namespace}/views/{view}", srv_h_view_exists,     SRV_PRIV_TABLE_READ,       true},
+	{"POST",   "/v1/{prefix}/namespaces/{namespace}/views/{view}", srv_h_view_commit,     SRV_PRIV_TABLE_WRITE,      true},
+	{"DELETE", "/v1/{prefix}/namespaces/{namespace}/views/{view}", srv_h_view_drop,       SRV_PRIV_TABLE_DROP,       true},
+	{"POST",   "/v1/{prefix}/views/rename",                      srv_h_view_rename,       SRV_PRIV_TABLE_WRITE,      true},
 	{"POST",   "/v1/{prefix}/transactions/commit",               srv_h_transactions,      SRV_PRIV_TABLE_WRITE,      true},
 	{"GET",    "/management/v1/warehouses",                      srv_h_wh_list,           SRV_PRIV_WAREHOUSE_ADMIN,  false},
 	{"POST",   "/management/v1/warehouses",                      srv_h_wh_create,         SRV_PRIV_WAREHOUSE_ADMIN,  false},

@@ -1,0 +1,38 @@
+/* commit_int.h - the helpers of commit.c that the view commit (view.c)
+ * shares: default locations and the create-exclusive, fsynced metadata
+ * file write with its undo list. */
+#ifndef CAT_COMMIT_INT_H
+#define CAT_COMMIT_INT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "catalog.h"
+#include "io/io.h"
+
+/* Files written by this call, deleted again when the transaction is
+ * definitely not committed. */
+struct cat_written {
+	struct st_io *io;
+	char **paths;
+	int n;
+};
+
+/* <warehouse location>/<namespace levels…>/<name>, each segment escaped;
+ * malloc'd, NULL when out of memory. */
+char *cat_default_location(const struct cat_warehouse *wh, const struct cat_ns *ns,
+                           const char *name);
+
+/* Writes meta as <location>/metadata/<version>-<uuid>.metadata.json (or
+ * under write.metadata.path), create-exclusive and fsynced, and records it
+ * in w; on success *path and *text are malloc'd, on failure both are left
+ * untouched. */
+int cat_write_metadata(const json_t *meta, int64_t version, struct cat_written *w, char **path,
+                       char **text, struct fl_err *err) FL_MUST_CHECK;
+
+/* Forgets the files of w, deleting them first when remove is set (best
+ * effort: an orphan metadata file is harmless). */
+void cat_written_done(struct cat_written *w, bool remove);
+
+#endif
