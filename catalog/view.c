@@ -4,7 +4,9 @@
  * metadata file <location>/metadata/<NNNNN>-<uuid>.metadata.json is written
  * create-exclusive and fsynced before the row's pointer moves, the pointer
  * moves by compare-and-swap on the row version under the row lock, and a
- * definite failure deletes the file again.  The metadata itself is built by
+ * definite failure deletes the file again.  A view's location obeys the
+ * table rules (inside the warehouse, overlapping no other location), so a
+ * request cannot make the server write elsewhere.  The metadata itself is built by
  * meta/view.c (viewmeta.h). */
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,27 @@
 #include "json.h"
 #include "uuid.h"
 #include "viewmeta.h"
+
+/* FL_ERR_ALREADY_EXISTS when a table or a view has the name (judged before
+ * the location, which would otherwise be refused as overlapping theirs). */
+static int name_free(struct cat_conn *c, const struct cat_warehouse *wh, const struct cat_ns *ns,
+                     const char *nsid, const char *name, struct fl_err *err)
+{
+	struct cat_row row = {0};
+	char buf[300];
+	int table = cat_row_lock(c, wh->id, ns, name, &row, err), view = 0;
+
+	cat_row_free(&row);
+	if (table == 0)
+		view = cat_view_exists(c, nsid, name, err);
+	if (table < 0 || view < 0)
+		return -1;
+	if (table > 0 || view > 0)
+		return fl_err_set(err, FL_ERR_ALREADY_EXISTS, "%s %s.%.200s already exists",
+		                  table > 0 ? "table" : "view", cat_ns_str(ns, buf, sizeof(buf)),
+		                  name);
+	return 0;
+}
 
 int cat_view_create(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
                     const struct cat_ns *ns, const json_t *req, char **metadata_location,
@@ -52,7 +75,12 @@ int cat_view_create(struct cat_db *db, struct cat_tx *tx, const struct cat_wareh
 		json_decref(meta);
 		return -1;
 	}
-	if (cat_namespace_id(sc.c, wh->id, ns, nsid, sizeof(nsid), err) != 0 ||
+	/* Serialize with other creates in the warehouse before looking for the
+	 * name, so that a racing create finds the winner and answers 409. */
+	if (cat_warehouse_lock(sc.c, wh->id, err) != 0 ||
+	    cat_namespace_id(sc.c, wh->id, ns, nsid, sizeof(nsid), err) != 0 ||
+	    name_free(sc.c, wh, ns, nsid, name, err) != 0 ||
+	    cat_location_check(sc.c, wh, location, NULL, err) != 0 ||
 	    cat_write_metadata(meta, 0, &w, &path, &text, err) != 0 ||
 	    cat_view_row_insert(sc.c, wh->id, nsid, uuid, name, location, path, text, err) != 0)
 		goto out;
@@ -103,6 +131,7 @@ int cat_view_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_wareh
                     struct cat_change *ch, const struct cat_limits *lim, struct fl_err *err)
 {
 	char *path = NULL, *text = NULL;
+	const char *location;
 	struct cat_written w = {.io = wh->io};
 	struct cat_row row = {0};
 	json_t *base = NULL, *meta = NULL;
@@ -124,10 +153,14 @@ int cat_view_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_wareh
 		goto out;
 	}
 	if (cat_viewmeta_check_requirements(base, ch->requirements, err) != 0 ||
-	    cat_viewmeta_apply(base, ch->updates, &meta, err) != 0 ||
-	    cat_write_metadata(meta, row.version + 1, &w, &path, &text, err) != 0 ||
-	    cat_view_row_move(sc.c, row.id, row.version, path, text,
-	                      json_string_value(json_object_get(meta, "location")), err) != 0)
+	    cat_viewmeta_apply(base, ch->updates, &meta, err) != 0)
+		goto out;
+	location = json_string_value(json_object_get(meta, "location"));
+	if ((location == NULL || strcmp(location, row.location) != 0) &&
+	    cat_location_check(sc.c, wh, location ? location : "", row.id, err) != 0)
+		goto out;
+	if (cat_write_metadata(meta, row.version + 1, &w, &path, &text, err) != 0 ||
+	    cat_view_row_move(sc.c, row.id, row.version, path, text, location, err) != 0)
 		goto out;
 	ch->metadata_location = path;
 	ch->metadata = text;

@@ -151,6 +151,11 @@ test('bad inputs are 400 in the error model, naming the problem', async () => {
   assertError(await post(viewPath(NS, 'v1'), { updates: [{ action: 'upgrade-format-version', 'format-version': 2 }] }),
     400, 'BadRequestException', 'format version');
   assertError(await post(`${c.p}/views/rename`, { source: { namespace: NS, name: 'v1' } }), 400, 'BadRequestException', 'destination');
+  // A view's location obeys the table rules: the server never writes outside the warehouse.
+  assertError(await post(`${c.p}/namespaces/vw/views`, viewBody('x', { location: 'file:///tmp/elsewhere/x' })),
+    400, 'BadRequestException', 'inside the warehouse');
+  assertError(await post(viewPath(NS, 'v1'), { updates: [{ action: 'set-location', location: 'file:///tmp/elsewhere/v1' }] }),
+    400, 'BadRequestException', 'inside the warehouse');
   assert.equal((await call(c.base, 'GET', viewPath(NS, 'x'))).status, 404, 'no view was created by a bad request');
 });
 
@@ -204,4 +209,10 @@ test('Idempotency-Key replays a view create instead of answering 409', async () 
   const again = await call(c.base, 'POST', `${c.p}/namespaces/vw/views`, { body, headers: { 'Idempotency-Key': key }, expect: 200 });
   assert.equal(again.headers['idempotent-replayed'], 'true');
   assert.equal(again.text, first.text);
+});
+
+test('concurrent creates of one name: one 200, the others 409 AlreadyExists', async () => {
+  const all = await Promise.all([0, 1, 2, 3].map(() => call(c.base, 'POST', `${c.p}/namespaces/vw/views`, { body: viewBody('race') })));
+  assert.deepEqual(all.map((r) => r.status).sort(), [200, 409, 409, 409], all.map((r) => r.text).join('\n'));
+  for (const r of all.filter((x) => x.status === 409)) assertError(r, 409, 'AlreadyExistsException', 'race');
 });
