@@ -88,6 +88,19 @@ fail:
 	return NULL;
 }
 
+char *cat_create_location(const struct cat_warehouse *wh, const struct cat_ns *ns, const char *name,
+                          const char *given)
+{
+	size_t n;
+
+	if (given == NULL || given[0] == '\0')
+		return cat_default_location(wh, ns, name);
+	n = strlen(given);
+	while (n > 0 && given[n - 1] == '/')
+		n--;
+	return strndup(given, n);
+}
+
 /* The file name of metadata version `version` of a table. */
 static char *metadata_file(const json_t *meta, int64_t version)
 {
@@ -241,15 +254,7 @@ int cat_table_create(struct cat_db *db, struct cat_tx *tx, const struct cat_ware
 	bool ok = false;
 	int found;
 
-	if (given != NULL && given[0] != '\0') {
-		size_t n = strlen(given);
-
-		while (n > 0 && given[n - 1] == '/')
-			n--;
-		location = strndup(given, n);
-	} else {
-		location = cat_default_location(wh, ns, name);
-	}
+	location = cat_create_location(wh, ns, name, given);
 	if (location == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	if (cat_scope_begin(db, tx, !stage, &sc, err) != 0) {

@@ -24,6 +24,12 @@ struct cat_written {
 char *cat_default_location(const struct cat_warehouse *wh, const struct cat_ns *ns,
                            const char *name);
 
+/* The location of a new table or view: given without trailing slashes, or
+ * the default when given is NULL or empty; malloc'd, NULL when out of
+ * memory. */
+char *cat_create_location(const struct cat_warehouse *wh, const struct cat_ns *ns, const char *name,
+                          const char *given);
+
 /* Writes meta as <location>/metadata/<version>-<uuid>.metadata.json (or
  * under write.metadata.path), create-exclusive and fsynced, and records it
  * in w; on success *path and *text are malloc'd, on failure both are left

@@ -53,15 +53,7 @@ int cat_view_create(struct cat_db *db, struct cat_tx *tx, const struct cat_wareh
 
 	if (name == NULL)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "CreateViewRequest: name is required");
-	if (given != NULL && given[0] != '\0') {
-		size_t n = strlen(given);
-
-		while (n > 0 && given[n - 1] == '/')
-			n--;
-		location = strndup(given, n);
-	} else {
-		location = cat_default_location(wh, ns, name);
-	}
+	location = cat_create_location(wh, ns, name, given);
 	if (location == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	fl_uuid_v4(uuid);

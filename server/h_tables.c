@@ -243,7 +243,7 @@ static int path_names(struct srv_req *r, struct cat_ns *ns, const char **wh, str
 	return srv_warehouse_name(r, wh, err);
 }
 
-int srv_h_tbl_list(struct srv_req *r, struct fl_err *err)
+int srv_list_entries(struct srv_req *r, bool views, struct fl_err *err)
 {
 	const char *token = NULL, *size = NULL;
 	struct cat_warehouse wh;
@@ -258,7 +258,8 @@ int srv_h_tbl_list(struct srv_req *r, struct fl_err *err)
 		return -1;
 	if (token != NULL && token[0] == '\0')
 		token = NULL;
-	if (cat_table_list(r->ctx->db, r->tx, wh.id, &ns, token, page, &out, err) != 0)
+	if ((views ? cat_view_list : cat_table_list)(r->ctx->db, r->tx, wh.id, &ns, token, page,
+	                                             &out, err) != 0)
 		return -1;
 	srv_auth_filter(r, wh.name, json_object_get(out, "identifiers"), true);
 	if (json_is_null(json_object_get(out, "next-page-token")))
@@ -266,6 +267,11 @@ int srv_h_tbl_list(struct srv_req *r, struct fl_err *err)
 	rc = srv_reply_ok(r, out);
 	json_decref(out);
 	return rc == 0 ? 0 : nomem(err);
+}
+
+int srv_h_tbl_list(struct srv_req *r, struct fl_err *err)
+{
+	return srv_list_entries(r, false, err);
 }
 
 int srv_h_tbl_create(struct srv_req *r, struct fl_err *err)
@@ -457,7 +463,7 @@ int srv_identifier(struct srv_req *r, const json_t *id, const char *what, struct
 	return 0;
 }
 
-int srv_h_tbl_rename(struct srv_req *r, struct fl_err *err)
+int srv_rename_entry(struct srv_req *r, bool views, struct fl_err *err)
 {
 	static const char what[] = "RenameTableRequest";
 	json_t *body, *src = NULL, *dst = NULL;
@@ -473,9 +479,15 @@ int srv_h_tbl_rename(struct srv_req *r, struct fl_err *err)
 	    srv_warehouse(r, &wh, err) != 0 ||
 	    srv_authorize(r, SRV_PRIV_TABLE_WRITE, wh.name, &sns, sname, err) != 0 ||
 	    srv_authorize(r, SRV_PRIV_TABLE_CREATE, wh.name, &dns, NULL, err) != 0 ||
-	    cat_table_rename(r->ctx->db, r->tx, wh.id, &sns, sname, &dns, dname, err) != 0)
+	    (views ? cat_view_rename : cat_table_rename)(r->ctx->db, r->tx, wh.id, &sns, sname,
+	                                                 &dns, dname, err) != 0)
 		return -1;
 	return srv_reply_no_content(r) == 0 ? 0 : nomem(err);
+}
+
+int srv_h_tbl_rename(struct srv_req *r, struct fl_err *err)
+{
+	return srv_rename_entry(r, false, err);
 }
 
 int srv_h_tbl_metrics(struct srv_req *r, struct fl_err *err)

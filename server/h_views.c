@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth.h"
 #include "handlers.h"
 #include "json.h"
 #include "reply.h"
@@ -54,27 +53,7 @@ out:
 
 int srv_h_view_list(struct srv_req *r, struct fl_err *err)
 {
-	const char *token = NULL, *size = NULL;
-	struct cat_warehouse wh;
-	struct cat_ns ns;
-	long page = (long)r->ctx->cfg->max_page_size;
-	json_t *out;
-	int rc;
-
-	if (srv_query(r, "pageToken", &token, err) != 0 ||
-	    srv_query(r, "pageSize", &size, err) != 0 || srv_page_size(r, size, &page, err) != 0 ||
-	    path_view(r, &wh, &ns, err) != 0)
-		return -1;
-	if (token != NULL && token[0] == '\0')
-		token = NULL;
-	if (cat_view_list(r->ctx->db, r->tx, wh.id, &ns, token, page, &out, err) != 0)
-		return -1;
-	srv_auth_filter(r, wh.name, json_object_get(out, "identifiers"), true);
-	if (json_is_null(json_object_get(out, "next-page-token")))
-		json_object_del(out, "next-page-token");
-	rc = srv_reply_ok(r, out);
-	json_decref(out);
-	return rc == 0 ? 0 : nomem(err);
+	return srv_list_entries(r, true, err);
 }
 
 int srv_h_view_create(struct srv_req *r, struct fl_err *err)
@@ -107,26 +86,31 @@ int srv_h_view_create(struct srv_req *r, struct fl_err *err)
 	return reply_view(r, mloc, meta, err);
 }
 
-int srv_h_view_load(struct srv_req *r, struct fl_err *err)
+/* The path's view: its metadata location and text (malloc'd). */
+static int load(struct srv_req *r, char **mloc, char **meta, struct fl_err *err)
 {
 	struct cat_warehouse wh;
 	struct cat_ns ns;
+
+	if (path_view(r, &wh, &ns, err) != 0)
+		return -1;
+	return cat_view_load(r->ctx->db, r->tx, wh.id, &ns, r->table, mloc, meta, err);
+}
+
+int srv_h_view_load(struct srv_req *r, struct fl_err *err)
+{
 	char *mloc = NULL, *meta = NULL;
 
-	if (path_view(r, &wh, &ns, err) != 0 ||
-	    cat_view_load(r->ctx->db, r->tx, wh.id, &ns, r->table, &mloc, &meta, err) != 0)
+	if (load(r, &mloc, &meta, err) != 0)
 		return -1;
 	return reply_view(r, mloc, meta, err);
 }
 
 int srv_h_view_exists(struct srv_req *r, struct fl_err *err)
 {
-	struct cat_warehouse wh;
-	struct cat_ns ns;
 	char *mloc = NULL, *meta = NULL;
 
-	if (path_view(r, &wh, &ns, err) != 0 ||
-	    cat_view_load(r->ctx->db, r->tx, wh.id, &ns, r->table, &mloc, &meta, err) != 0)
+	if (load(r, &mloc, &meta, err) != 0)
 		return -1;
 	free(mloc);
 	free(meta);
@@ -176,21 +160,5 @@ int srv_h_view_drop(struct srv_req *r, struct fl_err *err)
 
 int srv_h_view_rename(struct srv_req *r, struct fl_err *err)
 {
-	static const char what[] = "RenameTableRequest";
-	json_t *body, *src = NULL, *dst = NULL;
-	struct cat_ns sns, dns;
-	const char *sname, *dname;
-	struct cat_warehouse wh;
-
-	if (srv_body_json(r, &body, err) != 0 ||
-	    fl_json_get_obj(body, "source", true, what, &src, err) != 0 ||
-	    fl_json_get_obj(body, "destination", true, what, &dst, err) != 0 ||
-	    srv_identifier(r, src, "source", &sns, &sname, err) != 0 ||
-	    srv_identifier(r, dst, "destination", &dns, &dname, err) != 0 ||
-	    srv_warehouse(r, &wh, err) != 0 ||
-	    srv_authorize(r, SRV_PRIV_TABLE_WRITE, wh.name, &sns, sname, err) != 0 ||
-	    srv_authorize(r, SRV_PRIV_TABLE_CREATE, wh.name, &dns, NULL, err) != 0 ||
-	    cat_view_rename(r->ctx->db, r->tx, wh.id, &sns, sname, &dns, dname, err) != 0)
-		return -1;
-	return srv_reply_no_content(r) == 0 ? 0 : nomem(err);
+	return srv_rename_entry(r, true, err);
 }

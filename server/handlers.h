@@ -102,6 +102,15 @@ int srv_check_name(struct srv_req *r, const char *name, const char *what,
 int srv_identifier(struct srv_req *r, const json_t *id, const char *what, struct cat_ns *ns,
                    const char **name, struct fl_err *err) FL_MUST_CHECK;
 
+/* listTables / listViews (views set): one page of the namespace's names
+ * (h_tables.c). */
+int srv_list_entries(struct srv_req *r, bool views, struct fl_err *err) FL_MUST_CHECK;
+
+/* renameTable / renameView (views set): RenameTableRequest, authorized as
+ * table-write on the source and table-create in the destination namespace
+ * (h_tables.c). */
+int srv_rename_entry(struct srv_req *r, bool views, struct fl_err *err) FL_MUST_CHECK;
+
 /* Splits r->namespace_raw on 0x1F into levels in the arena, checking the
  * identifier limits. */
 int srv_namespace(struct srv_req *r, const char *raw, struct cat_ns *ns,

@@ -267,8 +267,7 @@ int cat_viewmeta_create(const json_t *req, const char *location, const char *uui
 		nomem(err);
 		goto fail;
 	}
-	if (add_version(&b, json_is_object(version) ? copy : version,
-	                "CreateViewRequest view-version", err) != 0 ||
+	if (add_version(&b, copy, "CreateViewRequest view-version", err) != 0 ||
 	    set_current(&b, -1, what, err) != 0 ||
 	    (props != NULL && set_properties(&b, props, "CreateViewRequest properties", err) != 0))
 		goto fail;
