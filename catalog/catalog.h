@@ -344,6 +344,16 @@ int cat_view_create(struct cat_db *db, struct cat_tx *tx, const struct cat_wareh
                     const struct cat_ns *ns, const json_t *req, char **metadata_location,
                     char **metadata, struct fl_err *err) FL_MUST_CHECK;
 
+/* Registers an existing view metadata file (inside the warehouse, at most
+ * lim->max_metadata_bytes, validated) as the view ns.name; the next commit
+ * continues its file numbering.  FL_ERR_ALREADY_EXISTS when a table or view
+ * has the name; FL_ERR_BAD_REQUEST for a missing or invalid file.
+ * *metadata (JSON text) is malloc'd. */
+int cat_view_register(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
+                      const struct cat_ns *ns, const char *name, const char *metadata_location,
+                      const struct cat_limits *lim, char **metadata,
+                      struct fl_err *err) FL_MUST_CHECK;
+
 /* The current metadata location and JSON text of a view, as stored.
  * FL_ERR_NO_SUCH_VIEW / _NAMESPACE on a miss. */
 int cat_view_load(struct cat_db *db, struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns,

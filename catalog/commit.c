@@ -225,9 +225,28 @@ static int no_view(struct cat_conn *c, const char *nsid, const struct cat_ns *ns
 	return n;
 }
 
-/* The version number a metadata file name starts with ("00042-…" → 42), so
- * that the next commit after a register continues the file numbering. */
-static int64_t file_version(const char *location)
+int cat_metadata_read(const struct cat_warehouse *wh, const char *metadata_location,
+                      size_t max_bytes, const char *what, json_t **out, struct fl_err *err)
+{
+	size_t wl = strlen(wh->location), n;
+	char *raw = NULL;
+	int rc;
+
+	if (strncmp(metadata_location, wh->location, wl) != 0 || metadata_location[wl] != '/')
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "%s: metadata-location %.200s is outside the warehouse %.200s",
+		                  what, metadata_location, wh->location);
+	if (st_io_read(wh->io, metadata_location, max_bytes, &raw, &n, err) != 0) {
+		if (err->kind == FL_ERR_NOT_FOUND)
+			err->kind = FL_ERR_BAD_REQUEST;
+		return fl_err_prefix(err, "%s", what);
+	}
+	rc = fl_json_parse(raw, n, 1000, out, err);
+	free(raw);
+	return rc != 0 ? fl_err_prefix(err, "%s: %.150s", what, metadata_location) : 0;
+}
+
+int64_t cat_file_version(const char *location)
 {
 	const char *base = strrchr(location, '/');
 	int64_t v = 0;
@@ -339,8 +358,7 @@ int cat_table_register(struct cat_db *db, struct cat_tx *tx, const struct cat_wa
                        bool overwrite, const struct cat_limits *lim, char **metadata,
                        const char *actor, struct fl_err *err)
 {
-	char nsid[24], id[FL_UUID_STR], tbuf[520], *raw = NULL, *text = NULL;
-	size_t wl = strlen(wh->location), n;
+	char nsid[24], id[FL_UUID_STR], tbuf[520], *text = NULL;
 	struct cat_row row = {0};
 	struct cat_row_stats st;
 	struct cat_scope sc;
@@ -350,23 +368,15 @@ int cat_table_register(struct cat_db *db, struct cat_tx *tx, const struct cat_wa
 	bool ok = false;
 	int found;
 
-	if (strncmp(metadata_location, wh->location, wl) != 0 || metadata_location[wl] != '/')
-		return fl_err_set(err, FL_ERR_BAD_REQUEST,
-		                  "metadata-location %.200s is outside the warehouse %.200s",
-		                  metadata_location, wh->location);
-	if (st_io_read(wh->io, metadata_location, lim->max_metadata_bytes, &raw, &n, err) != 0) {
-		if (err->kind == FL_ERR_NOT_FOUND)
-			err->kind = FL_ERR_BAD_REQUEST;
-		return fl_err_prefix(err, "register-table");
-	}
-	if (fl_json_parse(raw, n, 1000, &meta, err) != 0 || cat_meta_validate(meta, err) != 0) {
-		free(raw);
+	if (cat_metadata_read(wh, metadata_location, lim->max_metadata_bytes, "register-table",
+	                      &meta, err) != 0)
+		return -1;
+	if (cat_meta_validate(meta, err) != 0) {
 		json_decref(meta);
 		return fl_err_prefix(err, "register-table: %.150s", metadata_location);
 	}
-	free(raw);
 	loc = cat_meta_location(meta);
-	fver = file_version(metadata_location);
+	fver = cat_file_version(metadata_location);
 	if (cat_scope_begin(db, tx, true, &sc, err) != 0) {
 		json_decref(meta);
 		return -1;

@@ -37,6 +37,18 @@ char *cat_create_location(const struct cat_warehouse *wh, const struct cat_ns *n
 int cat_write_metadata(const json_t *meta, int64_t version, struct cat_written *w, char **path,
                        char **text, struct fl_err *err) FL_MUST_CHECK;
 
+/* Reads and parses the metadata file at metadata_location, which must lie
+ * inside the warehouse and hold at most max_bytes; a missing file, one
+ * outside the warehouse or not JSON is FL_ERR_BAD_REQUEST prefixed with
+ * `what`.  *out is a new reference. */
+int cat_metadata_read(const struct cat_warehouse *wh, const char *metadata_location,
+                      size_t max_bytes, const char *what, json_t **out,
+                      struct fl_err *err) FL_MUST_CHECK;
+
+/* The version number a metadata file name starts with ("00042-…" → 42), so
+ * that the next commit after a register continues the file numbering. */
+int64_t cat_file_version(const char *location);
+
 /* Forgets the files of w, deleting them first when remove is set (best
  * effort: an orphan metadata file is harmless). */
 void cat_written_done(struct cat_written *w, bool remove);

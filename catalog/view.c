@@ -1,4 +1,5 @@
-/* view.c - the view operations that write metadata: create and commit.
+/* view.c - the view operations that judge metadata: create, register,
+ * load and commit.
  *
  * A view follows the table commit invariant (commit.c, DESIGN §3): its
  * metadata file <location>/metadata/<NNNNN>-<uuid>.metadata.json is written
@@ -74,7 +75,7 @@ int cat_view_create(struct cat_db *db, struct cat_tx *tx, const struct cat_wareh
 	    name_free(sc.c, wh, ns, nsid, name, err) != 0 ||
 	    cat_location_check(sc.c, wh, location, NULL, err) != 0 ||
 	    cat_write_metadata(meta, 0, &w, &path, &text, err) != 0 ||
-	    cat_view_row_insert(sc.c, wh->id, nsid, uuid, name, location, path, text, err) != 0)
+	    cat_view_row_insert(sc.c, wh->id, nsid, uuid, name, location, path, text, 0, err) != 0)
 		goto out;
 	*metadata_location = path;
 	*metadata = text;
@@ -91,6 +92,54 @@ out:
 	free(location);
 	free(path);
 	free(text);
+	return ok ? 0 : -1;
+}
+
+int cat_view_register(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
+                      const struct cat_ns *ns, const char *name, const char *metadata_location,
+                      const struct cat_limits *lim, char **metadata, struct fl_err *err)
+{
+	char nsid[24], id[FL_UUID_STR], *text = NULL;
+	struct cat_scope sc;
+	json_t *meta = NULL;
+	const char *loc;
+	bool ok = false;
+
+	if (cat_metadata_read(wh, metadata_location, lim->max_metadata_bytes, "register-view",
+	                      &meta, err) != 0)
+		return -1;
+	if (cat_viewmeta_validate(meta, err) != 0) {
+		json_decref(meta);
+		return fl_err_prefix(err, "register-view: %.150s", metadata_location);
+	}
+	loc = json_string_value(json_object_get(meta, "location"));
+	text = fl_json_dump(meta, NULL);
+	if (text == NULL) {
+		json_decref(meta);
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	}
+	if (cat_scope_begin(db, tx, true, &sc, err) != 0) {
+		json_decref(meta);
+		free(text);
+		return -1;
+	}
+	fl_uuid_v4(id);
+	if (cat_warehouse_lock(sc.c, wh->id, err) != 0 ||
+	    cat_namespace_id(sc.c, wh->id, ns, nsid, sizeof(nsid), err) != 0 ||
+	    name_free(sc.c, wh, ns, nsid, name, err) != 0 ||
+	    cat_location_check(sc.c, wh, loc, NULL, err) != 0 ||
+	    cat_view_row_insert(sc.c, wh->id, nsid, id, name, loc, metadata_location, text,
+	                        cat_file_version(metadata_location), err) != 0)
+		goto out;
+	ok = true;
+out:
+	if (cat_scope_end(&sc, ok, err) != 0)
+		ok = false;
+	if (ok)
+		*metadata = text;
+	else
+		free(text);
+	json_decref(meta);
 	return ok ? 0 : -1;
 }
 

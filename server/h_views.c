@@ -1,5 +1,5 @@
-/* h_views.c - the Iceberg view routes: list, create, load, exists, replace
- * (commit), drop and rename.
+/* h_views.c - the Iceberg view routes: list, create, register, load,
+ * exists, replace (commit), drop and rename.
  *
  * Views live beside tables (one name space per namespace) and are
  * authorized with the table privileges of the same resource.  Responses are
@@ -95,6 +95,32 @@ static int load(struct srv_req *r, char **mloc, char **meta, struct fl_err *err)
 	if (path_view(r, &wh, &ns, err) != 0)
 		return -1;
 	return cat_view_load(r->ctx->db, r->tx, wh.id, &ns, r->table, mloc, meta, err);
+}
+
+int srv_h_view_register(struct srv_req *r, struct fl_err *err)
+{
+	static const char what[] = "RegisterViewRequest";
+	const char *name = NULL, *mloc = NULL;
+	struct cat_limits lim = {(size_t)r->ctx->cfg->max_commit_updates,
+	                         (size_t)r->ctx->cfg->max_metadata_bytes};
+	struct cat_warehouse wh;
+	struct cat_ns ns;
+	char *meta = NULL, *loc;
+	json_t *body;
+
+	if (srv_body_json(r, &body, err) != 0 ||
+	    fl_json_get_str(body, "name", true, what, &name, err) != 0 ||
+	    fl_json_get_str(body, "metadata-location", true, what, &mloc, err) != 0 ||
+	    srv_check_name(r, name, "view name", err) != 0 || path_view(r, &wh, &ns, err) != 0 ||
+	    srv_warehouse_io(r, &wh, err) != 0 ||
+	    cat_view_register(r->ctx->db, r->tx, &wh, &ns, name, mloc, &lim, &meta, err) != 0)
+		return -1;
+	loc = strdup(mloc);
+	if (loc == NULL) {
+		free(meta);
+		return nomem(err);
+	}
+	return reply_view(r, loc, meta, err);
 }
 
 int srv_h_view_load(struct srv_req *r, struct fl_err *err)

@@ -27,6 +27,7 @@ int srv_h_tbl_rename(struct srv_req *r, struct fl_err *err);
 /* h_views.c: the Iceberg view routes */
 int srv_h_view_list(struct srv_req *r, struct fl_err *err);
 int srv_h_view_create(struct srv_req *r, struct fl_err *err);
+int srv_h_view_register(struct srv_req *r, struct fl_err *err);
 int srv_h_view_load(struct srv_req *r, struct fl_err *err);
 int srv_h_view_exists(struct srv_req *r, struct fl_err *err);
 int srv_h_view_commit(struct srv_req *r, struct fl_err *err);

@@ -38,6 +38,7 @@ const struct srv_route srv_routes[] = {
 	{"POST",   "/v1/{prefix}/tables/rename",                     srv_h_tbl_rename,        SRV_PRIV_TABLE_WRITE,      true},
 	{"GET",    "/v1/{prefix}/namespaces/{namespace}/views",      srv_h_view_list,         SRV_PRIV_NAMESPACE_READ,   true},
 	{"POST",   "/v1/{prefix}/namespaces/{namespace}/views",      srv_h_view_create,       SRV_PRIV_TABLE_CREATE,     true},
+	{"POST",   "/v1/{prefix}/namespaces/{namespace}/register-view", srv_h_view_register,  SRV_PRIV_TABLE_CREATE,     true},
 	{"GET",    "/v1/{prefix}/namespaces/{namespace}/views/{view}", srv_h_view_load,       SRV_PRIV_TABLE_READ,       true},
 	{"HEAD",   "/v1/{prefix}/namespaces/{namespace}/views/{view}", srv_h_view_exists,     SRV_PRIV_TABLE_READ,       true},
 	{"POST",   "/v1/{prefix}/namespaces/{namespace}/views/{view}", srv_h_view_commit,     SRV_PRIV_TABLE_WRITE,      true},

@@ -223,11 +223,12 @@ int cat_view_row_get(struct cat_conn *c, const char *wh_id, const struct cat_ns 
 int cat_view_exists(struct cat_conn *c, const char *ns_id, const char *name,
                     struct fl_err *err) FL_MUST_CHECK;
 
-/* Inserts a new view row (version 0); FL_ERR_ALREADY_EXISTS when the name is
+/* Inserts a new view row at `version` (the number of its metadata file);
+ * FL_ERR_ALREADY_EXISTS when the name is
  * taken by a table or a view. */
 int cat_view_row_insert(struct cat_conn *c, const char *wh_id, const char *ns_id, const char *id,
                         const char *name, const char *location, const char *metadata_location,
-                        const char *metadata, struct fl_err *err) FL_MUST_CHECK;
+                        const char *metadata, int64_t version, struct fl_err *err) FL_MUST_CHECK;
 
 /* Moves a view's pointer from version `expected` to expected + 1 (a
  * compare-and-swap; the caller holds the row lock, so a mismatch is a

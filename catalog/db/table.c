@@ -137,15 +137,19 @@ int cat_row_insert(struct cat_conn *c, const char *wh_id, const char *ns_id, con
 
 int cat_view_row_insert(struct cat_conn *c, const char *wh_id, const char *ns_id, const char *id,
                         const char *name, const char *location, const char *metadata_location,
-                        const char *metadata, struct fl_err *err)
+                        const char *metadata, int64_t version, struct fl_err *err)
 {
-	const char *params[7] = {id, wh_id, ns_id, name, location, metadata_location, metadata};
-	PGresult *r = cat_exec(
+	char v[24];
+	const char *params[8] = {id, wh_id, ns_id, name, location, metadata_location, metadata, v};
+	PGresult *r;
+
+	snprintf(v, sizeof(v), "%lld", (long long)version);
+	r = cat_exec(
 	        c,
 	        "INSERT INTO table_entry (id, warehouse_id, namespace_id, name, kind, location,"
 	        " metadata_location, metadata, version)"
-	        " VALUES ($1, $2, $3::bigint, $4, 'VIEW', $5, $6, $7, 0)",
-	        7, params, err);
+	        " VALUES ($1, $2, $3::bigint, $4, 'VIEW', $5, $6, $7, $8::bigint)",
+	        8, params, err);
 
 	if (r == NULL) {
 		if (err->kind == FL_ERR_ALREADY_EXISTS)

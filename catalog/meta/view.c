@@ -421,3 +421,61 @@ int cat_viewmeta_apply(const json_t *base, const json_t *updates, json_t **out, 
 	*out = b.m;
 	return 0;
 }
+
+int cat_viewmeta_validate(const json_t *m, struct fl_err *err)
+{
+	static const char what[] = "ViewMetadata";
+	json_t *schemas = NULL, *versions = NULL, *log = NULL, *props = NULL, *v;
+	const char *s = NULL;
+	int64_t n = 0, cur = 0;
+	size_t i;
+
+	if (fl_json_get_str(m, "view-uuid", true, what, &s, err) != 0 ||
+	    fl_json_get_int(m, "format-version", true, what, &n, err) != 0 ||
+	    fl_json_get_str(m, "location", true, what, &s, err) != 0 ||
+	    fl_json_get_int(m, "current-version-id", true, what, &cur, err) != 0 ||
+	    fl_json_get_arr(m, "schemas", true, what, &schemas, err) != 0 ||
+	    fl_json_get_arr(m, "versions", true, what, &versions, err) != 0 ||
+	    fl_json_get_arr(m, "version-log", true, what, &log, err) != 0 ||
+	    fl_json_get_obj(m, "properties", false, what, &props, err) != 0 ||
+	    (props != NULL && fl_json_check_str_map(props, what, err) != 0))
+		return -1;
+	if (n != 1)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "%s: unsupported view format version %lld (only 1)", what,
+		                  (long long)n);
+	json_array_foreach(schemas, i, v)
+	{
+		struct meta_fields f = {0};
+
+		if (fl_json_get_int(v, "schema-id", true, "ViewMetadata schema", &n, err) != 0 ||
+		    meta_schema_index(v, 2, "ViewMetadata schema", &f, err) != 0)
+			return -1;
+		meta_fields_free(&f);
+	}
+	json_array_foreach(versions, i, v)
+	{
+		if (version_check(v, "ViewMetadata version", err) != 0)
+			return -1;
+		n = json_integer_value(json_object_get(v, "schema-id"));
+		if (by_id(schemas, "schema-id", n) == NULL)
+			return fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "%s: version %lld names the missing schema %lld", what,
+			        (long long)json_integer_value(json_object_get(v, "version-id")),
+			        (long long)n);
+	}
+	if (by_id(versions, "version-id", cur) == NULL)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "%s: current-version-id %lld is not among the versions", what,
+		                  (long long)cur);
+	json_array_foreach(log, i, v)
+	{
+		if (fl_json_get_int(v, "timestamp-ms", true, "ViewMetadata version-log", &n, err) !=
+		            0 ||
+		    fl_json_get_int(v, "version-id", true, "ViewMetadata version-log", &n, err) !=
+		            0)
+			return -1;
+	}
+	return 0;
+}

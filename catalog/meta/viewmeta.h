@@ -31,4 +31,10 @@ int cat_viewmeta_check_requirements(const json_t *base, const json_t *requiremen
 int cat_viewmeta_apply(const json_t *base, const json_t *updates, json_t **out,
                        struct fl_err *err) FL_MUST_CHECK;
 
+/* Checks a stored view metadata document (register-view): the fields
+ * required by the view spec, format version 1, every schema and version
+ * well formed, the current version and every version's schema present.
+ * FL_ERR_BAD_REQUEST naming the first problem. */
+int cat_viewmeta_validate(const json_t *metadata, struct fl_err *err) FL_MUST_CHECK;
+
 #endif

@@ -56,6 +56,7 @@ test('config enables the view endpoints', async () => {
     'POST /v1/{prefix}/namespaces/{namespace}/views/{view}',
     'DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}',
     'POST /v1/{prefix}/views/rename',
+    'POST /v1/{prefix}/namespaces/{namespace}/register-view',
   ]) assert.ok(cfg.endpoints.includes(e), `endpoints lists ${e}`);
 });
 
@@ -215,4 +216,28 @@ test('concurrent creates of one name: one 200, the others 409 AlreadyExists', as
   const all = await Promise.all([0, 1, 2, 3].map(() => call(c.base, 'POST', `${c.p}/namespaces/vw/views`, { body: viewBody('race') })));
   assert.deepEqual(all.map((r) => r.status).sort(), [200, 409, 409, 409], all.map((r) => r.text).join('\n'));
   for (const r of all.filter((x) => x.status === 409)) assertError(r, 409, 'AlreadyExistsException', 'race');
+});
+
+test('register-view: an existing metadata file becomes a view; bad files are 400, taken names 409', async () => {
+  const src = validate('LoadViewResult', (await call(c.base, 'GET', viewPath(NS, 'v1'), { expect: 200 })).json);
+  await call(c.base, 'DELETE', viewPath(NS, 'v1'), { expect: 204 });
+  const reg = (body) => call(c.base, 'POST', `${c.p}/namespaces/vw/register-view`, { body });
+  const r = validate('LoadViewResult', (await reg({ name: 'v1', 'metadata-location': src['metadata-location'] })).json);
+  assert.deepEqual(r.metadata, src.metadata);
+  assert.equal(r['metadata-location'], src['metadata-location']);
+  // The next commit continues the file numbering (the file was 0000N, the next is N+1).
+  const n = Number(src['metadata-location'].match(/\/(\d{5})-/)[1]);
+  const next = (await call(c.base, 'POST', viewPath(NS, 'v1'), {
+    body: { updates: [{ action: 'set-properties', updates: { again: 'yes' } }] }, expect: 200,
+  })).json;
+  assert.match(next['metadata-location'], new RegExp(`/${String(n + 1).padStart(5, '0')}-`));
+  assertError(await reg({ name: 'v1', 'metadata-location': src['metadata-location'] }), 409, 'AlreadyExistsException', 'v1');
+  assertError(await reg({ name: 't1', 'metadata-location': src['metadata-location'] }), 409, 'AlreadyExistsException', 't1');
+  assertError(await reg({ name: 'x', 'metadata-location': 'file:///etc/passwd' }), 400, 'BadRequestException', 'outside the warehouse');
+  assertError(await reg({ name: 'x', 'metadata-location': src['metadata-location'].replace(/[^/]+$/, 'nope.json') }),
+    400, 'BadRequestException', 'register-view');
+  // A table's metadata file is not view metadata.
+  const t = (await call(c.base, 'GET', tablePath(c.p, NS, 't1'), { expect: 200 })).json;
+  assertError(await reg({ name: 'x', 'metadata-location': t['metadata-location'] }), 400, 'BadRequestException', 'view-uuid');
+  assertError(await reg({ name: 'x' }), 400, 'BadRequestException', 'metadata-location');
 });

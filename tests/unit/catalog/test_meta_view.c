@@ -1,6 +1,7 @@
 /* test_meta_view.c - the view-metadata builder (catalog/meta/view.c):
- * cat_viewmeta_create, cat_viewmeta_check_requirements and
- * cat_viewmeta_apply, one case per update action, passing and failing. */
+ * cat_viewmeta_create, cat_viewmeta_check_requirements,
+ * cat_viewmeta_apply and cat_viewmeta_validate, one case per update action
+ * and per broken field, passing and failing. */
 #include "meta_test.h"
 
 #include <string.h>
@@ -231,13 +232,48 @@ static void test_requirements(void **state)
 	json_decref(base);
 }
 
+/* cat_viewmeta_validate: the created base passes; each break is named. */
+static void test_validate(void **state)
+{
+	static const struct {
+		const char *key, *value, *msg;
+	} breaks[] = {
+	        {"view-uuid", NULL, "'view-uuid'"},
+	        {"format-version", "2", "unsupported view format version 2"},
+	        {"current-version-id", "5", "current-version-id 5 is not among the versions"},
+	        {"versions", "[" VERSION("s", "3") "]", "names the missing schema 3"},
+	        {"schemas", "[{'type':'struct','fields':[]}]", "'schema-id'"},
+	        {"version-log", "[{'version-id':1}]", "'timestamp-ms'"},
+	        {"properties", "{'a':1}", "'a'"},
+	};
+	json_t *base = base_view();
+	struct fl_err err = {0};
+
+	(void)state;
+	assert_int_equal(cat_viewmeta_validate(base, &err), 0);
+	for (size_t i = 0; i < sizeof(breaks) / sizeof(breaks[0]); i++) {
+		json_t *m = json_deep_copy(base);
+
+		memset(&err, 0, sizeof(err));
+		if (breaks[i].value == NULL)
+			json_object_del(m, breaks[i].key);
+		else
+			json_object_set_new(m, breaks[i].key, tm_json(breaks[i].value));
+		if (cat_viewmeta_validate(m, &err) == 0)
+			fail_msg("%s: accepted", breaks[i].key);
+		if (err.kind != BAD || strstr(err.msg, breaks[i].msg) == NULL)
+			fail_msg("%s: got kind %d '%s'", breaks[i].key, err.kind, err.msg);
+		json_decref(m);
+	}
+	json_decref(base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(test_create),
-	        cmocka_unit_test(test_create_bad),
-	        cmocka_unit_test(test_apply),
-	        cmocka_unit_test(test_requirements),
+	        cmocka_unit_test(test_create),   cmocka_unit_test(test_create_bad),
+	        cmocka_unit_test(test_apply),    cmocka_unit_test(test_requirements),
+	        cmocka_unit_test(test_validate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
