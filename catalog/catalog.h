@@ -332,6 +332,60 @@ struct cat_table_stat {
 int cat_table_stats(struct cat_db *db, int limit, void (*fn)(const struct cat_table_stat *, void *),
                     void *arg, struct fl_err *err) FL_MUST_CHECK;
 
+/* ---- views ---- */
+
+/* Creates a view from a CreateViewRequest (name, location?, schema,
+ * view-version, properties?): its metadata file (format version 1) is
+ * written create-exclusive and fsynced before the row is inserted.
+ * FL_ERR_NO_SUCH_NAMESPACE, FL_ERR_ALREADY_EXISTS (a table or view has the
+ * name), FL_ERR_BAD_REQUEST for an invalid request.  *metadata_location and
+ * *metadata (JSON text) are malloc'd. */
+int cat_view_create(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
+                    const struct cat_ns *ns, const json_t *req, char **metadata_location,
+                    char **metadata, struct fl_err *err) FL_MUST_CHECK;
+
+/* Registers an existing view metadata file (inside the warehouse, at most
+ * lim->max_metadata_bytes, validated) as the view ns.name; the next commit
+ * continues its file numbering.  FL_ERR_ALREADY_EXISTS when a table or view
+ * has the name; FL_ERR_BAD_REQUEST for a missing or invalid file.
+ * *metadata (JSON text) is malloc'd. */
+int cat_view_register(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
+                      const struct cat_ns *ns, const char *name, const char *metadata_location,
+                      const struct cat_limits *lim, char **metadata,
+                      struct fl_err *err) FL_MUST_CHECK;
+
+/* The current metadata location and JSON text of a view, as stored.
+ * FL_ERR_NO_SUCH_VIEW / _NAMESPACE on a miss. */
+int cat_view_load(struct cat_db *db, struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns,
+                  const char *name, char **metadata_location, char **metadata,
+                  struct fl_err *err) FL_MUST_CHECK;
+
+/* {identifiers:[{namespace, name}…], next-page-token} of the views of a
+ * namespace, in byte order of name (as cat_table_list). */
+int cat_view_list(struct cat_db *db, struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns,
+                  const char *page_token, long page_size, json_t **out,
+                  struct fl_err *err) FL_MUST_CHECK;
+
+/* Drops a view (its metadata files stay). */
+int cat_view_drop(struct cat_db *db, struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns,
+                  const char *name, struct fl_err *err) FL_MUST_CHECK;
+
+/* Renames a view within or across namespaces of one warehouse;
+ * FL_ERR_ALREADY_EXISTS when a table or view has the new name. */
+int cat_view_rename(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
+                    const struct cat_ns *from_ns, const char *from, const struct cat_ns *to_ns,
+                    const char *to, struct fl_err *err) FL_MUST_CHECK;
+
+/* Commits a CommitViewRequest to the view ch->ns.ch->name: under the row
+ * lock, checks ch->requirements (assert-view-uuid; FL_ERR_COMMIT_FAILED on
+ * a mismatch), applies ch->updates (FL_ERR_BAD_REQUEST when invalid or more
+ * than lim->max_updates), writes the next metadata file and moves the
+ * pointer (compare-and-swap on the row version).  The result fields of ch
+ * are filled on success. */
+int cat_view_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
+                    struct cat_change *ch, const struct cat_limits *lim,
+                    struct fl_err *err) FL_MUST_CHECK;
+
 /* ---- idempotency records ---- */
 
 struct cat_idem {

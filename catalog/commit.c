@@ -30,6 +30,7 @@
 
 #include "buf.h"
 #include "clock.h"
+#include "commit_int.h"
 #include "db/db_int.h"
 #include "iceberg/snapshot.h"
 #include "io/io.h"
@@ -69,8 +70,8 @@ static int append_segment(struct fl_buf *b, const char *s)
 	return 0;
 }
 
-static char *default_location(const struct cat_warehouse *wh, const struct cat_ns *ns,
-                              const char *name)
+char *cat_default_location(const struct cat_warehouse *wh, const struct cat_ns *ns,
+                           const char *name)
 {
 	struct fl_buf b = FL_BUF_INIT;
 
@@ -85,6 +86,19 @@ static char *default_location(const struct cat_warehouse *wh, const struct cat_n
 fail:
 	fl_buf_free(&b);
 	return NULL;
+}
+
+char *cat_create_location(const struct cat_warehouse *wh, const struct cat_ns *ns, const char *name,
+                          const char *given)
+{
+	size_t n;
+
+	if (given == NULL || given[0] == '\0')
+		return cat_default_location(wh, ns, name);
+	n = strlen(given);
+	while (n > 0 && given[n - 1] == '/')
+		n--;
+	return strndup(given, n);
 }
 
 /* The file name of metadata version `version` of a table. */
@@ -134,15 +148,7 @@ static const char *operation(const json_t *meta)
 	return op ? op : "metadata";
 }
 
-/* Files written by this call, deleted again when the transaction is
- * definitely not committed. */
-struct written {
-	struct st_io *io;
-	char **paths;
-	int n;
-};
-
-static int written_add(struct written *w, const char *p)
+static int written_add(struct cat_written *w, const char *p)
 {
 	char **grown = realloc(w->paths, sizeof(char *) * (size_t)(w->n + 1));
 
@@ -156,7 +162,7 @@ static int written_add(struct written *w, const char *p)
 	return 0;
 }
 
-static void written_done(struct written *w, bool remove)
+void cat_written_done(struct cat_written *w, bool remove)
 {
 	for (int i = 0; i < w->n; i++) {
 		struct fl_err ignored;
@@ -171,10 +177,8 @@ static void written_done(struct written *w, bool remove)
 	w->n = 0;
 }
 
-/* Writes meta as a new metadata file; on success *path and *text are
- * malloc'd, on failure both are left untouched. */
-static int write_metadata(const json_t *meta, int64_t version, struct written *w, char **path,
-                          char **text, struct fl_err *err)
+int cat_write_metadata(const json_t *meta, int64_t version, struct cat_written *w, char **path,
+                       char **text, struct fl_err *err)
 {
 	char *t, *p;
 	size_t n;
@@ -208,9 +212,41 @@ static char *table_str(const struct cat_ns *ns, const char *name, char *buf, siz
 	return buf;
 }
 
-/* The version number a metadata file name starts with ("00042-…" → 42), so
- * that the next commit after a register continues the file numbering. */
-static int64_t file_version(const char *location)
+/* FL_ERR_ALREADY_EXISTS when a view has the name a new table would take. */
+static int no_view(struct cat_conn *c, const char *nsid, const struct cat_ns *ns, const char *name,
+                   struct fl_err *err)
+{
+	char buf[520];
+	int n = cat_view_exists(c, nsid, name, err);
+
+	if (n > 0)
+		return fl_err_set(err, FL_ERR_ALREADY_EXISTS, "view %s already exists",
+		                  table_str(ns, name, buf, sizeof(buf)));
+	return n;
+}
+
+int cat_metadata_read(const struct cat_warehouse *wh, const char *metadata_location,
+                      size_t max_bytes, const char *what, json_t **out, struct fl_err *err)
+{
+	size_t wl = strlen(wh->location), n;
+	char *raw = NULL;
+	int rc;
+
+	if (strncmp(metadata_location, wh->location, wl) != 0 || metadata_location[wl] != '/')
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "%s: metadata-location %.200s is outside the warehouse %.200s",
+		                  what, metadata_location, wh->location);
+	if (st_io_read(wh->io, metadata_location, max_bytes, &raw, &n, err) != 0) {
+		if (err->kind == FL_ERR_NOT_FOUND)
+			err->kind = FL_ERR_BAD_REQUEST;
+		return fl_err_prefix(err, "%s", what);
+	}
+	rc = fl_json_parse(raw, n, 1000, out, err);
+	free(raw);
+	return rc != 0 ? fl_err_prefix(err, "%s: %.150s", what, metadata_location) : 0;
+}
+
+int64_t cat_file_version(const char *location)
 {
 	const char *base = strrchr(location, '/');
 	int64_t v = 0;
@@ -229,7 +265,7 @@ int cat_table_create(struct cat_db *db, struct cat_tx *tx, const struct cat_ware
 	const char *name = json_string_value(json_object_get(req, "name"));
 	const char *given = json_string_value(json_object_get(req, "location"));
 	char nsid[24], uuid[FL_UUID_STR], tbuf[520], *location = NULL, *path = NULL, *text = NULL;
-	struct written w = {.io = wh->io};
+	struct cat_written w = {.io = wh->io};
 	struct cat_row row = {0};
 	struct cat_row_stats st;
 	struct cat_scope sc;
@@ -237,15 +273,7 @@ int cat_table_create(struct cat_db *db, struct cat_tx *tx, const struct cat_ware
 	bool ok = false;
 	int found;
 
-	if (given != NULL && given[0] != '\0') {
-		size_t n = strlen(given);
-
-		while (n > 0 && given[n - 1] == '/')
-			n--;
-		location = strndup(given, n);
-	} else {
-		location = default_location(wh, ns, name);
-	}
+	location = cat_create_location(wh, ns, name, given);
 	if (location == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	if (cat_scope_begin(db, tx, !stage, &sc, err) != 0) {
@@ -265,7 +293,8 @@ int cat_table_create(struct cat_db *db, struct cat_tx *tx, const struct cat_ware
 			           table_str(ns, name, tbuf, sizeof(tbuf)));
 		goto out;
 	}
-	if (cat_location_check(sc.c, wh, location, NULL, err) != 0)
+	if (no_view(sc.c, nsid, ns, name, err) != 0 ||
+	    cat_location_check(sc.c, wh, location, NULL, err) != 0)
 		goto out;
 	fl_uuid_v4(uuid);
 	if (cat_meta_create(req, location, uuid, fl_now_ms(), &meta, err) != 0)
@@ -295,7 +324,7 @@ int cat_table_create(struct cat_db *db, struct cat_tx *tx, const struct cat_ware
 			fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	if (write_metadata(meta, 0, &w, &path, &text, err) != 0)
+	if (cat_write_metadata(meta, 0, &w, &path, &text, err) != 0)
 		goto out;
 	row_stats(meta, &st);
 	if (cat_row_insert(sc.c, wh->id, nsid, uuid, name, location, path, text, 0, &st, err) !=
@@ -315,7 +344,7 @@ out:
 			free(*metadata);
 		}
 	}
-	written_done(&w, !ok && err->kind != FL_ERR_COMMIT_STATE_UNKNOWN);
+	cat_written_done(&w, !ok && err->kind != FL_ERR_COMMIT_STATE_UNKNOWN);
 	cat_row_free(&row);
 	json_decref(meta);
 	free(location);
@@ -329,8 +358,7 @@ int cat_table_register(struct cat_db *db, struct cat_tx *tx, const struct cat_wa
                        bool overwrite, const struct cat_limits *lim, char **metadata,
                        const char *actor, struct fl_err *err)
 {
-	char nsid[24], id[FL_UUID_STR], tbuf[520], *raw = NULL, *text = NULL;
-	size_t wl = strlen(wh->location), n;
+	char nsid[24], id[FL_UUID_STR], tbuf[520], *text = NULL;
 	struct cat_row row = {0};
 	struct cat_row_stats st;
 	struct cat_scope sc;
@@ -340,23 +368,15 @@ int cat_table_register(struct cat_db *db, struct cat_tx *tx, const struct cat_wa
 	bool ok = false;
 	int found;
 
-	if (strncmp(metadata_location, wh->location, wl) != 0 || metadata_location[wl] != '/')
-		return fl_err_set(err, FL_ERR_BAD_REQUEST,
-		                  "metadata-location %.200s is outside the warehouse %.200s",
-		                  metadata_location, wh->location);
-	if (st_io_read(wh->io, metadata_location, lim->max_metadata_bytes, &raw, &n, err) != 0) {
-		if (err->kind == FL_ERR_NOT_FOUND)
-			err->kind = FL_ERR_BAD_REQUEST;
-		return fl_err_prefix(err, "register-table");
-	}
-	if (fl_json_parse(raw, n, 1000, &meta, err) != 0 || cat_meta_validate(meta, err) != 0) {
-		free(raw);
+	if (cat_metadata_read(wh, metadata_location, lim->max_metadata_bytes, "register-table",
+	                      &meta, err) != 0)
+		return -1;
+	if (cat_meta_validate(meta, err) != 0) {
 		json_decref(meta);
 		return fl_err_prefix(err, "register-table: %.150s", metadata_location);
 	}
-	free(raw);
 	loc = cat_meta_location(meta);
-	fver = file_version(metadata_location);
+	fver = cat_file_version(metadata_location);
 	if (cat_scope_begin(db, tx, true, &sc, err) != 0) {
 		json_decref(meta);
 		return -1;
@@ -373,7 +393,8 @@ int cat_table_register(struct cat_db *db, struct cat_tx *tx, const struct cat_wa
 		           table_str(ns, name, tbuf, sizeof(tbuf)));
 		goto out;
 	}
-	if (cat_location_check(sc.c, wh, loc, found ? row.id : NULL, err) != 0)
+	if ((!found && no_view(sc.c, nsid, ns, name, err) != 0) ||
+	    cat_location_check(sc.c, wh, loc, found ? row.id : NULL, err) != 0)
 		goto out;
 	text = fl_json_dump(meta, NULL);
 	if (text == NULL) {
@@ -646,7 +667,7 @@ static int fill_added_rows(struct st_io *io, const json_t *base, json_t *updates
  * by write.metadata.previous-versions-max) are added to *out, to be deleted
  * once the commit is durable.  Nothing when the property is not "true". */
 static int stale_files(const json_t *base, const char *base_file, const json_t *meta,
-                       struct written *out)
+                       struct cat_written *out)
 {
 	const char *on = json_string_value(json_object_get(
 	        json_object_get(meta, "properties"), "write.metadata.delete-after-commit.enabled"));
@@ -677,9 +698,9 @@ static int stale_files(const json_t *base, const char *base_file, const json_t *
 /* After-commit work of cat_commit: deletes the stale files once committed. */
 static void stale_delete(void *arg, bool committed)
 {
-	struct written *w = arg;
+	struct cat_written *w = arg;
 
-	written_done(w, committed);
+	cat_written_done(w, committed);
 	free(w);
 }
 
@@ -719,7 +740,7 @@ static struct cat_row_move move_of(const struct cat_row *row, const struct cat_c
 /* One change under its row lock: requirements, builder, file, pointer. */
 static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, struct cat_change *ch,
                       const struct cat_limits *lim, size_t *budget, const char *request_id,
-                      const char *actor, struct written *w, struct written *stale,
+                      const char *actor, struct cat_written *w, struct cat_written *stale,
                       struct fl_err *err)
 {
 	char tbuf[520], nsid[24], *path = NULL, *text = NULL, *defloc = NULL;
@@ -767,10 +788,11 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 	if (base == NULL) {
 		/* A stage-create commit: the namespace must exist, and a table
 		 * without set-location gets the default location. */
-		if (cat_namespace_id(c, wh->id, &ch->ns, nsid, sizeof(nsid), err) != 0)
+		if (cat_namespace_id(c, wh->id, &ch->ns, nsid, sizeof(nsid), err) != 0 ||
+		    no_view(c, nsid, &ch->ns, ch->name, err) != 0)
 			goto out;
 		if (!has_action(ch->updates, "set-location")) {
-			defloc = default_location(wh, &ch->ns, ch->name);
+			defloc = cat_default_location(wh, &ch->ns, ch->name);
 			json_decref(updates);
 			updates = json_array();
 			if (defloc == NULL || updates == NULL ||
@@ -812,7 +834,7 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	if (write_metadata(meta, found ? row.version + 1 : 0, w, &path, &text, err) != 0)
+	if (cat_write_metadata(meta, found ? row.version + 1 : 0, w, &path, &text, err) != 0)
 		goto out;
 	cat_stage_done(sc->db, CAT_STAGE_WRITE, &t0);
 	row_stats(meta, &st);
@@ -878,8 +900,8 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
                       const char *actor, struct fl_err *err)
 {
 	char tbuf[520], *path = NULL, *text = NULL, *key, *kloc = NULL, *ktext = NULL;
-	struct written w = {.io = wh->io};
-	struct written *stale = NULL;
+	struct cat_written w = {.io = wh->io};
+	struct cat_written *stale = NULL;
 	struct cat_row row = {0};
 	json_t *base = NULL, *meta = NULL, *filled = NULL;
 	struct cat_row_stats st;
@@ -945,7 +967,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	if (write_metadata(meta, row.version + 1, &w, &path, &text, err) != 0)
+	if (cat_write_metadata(meta, row.version + 1, &w, &path, &text, err) != 0)
 		goto out;
 	cat_stage_done(db, CAT_STAGE_WRITE, &t0);
 	row_stats(meta, &st);
@@ -989,9 +1011,9 @@ out:
 		cat_base_put(db->bases, key, key_len, row.id, row.version, row.metadata_location,
 		             row.metadata, base);
 	/* Not applied: the file is referenced by nothing (best effort, as ever). */
-	written_done(&w, rc > 0 || (rc < 0 && err->kind != FL_ERR_COMMIT_STATE_UNKNOWN));
+	cat_written_done(&w, rc > 0 || (rc < 0 && err->kind != FL_ERR_COMMIT_STATE_UNKNOWN));
 	if (stale != NULL) {
-		written_done(stale, false);
+		cat_written_done(stale, false);
 		free(stale);
 	}
 	cat_row_free(&row);
@@ -1011,8 +1033,8 @@ static int commit_locked(struct cat_db *db, struct cat_tx *tx, const struct cat_
                          struct cat_change *changes, int n, const struct cat_limits *lim,
                          const char *request_id, const char *actor, struct fl_err *err)
 {
-	struct written w = {.io = wh->io};
-	struct written *stale = NULL;
+	struct cat_written w = {.io = wh->io};
+	struct cat_written *stale = NULL;
 	struct cat_scope sc;
 	size_t budget = lim->max_updates;
 	int *order = NULL;
@@ -1077,9 +1099,9 @@ out:
 		ok = false;
 	if (!ok)
 		cat_changes_free(changes, n);
-	written_done(&w, !ok && err->kind != FL_ERR_COMMIT_STATE_UNKNOWN);
+	cat_written_done(&w, !ok && err->kind != FL_ERR_COMMIT_STATE_UNKNOWN);
 	if (stale != NULL) {
-		written_done(stale, false);
+		cat_written_done(stale, false);
 		free(stale);
 	}
 	free(order);
@@ -1120,8 +1142,8 @@ int cat_table_append_tx(struct cat_db *db, struct cat_tx *tx, const struct cat_w
                         const struct cat_limits *lim, const char *request_id, const char *actor,
                         struct fl_err *err)
 {
-	struct written w = {.io = wh->io};
-	struct written *stale = malloc(sizeof(*stale));
+	struct cat_written w = {.io = wh->io};
+	struct cat_written *stale = malloc(sizeof(*stale));
 	struct cat_row row = {0};
 	struct cat_scope sc;
 	json_t *base = NULL, *updates = NULL, *reqs = json_array();
@@ -1169,10 +1191,10 @@ out:
 		ok = false;
 	if (!ok)
 		cat_changes_free(ch, 1);
-	written_done(&w, !ok && err->kind != FL_ERR_COMMIT_STATE_UNKNOWN);
+	cat_written_done(&w, !ok && err->kind != FL_ERR_COMMIT_STATE_UNKNOWN);
 	ch->requirements = ch->updates = NULL;
 	if (stale != NULL) {
-		written_done(stale, false);
+		cat_written_done(stale, false);
 		free(stale);
 	}
 	cat_row_free(&row);

@@ -32,6 +32,8 @@ int srv_h_config(struct srv_req *r, struct fl_err *err)
 		json_object_set_new(overrides, "prefix", json_string(enc));
 	}
 	json_object_set_new(overrides, "namespace-separator", json_string("%1F"));
+	/* PyIceberg calls the view routes only when this is set. */
+	json_object_set_new(defaults, "view-endpoints-supported", json_string("true"));
 	for (int i = 0; i < srv_route_count; i++) {
 		const struct srv_route *rt = &srv_routes[i];
 		char line[160];

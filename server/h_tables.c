@@ -25,7 +25,7 @@ static int nomem(struct fl_err *err)
 	return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 }
 
-static int check_name(struct srv_req *r, const char *name, const char *what, struct fl_err *err)
+int srv_check_name(struct srv_req *r, const char *name, const char *what, struct fl_err *err)
 {
 	size_t n = strlen(name);
 
@@ -46,7 +46,7 @@ static int path_table(struct srv_req *r, struct cat_warehouse *wh, struct cat_ns
                       struct fl_err *err)
 {
 	if (srv_namespace(r, r->namespace_raw, ns, err) != 0 ||
-	    (r->table != NULL && check_name(r, r->table, "table name", err) != 0))
+	    (r->table != NULL && srv_check_name(r, r->table, "table name", err) != 0))
 		return -1;
 	return srv_warehouse(r, wh, err);
 }
@@ -238,12 +238,12 @@ static int table_extras_by_type(struct srv_req *r, const char *type, const struc
 static int path_names(struct srv_req *r, struct cat_ns *ns, const char **wh, struct fl_err *err)
 {
 	if (srv_namespace(r, r->namespace_raw, ns, err) != 0 ||
-	    check_name(r, r->table, "table name", err) != 0)
+	    srv_check_name(r, r->table, "table name", err) != 0)
 		return -1;
 	return srv_warehouse_name(r, wh, err);
 }
 
-int srv_h_tbl_list(struct srv_req *r, struct fl_err *err)
+int srv_list_entries(struct srv_req *r, bool views, struct fl_err *err)
 {
 	const char *token = NULL, *size = NULL;
 	struct cat_warehouse wh;
@@ -258,7 +258,8 @@ int srv_h_tbl_list(struct srv_req *r, struct fl_err *err)
 		return -1;
 	if (token != NULL && token[0] == '\0')
 		token = NULL;
-	if (cat_table_list(r->ctx->db, r->tx, wh.id, &ns, token, page, &out, err) != 0)
+	if ((views ? cat_view_list : cat_table_list)(r->ctx->db, r->tx, wh.id, &ns, token, page,
+	                                             &out, err) != 0)
 		return -1;
 	srv_auth_filter(r, wh.name, json_object_get(out, "identifiers"), true);
 	if (json_is_null(json_object_get(out, "next-page-token")))
@@ -266,6 +267,11 @@ int srv_h_tbl_list(struct srv_req *r, struct fl_err *err)
 	rc = srv_reply_ok(r, out);
 	json_decref(out);
 	return rc == 0 ? 0 : nomem(err);
+}
+
+int srv_h_tbl_list(struct srv_req *r, struct fl_err *err)
+{
+	return srv_list_entries(r, false, err);
 }
 
 int srv_h_tbl_create(struct srv_req *r, struct fl_err *err)
@@ -287,7 +293,7 @@ int srv_h_tbl_create(struct srv_req *r, struct fl_err *err)
 	    fl_json_get_obj(body, "write-order", false, what, &v, err) != 0 ||
 	    fl_json_get_bool(body, "stage-create", false, what, &stage, err) != 0 ||
 	    fl_json_get_obj(body, "properties", false, what, &props, err) != 0 ||
-	    check_name(r, name, "table name", err) != 0)
+	    srv_check_name(r, name, "table name", err) != 0)
 		return -1;
 	if (props != NULL && ((int64_t)json_object_size(props) > r->ctx->cfg->max_properties ||
 	                      fl_json_check_str_map(props, what, err) != 0)) {
@@ -328,7 +334,7 @@ int srv_h_tbl_register(struct srv_req *r, struct fl_err *err)
 	    fl_json_get_str(body, "name", true, what, &name, err) != 0 ||
 	    fl_json_get_str(body, "metadata-location", true, what, &mloc, err) != 0 ||
 	    fl_json_get_bool(body, "overwrite", false, what, &overwrite, err) != 0 ||
-	    check_name(r, name, "table name", err) != 0 || path_table(r, &wh, &ns, err) != 0 ||
+	    srv_check_name(r, name, "table name", err) != 0 || path_table(r, &wh, &ns, err) != 0 ||
 	    srv_warehouse_io(r, &wh, err) != 0 ||
 	    cat_table_register(r->ctx->db, r->tx, &wh, &ns, name, mloc, overwrite, &lim, &meta,
 	                       srv_actor(r), err) != 0)
@@ -421,9 +427,8 @@ int srv_h_tbl_drop(struct srv_req *r, struct fl_err *err)
 	return srv_reply_no_content(r) == 0 ? 0 : nomem(err);
 }
 
-/* {namespace:[…], name} into ns/name, with the same checks as paths. */
-static int identifier(struct srv_req *r, const json_t *id, const char *what, struct cat_ns *ns,
-                      const char **name, struct fl_err *err)
+int srv_identifier(struct srv_req *r, const json_t *id, const char *what, struct cat_ns *ns,
+                   const char **name, struct fl_err *err)
 {
 	json_t *levels = NULL, *v;
 	const char **lv;
@@ -434,7 +439,7 @@ static int identifier(struct srv_req *r, const json_t *id, const char *what, str
 		                  what);
 	if (fl_json_get_arr(id, "namespace", true, what, &levels, err) != 0 ||
 	    fl_json_get_str(id, "name", true, what, name, err) != 0 ||
-	    check_name(r, *name, "table name", err) != 0)
+	    srv_check_name(r, *name, "name", err) != 0)
 		return -1;
 	if (json_array_size(levels) == 0 ||
 	    (int64_t)json_array_size(levels) > r->ctx->cfg->max_namespace_levels)
@@ -449,7 +454,7 @@ static int identifier(struct srv_req *r, const json_t *id, const char *what, str
 		if (!json_is_string(v) || json_string_length(v) == 0)
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
 			                  "%s: namespace levels must be non-empty strings", what);
-		if (check_name(r, json_string_value(v), "namespace level", err) != 0)
+		if (srv_check_name(r, json_string_value(v), "namespace level", err) != 0)
 			return -1;
 		lv[i] = json_string_value(v);
 	}
@@ -458,7 +463,7 @@ static int identifier(struct srv_req *r, const json_t *id, const char *what, str
 	return 0;
 }
 
-int srv_h_tbl_rename(struct srv_req *r, struct fl_err *err)
+int srv_rename_entry(struct srv_req *r, bool views, struct fl_err *err)
 {
 	static const char what[] = "RenameTableRequest";
 	json_t *body, *src = NULL, *dst = NULL;
@@ -469,14 +474,20 @@ int srv_h_tbl_rename(struct srv_req *r, struct fl_err *err)
 	if (srv_body_json(r, &body, err) != 0 ||
 	    fl_json_get_obj(body, "source", true, what, &src, err) != 0 ||
 	    fl_json_get_obj(body, "destination", true, what, &dst, err) != 0 ||
-	    identifier(r, src, "source", &sns, &sname, err) != 0 ||
-	    identifier(r, dst, "destination", &dns, &dname, err) != 0 ||
+	    srv_identifier(r, src, "source", &sns, &sname, err) != 0 ||
+	    srv_identifier(r, dst, "destination", &dns, &dname, err) != 0 ||
 	    srv_warehouse(r, &wh, err) != 0 ||
 	    srv_authorize(r, SRV_PRIV_TABLE_WRITE, wh.name, &sns, sname, err) != 0 ||
 	    srv_authorize(r, SRV_PRIV_TABLE_CREATE, wh.name, &dns, NULL, err) != 0 ||
-	    cat_table_rename(r->ctx->db, r->tx, wh.id, &sns, sname, &dns, dname, err) != 0)
+	    (views ? cat_view_rename : cat_table_rename)(r->ctx->db, r->tx, wh.id, &sns, sname,
+	                                                 &dns, dname, err) != 0)
 		return -1;
 	return srv_reply_no_content(r) == 0 ? 0 : nomem(err);
+}
+
+int srv_h_tbl_rename(struct srv_req *r, struct fl_err *err)
+{
+	return srv_rename_entry(r, false, err);
 }
 
 int srv_h_tbl_metrics(struct srv_req *r, struct fl_err *err)
@@ -613,8 +624,8 @@ int srv_h_transactions(struct srv_req *r, struct fl_err *err)
 		json_t *id = NULL;
 
 		if (fl_json_get_obj(c, "identifier", true, "table-changes[]", &id, err) != 0 ||
-		    identifier(r, id, "table-changes[].identifier", &ch[i].ns, &ch[i].name, err) !=
-		            0 ||
+		    srv_identifier(r, id, "table-changes[].identifier", &ch[i].ns, &ch[i].name,
+		                   err) != 0 ||
 		    change_body(c, "table-changes[]", &ch[i], err) != 0)
 			return -1;
 	}

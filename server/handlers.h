@@ -24,6 +24,15 @@ int srv_h_tbl_exists(struct srv_req *r, struct fl_err *err);
 int srv_h_tbl_commit(struct srv_req *r, struct fl_err *err);
 int srv_h_tbl_drop(struct srv_req *r, struct fl_err *err);
 int srv_h_tbl_rename(struct srv_req *r, struct fl_err *err);
+/* h_views.c: the Iceberg view routes */
+int srv_h_view_list(struct srv_req *r, struct fl_err *err);
+int srv_h_view_create(struct srv_req *r, struct fl_err *err);
+int srv_h_view_register(struct srv_req *r, struct fl_err *err);
+int srv_h_view_load(struct srv_req *r, struct fl_err *err);
+int srv_h_view_exists(struct srv_req *r, struct fl_err *err);
+int srv_h_view_commit(struct srv_req *r, struct fl_err *err);
+int srv_h_view_drop(struct srv_req *r, struct fl_err *err);
+int srv_h_view_rename(struct srv_req *r, struct fl_err *err);
 int srv_h_tbl_metrics(struct srv_req *r, struct fl_err *err);
 int srv_h_tbl_credentials(struct srv_req *r, struct fl_err *err);
 int srv_h_tbl_sign(struct srv_req *r, struct fl_err *err);
@@ -83,6 +92,25 @@ int srv_warehouse_io(struct srv_req *r, struct cat_warehouse *wh, struct fl_err 
  * max-page-size. */
 int srv_page_size(struct srv_req *r, const char *value, long *page,
                   struct fl_err *err) FL_MUST_CHECK;
+
+/* Checks an identifier name (h_tables.c): non-empty, valid UTF-8, within
+ * max-identifier-bytes; `what` names it in the message. */
+int srv_check_name(struct srv_req *r, const char *name, const char *what,
+                   struct fl_err *err) FL_MUST_CHECK;
+
+/* A TableIdentifier {namespace:[…], name} into ns/name (levels in the
+ * arena), with the same checks as paths; `what` names it in messages. */
+int srv_identifier(struct srv_req *r, const json_t *id, const char *what, struct cat_ns *ns,
+                   const char **name, struct fl_err *err) FL_MUST_CHECK;
+
+/* listTables / listViews (views set): one page of the namespace's names
+ * (h_tables.c). */
+int srv_list_entries(struct srv_req *r, bool views, struct fl_err *err) FL_MUST_CHECK;
+
+/* renameTable / renameView (views set): RenameTableRequest, authorized as
+ * table-write on the source and table-create in the destination namespace
+ * (h_tables.c). */
+int srv_rename_entry(struct srv_req *r, bool views, struct fl_err *err) FL_MUST_CHECK;
 
 /* Splits r->namespace_raw on 0x1F into levels in the arena, checking the
  * identifier limits. */

@@ -211,6 +211,32 @@ int cat_row_lock(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns,
 int cat_row_read(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns, const char *name,
                  const char *known_location, struct cat_row *row, struct fl_err *err);
 
+/* The row of a view, locked FOR UPDATE when lock is set: 0 = found, -1 =
+ * error (FL_ERR_NO_SUCH_VIEW or _NAMESPACE when absent). */
+int cat_view_row_get(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns,
+                     const char *name, bool lock, struct cat_row *row,
+                     struct fl_err *err) FL_MUST_CHECK;
+
+/* 1 when the namespace (row id ns_id) holds a view named name, 0 when
+ * not, -1 on error: table creation refuses a view's name before it judges
+ * the location (a view's default location is the table's). */
+int cat_view_exists(struct cat_conn *c, const char *ns_id, const char *name,
+                    struct fl_err *err) FL_MUST_CHECK;
+
+/* Inserts a new view row at `version` (the number of its metadata file);
+ * FL_ERR_ALREADY_EXISTS when the name is
+ * taken by a table or a view. */
+int cat_view_row_insert(struct cat_conn *c, const char *wh_id, const char *ns_id, const char *id,
+                        const char *name, const char *location, const char *metadata_location,
+                        const char *metadata, int64_t version, struct fl_err *err) FL_MUST_CHECK;
+
+/* Moves a view's pointer from version `expected` to expected + 1 (a
+ * compare-and-swap; the caller holds the row lock, so a mismatch is a
+ * concurrent change: FL_ERR_COMMIT_FAILED). */
+int cat_view_row_move(struct cat_conn *c, const char *id, int64_t expected,
+                      const char *metadata_location, const char *metadata, const char *location,
+                      struct fl_err *err) FL_MUST_CHECK;
+
 /* Statistics of a metadata version, for /metrics (-1 = unknown). */
 struct cat_row_stats {
 	int64_t records, files, bytes;

@@ -1,5 +1,7 @@
-/* table.c - the SQL of tables: rows, locations, events, lists, drops,
- * renames and metrics reports.
+/* table.c - the SQL of tables and views: rows, locations, events, lists,
+ * drops, renames and metrics reports.  Tables and views share table_entry
+ * (kind TABLE or VIEW) and its unique (namespace, name) index, so a view and
+ * a table can never have the same name in a namespace.
  *
  * A table row carries its current metadata JSON beside its location, so
  * loadTable is one indexed read (namespace by levels, then table by name)
@@ -130,6 +132,57 @@ int cat_row_insert(struct cat_conn *c, const char *wh_id, const char *ns_id, con
 		return -1;
 	}
 	PQclear(r);
+	return 0;
+}
+
+int cat_view_row_insert(struct cat_conn *c, const char *wh_id, const char *ns_id, const char *id,
+                        const char *name, const char *location, const char *metadata_location,
+                        const char *metadata, int64_t version, struct fl_err *err)
+{
+	char v[24];
+	const char *params[8] = {id, wh_id, ns_id, name, location, metadata_location, metadata, v};
+	PGresult *r;
+
+	snprintf(v, sizeof(v), "%lld", (long long)version);
+	r = cat_exec(
+	        c,
+	        "INSERT INTO table_entry (id, warehouse_id, namespace_id, name, kind, location,"
+	        " metadata_location, metadata, version)"
+	        " VALUES ($1, $2, $3::bigint, $4, 'VIEW', $5, $6, $7, $8::bigint)",
+	        8, params, err);
+
+	if (r == NULL) {
+		if (err->kind == FL_ERR_ALREADY_EXISTS)
+			fl_err_set(err, FL_ERR_ALREADY_EXISTS,
+			           "table or view '%.200s' already exists", name);
+		return -1;
+	}
+	PQclear(r);
+	return 0;
+}
+
+int cat_view_row_move(struct cat_conn *c, const char *id, int64_t expected,
+                      const char *metadata_location, const char *metadata, const char *location,
+                      struct fl_err *err)
+{
+	char v[24], nv[24];
+	const char *params[6] = {id, v, nv, metadata_location, metadata, location};
+	PGresult *r;
+	int n;
+
+	snprintf(v, sizeof(v), "%lld", (long long)expected);
+	snprintf(nv, sizeof(nv), "%lld", (long long)expected + 1);
+	r = cat_exec(c,
+	             "UPDATE table_entry SET metadata_location = $4, metadata = $5, location = $6,"
+	             " version = $3::bigint, updated_at = now()"
+	             " WHERE id = $1 AND version = $2::bigint AND kind = 'VIEW' RETURNING id",
+	             6, params, err);
+	if (r == NULL)
+		return -1;
+	n = PQntuples(r);
+	PQclear(r);
+	if (n != 1)
+		return fl_err_set(err, FL_ERR_COMMIT_FAILED, "view was changed concurrently");
 	return 0;
 }
 
@@ -344,16 +397,54 @@ int cat_warehouse_lock(struct cat_conn *c, const char *wh_id, struct fl_err *err
 	return 0;
 }
 
-/* Distinguishes a missing table from a missing namespace for the message. */
+/* Distinguishes a missing table (or view) from a missing namespace for the
+ * message. */
 static int not_found(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns,
-                     const char *name, struct fl_err *err)
+                     const char *name, bool view, struct fl_err *err)
 {
 	char id[24], buf[300];
 
 	if (cat_namespace_id(c, wh_id, ns, id, sizeof(id), err) != 0)
 		return -1;
-	return fl_err_set(err, FL_ERR_NO_SUCH_TABLE, "table %s.%.200s does not exist",
+	return fl_err_set(err, view ? FL_ERR_NO_SUCH_VIEW : FL_ERR_NO_SUCH_TABLE,
+	                  "%s %s.%.200s does not exist", view ? "view" : "table",
 	                  cat_ns_str(ns, buf, sizeof(buf)), name);
+}
+
+int cat_view_row_get(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns,
+                     const char *name, bool lock, struct cat_row *row, struct fl_err *err)
+{
+	int found = row_select(
+	        c,
+	        lock ? "SELECT t.id, t.namespace_id, t.metadata_location, t.metadata, t.location,"
+	               " t.version FROM table_entry t JOIN namespace n ON n.id = t.namespace_id"
+	               " WHERE n.warehouse_id = $1 AND n.levels = $2::text[] AND t.name = $3"
+	               " AND t.kind = 'VIEW' FOR UPDATE OF t"
+	             : "SELECT t.id, t.namespace_id, t.metadata_location, t.metadata, t.location,"
+	               " t.version FROM table_entry t JOIN namespace n ON n.id = t.namespace_id"
+	               " WHERE n.warehouse_id = $1 AND n.levels = $2::text[] AND t.name = $3"
+	               " AND t.kind = 'VIEW'",
+	        wh_id, ns, name, NULL, row, err);
+
+	if (found == 0)
+		(void)not_found(c, wh_id, ns, name, true, err);
+	return found > 0 ? 0 : -1;
+}
+
+int cat_view_exists(struct cat_conn *c, const char *ns_id, const char *name, struct fl_err *err)
+{
+	const char *params[2] = {ns_id, name};
+	PGresult *r = cat_exec(c,
+	                       "SELECT 1 FROM table_entry WHERE namespace_id = $1::bigint"
+	                       " AND name = $2 AND kind = 'VIEW'",
+	                       2, params, err);
+	int n;
+
+	if (r == NULL)
+		return -1;
+	n = PQntuples(r);
+	PQclear(r);
+	return n > 0;
 }
 
 char *cat_table_key(const char *wh, const struct cat_ns *ns, const char *name, size_t *len)
@@ -422,7 +513,7 @@ int cat_table_load(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
 			fl_err_set(err, FL_ERR_NO_SUCH_WAREHOUSE,
 			           "warehouse '%.200s' does not exist", wh_name);
 		else if (w != NULL)
-			(void)not_found(sc.c, PQgetvalue(w, 0, 0), ns, name, err);
+			(void)not_found(sc.c, PQgetvalue(w, 0, 0), ns, name, false, err);
 		PQclear(w);
 		goto out;
 	}
@@ -447,8 +538,10 @@ out:
 	return rc;
 }
 
-int cat_table_list(struct cat_db *db, struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns,
-                   const char *page_token, long page_size, json_t **out, struct fl_err *err)
+/* The names of the tables (view false) or views of a namespace, a page. */
+static int list_entries(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
+                        const struct cat_ns *ns, bool view, const char *page_token, long page_size,
+                        json_t **out, struct fl_err *err)
 {
 	json_t *cursor = NULL, *ids = NULL, *levels = NULL, *next = json_null();
 	char nsid[24], limit[24];
@@ -474,12 +567,11 @@ int cat_table_list(struct cat_db *db, struct cat_tx *tx, const char *wh_id, cons
 	if (cat_namespace_id(sc.c, wh_id, ns, nsid, sizeof(nsid), err) != 0)
 		goto out;
 	snprintf(limit, sizeof(limit), "%ld", page_size + 1);
-	const char *params[3] = {nsid, after, limit};
-	r = cat_exec(
-	        sc.c,
-	        "SELECT name FROM table_entry WHERE namespace_id = $1::bigint AND kind = 'TABLE'"
-	        " AND ($2::text IS NULL OR name > $2) ORDER BY name LIMIT $3::bigint",
-	        3, params, err);
+	const char *params[4] = {nsid, after, limit, view ? "VIEW" : "TABLE"};
+	r = cat_exec(sc.c,
+	             "SELECT name FROM table_entry WHERE namespace_id = $1::bigint AND kind = $4"
+	             " AND ($2::text IS NULL OR name > $2) ORDER BY name LIMIT $3::bigint",
+	             4, params, err);
 	if (r == NULL)
 		goto out;
 	levels = json_array();
@@ -515,20 +607,37 @@ out:
 	return rc;
 }
 
-/* Locks an existing table's row; FL_ERR_NO_SUCH_TABLE (or _NAMESPACE) when
- * there is none. */
-static int lock_existing(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns,
-                         const char *name, struct cat_row *row, struct fl_err *err)
+int cat_table_list(struct cat_db *db, struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns,
+                   const char *page_token, long page_size, json_t **out, struct fl_err *err)
 {
-	int found = cat_row_lock(c, wh_id, ns, name, row, err);
+	return list_entries(db, tx, wh_id, ns, false, page_token, page_size, out, err);
+}
 
+int cat_view_list(struct cat_db *db, struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns,
+                  const char *page_token, long page_size, json_t **out, struct fl_err *err)
+{
+	return list_entries(db, tx, wh_id, ns, true, page_token, page_size, out, err);
+}
+
+/* Locks an existing table's (or view's) row; FL_ERR_NO_SUCH_TABLE / _VIEW
+ * (or _NAMESPACE) when there is none. */
+static int lock_existing(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns,
+                         const char *name, bool view, struct cat_row *row, struct fl_err *err)
+{
+	int found;
+
+	if (view)
+		return cat_view_row_get(c, wh_id, ns, name, true, row, err);
+	found = cat_row_lock(c, wh_id, ns, name, row, err);
 	if (found == 0)
-		(void)not_found(c, wh_id, ns, name, err);
+		(void)not_found(c, wh_id, ns, name, false, err);
 	return found > 0 ? 0 : -1;
 }
 
-int cat_table_drop(struct cat_db *db, struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns,
-                   const char *name, bool purge, struct fl_err *err)
+/* Drops a table (with purge, a job deletes its files) or a view. */
+static int drop_entry(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
+                      const struct cat_ns *ns, const char *name, bool view, bool purge,
+                      struct fl_err *err)
 {
 	struct cat_row row = {0};
 	struct cat_scope sc;
@@ -537,7 +646,7 @@ int cat_table_drop(struct cat_db *db, struct cat_tx *tx, const char *wh_id, cons
 
 	if (cat_scope_begin(db, tx, true, &sc, err) != 0)
 		return -1;
-	if (lock_existing(sc.c, wh_id, ns, name, &row, err) != 0)
+	if (lock_existing(sc.c, wh_id, ns, name, view, &row, err) != 0)
 		goto out;
 	const char *p1[1] = {row.id};
 	r = cat_exec(sc.c, "DELETE FROM table_entry WHERE id = $1", 1, p1, err);
@@ -561,9 +670,22 @@ out:
 	return cat_scope_end(&sc, ok, err);
 }
 
-int cat_table_rename(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
-                     const struct cat_ns *from_ns, const char *from, const struct cat_ns *to_ns,
-                     const char *to, struct fl_err *err)
+int cat_table_drop(struct cat_db *db, struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns,
+                   const char *name, bool purge, struct fl_err *err)
+{
+	return drop_entry(db, tx, wh_id, ns, name, false, purge, err);
+}
+
+int cat_view_drop(struct cat_db *db, struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns,
+                  const char *name, struct fl_err *err)
+{
+	return drop_entry(db, tx, wh_id, ns, name, true, false, err);
+}
+
+/* Renames a table or a view (the location stays). */
+static int rename_entry(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
+                        const struct cat_ns *from_ns, const char *from, const struct cat_ns *to_ns,
+                        const char *to, bool view, struct fl_err *err)
 {
 	struct cat_row row = {0};
 	char nsid[24], buf[300];
@@ -573,7 +695,7 @@ int cat_table_rename(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
 
 	if (cat_scope_begin(db, tx, true, &sc, err) != 0)
 		return -1;
-	if (lock_existing(sc.c, wh_id, from_ns, from, &row, err) != 0)
+	if (lock_existing(sc.c, wh_id, from_ns, from, view, &row, err) != 0)
 		goto out;
 	if (cat_namespace_id(sc.c, wh_id, to_ns, nsid, sizeof(nsid), err) != 0)
 		goto out;
@@ -598,6 +720,20 @@ out:
 	return cat_scope_end(&sc, ok, err);
 }
 
+int cat_table_rename(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
+                     const struct cat_ns *from_ns, const char *from, const struct cat_ns *to_ns,
+                     const char *to, struct fl_err *err)
+{
+	return rename_entry(db, tx, wh_id, from_ns, from, to_ns, to, false, err);
+}
+
+int cat_view_rename(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
+                    const struct cat_ns *from_ns, const char *from, const struct cat_ns *to_ns,
+                    const char *to, struct fl_err *err)
+{
+	return rename_entry(db, tx, wh_id, from_ns, from, to_ns, to, true, err);
+}
+
 int cat_table_report(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
                      const struct cat_ns *ns, const char *name, const json_t *report,
                      struct fl_err *err)
@@ -611,7 +747,7 @@ int cat_table_report(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
 	if (cat_scope_begin(db, tx, true, &sc, err) != 0)
 		return -1;
 	/* A share lock would do, but the row lock keeps one code path. */
-	if (lock_existing(sc.c, wh_id, ns, name, &row, err) != 0)
+	if (lock_existing(sc.c, wh_id, ns, name, false, &row, err) != 0)
 		goto out;
 	text = fl_json_dump(report, NULL);
 	if (text == NULL) {

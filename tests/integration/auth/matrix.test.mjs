@@ -20,9 +20,9 @@ const ALL = new Set([...WRITE, 'warehouse-admin', 'access-admin', 'metrics']);
 const KNOWN = new Set([...ALL, 'public', 'authenticated']);
 
 // Where each request lands: namespace m (holding table t and namespace m.sub), table
-// "nope" in m (absent: an allowed caller gets 404, a refused one 403).
+// or view "nope" in m (absent: an allowed caller gets 404, a refused one 403).
 const NS = ['m'];
-const PARAMS = { prefix: 'default', namespace: encodeNs(NS), table: 'nope', name: 'absent', role: 'absent', id: '999999' };
+const PARAMS = { prefix: 'default', namespace: encodeNs(NS), table: 'nope', view: 'nope', name: 'absent', role: 'absent', id: '999999' };
 
 // Bodies for routes whose resource is in the body; the resource they name is what the
 // model checks.
@@ -30,7 +30,7 @@ function bodyFor(method, path, who) {
   if (method === 'POST' && path === '/v1/{prefix}/namespaces') {
     return { body: { namespace: ['m', `made-by-${who}`] }, res: { priv: 'namespace-create', ns: ['m'] } };
   }
-  if (path === '/v1/{prefix}/tables/rename') {
+  if (path === '/v1/{prefix}/tables/rename' || path === '/v1/{prefix}/views/rename') {
     return {
       body: { source: { namespace: ['m'], name: 'nope' }, destination: { namespace: ['m'], name: 'nope2' } },
       res: { priv: 'table-write', ns: ['m'], table: 'nope' },
@@ -122,7 +122,8 @@ test('route x principal matrix', async () => {
         priv: r.privilege,
         global: !r.path.includes('{prefix}'),
         ns: r.path.includes('{namespace}') ? NS : [],
-        table: r.path.includes('{table}') ? PARAMS.table : undefined,
+        // Views are authorized as tables of the same name.
+        table: r.path.includes('{table}') || r.path.includes('{view}') ? PARAMS.table : undefined,
       };
       const ok = allowed(w, bodyRes ? res.priv : r.privilege, res);
       const headers = w === 'anonymous' ? {} : bearer(tokens[w]);
