@@ -177,6 +177,28 @@ void cat_written_done(struct cat_written *w, bool remove)
 	w->n = 0;
 }
 
+static bool under(const char *uri, const char *dir);
+
+/* write.metadata.path, when set, must be the table's location or lie under
+ * it: the location is checked to be inside the warehouse, and the property
+ * must not let a client make the server write files anywhere else. */
+static int metadata_dir_check(const json_t *meta, struct fl_err *err)
+{
+	const char *dir = json_string_value(
+	        json_object_get(json_object_get(meta, "properties"), "write.metadata.path"));
+	const char *loc = cat_meta_location(meta);
+	size_t n = loc != NULL ? strlen(loc) : 0;
+
+	while (n > 0 && loc[n - 1] == '/')
+		n--;
+	if (dir == NULL || dir[0] == '\0' || under(dir, loc) ||
+	    (n > 0 && strncmp(dir, loc, n) == 0 && strspn(dir + n, "/") == strlen(dir + n)))
+		return 0;
+	return fl_err_set(err, FL_ERR_BAD_REQUEST,
+	                  "write.metadata.path '%.200s' must lie under the location '%.200s'", dir,
+	                  loc != NULL ? loc : "");
+}
+
 int cat_write_metadata(const json_t *meta, int64_t version, struct cat_written *w, char **path,
                        char **text, struct fl_err *err)
 {
@@ -185,6 +207,8 @@ int cat_write_metadata(const json_t *meta, int64_t version, struct cat_written *
 
 	if (w->io == NULL)
 		return fl_err_set(err, FL_ERR_INTERNAL, "no storage handle for the warehouse");
+	if (metadata_dir_check(meta, err) != 0)
+		return -1;
 	t = fl_json_dump(meta, &n);
 	p = metadata_file(meta, version);
 	if (t == NULL || p == NULL || written_add(w, p) != 0) {

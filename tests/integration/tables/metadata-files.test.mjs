@@ -82,3 +82,27 @@ test('racing commits leave exactly one metadata file per version: losers delete 
   assert.equal(files.length, acks + 1, `create + ${acks} commits (${conflicts} conflicts), no orphan: ${files.join(' ')}`);
   assert.equal(versionOf(start['metadata-location']), 0);
 });
+
+test('write.metadata.path must lie under the table location: the server never writes elsewhere', async () => {
+  const name = 'mpath';
+  const path_ = tablePath(c.p, NS, name);
+  const created = (await call(c.base, 'POST', `${c.p}/namespaces/${NS[0]}/tables`, { body: createBody(name), expect: 200 })).json;
+  const loc = created.metadata.location;
+  const outside = `file://${fs.mkdtempSync('/tmp/floe-mpath-')}`;
+  for (const dir of [outside, `${loc}/../elsewhere`]) {
+    const res = await call(c.base, 'POST', path_, {
+      body: { requirements: [], updates: [{ action: 'set-properties', updates: { 'write.metadata.path': dir } }] },
+    });
+    assert.equal(res.status, 400, res.text);
+    assert.equal(res.json.error.type, 'BadRequestException');
+    assert.match(res.json.error.message, /write\.metadata\.path .* must lie under the location/);
+  }
+  assert.deepEqual(fs.readdirSync(localPath(outside)), [], 'nothing was written outside the table');
+  // Under the location it is honoured.
+  const res = await call(c.base, 'POST', path_, {
+    body: { requirements: [], updates: [{ action: 'set-properties', updates: { 'write.metadata.path': `${loc}/meta2` } }] },
+    expect: 200,
+  });
+  assert.ok(res.json['metadata-location'].startsWith(`${loc}/meta2/`), res.json['metadata-location']);
+  assert.ok(fs.existsSync(localPath(res.json['metadata-location'])));
+});
