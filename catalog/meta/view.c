@@ -8,8 +8,13 @@
  * Schema ids start at 0 and version ids at 1; a schema or version equal to
  * one already present reuses its id (Java reuseOrCreateNew*Id), and -1 in an
  * update means the one last added in this change.  Setting the current
- * version appends {timestamp-ms, version-id} to the version log. */
+ * version appends {timestamp-ms, version-id} to the version log.  After a
+ * change, at most version.history.num-entries versions (default 10; at least
+ * 1) are kept: the current one and the newest others; the version log keeps
+ * its entries after the last one that names a version no longer kept. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -243,6 +248,100 @@ static int set_properties(struct vb *b, const json_t *props, const char *what, s
 	return 0;
 }
 
+/* The version.history.num-entries property: default 10, at least 1. */
+static int history_size(const json_t *m, int64_t *out, struct fl_err *err)
+{
+	const char *s = json_string_value(
+	        json_object_get(json_object_get(m, "properties"), "version.history.num-entries"));
+	char *end = NULL;
+	long long n;
+
+	*out = 10;
+	if (s == NULL)
+		return 0;
+	errno = 0;
+	n = strtoll(s, &end, 10);
+	if (*s == '\0' || *end != '\0' || errno != 0)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "view property version.history.num-entries must be an integer, "
+		                  "not '%.40s'",
+		                  s);
+	*out = n < 1 ? 1 : n;
+	return 0;
+}
+
+/* True when version id is in kept (n ids). */
+static bool kept_has(const int64_t *kept, size_t n, int64_t id)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (kept[i] == id)
+			return true;
+	}
+	return false;
+}
+
+/* Trims versions and the version log to version.history.num-entries. */
+static int trim_history(struct vb *b, struct fl_err *err)
+{
+	json_t *versions = json_object_get(b->m, "versions"), *log, *keep = NULL, *v;
+	int64_t max, cur = json_integer_value(json_object_get(b->m, "current-version-id"));
+	int64_t *kept;
+	size_t nkept = 0, i;
+	int rc = -1;
+
+	if (history_size(b->m, &max, err) != 0)
+		return -1;
+	if (json_array_size(versions) <= (size_t)max)
+		return 0;
+	kept = calloc((size_t)max, sizeof(*kept));
+	if (kept == NULL)
+		return nomem(err);
+	kept[nkept++] = cur;
+	/* The newest others: version ids only grow, so pick by id, descending. */
+	while (nkept < (size_t)max) {
+		int64_t best = NONE;
+
+		json_array_foreach(versions, i, v)
+		{
+			int64_t id = json_integer_value(json_object_get(v, "version-id"));
+
+			if (id > best && !kept_has(kept, nkept, id))
+				best = id;
+		}
+		if (best == NONE)
+			break;
+		kept[nkept++] = best;
+	}
+	for (i = json_array_size(versions); i-- > 0;) {
+		if (!kept_has(kept, nkept,
+		              json_integer_value(json_object_get(json_array_get(versions, i),
+		                                                 "version-id"))) &&
+		    json_array_remove(versions, i) != 0)
+			goto nomem;
+	}
+	log = json_object_get(b->m, "version-log");
+	keep = json_array();
+	if (keep == NULL)
+		goto nomem;
+	json_array_foreach(log, i, v)
+	{
+		if (!kept_has(kept, nkept, json_integer_value(json_object_get(v, "version-id"))))
+			json_array_clear(keep);
+		else if (json_array_append(keep, v) != 0)
+			goto nomem;
+	}
+	if (json_object_set(b->m, "version-log", keep) != 0)
+		goto nomem;
+	rc = 0;
+	goto out;
+nomem:
+	nomem(err);
+out:
+	json_decref(keep);
+	free(kept);
+	return rc;
+}
+
 int cat_viewmeta_create(const json_t *req, const char *location, const char *uuid, json_t **out,
                         struct fl_err *err)
 {
@@ -269,7 +368,9 @@ int cat_viewmeta_create(const json_t *req, const char *location, const char *uui
 	}
 	if (add_version(&b, copy, "CreateViewRequest view-version", err) != 0 ||
 	    set_current(&b, -1, what, err) != 0 ||
-	    (props != NULL && set_properties(&b, props, "CreateViewRequest properties", err) != 0))
+	    (props != NULL &&
+	     set_properties(&b, props, "CreateViewRequest properties", err) != 0) ||
+	    trim_history(&b, err) != 0)
 		goto fail;
 	json_decref(copy);
 	*out = b.m;
@@ -417,6 +518,10 @@ int cat_viewmeta_apply(const json_t *base, const json_t *updates, json_t **out, 
 			json_decref(b.m);
 			return -1;
 		}
+	}
+	if (trim_history(&b, err) != 0) {
+		json_decref(b.m);
+		return -1;
 	}
 	*out = b.m;
 	return 0;

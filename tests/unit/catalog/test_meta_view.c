@@ -192,6 +192,57 @@ static void test_apply(void **state)
 	json_decref(base);
 }
 
+/* version.history.num-entries: replacing the view past the limit keeps the
+ * current version and the newest others, and the log after the last entry
+ * naming a dropped version; a bad value is refused by name. */
+static void test_history_trim(void **state)
+{
+	json_t *m = base_view(), *next = NULL, *ups;
+	struct fl_err err = {0};
+	char buf[512];
+
+	(void)state;
+	ups = tm_json(
+	        "[{'action':'set-properties','updates':{'version.history.num-entries':'3'}}]");
+	assert_int_equal(cat_viewmeta_apply(m, ups, &next, &err), 0);
+	json_decref(ups);
+	json_decref(m);
+	m = next;
+	for (int i = 2; i <= 6; i++) {
+		snprintf(
+		        buf, sizeof(buf),
+		        "[{'action':'add-view-version','view-version':" VERSION(
+		                "select %d",
+		                "0") "},{'action':'set-current-view-version','view-version-id':-1}]",
+		        i);
+		ups = tm_json(buf);
+		next = NULL;
+		if (cat_viewmeta_apply(m, ups, &next, &err) != 0)
+			fail_msg("version %d: %s", i, err.msg);
+		json_decref(ups);
+		json_decref(m);
+		m = next;
+	}
+	tm_check(m, "current-version-id=6;versions#3;versions/0/version-id=4;"
+	            "versions/2/version-id=6;version-log#3;version-log/0/version-id=4;"
+	            "version-log/2/version-id=6");
+	/* Back to version 5: the log entry for 6 stays, 4..6 are all kept. */
+	ups = tm_json("[{'action':'set-current-view-version','view-version-id':5}]");
+	next = NULL;
+	assert_int_equal(cat_viewmeta_apply(m, ups, &next, &err), 0);
+	json_decref(ups);
+	tm_check(next, "current-version-id=5;versions#3;version-log#4;version-log/3/version-id=5");
+	json_decref(next);
+	ups = tm_json(
+	        "[{'action':'set-properties','updates':{'version.history.num-entries':'x'}}]");
+	next = NULL;
+	assert_int_not_equal(cat_viewmeta_apply(m, ups, &next, &err), 0);
+	assert_non_null(strstr(err.msg, "version.history.num-entries must be an integer"));
+	assert_null(next);
+	json_decref(ups);
+	json_decref(m);
+}
+
 struct req_case {
 	const char *name, *reqs;
 	enum fl_err_kind kind;
@@ -273,7 +324,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_create),   cmocka_unit_test(test_create_bad),
 	        cmocka_unit_test(test_apply),    cmocka_unit_test(test_requirements),
-	        cmocka_unit_test(test_validate),
+	        cmocka_unit_test(test_validate), cmocka_unit_test(test_history_trim),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
