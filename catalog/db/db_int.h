@@ -117,6 +117,12 @@ PGresult *cat_exec(struct cat_conn *c, const char *sql, int n, const char *const
 /* Runs a statement whose result is not needed (BEGIN, COMMIT, …). */
 int cat_exec_cmd(struct cat_conn *c, const char *sql, struct fl_err *err) FL_MUST_CHECK;
 
+/* The prepared name of sql (a string literal: its address is the key) on
+ * c, written to name and returned, preparing it on first use; NULL when
+ * the connection's cache is full or preparing failed: the statement then
+ * runs unprepared. */
+const char *cat_prepared(struct cat_conn *c, const char *sql, char name[16]);
+
 /* One statement of a pipeline: prepared as stmt when stmt is not NULL,
  * else sql; lengths and formats as PQsendQueryParams takes them. */
 struct cat_pipe_q {
