@@ -1095,10 +1095,10 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	rc = 0;
 out:
 	/* A table whose commits conflict keeps the version read for the next
-	 * try.  Only a committed version, as read, is kept: one this commit
-	 * wrote would push out the version the other readers see until the
-	 * COMMIT.  Uncontended tables are not kept: the copies cost more than
-	 * the parse they would save. */
+	 * try.  Only a committed version is kept: one this commit wrote joins
+	 * after its COMMIT (base_kept_run), not before, when it would push out
+	 * the version the other readers see.  Uncontended tables are not kept:
+	 * the copies cost more than the parse they would save. */
 	if (fetched && (rc == TRY_RACED || (rc < 0 && err->kind == FL_ERR_COMMIT_FAILED)))
 		cat_base_put(db->bases, key, key_len, row.id, row.version, row.metadata_location,
 		             row.metadata, base);

@@ -1,8 +1,10 @@
 /* basecache.c - the last parsed metadata of the tables this process
  * commits to, so that an optimistic commit (commit.c) neither fetches nor
  * parses a version it already holds: on a hot table most tries judge their
- * requirements on a version that an earlier try read.  Only committed
- * versions, as read, are kept, and never in place of a newer one.
+ * requirements on a version that an earlier try read or that an earlier
+ * commit of this process wrote.  Only committed versions are kept (a
+ * written one once its COMMIT succeeded), and never in place of a newer
+ * one.
  *
  * An entry is valid for exactly one metadata location.  Metadata file
  * names carry a UUID, so a location names one version's text for good, and

@@ -56,7 +56,9 @@ bool cat_base_get(struct cat_base_cache *c, const char *key, size_t key_len, cha
 /* Keeps doc (a reference is taken; the caller must not modify doc from
  * now on) and a copy of text as version `version` of table id, stored at
  * location; a newer version of the same table already held is kept
- * instead.  Only committed versions (as read) belong here. */
+ * instead.  Only committed versions belong here: as read, or as written
+ * by a commit whose COMMIT succeeded (doc then built, not parsed, but the
+ * document that text serializes). */
 void cat_base_put(struct cat_base_cache *c, const char *key, size_t key_len, const char *id,
                   int64_t version, const char *location, const char *text, json_t *doc);
 
