@@ -977,7 +977,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
                       struct cat_change *ch, const struct cat_limits *lim, const char *request_id,
                       const char *actor, struct fl_err *err)
 {
-	char tbuf[520], *path = NULL, *text = NULL, *key, *kloc = NULL, *ktext = NULL;
+	char tbuf[520], *path = NULL, *text = NULL, *key, *kloc = NULL;
 	struct cat_written w = {.io = wh->io};
 	struct cat_written *stale = NULL;
 	struct base_kept *kept = NULL;
@@ -992,7 +992,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 
 	/* A version this process holds parsed is neither fetched nor parsed. */
 	key = cat_table_key(wh->id, &ch->ns, ch->name, &key_len);
-	if (!cat_base_get(db->bases, key, key_len, &kloc, &ktext, &base))
+	if (!cat_base_get(db->bases, key, key_len, &kloc, NULL, &base))
 		kloc = NULL;
 	if (cat_scope_begin(db, tx, false, &sc, err) != 0)
 		goto out;
@@ -1010,10 +1010,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	} else if (kloc == NULL || strcmp(kloc, row.metadata_location) != 0) {
 		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		goto out;
-	} else {
-		row.metadata = ktext; /* the same text, byte for byte */
-		ktext = NULL;
-	}
+	} /* else the held version is the row's: its text is copied only if needed */
 	if (base == NULL || json_array_size(ch->updates) > lim->max_updates) {
 		rc = TRY_LOCKED;
 		goto out;
@@ -1032,7 +1029,19 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	}
 	cat_stage_done(db, CAT_STAGE_BUILD, &t0);
 	if (!changed) {
-		rc = answer_unchanged(ch, &row, err);
+		/* The held text, unless it went meanwhile: then the locked path answers. */
+		json_t *doc = NULL;
+		char *loc = NULL;
+
+		if (row.metadata == NULL &&
+		    (!cat_base_get(db->bases, key, key_len, &loc, &row.metadata, &doc) ||
+		     strcmp(loc, row.metadata_location) != 0)) {
+			rc = TRY_LOCKED;
+		} else {
+			rc = answer_unchanged(ch, &row, err);
+		}
+		json_decref(doc);
+		free(loc);
 		goto out;
 	}
 	if (strcmp(cat_meta_location(meta), row.location) != 0) {
@@ -1118,7 +1127,6 @@ out:
 	free(text);
 	free(key);
 	free(kloc);
-	free(ktext);
 	return rc;
 }
 

@@ -94,15 +94,18 @@ bool cat_base_get(struct cat_base_cache *c, const char *key, size_t key_len, cha
 	pthread_mutex_lock(&c->mu);
 	s = find(c, key, key_len);
 	if (s != NULL) {
-		*location = strdup(s->location);
-		*text = strdup(s->text);
-		if (*location != NULL && *text != NULL) {
+		char *l = strdup(s->location), *t = text != NULL ? strdup(s->text) : NULL;
+
+		if (l != NULL && (text == NULL || t != NULL)) {
+			*location = l;
+			if (text != NULL)
+				*text = t;
 			*doc = json_incref(s->doc);
 			s->used = ++c->tick;
 			hit = true;
 		} else {
-			free(*location);
-			free(*text);
+			free(l);
+			free(t);
 		}
 	}
 	pthread_mutex_unlock(&c->mu);

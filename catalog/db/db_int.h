@@ -48,9 +48,10 @@ char *cat_table_key(const char *wh, const struct cat_ns *ns, const char *name, s
 struct cat_base_cache;
 struct cat_base_cache *cat_base_cache_new(void);
 void cat_base_cache_free(struct cat_base_cache *c);
-/* true with copies of the entry's location and text and a new reference
- * to its parsed document (never to be modified); false on a miss or
- * without a cache or key. */
+/* true with copies of the entry's location and text (not copied when text
+ * is NULL: it is up to megabytes) and a new reference to its parsed
+ * document (never to be modified); false on a miss or without a cache or
+ * key, the out-parameters untouched. */
 bool cat_base_get(struct cat_base_cache *c, const char *key, size_t key_len, char **location,
                   char **text, json_t **doc);
 /* Keeps doc (a reference is taken; the caller must not modify doc from
