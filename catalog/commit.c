@@ -728,6 +728,60 @@ static void stale_delete(void *arg, bool committed)
 	free(w);
 }
 
+/* The version a commit wrote, to be kept in the base cache once it is
+ * committed (base_keep). */
+struct base_kept {
+	struct cat_base_cache *bases;
+	char *key;
+	size_t key_len;
+	char id[40];
+	int64_t version;
+	char *location;
+	char *text;
+	json_t *doc;
+};
+
+static void base_kept_run(void *arg, bool committed)
+{
+	struct base_kept *k = arg;
+
+	if (committed)
+		cat_base_put(k->bases, k->key, k->key_len, k->id, k->version, k->location, k->text,
+		             k->doc);
+	free(k->key);
+	free(k->location);
+	free(k->text);
+	json_decref(k->doc);
+	free(k);
+}
+
+/* A NULL-safe record of version `version` (location, text, doc) of table
+ * id for base_kept_run; NULL when out of memory (the cache is best effort).
+ * doc must not be modified from now on. */
+static struct base_kept *base_kept_new(struct cat_db *db, const char *key, size_t key_len,
+                                       const char *id, int64_t version, const char *location,
+                                       const char *text, json_t *doc)
+{
+	struct base_kept *k = calloc(1, sizeof(*k));
+
+	if (k == NULL)
+		return NULL;
+	k->bases = db->bases;
+	k->key = malloc(key_len);
+	k->key_len = key_len;
+	k->location = strdup(location);
+	k->text = strdup(text);
+	if (k->key == NULL || k->location == NULL || k->text == NULL) {
+		base_kept_run(k, false);
+		return NULL;
+	}
+	memcpy(k->key, key, key_len);
+	snprintf(k->id, sizeof(k->id), "%s", id);
+	k->version = version;
+	k->doc = json_incref(doc);
+	return k;
+}
+
 /* A commit that changes nothing answers the state it judged (copies in
  * ch), and writes nothing. */
 static int answer_unchanged(struct cat_change *ch, const struct cat_row *row, struct fl_err *err)
@@ -923,9 +977,10 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
                       struct cat_change *ch, const struct cat_limits *lim, const char *request_id,
                       const char *actor, struct fl_err *err)
 {
-	char tbuf[520], *path = NULL, *text = NULL, *key, *kloc = NULL, *ktext = NULL;
+	char tbuf[520], *path = NULL, *text = NULL, *key, *kloc = NULL;
 	struct cat_written w = {.io = wh->io};
 	struct cat_written *stale = NULL;
+	struct base_kept *kept = NULL;
 	struct cat_row row = {0};
 	json_t *base = NULL, *meta = NULL, *filled = NULL;
 	struct cat_row_stats st;
@@ -937,7 +992,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 
 	/* A version this process holds parsed is neither fetched nor parsed. */
 	key = cat_table_key(wh->id, &ch->ns, ch->name, &key_len);
-	if (!cat_base_get(db->bases, key, key_len, &kloc, &ktext, &base))
+	if (!cat_base_get(db->bases, key, key_len, &kloc, NULL, &base))
 		kloc = NULL;
 	if (cat_scope_begin(db, tx, false, &sc, err) != 0)
 		goto out;
@@ -955,10 +1010,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	} else if (kloc == NULL || strcmp(kloc, row.metadata_location) != 0) {
 		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		goto out;
-	} else {
-		row.metadata = ktext; /* the same text, byte for byte */
-		ktext = NULL;
-	}
+	} /* else the held version is the row's: its text is copied only if needed */
 	if (base == NULL || json_array_size(ch->updates) > lim->max_updates) {
 		rc = TRY_LOCKED;
 		goto out;
@@ -977,7 +1029,19 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	}
 	cat_stage_done(db, CAT_STAGE_BUILD, &t0);
 	if (!changed) {
-		rc = answer_unchanged(ch, &row, err);
+		/* The held text, unless it went meanwhile: then the locked path answers. */
+		json_t *doc = NULL;
+		char *loc = NULL;
+
+		if (row.metadata == NULL &&
+		    (!cat_base_get(db->bases, key, key_len, &loc, &row.metadata, &doc) ||
+		     strcmp(loc, row.metadata_location) != 0)) {
+			rc = TRY_LOCKED;
+		} else {
+			rc = answer_unchanged(ch, &row, err);
+		}
+		json_decref(doc);
+		free(loc);
 		goto out;
 	}
 	if (strcmp(cat_meta_location(meta), row.location) != 0) {
@@ -999,12 +1063,21 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	if (cat_scope_begin(db, tx, false, &sc, err) != 0)
 		goto out;
 	moved = cat_row_move_if(sc.c, &mv, row.ns_id, row.version, err);
+	/* A table already in the base cache is contended: the version written
+	 * here is the base of the next tries, kept once it is committed (so
+	 * that they neither fetch nor parse it).  meta is built, not parsed,
+	 * but it is the document that text serializes. */
+	if (moved == 1 && kloc != NULL)
+		kept = base_kept_new(db, key, key_len, row.id, row.version + 1, path, text, meta);
 	if (moved == 1 && tx != NULL) {
 		/* The outer transaction's COMMIT makes it durable. */
 		cat_scope_touched(&sc, row.id);
 		cat_scope_timed(&sc);
 		cat_scope_after_commit(&sc, stale_delete, stale);
 		stale = NULL;
+		if (kept != NULL)
+			cat_scope_after_commit(&sc, base_kept_run, kept);
+		kept = NULL;
 	}
 	(void)cat_scope_end(&sc, true, err);
 	/* Committed by the statement itself; an unknown outcome may have applied. */
@@ -1021,16 +1094,20 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 		stale_delete(stale, true);
 		stale = NULL;
 	}
+	if (kept != NULL) { /* likewise */
+		base_kept_run(kept, true);
+		kept = NULL;
+	}
 	ch->metadata_location = path;
 	ch->metadata = text;
 	path = text = NULL;
 	rc = 0;
 out:
 	/* A table whose commits conflict keeps the version read for the next
-	 * try.  Only a committed version, as read, is kept: one this commit
-	 * wrote would push out the version the other readers see until the
-	 * COMMIT.  Uncontended tables are not kept: the copies cost more than
-	 * the parse they would save. */
+	 * try.  Only a committed version is kept: one this commit wrote joins
+	 * after its COMMIT (base_kept_run), not before, when it would push out
+	 * the version the other readers see.  Uncontended tables are not kept:
+	 * the copies cost more than the parse they would save. */
 	if (fetched && (rc == TRY_RACED || (rc < 0 && err->kind == FL_ERR_COMMIT_FAILED)))
 		cat_base_put(db->bases, key, key_len, row.id, row.version, row.metadata_location,
 		             row.metadata, base);
@@ -1040,6 +1117,8 @@ out:
 		cat_written_done(stale, false);
 		free(stale);
 	}
+	if (kept != NULL)
+		base_kept_run(kept, false);
 	cat_row_free(&row);
 	json_decref(base);
 	json_decref(meta);
@@ -1048,7 +1127,6 @@ out:
 	free(text);
 	free(key);
 	free(kloc);
-	free(ktext);
 	return rc;
 }
 

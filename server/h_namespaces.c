@@ -31,9 +31,11 @@ int srv_warehouse(struct srv_req *r, struct cat_warehouse *wh, struct fl_err *er
 
 	if (srv_warehouse_name(r, &name, err) != 0)
 		return -1;
-	/* Inside an idempotency transaction, read through it; otherwise a
-	 * recent lookup will do (whcache.h says why that is safe). */
-	if (r->tx == NULL && srv_whcache_get(r->ctx->whcache, name, wh))
+	/* A recent lookup will do (whcache.h says why that is safe), inside an
+	 * idempotency transaction too: the warehouse row is not part of what
+	 * the transaction changes, and a lookup through it would cost every
+	 * keyed mutation one more round trip. */
+	if (srv_whcache_get(r->ctx->whcache, name, wh))
 		return 0;
 	if (cat_warehouse_get(r->ctx->db, r->tx, name, wh, err) != 0)
 		return -1;

@@ -1,8 +1,10 @@
 /* basecache.c - the last parsed metadata of the tables this process
  * commits to, so that an optimistic commit (commit.c) neither fetches nor
  * parses a version it already holds: on a hot table most tries judge their
- * requirements on a version that an earlier try read.  Only committed
- * versions, as read, are kept, and never in place of a newer one.
+ * requirements on a version that an earlier try read or that an earlier
+ * commit of this process wrote.  Only committed versions are kept (a
+ * written one once its COMMIT succeeded), and never in place of a newer
+ * one.
  *
  * An entry is valid for exactly one metadata location.  Metadata file
  * names carry a UUID, so a location names one version's text for good, and
@@ -92,15 +94,18 @@ bool cat_base_get(struct cat_base_cache *c, const char *key, size_t key_len, cha
 	pthread_mutex_lock(&c->mu);
 	s = find(c, key, key_len);
 	if (s != NULL) {
-		*location = strdup(s->location);
-		*text = strdup(s->text);
-		if (*location != NULL && *text != NULL) {
+		char *l = strdup(s->location), *t = text != NULL ? strdup(s->text) : NULL;
+
+		if (l != NULL && (text == NULL || t != NULL)) {
+			*location = l;
+			if (text != NULL)
+				*text = t;
 			*doc = json_incref(s->doc);
 			s->used = ++c->tick;
 			hit = true;
 		} else {
-			free(*location);
-			free(*text);
+			free(l);
+			free(t);
 		}
 	}
 	pthread_mutex_unlock(&c->mu);

@@ -48,15 +48,18 @@ char *cat_table_key(const char *wh, const struct cat_ns *ns, const char *name, s
 struct cat_base_cache;
 struct cat_base_cache *cat_base_cache_new(void);
 void cat_base_cache_free(struct cat_base_cache *c);
-/* true with copies of the entry's location and text and a new reference
- * to its parsed document (never to be modified); false on a miss or
- * without a cache or key. */
+/* true with copies of the entry's location and text (not copied when text
+ * is NULL: it is up to megabytes) and a new reference to its parsed
+ * document (never to be modified); false on a miss or without a cache or
+ * key, the out-parameters untouched. */
 bool cat_base_get(struct cat_base_cache *c, const char *key, size_t key_len, char **location,
                   char **text, json_t **doc);
 /* Keeps doc (a reference is taken; the caller must not modify doc from
  * now on) and a copy of text as version `version` of table id, stored at
  * location; a newer version of the same table already held is kept
- * instead.  Only committed versions (as read) belong here. */
+ * instead.  Only committed versions belong here: as read, or as written
+ * by a commit whose COMMIT succeeded (doc then built, not parsed, but the
+ * document that text serializes). */
 void cat_base_put(struct cat_base_cache *c, const char *key, size_t key_len, const char *id,
                   int64_t version, const char *location, const char *text, json_t *doc);
 
@@ -116,6 +119,12 @@ PGresult *cat_exec(struct cat_conn *c, const char *sql, int n, const char *const
 
 /* Runs a statement whose result is not needed (BEGIN, COMMIT, …). */
 int cat_exec_cmd(struct cat_conn *c, const char *sql, struct fl_err *err) FL_MUST_CHECK;
+
+/* The prepared name of sql (a string literal: its address is the key) on
+ * c, written to name and returned, preparing it on first use; NULL when
+ * the connection's cache is full or preparing failed: the statement then
+ * runs unprepared. */
+const char *cat_prepared(struct cat_conn *c, const char *sql, char name[16]);
 
 /* One statement of a pipeline: prepared as stmt when stmt is not NULL,
  * else sql; lengths and formats as PQsendQueryParams takes them. */

@@ -236,9 +236,8 @@ void cat_conn_put(struct cat_db *db, struct cat_conn *c)
 	pthread_mutex_unlock(&db->mu);
 }
 
-/* The prepared name of sql on c, preparing it on first use; NULL when the
- * cache is full (the statement then runs unprepared) or preparing failed. */
-static const char *prepared(struct cat_conn *c, const char *sql, char name[16])
+/* As db_int.h says. */
+const char *cat_prepared(struct cat_conn *c, const char *sql, char name[16])
 {
 	PGresult *r;
 	int i;
@@ -296,7 +295,7 @@ PGresult *cat_exec(struct cat_conn *c, const char *sql, int n, const char *const
                    struct fl_err *err)
 {
 	char name[16];
-	const char *stmt = n > 0 ? prepared(c, sql, name) : NULL;
+	const char *stmt = n > 0 ? cat_prepared(c, sql, name) : NULL;
 
 	return checked(c,
 	               stmt ? PQexecPrepared(c->pg, stmt, n, params, NULL, NULL, 0)
@@ -350,7 +349,7 @@ PGresult *cat_exec_begin(struct cat_conn *c, const char *sql, int n, const char 
 	        {.sql = "BEGIN"},
 	        /* prepared outside the pipeline */
 	        {.sql = sql,
-	         .stmt = n > 0 ? prepared(c, sql, name) : NULL,
+	         .stmt = n > 0 ? cat_prepared(c, sql, name) : NULL,
 	         .n = n,
 	         .params = params},
 	};

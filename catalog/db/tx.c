@@ -172,10 +172,15 @@ static int commit(struct cat_conn *c, struct fl_err *err)
  * is not: the COMMIT may have run. */
 static int commit_after(struct cat_conn *c, const struct cat_pipe_q *last, struct fl_err *err)
 {
-	const struct cat_pipe_q q[2] = {*last, {.sql = "COMMIT"}};
+	struct cat_pipe_q q[2] = {*last, {.sql = "COMMIT"}};
 	PGresult *res[2];
 	ExecStatusType st;
+	char name[16];
 
+	/* Prepared outside the pipeline, as cat_exec would: last runs once per
+	 * keyed mutation and is not worth parsing and planning each time. */
+	if (q[0].stmt == NULL && q[0].n > 0)
+		q[0].stmt = cat_prepared(c, q[0].sql, name);
 	(void)cat_pipeline(c, 2, q, res);
 	st = PQresultStatus(res[0]);
 	/* An error that libpq made up for a lost connection says nothing. */

@@ -55,7 +55,8 @@ struct meta {
  * location, current schema unset). Returns -1 (FL_ERR_NOMEM) on OOM. */
 int meta_init_empty(struct meta *m, int format_version, struct fl_err *err) FL_MUST_CHECK;
 
-/* Decodes a metadata document into m (deep copies), checking fields and
+/* Decodes a metadata document into m (deep copies, except the snapshots,
+ * which m shares with doc: neither may modify them), checking fields and
  * types; v1 documents with only `schema` / `partition-spec` are normalized.
  * Does not check referential integrity: meta_check does.  On failure m is
  * released. */

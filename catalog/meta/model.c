@@ -551,25 +551,29 @@ static int load_snapshots(const json_t *doc, struct meta *m, struct fl_err *err)
 	r = get_typed(doc, "snapshots", false, JSON_ARRAY, "an array", "metadata", &arr, err);
 	if (r < 0)
 		return -1;
+	/* A table's snapshots are most of its metadata and grow with every
+	 * commit: they are checked, and shared with doc rather than copied (a
+	 * snapshot is never modified once added: the builder only adds and
+	 * removes whole snapshots, and doc is not modified either). */
 	json_array_foreach(arr, i, s)
 	{
-		char what[48];
-		json_t *copy;
+		if (meta_snapshot_check(s, m->format_version, "metadata: a snapshot", err) < 0) {
+			char what[48];
 
-		snprintf(what, sizeof(what), "metadata: snapshots[%zu]", i);
-		if (meta_snapshot_check(s, m->format_version, what, err) < 0)
+			/* Checked again for the message naming its index. */
+			snprintf(what, sizeof(what), "metadata: snapshots[%zu]", i);
+			fl_err_clear(err);
+			if (meta_snapshot_check(s, m->format_version, what, err) == 0)
+				fl_err_set(err, FL_ERR_INTERNAL, "%s: inconsistent check", what);
 			return -1;
+		}
 		if (meta_snapshot_by_id(m, json_integer_value(json_object_get(s, "snapshot-id"))))
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
 			                  "metadata: snapshot id %" JSON_INTEGER_FORMAT
 			                  " is used more than once",
 			                  json_integer_value(json_object_get(s, "snapshot-id")));
-		copy = json_deep_copy(s);
-		if (copy == NULL || meta_snapshot_add(m, copy) < 0) {
-			json_decref(copy);
+		if (meta_snapshot_add(m, s) < 0)
 			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-		}
-		json_decref(copy);
 	}
 	r = get_typed(doc, "current-snapshot-id", false, JSON_INTEGER, "an integer or null",
 	              "metadata", &v, err);

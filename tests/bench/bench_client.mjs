@@ -20,6 +20,11 @@
 //     Prints one JSON line with commits, commits/s, conflicts, errors, latencies, the most
 //     requests in flight at once (shows the clients really ran concurrently) and the
 //     generator's own CPU use (it shares the cores with the server).
+//
+//   node bench_client.mjs grow --base URL --p /v1/PREFIX --ns NS --snapshots N [--name-prefix t]
+//     Appends to NS.t0, one commit at a time (the same request as `commit`), until the table
+//     has N snapshots: a table as large as a hot one becomes after N commits, to measure
+//     commits on it. Prints one JSON line: {snapshots, load_bytes, seconds}.
 import http from 'node:http';
 import crypto from 'node:crypto';
 
@@ -322,10 +327,26 @@ async function commit() {
   );
 }
 
+async function grow() {
+  const want = Number(args.snapshots ?? 0);
+  const name = `${namePrefix}0`;
+  const t0 = Date.now();
+  let st = await loadState(name);
+  while (st.snapshots < want) {
+    const sid = newSnapshotId();
+    const r = await request('POST', tablePath(name), { body: commitBody(name, st, sid), drop: true });
+    if (r.status !== 200) fail(`grow ${name}: ${r.status} ${r.body?.slice(0, 300)}`);
+    st = { ...st, current: sid, lastSeq: st.lastSeq + 1, snapshots: st.snapshots + 1 };
+  }
+  st = await loadState(name);
+  console.log(JSON.stringify({ snapshots: st.snapshots, load_bytes: st.bytes, seconds: (Date.now() - t0) / 1000 }));
+}
+
 try {
   if (cmd === 'create-tables') await createTables();
   else if (cmd === 'commit') await commit();
-  else fail('usage: bench_client.mjs create-tables|commit --base URL --p /v1/PREFIX ...');
+  else if (cmd === 'grow') await grow();
+  else fail('usage: bench_client.mjs create-tables|commit|grow --base URL --p /v1/PREFIX ...');
 } catch (e) {
   fail(String(e.stack || e));
 }

@@ -10,6 +10,8 @@
 #   BENCH_CLIENTS (16)     concurrent writers (Floe) and pgbench clients
 #   BENCH_TABLES (1000)    tables in the many-tables run
 #   BENCH_IDEMPOTENCY (1)  send an Idempotency-Key with every commit (0 = do not)
+#   BENCH_HOT_SNAPSHOTS (0) grow the hot table to this many snapshots (one writer, one
+#                          commit at a time) before its run: the hot figure at that size
 #   FLOE_SERVE_ARGS        extra `floe serve` flags, e.g. "--threads 16 --db-pool-size 16"
 #
 # Steps: throwaway PostgreSQL with durable commits (fsync, synchronous_commit on),
@@ -24,7 +26,10 @@
 # PostgreSQL transaction. The ceilings are the bare PostgreSQL part: read + CAS (cas.sql),
 # read + CAS + idempotency insert in one transaction (txn.sql), and read + CAS on one row
 # (hot.sql; successful commits counted from the version column, as most attempts lose).
-# Prints figures and ratios; fails only when it cannot measure.
+# Prints figures and ratios, and the CPU time per commit of Floe, of PostgreSQL (every
+# process of the cluster) and of the writer, beside that of a txn.sql transaction: on a
+# small machine they share the cores, so CPU per commit bounds commits/s.
+# Fails only when it cannot measure.
 set -euo pipefail
 
 # shellcheck source=tests/bench/bench_lib.sh
@@ -33,6 +38,7 @@ bench_init commit_bench
 bench_need curl jq node
 
 seconds=${BENCH_SECONDS:-15}
+grow=${BENCH_HOT_SNAPSHOTS:-0}
 clients=${BENCH_CLIENTS:-16}
 ntables=${BENCH_TABLES:-1000}
 idem=${BENCH_IDEMPOTENCY:-1}
@@ -79,13 +85,43 @@ stage_means()
 		END { for (i = 1; i <= n; i++) { s = order[i]; c = d[s " count"]
 			printf "%s %.2f ms  ", s, (c > 0 ? d[s " sum"] / c * 1000 : 0) } print "" }' "$1" "$2"
 }
+# CPU clock ticks used so far by a process (utime + stime), and by the whole PostgreSQL
+# cluster: the postmaster with its exited children (pgbench's backends) and the live ones.
+ticks()
+{
+	awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+pg_ticks()
+{
+	local pm t kid
+	pm=$(head -n 1 "$PGT_DIR/data/postmaster.pid")
+	t=$(awk '{ print $14 + $15 + $16 + $17 }' "/proc/$pm/stat")
+	for kid in $(pgrep -P "$pm"); do
+		t=$((t + $(ticks "$kid")))
+	done
+	echo "$t"
+}
+hz=$(getconf CLK_TCK)
+# CPU ms per event: ticks / count.
+per()
+{
+	awk -v t="$1" -v n="$2" -v hz="$hz" 'BEGIN { printf "%.3f", (n > 0 ? t / hz * 1000 / n : 0) }'
+}
+if [ "$grow" -gt 0 ]; then
+	echo "floe: growing the hot table to $grow snapshots..." >&2
+	grown=$(node "$here/bench_client.mjs" grow --base "$BASE" --p "$P" --ns hot --snapshots "$grow") ||
+		bench_die "growing the hot table failed"
+fi
 echo "floe: $ntables tables..." >&2
 stage_scrape >"$BT/st0"
+f0=$(ticks "$FLOE_PID") p0=$(pg_ticks)
 many=$(run_floe cm "$ntables")
+f1=$(ticks "$FLOE_PID") p1=$(pg_ticks)
 bench_load_line >"$BT/load1"
 stage_scrape >"$BT/st1"
 echo "floe: 1 hot table..." >&2
 hot=$(run_floe hot 1)
+f2=$(ticks "$FLOE_PID") p2=$(pg_ticks)
 bench_load_line >"$BT/load2"
 stage_scrape >"$BT/st2"
 
@@ -100,14 +136,19 @@ versions()
 # Runs one script; sets B_TPS, B_LAT (ms average), B_FAIL, B_WON (successful CAS), B_WON42.
 pgb()
 {
-	local script=$1 out="$BT/pgbench.out" v0 v1
+	local script=$1 out="$BT/pgbench.out" v0 v1 q0 q1 c0 c1
 	v0=$(versions)
 	echo "pgbench $script..." >&2
+	q0=$(pg_ticks) c0=$(awk '{ print $16 + $17 }' /proc/$$/stat)
 	(cd "$BT" && "$PGT_BIN/pgbench" -h 127.0.0.1 -p "$PGT_PORT" -U postgres -n -M prepared \
 		-f "$ceil/$script" -c "$clients" -j 2 -T "$seconds" ceiling) >"$out" 2>&1 || {
 		cat "$out" >&2
 		bench_die "pgbench $script failed"
 	}
+	# pgbench ran in a subshell that has been waited for: its CPU is in this shell's cutime.
+	q1=$(pg_ticks) c1=$(awk '{ print $16 + $17 }' /proc/$$/stat)
+	B_PGCPU=$((q1 - q0)) B_CLCPU=$((c1 - c0))
+	B_N=$(awk '/^number of transactions actually processed:/ { print $6; exit }' "$out")
 	cat "$out" >>"$BT/pgbench.all"
 	v1=$(versions)
 	B_TPS=$(awk '/^tps = / { print $3; exit }' "$out")
@@ -123,6 +164,7 @@ pgb hot.sql
 hotp=("$B_TPS" "$B_LAT" "$B_FAIL" "$B_WON42")
 pgb txn.sql
 txn=("$B_TPS" "$B_LAT" "$B_FAIL" "$B_WON")
+txncpu=("$(per "$B_PGCPU" "${B_N:-0}")" "$(per "$B_CLCPU" "${B_N:-0}")")
 
 f()
 {
@@ -146,6 +188,19 @@ echo "mean per commit stage, many: $(stage_means "$BT/st0" "$BT/st1")"
 echo "mean per commit stage, hot:  $(stage_means "$BT/st1" "$BT/st2")"
 echo "hot table after the run: $(f "$hot" .first_table_snapshots) snapshots, loadTable body" \
 	"$(f "$hot" .first_table_load_bytes) bytes (each commit rewrites the whole metadata.json)"
+[ "$grow" -gt 0 ] && echo "hot table before the run: $(f "$grown" '"\(.snapshots) snapshots, loadTable body \(.load_bytes) bytes (grown in \(.seconds) s)"')"
+# The writer's CPU: its own figure (percent of one core over the run).
+gen_ticks()
+{
+	f "$1" ".generator_cpu_pct / 100 * .duration_s * $hz | round"
+}
+for r in many hot; do
+	j=${!r}
+	if [ $r = many ]; then ft=$((f1 - f0)) pt=$((p1 - p0)); else ft=$((f2 - f1)) pt=$((p2 - p1)); fi
+	n=$(f "$j" .commits) gt=$(gen_ticks "$j")
+	echo "CPU ms per commit, $r: floe $(per "$ft" "$n")  postgres $(per "$pt" "$n")  writer $(per "$gt" "$n")" \
+		"= $(per $((ft + pt + gt)) "$n")  (per attempt: $(per $((ft + pt + gt)) "$(f "$j" .attempts)"))"
+done
 for r in many hot; do
 	j=${!r}
 	[ "$(f "$j" '.error_samples|length')" = 0 ] || echo "errors ($r): $(f "$j" '.error_samples|join(" | ")')"
@@ -156,6 +211,8 @@ printf '%-36s %10.1f %14.1f %10.3f %8s\n' "cas.sql (read + CAS)" "${cas[0]}" "${
 printf '%-36s %10.1f %14.1f %10.3f %8s\n' "hot.sql (read + CAS, one row)" "${hotp[0]}" "${hotp[3]}" "${hotp[1]}" "${hotp[2]}"
 printf '%-36s %10.1f %14.1f %10.3f %8s\n' "txn.sql (read + CAS + idem row)" "${txn[0]}" "${txn[3]}" "${txn[1]}" "${txn[2]}"
 echo "(tps counts transactions, lost CAS included; 'won CAS/s' counts the pointer moves)"
+echo "CPU ms per txn.sql transaction: postgres ${txncpu[0]}  pgbench ${txncpu[1]}" \
+	"= $(awk -v a="${txncpu[0]}" -v b="${txncpu[1]}" 'BEGIN { printf "%.3f", a + b }')"
 echo
 fm=$(f "$many" .commits_per_s)
 fh=$(f "$hot" .commits_per_s)

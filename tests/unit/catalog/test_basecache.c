@@ -94,6 +94,14 @@ static void test_get_answers_its_key_only(void **state)
 	free(loc);
 	free(text);
 	json_decref(doc);
+	/* Without text only the location and the document are given. */
+	loc = NULL;
+	doc = NULL;
+	assert_true(cat_base_get(c, key, len, &loc, NULL, &doc));
+	assert_string_equal(loc, "file:///n/00000-z.metadata.json");
+	assert_ptr_equal(doc, mine);
+	free(loc);
+	json_decref(doc);
 	json_decref(mine);
 	free(key);
 	cat_base_cache_free(c);
