@@ -362,7 +362,7 @@ static void *listen_loop(void *arg)
 	int64_t backoff_ms = 100;
 
 	while (!atomic_load(&c->stop)) {
-		PGconn *pg = PQconnectdb(c->conninfo);
+		PGconn *pg = cat_pg_connect(c->conninfo);
 		PGresult *r;
 
 		if (PQstatus(pg) != CONNECTION_OK) {

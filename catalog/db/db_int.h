@@ -19,6 +19,7 @@ struct cat_conn {
 	int nstmts;
 	bool busy;
 	bool unprepared; /* cat_db_oneshot: never prepare */
+	bool settings_pending; /* session settings not sent yet (cat_db_open_oneshot) */
 	int64_t retry_at_ns; /* no reconnect attempt before this (backoff) */
 	int64_t backoff_ns;
 };
@@ -33,11 +34,17 @@ struct cat_db {
 	int waiting;
 	unsigned char secret[32];
 	bool have_secret;
+	bool settings_deferred; /* a new connection leaves its settings pending */
 	struct cat_cache *cache; /* NULL until cat_db_enable_cache */
 	struct cat_base_cache *bases; /* NULL when out of memory at open */
 	cat_stage_fn on_stage; /* commit stage timings; may be NULL */
 	void *on_stage_arg;
 };
+
+/* PQconnectdb for every connection Floe opens; a server on this machine is
+ * reached without TLS/GSS negotiation unless conninfo or the environment
+ * asks for it (pool.c says why).  Never NULL except out of memory. */
+PGconn *cat_pg_connect(const char *conninfo);
 
 /* A cache key for a table: the warehouse (its name or id), the levels and
  * the name, separated by bytes that cannot occur inside them (malloc'd,
