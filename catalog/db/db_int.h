@@ -39,6 +39,10 @@ struct cat_db {
 	struct cat_base_cache *bases; /* NULL when out of memory at open */
 	cat_stage_fn on_stage; /* commit stage timings; may be NULL */
 	void *on_stage_arg;
+	/* loadTable misses read together (table.c) */
+	pthread_mutex_t load_mu;
+	struct cat_load_wait *load_queue; /* newest first */
+	int load_inflight;
 };
 
 /* PQconnectdb for every connection Floe opens; a server on this machine is

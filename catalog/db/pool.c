@@ -228,6 +228,7 @@ static int db_open(const char *conninfo, int size, bool defer, struct cat_db **o
 	db->bases = cat_base_cache_new(); /* NULL: commits go without it */
 	pthread_mutex_init(&db->mu, NULL);
 	pthread_cond_init(&db->cv, NULL);
+	pthread_mutex_init(&db->load_mu, NULL);
 	if (cat_conn_get(db, &c, err) != 0) {
 		cat_db_close(db);
 		return -1;
@@ -280,6 +281,7 @@ void cat_db_close(struct cat_db *db)
 	if (db->conns != NULL) {
 		pthread_mutex_destroy(&db->mu);
 		pthread_cond_destroy(&db->cv);
+		pthread_mutex_destroy(&db->load_mu);
 	}
 	free(db->conns);
 	free(db->conninfo);
