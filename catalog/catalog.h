@@ -266,6 +266,22 @@ int cat_table_load(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
                    const struct cat_ns *ns, const char *name, char **metadata_location,
                    char **metadata, char storage_type[16], struct fl_err *err) FL_MUST_CHECK;
 
+/* cat_table_load without copies: the bytes are shared with the loadTable
+ * cache (or, on a read of their own, held alone) and stay valid until
+ * cat_table_bytes_release(out->hold), which any thread may call once. */
+struct cat_shared;
+struct cat_table_bytes {
+	const char *metadata_location;
+	const char *metadata; /* NUL-terminated, metadata_len bytes */
+	size_t metadata_len;
+	char storage_type[16];
+	struct cat_shared *hold;
+};
+int cat_table_load_bytes(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
+                         const struct cat_ns *ns, const char *name, struct cat_table_bytes *out,
+                         struct fl_err *err) FL_MUST_CHECK;
+void cat_table_bytes_release(struct cat_shared *hold);
+
 /* A table found by the location of one of its objects. */
 struct cat_table_ref {
 	char warehouse[256]; /* name */

@@ -66,8 +66,11 @@ static void etag_of(const char *metadata_location, bool refs, char out[40])
 		EVP_DigestFinal_ex(md, h, &hl);
 	EVP_MD_CTX_free(md);
 	out[0] = '"';
-	for (int i = 0; i < 16; i++)
-		snprintf(out + 1 + 2 * i, 3, "%02x", h[i]);
+	/* Hex by table: this runs on every loadTable. */
+	for (int i = 0; i < 16; i++) {
+		out[1 + 2 * i] = "0123456789abcdef"[h[i] >> 4];
+		out[2 + 2 * i] = "0123456789abcdef"[h[i] & 15];
+	}
 	out[33] = '"';
 	out[34] = '\0';
 }
@@ -106,12 +109,11 @@ static char *refs_only(const char *metadata, struct fl_err *err)
 	return out;
 }
 
-/* The bytes of a LoadTableResult (see reply_table) into b. */
-static int table_body(struct fl_buf *b, const char *mloc, const char *metadata, const json_t *extra)
+/* What precedes the metadata in a LoadTableResult:
+ * {"metadata-location":"…","metadata":  (or {"metadata": without a location). */
+static int body_head(struct fl_buf *b, const char *mloc)
 {
-	size_t mlen = strlen(metadata);
-	/* One allocation for the whole body (loadTable bodies are often tens of KB). */
-	int rc = fl_buf_reserve(b, mlen + (mloc ? 2 * strlen(mloc) : 0) + 256) != 0;
+	int rc = 0;
 
 	if (mloc != NULL) {
 		json_t *s = json_string(mloc);
@@ -123,7 +125,15 @@ static int table_body(struct fl_buf *b, const char *mloc, const char *metadata, 
 	} else {
 		rc |= fl_buf_puts(b, "{");
 	}
-	rc |= fl_buf_puts(b, "\"metadata\":") != 0 || fl_buf_append(b, metadata, mlen) != 0;
+	rc |= fl_buf_puts(b, "\"metadata\":") != 0;
+	return rc ? -1 : 0;
+}
+
+/* What follows it: the members of extra, then }. */
+static int body_tail(struct fl_buf *b, const json_t *extra)
+{
+	int rc = 0;
+
 	if (extra != NULL) {
 		const char *k;
 		json_t *v;
@@ -137,6 +147,18 @@ static int table_body(struct fl_buf *b, const char *mloc, const char *metadata, 
 		}
 	}
 	rc |= fl_buf_puts(b, "}") != 0;
+	return rc ? -1 : 0;
+}
+
+/* The bytes of a LoadTableResult (see reply_table) into b. */
+static int table_body(struct fl_buf *b, const char *mloc, const char *metadata, const json_t *extra)
+{
+	size_t mlen = strlen(metadata);
+	/* One allocation for the whole body (loadTable bodies are often tens of KB). */
+	int rc = fl_buf_reserve(b, mlen + (mloc ? 2 * strlen(mloc) : 0) + 256) != 0;
+
+	rc |= body_head(b, mloc) != 0 || fl_buf_append(b, metadata, mlen) != 0 ||
+	      body_tail(b, extra) != 0;
 	return rc ? -1 : 0;
 }
 
@@ -347,11 +369,49 @@ int srv_h_tbl_register(struct srv_req *r, struct fl_err *err)
 	return rc;
 }
 
+/* A LoadTableResult sent from the shared metadata bytes in place (the
+ * common case: all snapshots, a file warehouse): head, metadata, tail. */
+struct pieces {
+	struct fl_buf head, tail;
+	struct cat_shared *hold;
+};
+
+static void pieces_free(void *arg)
+{
+	struct pieces *p = arg;
+
+	fl_buf_free(&p->head);
+	fl_buf_free(&p->tail);
+	cat_table_bytes_release(p->hold);
+	free(p);
+}
+
+static int reply_shared(struct srv_req *r, struct cat_table_bytes *t, const json_t *extra,
+                        const char *etag, struct fl_err *err)
+{
+	struct pieces *p = calloc(1, sizeof(*p));
+	struct MHD_IoVec iov[3];
+
+	if (p == NULL)
+		return nomem(err);
+	p->hold = t->hold;
+	t->hold = NULL; /* released with the response now */
+	if (body_head(&p->head, t->metadata_location) != 0 || body_tail(&p->tail, extra) != 0) {
+		pieces_free(p);
+		return nomem(err);
+	}
+	iov[0] = (struct MHD_IoVec){p->head.data, p->head.len};
+	iov[1] = (struct MHD_IoVec){t->metadata, t->metadata_len};
+	iov[2] = (struct MHD_IoVec){p->tail.data, p->tail.len};
+	return srv_reply_table_pieces(r, iov, 3, pieces_free, p, etag) == 0 ? 0 : nomem(err);
+}
+
 int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 {
 	const char *snapshots = NULL, *inm, *wh;
+	struct cat_table_bytes t = {0};
 	struct cat_ns ns;
-	char *mloc = NULL, *meta = NULL, etag[40], type[16];
+	char *meta = NULL, etag[40];
 	json_t *extra = NULL;
 	bool refs;
 	int rc = -1;
@@ -362,30 +422,35 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "snapshots must be 'all' or 'refs', got '%.40s'", snapshots);
 	if (path_names(r, &ns, &wh, err) != 0 ||
-	    cat_table_load(r->ctx->db, r->tx, wh, &ns, r->table, &mloc, &meta, type, err) != 0)
+	    cat_table_load_bytes(r->ctx->db, r->tx, wh, &ns, r->table, &t, err) != 0)
 		return -1;
 	refs = snapshots != NULL && strcmp(snapshots, "refs") == 0;
-	etag_of(mloc, refs, etag);
+	etag_of(t.metadata_location, refs, etag);
 	inm = srv_header(r, "If-None-Match");
 	if (inm != NULL && strstr(inm, etag + 1) != NULL) {
 		rc = srv_reply_not_modified(r, etag) == 0 ? 0 : nomem(err);
 		goto out;
 	}
-	if (refs) {
-		char *filtered = refs_only(meta, err);
-
-		if (filtered == NULL)
-			goto out;
-		free(meta);
-		meta = filtered;
-	}
-	if (table_extras_by_type(r, type, &ns, r->table, meta, SRV_VEND_HINT, &extra, err) != 0)
+	if (!refs && r->tx == NULL && strcmp(t.storage_type, "file") == 0) {
+		if (table_extras_by_type(r, t.storage_type, &ns, r->table, t.metadata,
+		                         SRV_VEND_HINT, &extra, err) == 0)
+			rc = reply_shared(r, &t, extra, etag, err);
 		goto out;
-	rc = reply_table(r, mloc, meta, refs, extra, err);
+	}
+	meta = refs ? refs_only(t.metadata, err) : strdup(t.metadata);
+	if (meta == NULL) {
+		if (!refs)
+			nomem(err);
+		goto out;
+	}
+	if (table_extras_by_type(r, t.storage_type, &ns, r->table, meta, SRV_VEND_HINT, &extra,
+	                         err) != 0)
+		goto out;
+	rc = reply_table(r, t.metadata_location, meta, refs, extra, err);
 out:
 	json_decref(extra);
-	free(mloc);
 	free(meta);
+	cat_table_bytes_release(t.hold);
 	return rc;
 }
 

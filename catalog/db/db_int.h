@@ -4,6 +4,7 @@
 
 #include <libpq-fe.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -86,17 +87,35 @@ void cat_scope_after_commit(struct cat_scope *s, cat_after_fn fn, void *arg);
  * in its outer transaction) is timed as CAT_STAGE_COMMIT. */
 void cat_scope_timed(struct cat_scope *s);
 
+/* A loadTable row's location and metadata text, immutable and counted:
+ * the cache and each response that sends them hold a reference, so a hit
+ * copies nothing.  cat_shared_new copies the strings (refs = 1); NULL when
+ * out of memory. */
+struct cat_shared {
+	atomic_uint refs;
+	size_t meta_len;
+	char *mloc;
+	char *meta;
+};
+struct cat_shared *cat_shared_new(const char *mloc, const char *meta, size_t meta_len);
+static inline struct cat_shared *cat_shared_ref(struct cat_shared *s)
+{
+	atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+	return s;
+}
+
 /* The loadTable cache (cache.c). */
 struct cat_cache;
 int cat_cache_start(struct cat_db *db, size_t max_bytes, struct fl_err *err) FL_MUST_CHECK;
 void cat_cache_stop(struct cat_cache *c);
-/* 1 = hit (copies returned), 0 = miss or cache not live. */
-int cat_cache_get(struct cat_cache *c, const char *key, size_t key_len, char **mloc, char **meta,
+/* 1 = hit with a new reference to the entry's bytes, 0 = miss or cache not
+ * live. */
+int cat_cache_get(struct cat_cache *c, const char *key, size_t key_len, struct cat_shared **sh,
                   char storage_type[16]);
 unsigned long cat_cache_generation(struct cat_cache *c);
+/* Keeps sh (taking a reference of its own when it does). */
 void cat_cache_put(struct cat_cache *c, unsigned long generation, const char *key, size_t key_len,
-                   const char *table_id, const char *mloc, const char *meta,
-                   const char *storage_type);
+                   const char *table_id, struct cat_shared *sh, const char *storage_type);
 void cat_cache_invalidate(struct cat_cache *c, const char *table_id);
 
 /* Tables changed inside a transaction: invalidated in this process's cache

@@ -489,12 +489,12 @@ struct cat_load_wait {
 	size_t key_len;
 	bool queued;
 	int state; /* 0 queued or being read, 1 found, -1 read it alone */
-	char *mloc, *meta;
+	struct cat_shared *sh;
 	char type[16];
 };
 
 /* Reads the n requests of w in one statement: found[i] says whether w[i]
- * got its mloc, meta and type.  Runs without load_mu; the caller then
+ * got its bytes (sh) and type.  Runs without load_mu; the caller then
  * publishes the outcome under it. */
 static void load_batch(struct cat_db *db, struct cat_load_wait **w, int n, bool *found)
 {
@@ -537,18 +537,14 @@ static void load_batch(struct cat_db *db, struct cat_load_wait **w, int n, bool 
 		if (i < 0 || i >= n || found[i])
 			continue;
 		x = w[i];
-		x->mloc = strdup(PQgetvalue(r, j, 1));
-		x->meta = strdup(PQgetvalue(r, j, 2));
-		snprintf(x->type, sizeof(x->type), "%s", PQgetvalue(r, j, 3));
-		if (x->mloc == NULL || x->meta == NULL) {
-			free(x->mloc);
-			free(x->meta);
-			x->mloc = x->meta = NULL;
+		x->sh = cat_shared_new(PQgetvalue(r, j, 1), PQgetvalue(r, j, 2),
+		                       (size_t)PQgetlength(r, j, 2));
+		if (x->sh == NULL)
 			continue;
-		}
+		snprintf(x->type, sizeof(x->type), "%s", PQgetvalue(r, j, 3));
 		found[i] = true;
-		cat_cache_put(db->cache, gen, x->key, x->key_len, PQgetvalue(r, j, 4), x->mloc,
-		              x->meta, x->type);
+		cat_cache_put(db->cache, gen, x->key, x->key_len, PQgetvalue(r, j, 4), x->sh,
+		              x->type);
 	}
 out:
 	PQclear(r);
@@ -597,7 +593,7 @@ static void load_lead(struct cat_db *db)
 
 /* 1 with the table read in a batch; 0 when it must be read alone. */
 static int load_batched(struct cat_db *db, const char *wh, const struct cat_ns *ns,
-                        const char *name, const char *key, size_t key_len, char **mloc, char **meta,
+                        const char *name, const char *key, size_t key_len, struct cat_shared **sh,
                         char type[16])
 {
 	struct cat_load_wait me = {
@@ -621,15 +617,16 @@ static int load_batched(struct cat_db *db, const char *wh, const struct cat_ns *
 	free(me.levels);
 	if (me.state != 1)
 		return 0;
-	*mloc = me.mloc;
-	*meta = me.meta;
+	*sh = me.sh;
 	memcpy(type, me.type, 16);
 	return 1;
 }
 
-int cat_table_load(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
-                   const struct cat_ns *ns, const char *name, char **metadata_location,
-                   char **metadata, char storage_type[16], struct fl_err *err)
+/* The row as shared bytes: from the cache, a batch of misses or a read of
+ * its own (see cat_table_load). */
+static int load_shared(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
+                       const struct cat_ns *ns, const char *name, struct cat_shared **sh,
+                       char storage_type[16], struct fl_err *err)
 {
 	char *arr = NULL, *key = NULL;
 	size_t key_len = 0;
@@ -641,10 +638,9 @@ int cat_table_load(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
 	/* Inside a transaction the caller must see its own uncommitted state. */
 	if (tx == NULL && db->cache != NULL) {
 		key = cat_table_key(wh_name, ns, name, &key_len);
-		if (key != NULL && (cat_cache_get(db->cache, key, key_len, metadata_location,
-		                                  metadata, storage_type) ||
-		                    load_batched(db, wh_name, ns, name, key, key_len,
-		                                 metadata_location, metadata, storage_type))) {
+		if (key != NULL &&
+		    (cat_cache_get(db->cache, key, key_len, sh, storage_type) ||
+		     load_batched(db, wh_name, ns, name, key, key_len, sh, storage_type))) {
 			free(key);
 			return 0;
 		}
@@ -683,18 +679,15 @@ int cat_table_load(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
 		PQclear(w);
 		goto out;
 	}
-	*metadata_location = strdup(PQgetvalue(r, 0, 0));
-	*metadata = strdup(PQgetvalue(r, 0, 1));
-	snprintf(storage_type, 16, "%s", PQgetvalue(r, 0, 2));
-	if (*metadata_location == NULL || *metadata == NULL) {
-		free(*metadata_location);
-		free(*metadata);
+	*sh = cat_shared_new(PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1),
+	                     (size_t)PQgetlength(r, 0, 1));
+	if (*sh == NULL) {
 		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		goto out;
 	}
+	snprintf(storage_type, 16, "%s", PQgetvalue(r, 0, 2));
 	if (key != NULL)
-		cat_cache_put(db->cache, gen, key, key_len, PQgetvalue(r, 0, 3), *metadata_location,
-		              *metadata, storage_type);
+		cat_cache_put(db->cache, gen, key, key_len, PQgetvalue(r, 0, 3), *sh, storage_type);
 	rc = 0;
 out:
 	PQclear(r);
@@ -702,6 +695,43 @@ out:
 	free(key);
 	(void)cat_scope_end(&sc, true, err);
 	return rc;
+}
+
+int cat_table_load(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
+                   const struct cat_ns *ns, const char *name, char **metadata_location,
+                   char **metadata, char storage_type[16], struct fl_err *err)
+{
+	struct cat_shared *sh = NULL;
+	char *mloc, *meta;
+
+	if (load_shared(db, tx, wh_name, ns, name, &sh, storage_type, err) != 0)
+		return -1;
+	mloc = strdup(sh->mloc);
+	meta = strdup(sh->meta);
+	cat_table_bytes_release(sh);
+	if (mloc == NULL || meta == NULL) {
+		free(mloc);
+		free(meta);
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	}
+	*metadata_location = mloc;
+	*metadata = meta;
+	return 0;
+}
+
+int cat_table_load_bytes(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
+                         const struct cat_ns *ns, const char *name, struct cat_table_bytes *out,
+                         struct fl_err *err)
+{
+	struct cat_shared *sh = NULL;
+
+	if (load_shared(db, tx, wh_name, ns, name, &sh, out->storage_type, err) != 0)
+		return -1;
+	out->metadata_location = sh->mloc;
+	out->metadata = sh->meta;
+	out->metadata_len = sh->meta_len;
+	out->hold = sh;
+	return 0;
 }
 
 /* The names of the tables (view false) or views of a namespace, a page. */
