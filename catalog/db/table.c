@@ -553,6 +553,16 @@ out:
 	free(pc);
 }
 
+/* Wakes the oldest queued request to lead the next read (load_mu held). */
+static void signal_oldest(struct cat_db *db)
+{
+	struct cat_load_wait *oldest = db->load_queue;
+
+	while (oldest->next != NULL)
+		oldest = oldest->next;
+	pthread_cond_signal(&oldest->cv);
+}
+
 /* Leads one read (load_mu held on entry and on return): the oldest queued
  * requests, read without the lock, their outcome published under it. */
 static void load_lead(struct cat_db *db)
@@ -572,6 +582,9 @@ static void load_lead(struct cat_db *db)
 	}
 	*pp = NULL;
 	db->load_inflight++;
+	/* More queued than one read takes, and room for another read. */
+	if (db->load_queue != NULL && db->load_inflight < LOAD_INFLIGHT)
+		signal_oldest(db);
 	pthread_mutex_unlock(&db->load_mu);
 	load_batch(db, batch, n, found);
 	pthread_mutex_lock(&db->load_mu);
@@ -582,13 +595,8 @@ static void load_lead(struct cat_db *db)
 		batch[i]->state = found[i] ? 1 : -1;
 		pthread_cond_signal(&batch[i]->cv);
 	}
-	if (db->load_queue != NULL) {
-		struct cat_load_wait *oldest = db->load_queue;
-
-		while (oldest->next != NULL)
-			oldest = oldest->next;
-		pthread_cond_signal(&oldest->cv);
-	}
+	if (db->load_queue != NULL)
+		signal_oldest(db);
 }
 
 /* 1 with the table read in a batch; 0 when it must be read alone. */
