@@ -109,11 +109,12 @@ static char *refs_only(const char *metadata, struct fl_err *err)
 	return out;
 }
 
-/* What precedes the metadata in a LoadTableResult:
- * {"metadata-location":"…","metadata":  (or {"metadata": without a location). */
-static int body_head(struct fl_buf *b, const char *mloc)
+/* The bytes of a LoadTableResult (see reply_table) into b. */
+static int table_body(struct fl_buf *b, const char *mloc, const char *metadata, const json_t *extra)
 {
-	int rc = 0;
+	size_t mlen = strlen(metadata);
+	/* One allocation for the whole body (loadTable bodies are often tens of KB). */
+	int rc = fl_buf_reserve(b, mlen + (mloc ? 2 * strlen(mloc) : 0) + 256) != 0;
 
 	if (mloc != NULL) {
 		json_t *s = json_string(mloc);
@@ -125,15 +126,7 @@ static int body_head(struct fl_buf *b, const char *mloc)
 	} else {
 		rc |= fl_buf_puts(b, "{");
 	}
-	rc |= fl_buf_puts(b, "\"metadata\":") != 0;
-	return rc ? -1 : 0;
-}
-
-/* What follows it: the members of extra, then }. */
-static int body_tail(struct fl_buf *b, const json_t *extra)
-{
-	int rc = 0;
-
+	rc |= fl_buf_puts(b, "\"metadata\":") != 0 || fl_buf_append(b, metadata, mlen) != 0;
 	if (extra != NULL) {
 		const char *k;
 		json_t *v;
@@ -147,18 +140,6 @@ static int body_tail(struct fl_buf *b, const json_t *extra)
 		}
 	}
 	rc |= fl_buf_puts(b, "}") != 0;
-	return rc ? -1 : 0;
-}
-
-/* The bytes of a LoadTableResult (see reply_table) into b. */
-static int table_body(struct fl_buf *b, const char *mloc, const char *metadata, const json_t *extra)
-{
-	size_t mlen = strlen(metadata);
-	/* One allocation for the whole body (loadTable bodies are often tens of KB). */
-	int rc = fl_buf_reserve(b, mlen + (mloc ? 2 * strlen(mloc) : 0) + 256) != 0;
-
-	rc |= body_head(b, mloc) != 0 || fl_buf_append(b, metadata, mlen) != 0 ||
-	      body_tail(b, extra) != 0;
 	return rc ? -1 : 0;
 }
 
@@ -369,49 +350,12 @@ int srv_h_tbl_register(struct srv_req *r, struct fl_err *err)
 	return rc;
 }
 
-/* A LoadTableResult sent from the shared metadata bytes in place (the
- * common case: all snapshots, a file warehouse): head, metadata, tail. */
-struct pieces {
-	struct fl_buf head, tail;
-	struct cat_shared *hold;
-};
-
-static void pieces_free(void *arg)
-{
-	struct pieces *p = arg;
-
-	fl_buf_free(&p->head);
-	fl_buf_free(&p->tail);
-	cat_table_bytes_release(p->hold);
-	free(p);
-}
-
-static int reply_shared(struct srv_req *r, struct cat_table_bytes *t, const json_t *extra,
-                        const char *etag, struct fl_err *err)
-{
-	struct pieces *p = calloc(1, sizeof(*p));
-	struct MHD_IoVec iov[3];
-
-	if (p == NULL)
-		return nomem(err);
-	p->hold = t->hold;
-	t->hold = NULL; /* released with the response now */
-	if (body_head(&p->head, t->metadata_location) != 0 || body_tail(&p->tail, extra) != 0) {
-		pieces_free(p);
-		return nomem(err);
-	}
-	iov[0] = (struct MHD_IoVec){p->head.data, p->head.len};
-	iov[1] = (struct MHD_IoVec){t->metadata, t->metadata_len};
-	iov[2] = (struct MHD_IoVec){p->tail.data, p->tail.len};
-	return srv_reply_table_pieces(r, iov, 3, pieces_free, p, etag) == 0 ? 0 : nomem(err);
-}
-
 int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 {
-	const char *snapshots = NULL, *inm, *wh;
+	const char *snapshots = NULL, *inm, *wh, *meta;
 	struct cat_table_bytes t = {0};
 	struct cat_ns ns;
-	char *meta = NULL, etag[40];
+	char *filtered = NULL, etag[40];
 	json_t *extra = NULL;
 	bool refs;
 	int rc = -1;
@@ -421,6 +365,7 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 	if (snapshots != NULL && strcmp(snapshots, "all") != 0 && strcmp(snapshots, "refs") != 0)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "snapshots must be 'all' or 'refs', got '%.40s'", snapshots);
+	/* The bytes are the cache's own (no copy until the body is built). */
 	if (path_names(r, &ns, &wh, err) != 0 ||
 	    cat_table_load_bytes(r->ctx->db, r->tx, wh, &ns, r->table, &t, err) != 0)
 		return -1;
@@ -431,25 +376,16 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 		rc = srv_reply_not_modified(r, etag) == 0 ? 0 : nomem(err);
 		goto out;
 	}
-	if (!refs && r->tx == NULL && strcmp(t.storage_type, "file") == 0) {
-		if (table_extras_by_type(r, t.storage_type, &ns, r->table, t.metadata,
-		                         SRV_VEND_HINT, &extra, err) == 0)
-			rc = reply_shared(r, &t, extra, etag, err);
+	meta = t.metadata;
+	if (refs && (meta = filtered = refs_only(t.metadata, err)) == NULL)
 		goto out;
-	}
-	meta = refs ? refs_only(t.metadata, err) : strdup(t.metadata);
-	if (meta == NULL) {
-		if (!refs)
-			nomem(err);
-		goto out;
-	}
 	if (table_extras_by_type(r, t.storage_type, &ns, r->table, meta, SRV_VEND_HINT, &extra,
 	                         err) != 0)
 		goto out;
 	rc = reply_table(r, t.metadata_location, meta, refs, extra, err);
 out:
 	json_decref(extra);
-	free(meta);
+	free(filtered);
 	cat_table_bytes_release(t.hold);
 	return rc;
 }

@@ -140,32 +140,6 @@ int srv_reply_table(struct srv_req *r, char *body, size_t n, const char *etag)
 	return 0;
 }
 
-int srv_reply_table_pieces(struct srv_req *r, const struct MHD_IoVec *pieces, unsigned n,
-                           void (*release)(void *), void *arg, const char *etag)
-{
-	struct MHD_Response *resp = MHD_create_response_from_iovec(pieces, n, release, arg);
-
-	if (resp == NULL) {
-		release(arg);
-		return -1;
-	}
-	if (r->resp != NULL)
-		MHD_destroy_response(r->resp);
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	MHD_add_response_header(resp, "X-Request-Id", r->id);
-	r->resp = resp;
-	r->status = MHD_HTTP_OK;
-	r->out_body = NULL;
-	r->out_len = 0;
-	r->out_ctype = "application/json";
-	r->out_etag = NULL;
-	if (etag != NULL) {
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
-		r->out_etag = fl_arena_strdup(r->arena, etag);
-	}
-	return 0;
-}
-
 int srv_reply_not_modified(struct srv_req *r, const char *etag)
 {
 	if (set_response(r, MHD_HTTP_NOT_MODIFIED, NULL, NULL, 0) != 0)

@@ -19,12 +19,6 @@ int srv_reply_no_content(struct srv_req *r) FL_MUST_CHECK;
 int srv_reply_bytes(struct srv_req *r, const char *ctype, const char *p, size_t n) FL_MUST_CHECK;
 /* 200 with a JSON body taken over (malloc'd) and an optional ETag. */
 int srv_reply_table(struct srv_req *r, char *body, size_t n, const char *etag) FL_MUST_CHECK;
-/* srv_reply_table with a body sent from n pieces in place, none copied:
- * release(arg) runs when the response is done with them (also when this
- * fails).  The response keeps no copy of the body for an idempotency
- * record: for GET routes only. */
-int srv_reply_table_pieces(struct srv_req *r, const struct MHD_IoVec *pieces, unsigned n,
-                           void (*release)(void *), void *arg, const char *etag) FL_MUST_CHECK;
 /* 304 with the ETag. */
 int srv_reply_not_modified(struct srv_req *r, const char *etag) FL_MUST_CHECK;
 /* Replays a response stored under an Idempotency-Key (status as stored). */
