@@ -29,6 +29,13 @@ int cat_db_open(const char *conninfo, int size, struct cat_db **out,
  * which pays off only when it runs again on the same connection. */
 void cat_db_oneshot(struct cat_db *db);
 
+/* cat_db_open with one connection, then cat_db_oneshot, for a short-lived
+ * command whose every round trip shows in its run time: the connection's
+ * session settings are not sent at once but ride in front of its first
+ * statement (cat_warehouse_get_ready sends them with its query). */
+int cat_db_open_oneshot(const char *conninfo, struct cat_db **out,
+                        struct fl_err *err) FL_MUST_CHECK;
+
 /* Starts the loadTable cache and its LISTEN connection (see cache.c for
  * the coherence rules), holding at most max_bytes of table metadata
  * (0 = cache nothing, but still listen for access changes).  Optional:
@@ -141,6 +148,13 @@ int cat_warehouse_ensure(struct cat_db *db, const char *name, const char *locati
 int cat_warehouse_get(struct cat_db *db, struct cat_tx *tx, const char *name,
                       struct cat_warehouse *out, struct fl_err *err) FL_MUST_CHECK;
 
+/* cat_db_ready and cat_warehouse_get in one round trip, for a command's
+ * start.  *ready false (and 0, *out untouched) when the schema is not this
+ * binary's or not there: migrate, then cat_warehouse_get.  Otherwise as
+ * cat_warehouse_get. */
+int cat_warehouse_get_ready(struct cat_db *db, const char *name, struct cat_warehouse *out,
+                            bool *ready, struct fl_err *err) FL_MUST_CHECK;
+
 /* Replaces the warehouse's properties (a string map, checked by the
  * caller) and returns its JSON.  FL_ERR_NO_SUCH_WAREHOUSE. */
 int cat_warehouse_update_properties(struct cat_db *db, const char *name, const json_t *props,
@@ -251,6 +265,22 @@ int cat_table_register(struct cat_db *db, struct cat_tx *tx, const struct cat_wa
 int cat_table_load(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
                    const struct cat_ns *ns, const char *name, char **metadata_location,
                    char **metadata, char storage_type[16], struct fl_err *err) FL_MUST_CHECK;
+
+/* cat_table_load without copies: the bytes are shared with the loadTable
+ * cache (or, on a read of their own, held alone) and stay valid until
+ * cat_table_bytes_release(out->hold), which any thread may call once. */
+struct cat_shared;
+struct cat_table_bytes {
+	const char *metadata_location;
+	const char *metadata; /* NUL-terminated, metadata_len bytes */
+	size_t metadata_len;
+	char storage_type[16];
+	struct cat_shared *hold;
+};
+int cat_table_load_bytes(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
+                         const struct cat_ns *ns, const char *name, struct cat_table_bytes *out,
+                         struct fl_err *err) FL_MUST_CHECK;
+void cat_table_bytes_release(struct cat_shared *hold);
 
 /* A table found by the location of one of its objects. */
 struct cat_table_ref {

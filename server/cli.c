@@ -79,7 +79,7 @@ int srv_cli_catalog_open(const struct srv_config *sc, bool page_tokens, struct s
                          struct fl_err *err)
 {
 	char abs[PATH_MAX];
-	struct fl_err probe = {0};
+	bool ready = false;
 	int applied;
 
 	memset(c, 0, sizeof(*c));
@@ -96,17 +96,18 @@ int srv_cli_catalog_open(const struct srv_config *sc, bool page_tokens, struct s
 	}
 	if (c->conninfo == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-	/* One connection, and the migrations (their own connection, an
-	 * advisory lock, four more round trips) only when the one query of
-	 * cat_db_ready says the schema is not this binary's: a short-lived
-	 * command like floe ingest pays for its start on every run. */
-	if (cat_db_open(c->conninfo, 1, &c->db, err) != 0)
+	/* One connection; its settings, the schema check and the warehouse in
+	 * one round trip; the migrations (their own connection, an advisory
+	 * lock, four more round trips) only when that check says the schema is
+	 * not this binary's: a short-lived command like floe ingest pays for
+	 * its start on every run. */
+	if (cat_db_open_oneshot(c->conninfo, &c->db, err) != 0 ||
+	    cat_warehouse_get_ready(c->db, sc->warehouse, &c->wh, &ready, err) != 0)
 		return -1;
-	cat_db_oneshot(c->db);
-	if (cat_db_ready(c->db, &probe) != 0 && cat_db_migrate(c->conninfo, &applied, err) != 0)
+	if (!ready && (cat_db_migrate(c->conninfo, &applied, err) != 0 ||
+	               cat_warehouse_get(c->db, NULL, sc->warehouse, &c->wh, err) != 0))
 		return -1;
 	if ((page_tokens && cat_db_load_secret(c->db, err) != 0) ||
-	    cat_warehouse_get(c->db, NULL, sc->warehouse, &c->wh, err) != 0 ||
 	    st_io_open(&c->wh.profile, &c->io, err) != 0)
 		return -1;
 	c->wh.io = c->io;

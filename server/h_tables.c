@@ -66,8 +66,11 @@ static void etag_of(const char *metadata_location, bool refs, char out[40])
 		EVP_DigestFinal_ex(md, h, &hl);
 	EVP_MD_CTX_free(md);
 	out[0] = '"';
-	for (int i = 0; i < 16; i++)
-		snprintf(out + 1 + 2 * i, 3, "%02x", h[i]);
+	/* Hex by table: this runs on every loadTable. */
+	for (int i = 0; i < 16; i++) {
+		out[1 + 2 * i] = "0123456789abcdef"[h[i] >> 4];
+		out[2 + 2 * i] = "0123456789abcdef"[h[i] & 15];
+	}
 	out[33] = '"';
 	out[34] = '\0';
 }
@@ -349,9 +352,10 @@ int srv_h_tbl_register(struct srv_req *r, struct fl_err *err)
 
 int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 {
-	const char *snapshots = NULL, *inm, *wh;
+	const char *snapshots = NULL, *inm, *wh, *meta;
+	struct cat_table_bytes t = {0};
 	struct cat_ns ns;
-	char *mloc = NULL, *meta = NULL, etag[40], type[16];
+	char *filtered = NULL, etag[40];
 	json_t *extra = NULL;
 	bool refs;
 	int rc = -1;
@@ -361,31 +365,28 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 	if (snapshots != NULL && strcmp(snapshots, "all") != 0 && strcmp(snapshots, "refs") != 0)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "snapshots must be 'all' or 'refs', got '%.40s'", snapshots);
+	/* The bytes are the cache's own (no copy until the body is built). */
 	if (path_names(r, &ns, &wh, err) != 0 ||
-	    cat_table_load(r->ctx->db, r->tx, wh, &ns, r->table, &mloc, &meta, type, err) != 0)
+	    cat_table_load_bytes(r->ctx->db, r->tx, wh, &ns, r->table, &t, err) != 0)
 		return -1;
 	refs = snapshots != NULL && strcmp(snapshots, "refs") == 0;
-	etag_of(mloc, refs, etag);
+	etag_of(t.metadata_location, refs, etag);
 	inm = srv_header(r, "If-None-Match");
 	if (inm != NULL && strstr(inm, etag + 1) != NULL) {
 		rc = srv_reply_not_modified(r, etag) == 0 ? 0 : nomem(err);
 		goto out;
 	}
-	if (refs) {
-		char *filtered = refs_only(meta, err);
-
-		if (filtered == NULL)
-			goto out;
-		free(meta);
-		meta = filtered;
-	}
-	if (table_extras_by_type(r, type, &ns, r->table, meta, SRV_VEND_HINT, &extra, err) != 0)
+	meta = t.metadata;
+	if (refs && (meta = filtered = refs_only(t.metadata, err)) == NULL)
 		goto out;
-	rc = reply_table(r, mloc, meta, refs, extra, err);
+	if (table_extras_by_type(r, t.storage_type, &ns, r->table, meta, SRV_VEND_HINT, &extra,
+	                         err) != 0)
+		goto out;
+	rc = reply_table(r, t.metadata_location, meta, refs, extra, err);
 out:
 	json_decref(extra);
-	free(mloc);
-	free(meta);
+	free(filtered);
+	cat_table_bytes_release(t.hold);
 	return rc;
 }
 

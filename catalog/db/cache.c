@@ -55,8 +55,7 @@ struct entry {
 	char *key;
 	size_t key_len;
 	char table_id[40];
-	char *metadata_location;
-	char *metadata;
+	struct cat_shared *sh;
 	char storage_type[16];
 	size_t bytes;
 	atomic_bool ref; /* CLOCK: used since the hand last passed */
@@ -105,11 +104,40 @@ static struct stripe *stripe_of(struct cat_cache *c, uint64_t hash)
 	return &c->stripes[hash % STRIPES];
 }
 
+struct cat_shared *cat_shared_new(const char *mloc, const char *meta, size_t meta_len)
+{
+	struct cat_shared *s = malloc(sizeof(*s));
+
+	if (s == NULL)
+		return NULL;
+	atomic_init(&s->refs, 1);
+	s->meta_len = meta_len;
+	s->mloc = strdup(mloc);
+	s->meta = malloc(meta_len + 1);
+	if (s->mloc == NULL || s->meta == NULL) {
+		free(s->mloc);
+		free(s->meta);
+		free(s);
+		return NULL;
+	}
+	memcpy(s->meta, meta, meta_len);
+	s->meta[meta_len] = '\0';
+	return s;
+}
+
+void cat_table_bytes_release(struct cat_shared *s)
+{
+	if (s == NULL || atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	free(s->mloc);
+	free(s->meta);
+	free(s);
+}
+
 static void entry_free(struct entry *e)
 {
 	free(e->key);
-	free(e->metadata_location);
-	free(e->metadata);
+	cat_table_bytes_release(e->sh);
 	free(e);
 }
 
@@ -184,7 +212,7 @@ unsigned long cat_cache_generation(struct cat_cache *c)
 	return c ? atomic_load(&c->seq) : 0;
 }
 
-int cat_cache_get(struct cat_cache *c, const char *key, size_t key_len, char **mloc, char **meta,
+int cat_cache_get(struct cat_cache *c, const char *key, size_t key_len, struct cat_shared **sh,
                   char storage_type[16])
 {
 	uint64_t h;
@@ -206,14 +234,9 @@ int cat_cache_get(struct cat_cache *c, const char *key, size_t key_len, char **m
 			if (e->hash != h || e->key_len != key_len ||
 			    memcmp(e->key, key, key_len) != 0)
 				continue;
-			*mloc = strdup(e->metadata_location);
-			*meta = strdup(e->metadata);
+			*sh = cat_shared_ref(e->sh);
 			memcpy(storage_type, e->storage_type, 16);
-			hit = *mloc != NULL && *meta != NULL;
-			if (!hit) {
-				free(*mloc);
-				free(*meta);
-			}
+			hit = 1;
 			atomic_store_explicit(&e->ref, true, memory_order_relaxed);
 			break;
 		}
@@ -294,10 +317,9 @@ static bool unchanged_since(struct cat_cache *c, unsigned long generation, uint6
 }
 
 void cat_cache_put(struct cat_cache *c, unsigned long generation, const char *key, size_t key_len,
-                   const char *table_id, const char *mloc, const char *meta,
-                   const char *storage_type)
+                   const char *table_id, struct cat_shared *sh, const char *storage_type)
 {
-	size_t bytes = sizeof(struct entry) + key_len + strlen(mloc) + strlen(meta);
+	size_t bytes = sizeof(struct entry) + key_len + strlen(sh->mloc) + sh->meta_len;
 	struct entry *e, **pp;
 	struct stripe *s;
 	bool ok;
@@ -308,12 +330,11 @@ void cat_cache_put(struct cat_cache *c, unsigned long generation, const char *ke
 	if (e == NULL)
 		return;
 	e->key = malloc(key_len);
-	e->metadata_location = strdup(mloc);
-	e->metadata = strdup(meta);
-	if (e->key == NULL || e->metadata_location == NULL || e->metadata == NULL) {
-		entry_free(e);
+	if (e->key == NULL) {
+		free(e);
 		return;
 	}
+	e->sh = cat_shared_ref(sh);
 	memcpy(e->key, key, key_len);
 	e->key_len = key_len;
 	e->bytes = bytes;
@@ -362,7 +383,7 @@ static void *listen_loop(void *arg)
 	int64_t backoff_ms = 100;
 
 	while (!atomic_load(&c->stop)) {
-		PGconn *pg = PQconnectdb(c->conninfo);
+		PGconn *pg = cat_pg_connect(c->conninfo);
 		PGresult *r;
 
 		if (PQstatus(pg) != CONNECTION_OK) {

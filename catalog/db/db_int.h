@@ -4,6 +4,7 @@
 
 #include <libpq-fe.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -19,6 +20,7 @@ struct cat_conn {
 	int nstmts;
 	bool busy;
 	bool unprepared; /* cat_db_oneshot: never prepare */
+	bool settings_pending; /* session settings not sent yet (cat_db_open_oneshot) */
 	int64_t retry_at_ns; /* no reconnect attempt before this (backoff) */
 	int64_t backoff_ns;
 };
@@ -33,11 +35,21 @@ struct cat_db {
 	int waiting;
 	unsigned char secret[32];
 	bool have_secret;
+	bool settings_deferred; /* a new connection leaves its settings pending */
 	struct cat_cache *cache; /* NULL until cat_db_enable_cache */
 	struct cat_base_cache *bases; /* NULL when out of memory at open */
 	cat_stage_fn on_stage; /* commit stage timings; may be NULL */
 	void *on_stage_arg;
+	/* loadTable misses read together (table.c) */
+	pthread_mutex_t load_mu;
+	struct cat_load_wait *load_queue; /* newest first */
+	int load_inflight;
 };
+
+/* PQconnectdb for every connection Floe opens; a server on this machine is
+ * reached without TLS/GSS negotiation unless conninfo or the environment
+ * asks for it (pool.c says why).  Never NULL except out of memory. */
+PGconn *cat_pg_connect(const char *conninfo);
 
 /* A cache key for a table: the warehouse (its name or id), the levels and
  * the name, separated by bytes that cannot occur inside them (malloc'd,
@@ -78,17 +90,35 @@ void cat_scope_after_commit(struct cat_scope *s, cat_after_fn fn, void *arg);
  * in its outer transaction) is timed as CAT_STAGE_COMMIT. */
 void cat_scope_timed(struct cat_scope *s);
 
+/* A loadTable row's location and metadata text, immutable and counted:
+ * the cache and each response that sends them hold a reference, so a hit
+ * copies nothing.  cat_shared_new copies the strings (refs = 1); NULL when
+ * out of memory. */
+struct cat_shared {
+	atomic_uint refs;
+	size_t meta_len;
+	char *mloc;
+	char *meta;
+};
+struct cat_shared *cat_shared_new(const char *mloc, const char *meta, size_t meta_len);
+static inline struct cat_shared *cat_shared_ref(struct cat_shared *s)
+{
+	atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+	return s;
+}
+
 /* The loadTable cache (cache.c). */
 struct cat_cache;
 int cat_cache_start(struct cat_db *db, size_t max_bytes, struct fl_err *err) FL_MUST_CHECK;
 void cat_cache_stop(struct cat_cache *c);
-/* 1 = hit (copies returned), 0 = miss or cache not live. */
-int cat_cache_get(struct cat_cache *c, const char *key, size_t key_len, char **mloc, char **meta,
+/* 1 = hit with a new reference to the entry's bytes, 0 = miss or cache not
+ * live. */
+int cat_cache_get(struct cat_cache *c, const char *key, size_t key_len, struct cat_shared **sh,
                   char storage_type[16]);
 unsigned long cat_cache_generation(struct cat_cache *c);
+/* Keeps sh (taking a reference of its own when it does). */
 void cat_cache_put(struct cat_cache *c, unsigned long generation, const char *key, size_t key_len,
-                   const char *table_id, const char *mloc, const char *meta,
-                   const char *storage_type);
+                   const char *table_id, struct cat_shared *sh, const char *storage_type);
 void cat_cache_invalidate(struct cat_cache *c, const char *table_id);
 
 /* Tables changed inside a transaction: invalidated in this process's cache

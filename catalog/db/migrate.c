@@ -36,7 +36,7 @@ int cat_db_migrate(const char *conninfo, int *applied, struct fl_err *err)
 	int have, rc = -1, locked = 0;
 
 	*applied = 0;
-	conn.pg = PQconnectdb(conninfo);
+	conn.pg = cat_pg_connect(conninfo);
 	if (PQstatus(conn.pg) != CONNECTION_OK) {
 		char msg[160];
 

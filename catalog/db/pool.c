@@ -8,7 +8,9 @@
  * carry the conninfo string (it may hold a password). */
 #include "db_int.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,26 +30,36 @@
  * TOAST about 4x faster than the default pglz (a server built without lz4
  * refuses that one and keeps pglz).  Failures here are not errors: the
  * connection works without them, and a broken one shows at its first use. */
-static void session_settings(PGconn *pg)
-{
-	static const char *const sets[] = {
-	        "SET statement_timeout = '30s'",
-	        "SET lock_timeout = '10s'",
-	        "SET default_toast_compression = 'lz4'",
-	};
-	size_t n = sizeof(sets) / sizeof(sets[0]), syncs = 0, nulls = 0;
-	PGresult *r;
+static const char *const session_sets[] = {
+        "SET statement_timeout = '30s'",
+        "SET lock_timeout = '10s'",
+        "SET default_toast_compression = 'lz4'",
+};
+#define NSETS (sizeof(session_sets) / sizeof(session_sets[0]))
 
-	if (PQenterPipelineMode(pg) != 1)
-		return;
-	for (size_t i = 0; i < n; i++) {
-		if (PQsendQueryParams(pg, sets[i], 0, NULL, NULL, NULL, NULL, 0) != 1 ||
+/* Queues the SETs, each with its sync, on pg in pipeline mode; returns the
+ * number of syncs queued. */
+static size_t settings_send(PGconn *pg)
+{
+	size_t syncs = 0;
+
+	for (size_t i = 0; i < NSETS; i++) {
+		if (PQsendQueryParams(pg, session_sets[i], 0, NULL, NULL, NULL, NULL, 0) != 1 ||
 		    PQpipelineSync(pg) != 1)
 			break;
 		syncs++;
 	}
-	/* Each SET gives its result and a NULL, each sync its own result. */
-	while (syncs > 0 && nulls <= 2 * n) {
+	return syncs;
+}
+
+/* Reads what settings_send queued: each SET gives its result and a NULL,
+ * each sync its own result. */
+static void settings_drain(PGconn *pg, size_t syncs)
+{
+	size_t nulls = 0;
+	PGresult *r;
+
+	while (syncs > 0 && nulls <= 2 * NSETS) {
 		r = PQgetResult(pg);
 		if (r == NULL) {
 			nulls++;
@@ -59,7 +71,110 @@ static void session_settings(PGconn *pg)
 			syncs--;
 		PQclear(r);
 	}
+}
+
+static void session_settings(PGconn *pg)
+{
+	if (PQenterPipelineMode(pg) != 1)
+		return;
+	settings_drain(pg, settings_send(pg));
 	PQexitPipelineMode(pg);
+}
+
+/* The settings of a connection opened by cat_db_open_oneshot, before its
+ * first statement that does not carry them in its own pipeline. */
+static void settings_due(struct cat_conn *c)
+{
+	if (c->settings_pending) {
+		c->settings_pending = false;
+		session_settings(c->pg);
+	}
+}
+
+/* Whether a comma-separated host (or hostaddr) list names only this
+ * machine: localhost, a 127/8 or ::1 literal, or (hosts only) a Unix socket
+ * directory.  Empty is libpq's default: a Unix socket for a host, nothing
+ * for a hostaddr. */
+static bool loopback_list(const char *list, bool sockets)
+{
+	char item[256];
+	unsigned char a[16];
+
+	if (list == NULL || list[0] == '\0')
+		return true;
+	while (*list != '\0') {
+		size_t n = strcspn(list, ",");
+
+		if (n == 0 || n >= sizeof(item))
+			return false;
+		memcpy(item, list, n);
+		item[n] = '\0';
+		if (!((sockets && (item[0] == '/' || item[0] == '@')) ||
+		      strcmp(item, "localhost") == 0 ||
+		      (inet_pton(AF_INET, item, a) == 1 && a[0] == 127) ||
+		      (inet_pton(AF_INET6, item, a) == 1 && memcmp(a, &in6addr_loopback, 16) == 0)))
+			return false;
+		list += n + (list[n] == ',');
+	}
+	return true;
+}
+
+/* PQconnectdb(conninfo), except that a server on this machine is reached
+ * without negotiating encryption that protects nothing there: unless the
+ * conninfo or the environment chooses, sslmode=allow (plain first, TLS only
+ * if the server refuses plain) and gssencmode=disable, which save the
+ * SSLRequest round trip and the Kerberos credential probe on every
+ * connection -- felt by short-lived commands such as floe ingest.  Remote
+ * servers keep libpq's defaults. */
+PGconn *cat_pg_connect(const char *conninfo)
+{
+	PQconninfoOption *opts = PQconninfoParse(conninfo, NULL), *o;
+	const char *kw[64], *val[64], *host = NULL, *addr = NULL;
+	/* A service file may choose too: then libpq decides alone. */
+	bool ssl_chosen = getenv("PGSSLMODE") || getenv("PGREQUIRESSL") || getenv("PGSERVICE"),
+	     gss_chosen = getenv("PGGSSENCMODE") || getenv("PGSERVICE");
+	size_t n = 0;
+	PGconn *pg;
+
+	if (opts == NULL)
+		return PQconnectdb(conninfo); /* its error says what is wrong */
+	for (o = opts; o->keyword != NULL && n + 3 < sizeof(kw) / sizeof(kw[0]); o++) {
+		if (o->val == NULL)
+			continue;
+		if (strcmp(o->keyword, "host") == 0)
+			host = o->val;
+		else if (strcmp(o->keyword, "hostaddr") == 0)
+			addr = o->val;
+		else if (strncmp(o->keyword, "ssl", 3) == 0 ||
+		         strcmp(o->keyword, "requiressl") == 0)
+			ssl_chosen = true;
+		else if (strcmp(o->keyword, "gssencmode") == 0)
+			gss_chosen = true;
+		else if (strcmp(o->keyword, "service") == 0)
+			ssl_chosen = gss_chosen = true;
+		kw[n] = o->keyword;
+		val[n++] = o->val;
+	}
+	if (o->keyword != NULL) { /* more options than kw holds: leave it to libpq */
+		PQconninfoFree(opts);
+		return PQconnectdb(conninfo);
+	}
+	if (loopback_list(host && host[0] ? host : getenv("PGHOST"), true) &&
+	    loopback_list(addr && addr[0] ? addr : getenv("PGHOSTADDR"), false)) {
+		if (!ssl_chosen) {
+			kw[n] = "sslmode";
+			val[n++] = "allow";
+		}
+		if (!gss_chosen) {
+			kw[n] = "gssencmode";
+			val[n++] = "disable";
+		}
+	}
+	kw[n] = NULL;
+	val[n] = NULL;
+	pg = PQconnectdbParams(kw, val, 0);
+	PQconninfoFree(opts);
+	return pg;
 }
 
 static int conn_open(struct cat_db *db, struct cat_conn *c, struct fl_err *err)
@@ -70,7 +185,7 @@ static int conn_open(struct cat_db *db, struct cat_conn *c, struct fl_err *err)
 		return fl_err_set(err, FL_ERR_UNAVAILABLE, "database unavailable (reconnecting)");
 	c->nstmts = 0;
 	c->nstmts = 0; /* a new session has no prepared statements */
-	c->pg = PQconnectdb(db->conninfo);
+	c->pg = cat_pg_connect(db->conninfo);
 	if (PQstatus(c->pg) != CONNECTION_OK) {
 		char msg[160];
 
@@ -87,17 +202,22 @@ static int conn_open(struct cat_db *db, struct cat_conn *c, struct fl_err *err)
 	}
 	c->backoff_ns = 0;
 	c->retry_at_ns = 0;
-	session_settings(c->pg);
+	/* A short-lived command sends them with its first pipeline instead. */
+	c->settings_pending = db->settings_deferred;
+	if (!c->settings_pending)
+		session_settings(c->pg);
 	return 0;
 }
 
-int cat_db_open(const char *conninfo, int size, struct cat_db **out, struct fl_err *err)
+static int db_open(const char *conninfo, int size, bool defer, struct cat_db **out,
+                   struct fl_err *err)
 {
 	struct cat_db *db = calloc(1, sizeof(*db));
 	struct cat_conn *c;
 
 	if (db == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	db->settings_deferred = defer;
 	db->conninfo = strdup(conninfo);
 	db->conns = calloc((size_t)size, sizeof(*db->conns));
 	if (db->conninfo == NULL || db->conns == NULL) {
@@ -108,6 +228,7 @@ int cat_db_open(const char *conninfo, int size, struct cat_db **out, struct fl_e
 	db->bases = cat_base_cache_new(); /* NULL: commits go without it */
 	pthread_mutex_init(&db->mu, NULL);
 	pthread_cond_init(&db->cv, NULL);
+	pthread_mutex_init(&db->load_mu, NULL);
 	if (cat_conn_get(db, &c, err) != 0) {
 		cat_db_close(db);
 		return -1;
@@ -117,10 +238,30 @@ int cat_db_open(const char *conninfo, int size, struct cat_db **out, struct fl_e
 	return 0;
 }
 
+int cat_db_open(const char *conninfo, int size, struct cat_db **out, struct fl_err *err)
+{
+	return db_open(conninfo, size, false, out, err);
+}
+
 void cat_db_oneshot(struct cat_db *db)
 {
 	for (int i = 0; i < db->size; i++)
 		db->conns[i].unprepared = true;
+}
+
+int cat_db_open_oneshot(const char *conninfo, struct cat_db **out, struct fl_err *err)
+{
+	struct cat_db *db = NULL;
+	int rc;
+
+	/* Deferred only for the first connection: cat_db_open connects it. */
+	rc = db_open(conninfo, 1, true, &db, err);
+	if (rc == 0) {
+		db->settings_deferred = false;
+		cat_db_oneshot(db);
+		*out = db;
+	}
+	return rc;
 }
 
 int cat_db_enable_cache(struct cat_db *db, size_t max_bytes, struct fl_err *err)
@@ -140,6 +281,7 @@ void cat_db_close(struct cat_db *db)
 	if (db->conns != NULL) {
 		pthread_mutex_destroy(&db->mu);
 		pthread_cond_destroy(&db->cv);
+		pthread_mutex_destroy(&db->load_mu);
 	}
 	free(db->conns);
 	free(db->conninfo);
@@ -295,8 +437,10 @@ PGresult *cat_exec(struct cat_conn *c, const char *sql, int n, const char *const
                    struct fl_err *err)
 {
 	char name[16];
-	const char *stmt = n > 0 ? cat_prepared(c, sql, name) : NULL;
+	const char *stmt;
 
+	settings_due(c);
+	stmt = n > 0 ? cat_prepared(c, sql, name) : NULL;
 	return checked(c,
 	               stmt ? PQexecPrepared(c->pg, stmt, n, params, NULL, NULL, 0)
 	                    : PQexecParams(c->pg, sql, n, NULL, params, NULL, NULL, 0),
@@ -306,6 +450,7 @@ PGresult *cat_exec(struct cat_conn *c, const char *sql, int n, const char *const
 bool cat_pipeline(struct cat_conn *c, int k, const struct cat_pipe_q *q, PGresult **res)
 {
 	bool synced = false;
+	size_t set_syncs = 0;
 	PGresult *r;
 	int i;
 
@@ -313,6 +458,11 @@ bool cat_pipeline(struct cat_conn *c, int k, const struct cat_pipe_q *q, PGresul
 		res[i] = NULL;
 	if (PQenterPipelineMode(c->pg) != 1)
 		return false;
+	/* Pending session settings ride in front, each in its own sync. */
+	if (c->settings_pending) {
+		c->settings_pending = false;
+		set_syncs = settings_send(c->pg);
+	}
 	for (i = 0; i < k; i++)
 		if ((q[i].stmt ? PQsendQueryPrepared(c->pg, q[i].stmt, q[i].n, q[i].params,
 		                                     q[i].lengths, q[i].formats, 0)
@@ -321,6 +471,7 @@ bool cat_pipeline(struct cat_conn *c, int k, const struct cat_pipe_q *q, PGresul
 			break;
 	if (i < k || PQpipelineSync(c->pg) != 1)
 		goto out;
+	settings_drain(c->pg, set_syncs);
 	/* Each statement's result, then NULL; then the sync.  A lost
 	 * connection ends the sequence early. */
 	for (i = 0; i < k; i++) {
@@ -376,8 +527,10 @@ PGresult *cat_exec_begin(struct cat_conn *c, const char *sql, int n, const char 
 
 int cat_exec_script(struct cat_conn *c, const char *sql, struct fl_err *err)
 {
-	PGresult *r = checked(c, PQexec(c->pg, sql), err);
+	PGresult *r;
 
+	settings_due(c);
+	r = checked(c, PQexec(c->pg, sql), err);
 	if (r == NULL)
 		return -1;
 	PQclear(r);

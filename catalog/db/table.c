@@ -463,9 +463,178 @@ char *cat_table_key(const char *wh, const struct cat_ns *ns, const char *name, s
 	return fl_buf_steal(&b);
 }
 
-int cat_table_load(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
-                   const struct cat_ns *ns, const char *name, char **metadata_location,
-                   char **metadata, char storage_type[16], struct fl_err *err)
+/* ---- loadTable misses, read together ----
+ *
+ * Under load many workers miss the cache at once, each paying a statement
+ * of its own.  Instead a miss joins a queue; while fewer than LOAD_INFLIGHT
+ * reads run, a worker becomes a leader, takes up to LOAD_BATCH queued
+ * requests (the oldest) and reads them all with one statement, the others
+ * sleeping until their answer is there.  A request is taken only by a read
+ * that starts after it was queued, so a client still reads its own writes;
+ * the leader notes the cache's invalidation number before the statement, as
+ * a single read does.  A request the batch did not find, or a batch that
+ * failed, is read again alone, which gives the precise error.  Each waiter
+ * sleeps on its own condition variable: a leader wakes exactly the requests
+ * it answered and, when requests are still queued, the oldest of them to
+ * lead the next read. */
+
+#define LOAD_BATCH 16
+#define LOAD_INFLIGHT 2
+
+struct cat_load_wait {
+	struct cat_load_wait *next;
+	pthread_cond_t cv;
+	const char *wh, *name, *key;
+	char *levels; /* text[] literal */
+	size_t key_len;
+	bool queued;
+	int state; /* 0 queued or being read, 1 found, -1 read it alone */
+	struct cat_shared *sh;
+	char type[16];
+};
+
+/* Reads the n requests of w in one statement: found[i] says whether w[i]
+ * got its bytes (sh) and type.  Runs without load_mu; the caller then
+ * publishes the outcome under it. */
+static void load_batch(struct cat_db *db, struct cat_load_wait **w, int n, bool *found)
+{
+	const char *whs[LOAD_BATCH], *levels[LOAD_BATCH], *names[LOAD_BATCH];
+	struct cat_ns a = {whs, n}, b = {levels, n}, c = {names, n};
+	char *pa = NULL, *pb = NULL, *pc = NULL;
+	unsigned long gen = cat_cache_generation(db->cache);
+	struct fl_err err = {0};
+	struct cat_conn *conn = NULL;
+	PGresult *r = NULL;
+
+	for (int i = 0; i < n; i++) {
+		found[i] = false;
+		whs[i] = w[i]->wh;
+		levels[i] = w[i]->levels;
+		names[i] = w[i]->name;
+	}
+	pa = cat_text_array(&a, n);
+	pb = cat_text_array(&b, n);
+	pc = cat_text_array(&c, n);
+	if (pa == NULL || pb == NULL || pc == NULL || cat_conn_get(db, &conn, &err) != 0)
+		goto out;
+	const char *params[3] = {pa, pb, pc};
+	/* The single read of cat_table_load once per request (OFFSET 0 keeps
+	 * it a per-request index probe instead of one join of all of them). */
+	r = cat_exec(conn,
+	             "SELECT k.i, r.* FROM unnest($1::text[], $2::text[], $3::text[])"
+	             " WITH ORDINALITY AS k(wh, ns, name, i), LATERAL ("
+	             "SELECT t.metadata_location, t.metadata, w.storage_profile->>'type', t.id"
+	             " FROM warehouse w JOIN namespace n ON n.warehouse_id = w.id"
+	             " JOIN table_entry t ON t.namespace_id = n.id WHERE w.name = k.wh"
+	             " AND n.levels = k.ns::text[] AND t.name = k.name AND t.kind = 'TABLE'"
+	             " OFFSET 0) r",
+	             3, params, &err);
+	cat_conn_put(db, conn);
+	for (int j = 0; r != NULL && j < PQntuples(r); j++) {
+		long i = strtol(PQgetvalue(r, j, 0), NULL, 10) - 1;
+		struct cat_load_wait *x;
+
+		if (i < 0 || i >= n || found[i])
+			continue;
+		x = w[i];
+		x->sh = cat_shared_new(PQgetvalue(r, j, 1), PQgetvalue(r, j, 2),
+		                       (size_t)PQgetlength(r, j, 2));
+		if (x->sh == NULL)
+			continue;
+		snprintf(x->type, sizeof(x->type), "%s", PQgetvalue(r, j, 3));
+		found[i] = true;
+		cat_cache_put(db->cache, gen, x->key, x->key_len, PQgetvalue(r, j, 4), x->sh,
+		              x->type);
+	}
+out:
+	PQclear(r);
+	free(pa);
+	free(pb);
+	free(pc);
+}
+
+/* Wakes the oldest queued request to lead the next read (load_mu held). */
+static void signal_oldest(struct cat_db *db)
+{
+	struct cat_load_wait *oldest = db->load_queue;
+
+	while (oldest->next != NULL)
+		oldest = oldest->next;
+	pthread_cond_signal(&oldest->cv);
+}
+
+/* Leads one read (load_mu held on entry and on return): the oldest queued
+ * requests, read without the lock, their outcome published under it. */
+static void load_lead(struct cat_db *db)
+{
+	struct cat_load_wait *batch[LOAD_BATCH], **pp = &db->load_queue;
+	bool found[LOAD_BATCH];
+	size_t len = 0;
+	int n = 0;
+
+	for (struct cat_load_wait *q = db->load_queue; q != NULL; q = q->next)
+		len++;
+	for (; len > LOAD_BATCH; len--) /* the queue is newest first */
+		pp = &(*pp)->next;
+	for (struct cat_load_wait *q = *pp; q != NULL; q = q->next) {
+		q->queued = false;
+		batch[n++] = q;
+	}
+	*pp = NULL;
+	db->load_inflight++;
+	/* More queued than one read takes, and room for another read. */
+	if (db->load_queue != NULL && db->load_inflight < LOAD_INFLIGHT)
+		signal_oldest(db);
+	pthread_mutex_unlock(&db->load_mu);
+	load_batch(db, batch, n, found);
+	pthread_mutex_lock(&db->load_mu);
+	db->load_inflight--;
+	/* A waiter leaves (and its request, on its stack, ends) only once it
+	 * sees its state, which is why it is published under the lock. */
+	for (int i = 0; i < n; i++) {
+		batch[i]->state = found[i] ? 1 : -1;
+		pthread_cond_signal(&batch[i]->cv);
+	}
+	if (db->load_queue != NULL)
+		signal_oldest(db);
+}
+
+/* 1 with the table read in a batch; 0 when it must be read alone. */
+static int load_batched(struct cat_db *db, const char *wh, const struct cat_ns *ns,
+                        const char *name, const char *key, size_t key_len, struct cat_shared **sh,
+                        char type[16])
+{
+	struct cat_load_wait me = {
+	        .wh = wh, .name = name, .key = key, .key_len = key_len, .queued = true};
+
+	me.levels = cat_text_array(ns, ns->n);
+	if (me.levels == NULL)
+		return 0;
+	pthread_cond_init(&me.cv, NULL);
+	pthread_mutex_lock(&db->load_mu);
+	me.next = db->load_queue;
+	db->load_queue = &me;
+	while (me.state == 0) {
+		if (me.queued && db->load_inflight < LOAD_INFLIGHT)
+			load_lead(db);
+		else
+			pthread_cond_wait(&me.cv, &db->load_mu);
+	}
+	pthread_mutex_unlock(&db->load_mu);
+	pthread_cond_destroy(&me.cv);
+	free(me.levels);
+	if (me.state != 1)
+		return 0;
+	*sh = me.sh;
+	memcpy(type, me.type, 16);
+	return 1;
+}
+
+/* The row as shared bytes: from the cache, a batch of misses or a read of
+ * its own (see cat_table_load). */
+static int load_shared(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
+                       const struct cat_ns *ns, const char *name, struct cat_shared **sh,
+                       char storage_type[16], struct fl_err *err)
 {
 	char *arr = NULL, *key = NULL;
 	size_t key_len = 0;
@@ -477,8 +646,9 @@ int cat_table_load(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
 	/* Inside a transaction the caller must see its own uncommitted state. */
 	if (tx == NULL && db->cache != NULL) {
 		key = cat_table_key(wh_name, ns, name, &key_len);
-		if (key != NULL && cat_cache_get(db->cache, key, key_len, metadata_location,
-		                                 metadata, storage_type)) {
+		if (key != NULL &&
+		    (cat_cache_get(db->cache, key, key_len, sh, storage_type) ||
+		     load_batched(db, wh_name, ns, name, key, key_len, sh, storage_type))) {
 			free(key);
 			return 0;
 		}
@@ -517,18 +687,15 @@ int cat_table_load(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
 		PQclear(w);
 		goto out;
 	}
-	*metadata_location = strdup(PQgetvalue(r, 0, 0));
-	*metadata = strdup(PQgetvalue(r, 0, 1));
-	snprintf(storage_type, 16, "%s", PQgetvalue(r, 0, 2));
-	if (*metadata_location == NULL || *metadata == NULL) {
-		free(*metadata_location);
-		free(*metadata);
+	*sh = cat_shared_new(PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1),
+	                     (size_t)PQgetlength(r, 0, 1));
+	if (*sh == NULL) {
 		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		goto out;
 	}
+	snprintf(storage_type, 16, "%s", PQgetvalue(r, 0, 2));
 	if (key != NULL)
-		cat_cache_put(db->cache, gen, key, key_len, PQgetvalue(r, 0, 3), *metadata_location,
-		              *metadata, storage_type);
+		cat_cache_put(db->cache, gen, key, key_len, PQgetvalue(r, 0, 3), *sh, storage_type);
 	rc = 0;
 out:
 	PQclear(r);
@@ -536,6 +703,43 @@ out:
 	free(key);
 	(void)cat_scope_end(&sc, true, err);
 	return rc;
+}
+
+int cat_table_load(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
+                   const struct cat_ns *ns, const char *name, char **metadata_location,
+                   char **metadata, char storage_type[16], struct fl_err *err)
+{
+	struct cat_shared *sh = NULL;
+	char *mloc, *meta;
+
+	if (load_shared(db, tx, wh_name, ns, name, &sh, storage_type, err) != 0)
+		return -1;
+	mloc = strdup(sh->mloc);
+	meta = strdup(sh->meta);
+	cat_table_bytes_release(sh);
+	if (mloc == NULL || meta == NULL) {
+		free(mloc);
+		free(meta);
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	}
+	*metadata_location = mloc;
+	*metadata = meta;
+	return 0;
+}
+
+int cat_table_load_bytes(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
+                         const struct cat_ns *ns, const char *name, struct cat_table_bytes *out,
+                         struct fl_err *err)
+{
+	struct cat_shared *sh = NULL;
+
+	if (load_shared(db, tx, wh_name, ns, name, &sh, out->storage_type, err) != 0)
+		return -1;
+	out->metadata_location = sh->mloc;
+	out->metadata = sh->meta;
+	out->metadata_len = sh->meta_len;
+	out->hold = sh;
+	return 0;
 }
 
 /* The names of the tables (view false) or views of a namespace, a page. */

@@ -146,16 +146,13 @@ static int query_one(struct cat_db *db, struct cat_tx *tx, const char *name, PGr
 	return 0;
 }
 
-int cat_warehouse_get(struct cat_db *db, struct cat_tx *tx, const char *name,
-                      struct cat_warehouse *out, struct fl_err *err)
+/* *out from a row of WH_COLS starting at column `at`. */
+static int warehouse_of(PGresult *r, int at, const char *name, struct cat_warehouse *out,
+                        struct fl_err *err)
 {
-	PGresult *r;
-	json_t *prof;
+	json_t *prof = json_loads(PQgetvalue(r, 0, at + 2), 0, NULL);
 	int rc = -1;
 
-	if (query_one(db, tx, name, &r, err) != 0)
-		return -1;
-	prof = json_loads(PQgetvalue(r, 0, 2), 0, NULL);
 	if (prof == NULL) {
 		fl_err_set(err, FL_ERR_INTERNAL,
 		           "warehouse '%.200s': stored storage profile is not JSON", name);
@@ -165,8 +162,8 @@ int cat_warehouse_get(struct cat_db *db, struct cat_tx *tx, const char *name,
 		fl_err_prefix(err, "warehouse '%.200s'", name);
 		goto out;
 	}
-	snprintf(out->id, sizeof(out->id), "%s", PQgetvalue(r, 0, 0));
-	snprintf(out->name, sizeof(out->name), "%s", PQgetvalue(r, 0, 1));
+	snprintf(out->id, sizeof(out->id), "%s", PQgetvalue(r, 0, at));
+	snprintf(out->name, sizeof(out->name), "%s", PQgetvalue(r, 0, at + 1));
 	snprintf(out->location, sizeof(out->location), "%s", out->profile.location);
 	snprintf(out->storage_type, sizeof(out->storage_type), "%s",
 	         out->profile.type == ST_STORAGE_S3 ? "s3" : "file");
@@ -174,7 +171,65 @@ int cat_warehouse_get(struct cat_db *db, struct cat_tx *tx, const char *name,
 	rc = 0;
 out:
 	json_decref(prof);
+	return rc;
+}
+
+int cat_warehouse_get(struct cat_db *db, struct cat_tx *tx, const char *name,
+                      struct cat_warehouse *out, struct fl_err *err)
+{
+	PGresult *r;
+	int rc;
+
+	if (query_one(db, tx, name, &r, err) != 0)
+		return -1;
+	rc = warehouse_of(r, 0, name, out, err);
 	PQclear(r);
+	return rc;
+}
+
+int cat_warehouse_get_ready(struct cat_db *db, const char *name, struct cat_warehouse *out,
+                            bool *ready, struct fl_err *err)
+{
+	const char *params[1] = {name};
+	const struct cat_pipe_q q = {
+	        /* One row whatever the warehouse: the schema version, then the
+	         * warehouse's columns or NULLs.  On a database not migrated yet
+	         * the tables are missing and the statement fails. */
+	        .sql = "SELECT v.v, " WH_COLS " FROM (SELECT coalesce(max(version), 0) AS v"
+	               " FROM schema_migrations) v LEFT JOIN warehouse ON name = $1",
+	        .n = 1,
+	        .params = params,
+	};
+	struct cat_conn *c;
+	PGresult *r = NULL;
+	int rc = -1;
+
+	*ready = false;
+	if (cat_conn_get(db, &c, err) != 0)
+		return -1;
+	/* A pipeline, so that pending session settings travel with it. */
+	if (!cat_pipeline(c, 1, &q, &r)) {
+		/* Not migrated (or gone): the caller migrates and asks again. */
+		if (PQstatus(c->pg) == CONNECTION_OK)
+			rc = 0;
+		else
+			fl_err_set(err, FL_ERR_UNAVAILABLE, "database connection lost");
+		goto out;
+	}
+	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1 ||
+	    cat_i64(PQgetvalue(r, 0, 0)) != cat_schema_version()) {
+		rc = 0;
+		goto out;
+	}
+	*ready = true;
+	if (PQgetisnull(r, 0, 1))
+		fl_err_set(err, FL_ERR_NO_SUCH_WAREHOUSE, "warehouse '%.200s' does not exist",
+		           name);
+	else
+		rc = warehouse_of(r, 1, name, out, err);
+out:
+	PQclear(r);
+	cat_conn_put(db, c);
 	return rc;
 }
 

@@ -57,3 +57,28 @@ test('a byte budget smaller than the tables evicts, stays within budget, and ser
   const after = (await call(c.base, 'GET', path, { expect: 200 })).json.metadata;
   assert.equal(after['current-snapshot-id'], snapshotId, 'the commit is visible to the next load');
 });
+
+test('concurrent misses are read together, and each answer is its own table (nested namespace, quotes in a name); a missing one is 404', async () => {
+  const ns = [NS[0], 'deep "ns"'];
+  await call(c.base, 'POST', `${c.p}/namespaces`, { body: { namespace: ns }, expect: 200 });
+  const names = Array.from({ length: 10 }, (_, i) => (i === 3 ? 'q"t\\x,{y}' : `c${i}`));
+  const uuids = {};
+  for (const name of names)
+    uuids[name] = (await call(c.base, 'POST', `${c.p}/namespaces/${encodeURIComponent(ns.join('\x1f'))}/tables`, { body: createBody(name), expect: 200 })).json.metadata['table-uuid'];
+  const m0 = await metrics();
+  // one burst: every table several times, in flight together, so the first loads miss at once
+  const asks = [];
+  for (let k = 0; k < 4; k++) for (const name of [...names, 'absent']) asks.push(name);
+  const answers = await Promise.all(asks.map((name) => request(c.base, 'GET', tablePath(c.p, ns, name))));
+  answers.forEach((res, i) => {
+    if (asks[i] === 'absent') {
+      assert.equal(res.status, 404, `absent: ${res.text}`);
+      assert.equal(res.json.error.type, 'NoSuchTableException');
+    } else {
+      assert.equal(res.status, 200, `${asks[i]}: ${res.text}`);
+      assert.equal(res.json.metadata['table-uuid'], uuids[asks[i]], `${asks[i]} answered with its own metadata`);
+    }
+  });
+  const m1 = await metrics();
+  assert.ok(sum(m1, 'floe_table_cache_misses_total') - sum(m0, 'floe_table_cache_misses_total') >= names.length, 'the burst missed');
+});
