@@ -180,6 +180,10 @@ test('floe migrate twice on an empty database: the second run is a no-op', async
   const n1 = rows1.split('\n').filter(Boolean).length;
   assert.ok(n1 >= 1, `schema_migrations has rows after migrate: "${rows1}"`);
   const applied1 = psql(db.url, 'SELECT string_agg(applied_at::text, \',\' ORDER BY version) FROM schema_migrations');
+  // 0006: the large values a commit writes are lz4-compressed (Debian's PostgreSQL has lz4)
+  assert.equal(psql(db.url, "SELECT string_agg(attrelid::regclass || '.' || attname || '=' || attcompression::text, ',' ORDER BY attname) " +
+    "FROM pg_attribute WHERE (attrelid, attname) IN (('table_entry'::regclass, 'metadata'), ('idempotency_record'::regclass, 'body'))"),
+    'idempotency_record.body=l,table_entry.metadata=l');
 
   const second = runFloe(['migrate', '--database-url', db.url]);
   assert.equal(second.code, 0, `second migrate: ${second.stderr}`);
