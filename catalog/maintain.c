@@ -1307,6 +1307,7 @@ struct rewrite {
 	struct fl_arena *arena;
 	struct st_value **buf;
 	size_t nbuf, capbuf, buf_bytes;
+	int compression_level; /* write.parquet.compression-level; 0 = the codec's default */
 	struct st_data_writer dw; /* the open file, if any */
 	/* what was written: parallel arrays */
 	struct st_data_file *files;
@@ -1323,7 +1324,8 @@ static int rewrite_open(struct rewrite *rw, struct fl_err *err)
 	                                      .columns = rw->cols,
 	                                      .n_columns = rw->ncols,
 	                                      .schema_json = rw->schema_json,
-	                                      .codec = rw->codec};
+	                                      .codec = rw->codec,
+	                                      .compression_level = rw->compression_level};
 
 	return st_data_writer_open(&o, &rw->dw, err);
 }
@@ -1888,6 +1890,12 @@ static int rewrite_all(struct compact *c, struct fl_err *err)
 	json_t *g;
 	int rc = -1;
 
+	/* Before any file is written: a level the codec does not have fails
+	 * the compaction as it fails an ingest. */
+	if (st_data_level(rw.codec, c->meta, &rw.compression_level, err) != 0) {
+		fl_err_prefix(err, "table %s", c->table);
+		goto out;
+	}
 	if (schema_columns(c, &cols, &want, &ncols, err) != 0)
 		goto out;
 	if (mapping_text != NULL &&

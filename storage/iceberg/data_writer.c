@@ -3,6 +3,7 @@
  * succeeding; every other path aborts the store's writer. */
 #include "iceberg/data_writer.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,28 @@ enum st_parquet_codec st_data_codec(const char *name)
 	if (strcasecmp(name, "uncompressed") == 0 || strcasecmp(name, "none") == 0)
 		return ST_PARQUET_UNCOMPRESSED;
 	return ST_PARQUET_ZSTD;
+}
+
+int st_data_level(enum st_parquet_codec codec, const json_t *meta, int *level, struct fl_err *err)
+{
+	const char *v = json_string_value(json_object_get(json_object_get(meta, "properties"),
+	                                                  "write.parquet.compression-level"));
+	int max = codec == ST_PARQUET_ZSTD ? 22 : codec == ST_PARQUET_GZIP ? 9 : 0;
+	char *end;
+	long l;
+
+	*level = 0;
+	if (v == NULL || max == 0)
+		return 0;
+	errno = 0;
+	l = strtol(v, &end, 10);
+	if (errno != 0 || end == v || *end != '\0' || l < 1 || l > max)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "table property write.parquet.compression-level is '%.40s': "
+		                  "expected an integer from 1 to %d for %s",
+		                  v, max, codec == ST_PARQUET_ZSTD ? "zstd" : "gzip");
+	*level = (int)l;
+	return 0;
 }
 
 int st_data_writer_open(const struct st_data_writer_opts *o, struct st_data_writer *dw,

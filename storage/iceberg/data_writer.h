@@ -20,6 +20,14 @@
  * default. */
 enum st_parquet_codec st_data_codec(const char *name);
 
+/* write.parquet.compression-level of the table metadata meta's properties,
+ * as Iceberg's writers honour it: unset is 0, the codec's default (zstd 3,
+ * as parquet-mr and DuckDB; gzip 6); a set value must be a level the codec
+ * has (zstd 1-22, gzip 1-9), else FL_ERR_BAD_REQUEST naming the property;
+ * snappy and uncompressed have no level and ignore it (0). */
+int st_data_level(enum st_parquet_codec codec, const json_t *meta, int *level,
+                  struct fl_err *err) FL_MUST_CHECK;
+
 struct st_data_writer_opts {
 	struct st_io *io; /* borrowed */
 	const char *dir_uri; /* the file is <dir_uri>/<uuid v7>-<tag>.parquet */
