@@ -74,6 +74,7 @@ t_start=$SECONDS
 logdir=$(mktemp -d "${TMPDIR:-/tmp}/floe-tests.XXXXXX")
 group=    # process group of the integration run in progress, if any
 bg_group= # process group of the background compile steps, if running
+bg_rc=    # exit status of the background step background_wait waited for
 
 # shellcheck source=scripts/pg-throwaway.sh
 source "$repo/scripts/pg-throwaway.sh"
@@ -404,14 +405,15 @@ background_start()
 	bg_group=$!
 }
 
-# Waits for background step $1 to finish; prints its exit status (nothing if the
-# background job ended without it).
+# Waits for background step $1 to finish and sets bg_rc to its exit status (empty if the
+# background job ended without it). Polls in this shell, so an INT or TERM trap runs
+# within a second (a trap waits for the foreground command to end).
 background_wait()
 {
 	while [ ! -f "$logdir/bg-$1.rc" ] && kill -0 "$bg_group" 2>/dev/null; do
 		sleep 1
 	done
-	cat "$logdir/bg-$1.rc" 2>/dev/null || true
+	bg_rc=$(cat "$logdir/bg-$1.rc" 2>/dev/null || true)
 }
 
 # Reports background step $1 (a section titled $2) as one pass or one failure; on success
@@ -419,7 +421,8 @@ background_wait()
 background_report()
 {
 	local rc
-	rc=$(background_wait "$1")
+	background_wait "$1"
+	rc=$bg_rc
 	section "$2 (in the background)"
 	if [ "$rc" = 0 ]; then
 		tail -n 1 "$logdir/bg-$1.log"
@@ -479,7 +482,7 @@ elif [ "$failed" = 0 ]; then
 	background_report release "build $rel_dir (compile only)"
 	if [ "$quick" = 0 ]; then
 		background_report asan "build $asan_dir (asan)"
-		[ "$(cat "$logdir/bg-asan.rc" 2>/dev/null)" = 0 ] && asan_tests "$asan_dir"
+		[ "$bg_rc" = 0 ] && asan_tests "$asan_dir"
 	fi
 	background_report quickstart "the quickstart's build/, then this script's build steps (tests/quickstart-build.sh)"
 	bg_group=
