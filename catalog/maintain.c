@@ -71,6 +71,7 @@
 #include "iceberg/snapshot.h"
 #include "parquet/parquet.h"
 #include "parquet/reader.h"
+#include "iceberg/data_writer.h"
 #include "iceberg/deletes.h"
 #include "iceberg/entry.h"
 #include "uuid.h"
@@ -1243,22 +1244,6 @@ static int carry_manifests(struct compact *c, json_int_t content, struct carry *
 	return 0;
 }
 
-static enum st_parquet_codec table_codec(const json_t *meta)
-{
-	const char *s = json_string_value(json_object_get(json_object_get(meta, "properties"),
-	                                                  "write.parquet.compression-codec"));
-
-	if (s == NULL)
-		return ST_PARQUET_ZSTD;
-	if (strcasecmp(s, "snappy") == 0)
-		return ST_PARQUET_SNAPPY;
-	if (strcasecmp(s, "gzip") == 0)
-		return ST_PARQUET_GZIP;
-	if (strcasecmp(s, "uncompressed") == 0)
-		return ST_PARQUET_UNCOMPRESSED;
-	return ST_PARQUET_ZSTD;
-}
-
 #define FIELD_ROW_ID 2147483540
 #define FIELD_LAST_UPDATED 2147483539
 
@@ -1311,6 +1296,7 @@ struct rewrite {
 	size_t ncols; /* with the two lineage columns of v3 last */
 	bool lineage; /* v3 */
 	char *schema_json;
+	char *data_uri; /* <location>/data: where the new files go */
 	enum st_parquet_codec codec;
 	const struct st_name_mapping *mapping; /* schema.name-mapping.default; may be NULL */
 	/* The table's default sort order when it can be applied (nkeys > 0):
@@ -1321,9 +1307,8 @@ struct rewrite {
 	struct fl_arena *arena;
 	struct st_value **buf;
 	size_t nbuf, capbuf, buf_bytes;
-	struct st_io_writer *file;
-	struct st_parquet_writer *w;
-	char *uri;
+	int compression_level; /* write.parquet.compression-level; 0 = the codec's default */
+	struct st_data_writer dw; /* the open file, if any */
 	/* what was written: parallel arrays */
 	struct st_data_file *files;
 	struct st_parquet_metrics *ms;
@@ -1333,53 +1318,29 @@ struct rewrite {
 
 static int rewrite_open(struct rewrite *rw, struct fl_err *err)
 {
-	struct st_parquet_opts po = {0};
-	char uuid[FL_UUID_STR];
-	const char *loc = json_string_value(json_object_get(rw->c->meta, "location"));
-	size_t len;
+	const struct st_data_writer_opts o = {.io = rw->c->io,
+	                                      .dir_uri = rw->data_uri,
+	                                      .tag = "compact",
+	                                      .columns = rw->cols,
+	                                      .n_columns = rw->ncols,
+	                                      .schema_json = rw->schema_json,
+	                                      .codec = rw->codec,
+	                                      .compression_level = rw->compression_level};
 
-	fl_uuid_v4(uuid);
-	len = strlen(loc) + sizeof(uuid) + 32;
-	rw->uri = malloc(len);
-	if (rw->uri == NULL)
-		return nomem(err);
-	snprintf(rw->uri, len, "%s/data/%s-compact.parquet", loc, uuid);
-	if (st_io_writer_open(rw->c->io, rw->uri, &rw->file, err) != 0)
-		goto fail;
-	po.columns = rw->cols;
-	po.n_columns = rw->ncols;
-	po.iceberg_schema_json = rw->schema_json;
-	po.codec = rw->codec;
-	po.sink = *st_io_writer_sink(rw->file);
-	if (st_parquet_writer_open(&po, &rw->w, err) != 0) {
-		st_io_writer_abort(rw->file);
-		rw->file = NULL;
-		goto fail;
-	}
-	return 0;
-fail:
-	free(rw->uri);
-	rw->uri = NULL;
-	return -1;
+	return st_data_writer_open(&o, &rw->dw, err);
 }
 
 /* Finishes the open file and records it with the partition values. */
 static int rewrite_close(struct rewrite *rw, const struct st_value *part, struct fl_err *err)
 {
-	struct st_parquet_metrics m = {0};
+	struct st_parquet_metrics m;
 	void *grown;
-	int rc = st_parquet_writer_close(rw->w, &m, err);
+	char *uri = NULL;
+	int rc = st_data_writer_close(&rw->dw, &uri, &m, err);
 
-	rw->w = NULL;
-	if (rc != 0)
-		st_io_writer_abort(rw->file);
-	else
-		rc = st_io_writer_close(rw->file, NULL, err);
-	rw->file = NULL;
-	if (rc == 0 && json_array_append_new(rw->c->written, json_string(rw->uri)) != 0)
+	if (rc == 0 && json_array_append_new(rw->c->written, json_string(uri)) != 0)
 		rc = nomem(err);
-	free(rw->uri);
-	rw->uri = NULL;
+	free(uri);
 	if (rc != 0) {
 		st_parquet_metrics_free(&m);
 		return -1;
@@ -1414,11 +1375,11 @@ static int rewrite_close(struct rewrite *rw, const struct st_value *part, struct
 static int write_one(struct rewrite *rw, const struct st_value *part, const struct st_value *row,
                      struct fl_err *err)
 {
-	if (rw->w == NULL && rewrite_open(rw, err) != 0)
+	if (rw->dw.w == NULL && rewrite_open(rw, err) != 0)
 		return -1;
-	if (st_parquet_writer_write_row(rw->w, row, err) != 0)
+	if (st_parquet_writer_write_row(rw->dw.w, row, err) != 0)
 		return -1;
-	if (st_parquet_writer_size(rw->w) >= (uint64_t)rw->c->target &&
+	if (st_parquet_writer_size(rw->dw.w) >= (uint64_t)rw->c->target &&
 	    rewrite_close(rw, part, err) != 0)
 		return -1;
 	return 0;
@@ -1541,7 +1502,7 @@ static int flush_sorted(struct rewrite *rw, const struct st_value *part, struct 
 	qsort_r(rw->buf, rw->nbuf, sizeof(*rw->buf), cmp_rows, rw);
 	for (size_t i = 0; i < rw->nbuf && rc == 0; i++)
 		rc = write_one(rw, part, rw->buf[i], err);
-	if (rc == 0 && rw->w != NULL)
+	if (rc == 0 && rw->dw.w != NULL)
 		rc = rewrite_close(rw, part, err);
 	fl_arena_free(rw->arena);
 	rw->arena = NULL;
@@ -1718,7 +1679,7 @@ static int rewrite_group(struct rewrite *rw, const json_t *g, const struct st_va
 	}
 	if (rw->nkeys > 0 && flush_sorted(rw, part, err) != 0)
 		return -1;
-	if (rw->w != NULL && rewrite_close(rw, part, err) != 0)
+	if (rw->dw.w != NULL && rewrite_close(rw, part, err) != 0)
 		return -1;
 	return 0;
 }
@@ -1918,14 +1879,23 @@ static int rewrite_all(struct compact *c, struct fl_err *err)
 	struct st_data_file *dfs = NULL;
 	struct st_manifest_entry *del = NULL, *kept_e = NULL;
 	struct carry kept = {0};
-	struct rewrite rw = {.c = c, .codec = table_codec(c->meta)};
+	struct rewrite rw = {.c = c,
+	                     .codec = st_data_codec(json_string_value(
+	                             json_object_get(json_object_get(c->meta, "properties"),
+	                                             "write.parquet.compression-codec")))};
 	struct st_name_mapping *mapping = NULL;
 	const char *mapping_text = json_string_value(json_object_get(
 	        json_object_get(c->meta, "properties"), "schema.name-mapping.default"));
-	size_t ncols = 0, np = json_array_size(c->plan), nd = 0, i;
+	size_t ncols = 0, np = json_array_size(c->plan), nd = 0, i, data_len;
 	json_t *g;
 	int rc = -1;
 
+	/* Before any file is written: a level the codec does not have fails
+	 * the compaction as it fails an ingest. */
+	if (st_data_level(rw.codec, c->meta, &rw.compression_level, err) != 0) {
+		fl_err_prefix(err, "table %s", c->table);
+		goto out;
+	}
 	if (schema_columns(c, &cols, &want, &ncols, err) != 0)
 		goto out;
 	if (mapping_text != NULL &&
@@ -1943,11 +1913,18 @@ static int rewrite_all(struct compact *c, struct fl_err *err)
 	if (rw.nkeys > 0)
 		c->sort_order_id = rw.sort_order_id;
 	rw.schema_json = json_dumps(c->t.schema, JSON_COMPACT);
+	data_len =
+	        strlen(json_string_value(json_object_get(c->meta, "location"))) + sizeof("/data");
+	rw.data_uri = malloc(data_len);
+	if (rw.data_uri != NULL)
+		snprintf(rw.data_uri, data_len, "%s/data",
+		         json_string_value(json_object_get(c->meta, "location")));
 	row = calloc(ncols ? ncols : 1, sizeof(*row));
 	parts = calloc(np ? np : 1, sizeof(*parts));
 	dfs = calloc((size_t)c->removed, sizeof(*dfs));
 	del = calloc((size_t)c->removed, sizeof(*del));
-	if (rw.schema_json == NULL || row == NULL || parts == NULL || dfs == NULL || del == NULL) {
+	if (rw.schema_json == NULL || rw.data_uri == NULL || row == NULL || parts == NULL ||
+	    dfs == NULL || del == NULL) {
 		nomem(err);
 		goto out;
 	}
@@ -1992,11 +1969,8 @@ static int rewrite_all(struct compact *c, struct fl_err *err)
 		goto out;
 	rc = 0;
 out:
-	if (rw.w != NULL)
-		st_parquet_writer_free(rw.w);
-	if (rw.file != NULL)
-		st_io_writer_abort(rw.file);
-	free(rw.uri);
+	st_data_writer_abort(&rw.dw);
+	free(rw.data_uri);
 	for (i = 0; i < rw.n; i++)
 		st_parquet_metrics_free(&rw.ms[i]);
 	free(rw.ms);

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "uuid.h"
+#include "iceberg/data_writer.h"
 
 #define DEFAULT_TARGET_FILE_BYTES (512ULL << 20)
 
@@ -108,73 +108,32 @@ struct rw {
 	const struct st_rewrite_opts *o;
 	struct st_rewrite_out *out;
 	size_t first; /* out->n when the call began */
-	const struct st_parquet_column *cols;
-	size_t ncols;
-	char *schema_json;
-	struct st_io_writer *file;
-	struct st_parquet_writer *w;
-	char *uri;
+	struct st_data_writer_opts dwo;
+	struct st_data_writer dw; /* the open file, if any */
 };
-
-static int rw_open(struct rw *w, struct fl_err *err)
-{
-	struct st_parquet_opts po = {0};
-	char uuid[FL_UUID_STR];
-	size_t len = strlen(w->o->data_uri) + strlen(w->o->tag) + sizeof(uuid) + 16;
-
-	fl_uuid_v7(uuid);
-	w->uri = malloc(len);
-	if (w->uri == NULL)
-		return nomem(err);
-	snprintf(w->uri, len, "%s/%s-%s.parquet", w->o->data_uri, uuid, w->o->tag);
-	if (st_io_writer_open(w->o->io, w->uri, &w->file, err) != 0)
-		goto fail;
-	po.columns = w->cols;
-	po.n_columns = w->ncols;
-	po.iceberg_schema_json = w->schema_json;
-	po.codec = w->o->codec;
-	po.compression_level = w->o->compression_level;
-	po.sink = *st_io_writer_sink(w->file);
-	if (st_parquet_writer_open(&po, &w->w, err) != 0) {
-		st_io_writer_abort(w->file);
-		w->file = NULL;
-		goto fail;
-	}
-	return 0;
-fail:
-	free(w->uri);
-	w->uri = NULL;
-	return -1;
-}
 
 static int rw_close(struct rw *w, struct fl_err *err)
 {
-	struct st_parquet_metrics m = {0};
+	struct st_parquet_metrics m;
 	struct st_rewrite_file *grown;
-	int rc = st_parquet_writer_close(w->w, &m, err);
+	char *uri = NULL;
 
-	w->w = NULL;
-	if (rc != 0)
-		st_io_writer_abort(w->file);
-	else
-		rc = st_io_writer_close(w->file, NULL, err);
-	w->file = NULL;
-	grown = rc == 0 ? realloc(w->out->files, sizeof(*grown) * (w->out->n + 1)) : NULL;
+	if (st_data_writer_close(&w->dw, &uri, &m, err) != 0)
+		return -1;
+	grown = realloc(w->out->files, sizeof(*grown) * (w->out->n + 1));
 	if (grown == NULL) {
 		struct fl_err ignored;
 
-		if (rc == 0 && st_io_delete(w->o->io, w->uri, &ignored) != 0)
+		if (st_io_delete(w->o->io, uri, &ignored) != 0)
 			ignored.kind = FL_ERR_NONE;
 		st_parquet_metrics_free(&m);
-		free(w->uri);
-		w->uri = NULL;
-		return rc != 0 ? -1 : nomem(err);
+		free(uri);
+		return nomem(err);
 	}
 	w->out->files = grown;
-	grown[w->out->n].uri = w->uri;
+	grown[w->out->n].uri = uri;
 	grown[w->out->n].m = m;
 	w->out->n++;
-	w->uri = NULL;
 	return 0;
 }
 
@@ -190,12 +149,12 @@ static int rw_row(void *arg, int64_t pos, const struct st_value *row, struct fl_
 		return -1;
 	if (!keep)
 		return 0;
-	if (w->w == NULL && rw_open(w, err) != 0)
+	if (w->dw.w == NULL && st_data_writer_open(&w->dwo, &w->dw, err) != 0)
 		return -1;
-	if (st_parquet_writer_write_row(w->w, row, err) != 0)
+	if (st_parquet_writer_write_row(w->dw.w, row, err) != 0)
 		return -1;
 	w->out->rows_kept++;
-	if (st_parquet_writer_size(w->w) >= target)
+	if (st_parquet_writer_size(w->dw.w) >= target)
 		return rw_close(w, err);
 	return 0;
 }
@@ -206,29 +165,32 @@ int st_rewrite_run(const struct st_rewrite_opts *o, const char *uri, struct st_r
 	struct st_parquet_column *cols = NULL;
 	struct st_parquet_want *want = NULL;
 	struct rw w = {.o = o, .out = out, .first = out->n};
+	char *schema_json = NULL;
 	size_t n = 0;
 	int rc = -1;
 
 	if (st_rewrite_columns(o->schema, &cols, &want, &n, err) != 0)
 		goto out;
-	w.cols = cols;
-	w.ncols = n;
-	w.schema_json = json_dumps(o->schema, JSON_COMPACT);
-	if (w.schema_json == NULL) {
+	schema_json = json_dumps(o->schema, JSON_COMPACT);
+	if (schema_json == NULL) {
 		nomem(err);
 		goto out;
 	}
+	w.dwo = (struct st_data_writer_opts){.io = o->io,
+	                                     .dir_uri = o->data_uri,
+	                                     .tag = o->tag,
+	                                     .columns = cols,
+	                                     .n_columns = n,
+	                                     .schema_json = schema_json,
+	                                     .codec = o->codec,
+	                                     .compression_level = o->compression_level};
 	if (st_rewrite_scan(o->io, uri, o->mapping, want, n, rw_row, &w, err) != 0)
 		goto out;
-	if (w.w != NULL && rw_close(&w, err) != 0)
+	if (w.dw.w != NULL && rw_close(&w, err) != 0)
 		goto out;
 	rc = 0;
 out:
-	if (w.w != NULL)
-		st_parquet_writer_free(w.w);
-	if (w.file != NULL)
-		st_io_writer_abort(w.file);
-	free(w.uri);
+	st_data_writer_abort(&w.dw);
 	if (rc != 0) {
 		/* Drop what this call wrote; earlier calls' files stay. */
 		struct fl_err ignored;
@@ -242,7 +204,7 @@ out:
 			st_parquet_metrics_free(&f->m);
 		}
 	}
-	free(w.schema_json);
+	free(schema_json);
 	free(cols);
 	free(want);
 	return rc;

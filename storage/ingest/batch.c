@@ -25,6 +25,7 @@
 #include "feed/csv.h"
 #include "feed/infer.h"
 #include "feed/ndjson.h"
+#include "iceberg/data_writer.h"
 #include "io/io.h"
 #include "addfile.h"
 #include "upsert.h"
@@ -167,31 +168,6 @@ static enum st_parquet_codec codec_of(const struct st_batch_opts *o, const json_
 	return ST_PARQUET_UNCOMPRESSED;
 }
 
-/* write.parquet.compression-level, as Iceberg's writers honour it: unset
- * means the codec's default (zstd 3, as parquet-mr and DuckDB; gzip 6); a
- * set value must be a level the codec has (zstd 1-22, gzip 1-9); snappy and
- * none have no level and ignore it. */
-static int level_of(enum st_parquet_codec codec, const json_t *meta, int *level, struct fl_err *err)
-{
-	const char *v = prop(meta, "write.parquet.compression-level");
-	int max = codec == ST_PARQUET_ZSTD ? 22 : codec == ST_PARQUET_GZIP ? 9 : 0;
-	char *end;
-	long l;
-
-	*level = 0;
-	if (v == NULL || max == 0)
-		return 0;
-	errno = 0;
-	l = strtol(v, &end, 10);
-	if (errno != 0 || end == v || *end != '\0' || l < 1 || l > max)
-		return fl_err_set(err, FL_ERR_BAD_REQUEST,
-		                  "table property write.parquet.compression-level is '%.40s': "
-		                  "expected an integer from 1 to %d for %s",
-		                  v, max, codec == ST_PARQUET_ZSTD ? "zstd" : "gzip");
-	*level = (int)l;
-	return 0;
-}
-
 /* Infers a schema from the first readable rows of the first input (a
  * Parquet input: from its columns). */
 static int infer_schema(const struct run *j, json_t **schema, struct fl_err *err)
@@ -273,7 +249,7 @@ static int write_data(struct run *j, const json_t *meta, struct fl_err *err)
 	if (location == NULL || schema == NULL)
 		return fl_err_set(err, FL_ERR_INTERNAL,
 		                  "table metadata has no location or current schema");
-	if (level_of(codec, meta, &level, err) != 0)
+	if (st_data_level(codec, meta, &level, err) != 0)
 		return -1;
 	snprintf(data_uri, sizeof(data_uri), "%s/data", location);
 	if (o->dead_letter_dir != NULL && o->dead_letter_dir[0] != '\0')
@@ -525,7 +501,7 @@ static int upsert_open(struct run *j, const json_t *meta, struct fl_err *err)
 	enum st_parquet_codec codec = codec_of(j->o, meta);
 	int level;
 
-	if (level_of(codec, meta, &level, err) != 0)
+	if (st_data_level(codec, meta, &level, err) != 0)
 		return -1;
 	snprintf(data_uri, sizeof(data_uri), "%s/data", location);
 	struct st_upsert_opts uo = {

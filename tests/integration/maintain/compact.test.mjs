@@ -27,7 +27,7 @@ import { helpers, decodeAvro, encodeAvro, fields } from './lib.mjs';
 let ctx;
 const dir = tmpDir('compact');
 let maintain;
-let maintainAsync;
+let maintainHeld;
 let append;
 let liveFiles;
 let rows;
@@ -36,12 +36,16 @@ let settled;
 
 before(async () => {
   ctx = await startCatalog('compact');
-  ({ maintain, maintainAsync, append, liveFiles, rows, dropManifests, settled } = helpers(ctx, dir));
+  ({ maintain, maintainHeld, append, liveFiles, rows, dropManifests, settled } = helpers(ctx, dir));
 });
 
 after(async () => {
   await ctx?.floe.stop();
 });
+
+// A reached() of maintainHeld: the compaction wrote a file into the table's data folder.
+const compactWritten = (meta) => () => fs.readdirSync(path.join(localPath(meta.location), 'data'))
+  .some((f) => f.endsWith('-compact.parquet'));
 
 const head = async (name) => currentSnapshot((await loadTable(ctx, name)).metadata);
 
@@ -183,11 +187,10 @@ test('compact: appends racing the compaction are kept, each row exactly once', a
   const name = 'race';
   await createTable(ctx, name, fields);
   for (let b = 0; b < 10; b++) await append(name, range(b * 3, 3));
-  const before = (await settled(name, files(10))).snap;
+  const { meta: planned, snap: before } = await settled(name, files(10));
   // Hold the compaction between its rewrite and its commit while 16
   // concurrent appends land.
-  const running = maintainAsync(name, ['compact'], { FLOE_TEST_COMPACT_PAUSE_MS: '4000' });
-  await new Promise((res) => setTimeout(res, 300));
+  const { release } = await maintainHeld(name, ['compact'], compactWritten(planned));
   const appends = range(0, 16).map(async (k) => {
     const file = path.join(dir, `race${k}.csv`);
     fs.writeFileSync(file, `id,name\n${range(1000 + k * 10, 4).map((i) => `${i},n${i}`).join('\n')}\n`);
@@ -195,7 +198,7 @@ test('compact: appends racing the compaction are kept, each row exactly once', a
   });
   const acks = await Promise.all(appends);
   for (const a of acks) assert.equal(a.code, 0, show(a));
-  const res = await running;
+  const res = await release();
   assert.equal(res.code, 0, res.stderr);
   const r = res.lines[0];
   assert.equal(r.status, 'ok', r.error);
@@ -222,13 +225,12 @@ test('compact: a commit that removes a rewritten file aborts it, nothing lost', 
   for (let b = 0; b < 4; b++) await append(name, range(b * 3, 3));
   const { meta } = await settled(name, files(4));
   const dataDir = path.join(localPath(currentSnapshot(meta)['manifest-list']), '..', '..', 'data');
-  const running = maintainAsync(name, ['compact'], { FLOE_TEST_COMPACT_PAUSE_MS: '1500' });
-  await new Promise((res) => setTimeout(res, 300));
+  const { release } = await maintainHeld(name, ['compact'], compactWritten(meta));
   // Meanwhile a delete drops the first append's manifest (and its rows).
   const lists = readAvro(currentSnapshot(meta)['manifest-list']).records;
   const first = lists[lists.length - 1].manifest_path;
   const dropped = await dropManifests(name, meta, (rec) => rec.manifest_path === first);
-  const res = await running;
+  const res = await release();
   assert.equal(res.code, 1, res.stdout);
   assert.equal(res.lines[0].status, 'failed');
   assert.match(res.lines[0].error, /compaction aborted, a concurrent commit removed files it rewrote/);

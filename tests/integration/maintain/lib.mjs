@@ -202,8 +202,8 @@ export function helpers(ctx, dir) {
     return done;
   }
 
-  // `floe maintain` in the background (to race it): resolves like maintain.
-  function maintainAsync(name, args, env = {}) {
+  // `floe maintain` in the background: {proc, done}, done resolving like maintain.
+  function startMaintain(name, args, env = {}) {
     const argv = ['maintain', '--table', [...ctx.ns, name].join('.'), '--database-url', ctx.dbUrl,
       '--log-level', 'error', ...args];
     const proc = spawn(floeBin, argv, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -211,14 +211,42 @@ export function helpers(ctx, dir) {
     let stderr = '';
     proc.stdout.on('data', (d) => { stdout += d; });
     proc.stderr.on('data', (d) => { stderr += d; });
-    return new Promise((resolve) => proc.on('close', (code, signal) => resolve({
+    const done = new Promise((resolve) => proc.on('close', (code, signal) => resolve({
       code, signal, stdout, stderr, cmd: `floe ${argv.join(' ')}`,
       lines: stdout.split('\n').filter(Boolean).map((l) => parseJsonBig(l)),
     })));
+    return { proc, done };
+  }
+
+  // `floe maintain` in the background (to race it): resolves like maintain.
+  const maintainAsync = (name, args, env = {}) => startMaintain(name, args, env).done;
+
+  // `floe maintain` held between its rewrite and its commit (the test hook
+  // FLOE_TEST_COMPACT_PAUSE_MS, at most a minute) for as long as the test
+  // races it: resolves {release} once reached() (polled) says the run wrote its
+  // new files; release() ends the hold (SIGUSR1, repeated until the run exits:
+  // one that comes before the pause begins does nothing) and resolves like
+  // maintain.  No fixed sleep: the race happens however loaded the machine is.
+  async function maintainHeld(name, args, reached) {
+    const { proc, done } = startMaintain(name, args, { FLOE_TEST_COMPACT_PAUSE_MS: '60000' });
+    let exited = null;
+    done.then((r) => { exited = r; });
+    for (let i = 0; !reached(); i++) {
+      if (exited) throw new Error(`the run ended before it was held: ${exited.stdout}${exited.stderr}`);
+      if (i > 1500) throw new Error('the run wrote no new file in 30 s');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const release = () => {
+      const kick = () => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGUSR1'); };
+      kick();
+      const t = setInterval(kick, 100);
+      return done.finally(() => clearInterval(t));
+    };
+    return { release }; // not the run's promise itself: awaiting this must not wait for the run
   }
 
   return {
-    maintain, maintainAsync, append, exactJson, commit, tag, liveFiles, reached, rows, dropManifests, settled,
+    maintain, maintainAsync, maintainHeld, append, exactJson, commit, tag, liveFiles, reached, rows, dropManifests, settled,
   };
 }
 

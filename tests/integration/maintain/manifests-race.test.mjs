@@ -20,7 +20,7 @@ const fields = [
 
 let ctx;
 const dir = tmpDir('manifests-race');
-let maintainAsync;
+let maintainHeld;
 let dropManifests;
 let append;
 let rows;
@@ -29,7 +29,7 @@ let reached;
 
 before(async () => {
   ctx = await startCatalog('manifests_race');
-  ({ maintainAsync, dropManifests, append, rows, reached, settled } = helpers(ctx, dir));
+  ({ maintainHeld, dropManifests, append, rows, reached, settled } = helpers(ctx, dir));
 });
 
 after(async () => {
@@ -43,17 +43,12 @@ function assertAllPresent(snapshot) {
 
 // Starts `floe maintain manifests` held before its commit and resolves once
 // its merged manifest is written (a new *-m0.avro in the metadata folder):
-// {running}, the promise of its result.
+// {release}, which lets it commit and resolves to its result.
 async function heldRewrite(name, meta) {
   const mdir = path.join(localPath(meta.location), 'metadata');
   const count = () => fs.readdirSync(mdir).filter((f) => f.endsWith('-m0.avro')).length;
   const n0 = count();
-  const running = maintainAsync(name, ['manifests'], { FLOE_TEST_COMPACT_PAUSE_MS: '3000' });
-  for (let i = 0; count() === n0; i++) {
-    if (i > 300) throw new Error('the rewrite wrote no manifest');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  return { running }; // not the promise itself: awaiting this must not wait for the run
+  return maintainHeld(name, ['manifests'], () => count() > n0);
 }
 
 test('manifests: an append racing the rewrite is carried', async () => {
@@ -62,9 +57,9 @@ test('manifests: an append racing the rewrite is carried', async () => {
   let last;
   for (let b = 0; b < 5; b++) last = await append(name, range(b * 2, 2));
   const { meta } = await settled(name, isSnap(last));
-  const { running } = await heldRewrite(name, meta);
+  const { release } = await heldRewrite(name, meta);
   const appended = await append(name, [100, 101]);
-  const res = await running;
+  const res = await release();
   const r = res.lines[0];
   assert.equal(r.status, 'ok', r.error);
   assert.equal(r['manifests-replaced'], 5);
@@ -83,12 +78,12 @@ test('manifests: a commit that removes a merged manifest makes it plan again', a
   let last;
   for (let b = 0; b < 4; b++) last = await append(name, range(b * 3, 3));
   const { meta } = await settled(name, isSnap(last));
-  const { running } = await heldRewrite(name, meta);
+  const { release } = await heldRewrite(name, meta);
   // Meanwhile a delete drops the first append's manifest (and its rows).
   const lists = readAvro(currentSnapshot(meta)['manifest-list']).records;
   const first = lists[lists.length - 1].manifest_path;
   const dropped = await dropManifests(name, meta, (rec) => rec.manifest_path === first);
-  const res = await running;
+  const res = await release();
   const r = res.lines[0];
   assert.equal(r.status, 'ok', r.error);
   assert.equal(r['manifests-replaced'], 3, 'planned again without the dropped manifest');
