@@ -47,7 +47,11 @@
 #define STRIPES 64
 #define RING 256
 #define ID_MASKS 4096
-#define MAX_ENTRY_BYTES (512 * 1024)
+/* The largest entry is a 32nd of the budget (8 MiB of the default 256 MiB),
+ * at least 512 KiB: a hot table's metadata grows ~0.5 MB per 1,000
+ * snapshots and is the one most worth keeping, while no single table can
+ * take a large share of the budget. */
+#define MIN_ENTRY_LIMIT (512 * 1024)
 
 struct entry {
 	struct entry *next;
@@ -324,7 +328,9 @@ void cat_cache_put(struct cat_cache *c, unsigned long generation, const char *ke
 	struct stripe *s;
 	bool ok;
 
-	if (c == NULL || !atomic_load(&c->live) || bytes > MAX_ENTRY_BYTES || bytes > c->max_bytes)
+	if (c == NULL || !atomic_load(&c->live) ||
+	    bytes > (c->max_bytes / 32 > MIN_ENTRY_LIMIT ? c->max_bytes / 32 : MIN_ENTRY_LIMIT) ||
+	    bytes > c->max_bytes)
 		return;
 	e = calloc(1, sizeof(*e));
 	if (e == NULL)

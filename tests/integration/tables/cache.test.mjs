@@ -82,3 +82,25 @@ test('concurrent misses are read together, and each answer is its own table (nes
   const m1 = await metrics();
   assert.ok(sum(m1, 'floe_table_cache_misses_total') - sum(m0, 'floe_table_cache_misses_total') >= names.length, 'the burst missed');
 });
+
+test('a table of more than 512 KB of metadata (a hot table of ~1,000 snapshots) is cached under the default budget', async () => {
+  const big = await startCatalog('tbl_cache_big');
+  try {
+    await call(big.base, 'POST', `${big.p}/namespaces`, { body: { namespace: NS }, expect: 200 });
+    // 600 properties of 1,000 characters: ~0.6 MB of metadata
+    const properties = Object.fromEntries(Array.from({ length: 600 }, (_, i) => [`p.${i}`, String(i % 10).repeat(1000)]));
+    await call(big.base, 'POST', `${big.p}/namespaces/${NS[0]}/tables`, { body: createBody('big', { properties }), expect: 200 });
+    const path = tablePath(big.p, NS, 'big');
+    const m = async () => parse((await request(big.base, 'GET', '/metrics')).text);
+    const first = await call(big.base, 'GET', path, { expect: 200 });
+    assert.ok(first.text.length > 600000, `the body is ${first.text.length} bytes`);
+    const m0 = await m();
+    const second = await call(big.base, 'GET', path, { expect: 200 });
+    const m1 = await m();
+    assert.equal(second.text, first.text);
+    assert.equal(sum(m1, 'floe_table_cache_hits_total') - sum(m0, 'floe_table_cache_hits_total'), 1, 'the second load is a hit');
+    assert.equal(sum(m1, 'floe_table_cache_misses_total') - sum(m0, 'floe_table_cache_misses_total'), 0, 'and no miss');
+  } finally {
+    await big.floe.stop();
+  }
+});
