@@ -572,27 +572,14 @@ out:
 #define DEFAULT_TARGET_FILE_BYTES ((json_int_t)512 << 20)
 #define MAX_MANIFEST_READ ((size_t)64 << 20)
 
-const json_t *cat_mt_by_id(const json_t *arr, const char *key, json_int_t id)
-{
-	size_t i;
-	const json_t *s;
-
-	json_array_foreach(arr, i, s)
-	{
-		if (json_integer_value(json_object_get(s, key)) == id)
-			return s;
-	}
-	return NULL;
-}
-
 const json_t *cat_mt_head(const json_t *meta)
 {
 	const json_t *id = json_object_get(meta, "current-snapshot-id");
 
 	if (!json_is_integer(id) || json_integer_value(id) == -1)
 		return NULL;
-	return cat_mt_by_id(json_object_get(meta, "snapshots"), "snapshot-id",
-	                    json_integer_value(id));
+	return fl_json_find_int(json_object_get(meta, "snapshots"), "snapshot-id",
+	                        json_integer_value(id));
 }
 
 int cat_mt_int_prop(const json_t *meta, const char *table, const char *key, json_int_t dflt,
@@ -700,7 +687,7 @@ static int delete_fields(json_t *f, const json_t *df)
 static bool spec_unpartitioned(const json_t *meta, json_int_t spec_id)
 {
 	const json_t *spec =
-	        cat_mt_by_id(json_object_get(meta, "partition-specs"), "spec-id", spec_id);
+	        fl_json_find_int(json_object_get(meta, "partition-specs"), "spec-id", spec_id);
 
 	return spec != NULL && json_array_size(json_object_get(spec, "fields")) == 0;
 }
@@ -1404,7 +1391,8 @@ static int sort_keys(const struct compact *c, const struct st_parquet_column *co
                      struct fl_err *err)
 {
 	json_int_t id = json_integer_value(json_object_get(c->meta, "default-sort-order-id"));
-	const json_t *order = cat_mt_by_id(json_object_get(c->meta, "sort-orders"), "order-id", id);
+	const json_t *order =
+	        fl_json_find_int(json_object_get(c->meta, "sort-orders"), "order-id", id);
 	const json_t *fields = json_object_get(order, "fields"), *f;
 	size_t i, k = 0;
 
@@ -2022,10 +2010,10 @@ static int compact_setup(struct compact *c, struct fl_err *err)
 	snprintf(c->mdir, len, "%s/metadata", loc);
 	c->spec_id = json_integer_value(json_object_get(c->meta, "default-spec-id"));
 	c->t.format_version = (int)json_integer_value(json_object_get(c->meta, "format-version"));
-	c->t.schema = cat_mt_by_id(json_object_get(c->meta, "schemas"), "schema-id", sid);
+	c->t.schema = fl_json_find_int(json_object_get(c->meta, "schemas"), "schema-id", sid);
 	c->t.schema_id = (int32_t)sid;
-	c->t.spec =
-	        cat_mt_by_id(json_object_get(c->meta, "partition-specs"), "spec-id", c->spec_id);
+	c->t.spec = fl_json_find_int(json_object_get(c->meta, "partition-specs"), "spec-id",
+	                             c->spec_id);
 	c->t.spec_id = (int32_t)c->spec_id;
 	c->t.metadata_dir = c->mdir;
 	c->t.io = c->io;

@@ -6,9 +6,7 @@
 #include <jansson.h>
 
 #include "err.h"
-
-/* The element of array arr whose integer member key equals id, or NULL. */
-const json_t *cat_mt_by_id(const json_t *arr, const char *key, json_int_t id);
+#include "json.h"
 
 /* The current snapshot of table metadata meta, or NULL when it has none. */
 const json_t *cat_mt_head(const json_t *meta);

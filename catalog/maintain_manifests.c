@@ -208,9 +208,9 @@ static int table_of(const struct mrun *m, json_int_t spec_id, struct st_snapshot
 
 	memset(t, 0, sizeof(*t));
 	t->format_version = (int)json_integer_value(json_object_get(m->meta, "format-version"));
-	t->schema = cat_mt_by_id(json_object_get(m->meta, "schemas"), "schema-id", sid);
+	t->schema = fl_json_find_int(json_object_get(m->meta, "schemas"), "schema-id", sid);
 	t->schema_id = (int32_t)sid;
-	t->spec = cat_mt_by_id(json_object_get(m->meta, "partition-specs"), "spec-id", spec_id);
+	t->spec = fl_json_find_int(json_object_get(m->meta, "partition-specs"), "spec-id", spec_id);
 	t->spec_id = (int32_t)spec_id;
 	t->metadata_dir = m->mdir;
 	t->io = m->io;

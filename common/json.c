@@ -162,6 +162,19 @@ int fl_json_check_str_map(const json_t *obj, const char *what, struct fl_err *er
 	return 0;
 }
 
+json_t *fl_json_find_int(const json_t *arr, const char *key, json_int_t id)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(arr, i, v)
+	{
+		if (json_integer_value(json_object_get(v, key)) == id)
+			return v;
+	}
+	return NULL;
+}
+
 char *fl_json_dump(const json_t *v, size_t *len)
 {
 	char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);

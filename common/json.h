@@ -47,6 +47,11 @@ char *fl_json_dump(const json_t *v, size_t *len);
  * surrogates, nothing past U+10FFFF). */
 bool fl_utf8_valid(const char *s, size_t n);
 
+/* The first object of array arr whose member key is the integer id (the
+ * schema, spec or snapshot with that id, say); NULL when there is none or
+ * arr is not an array. */
+json_t *fl_json_find_int(const json_t *arr, const char *key, json_int_t id);
+
 /* Releases a json_t; shaped for fl_arena_defer. */
 void fl_json_decref(void *v);
 

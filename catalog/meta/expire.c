@@ -19,6 +19,7 @@
  *
  * Invariant: every snapshot a kept ref points to is kept, so the
  * remove-snapshots update never leaves a ref dangling. */
+#include "json.h"
 #include "tablemeta.h"
 
 #include <inttypes.h>
@@ -60,19 +61,6 @@ static int setting(const json_t *ref, const char *ref_key, const json_t *props,
 		                  prop_key, s);
 	*out = x;
 	return 0;
-}
-
-static const json_t *snapshot_by_id(const json_t *snaps, json_int_t id)
-{
-	size_t i;
-	const json_t *s;
-
-	json_array_foreach(snaps, i, s)
-	{
-		if (json_integer_value(json_object_get(s, "snapshot-id")) == id)
-			return s;
-	}
-	return NULL;
 }
 
 static int64_t ts(const json_t *snap)
@@ -124,7 +112,7 @@ int cat_meta_expire_plan(const json_t *meta, int64_t now_ms, json_t **updates, j
 	json_object_foreach((json_t *)refs, name, ref)
 	{
 		json_int_t head = json_integer_value(json_object_get(ref, "snapshot-id"));
-		const json_t *hs = snapshot_by_id(snaps, head);
+		const json_t *hs = fl_json_find_int(snaps, "snapshot-id", head);
 		const char *type = json_string_value(json_object_get(ref, "type"));
 		int64_t ref_age, age, min_n, kept = 0;
 
@@ -173,9 +161,9 @@ int cat_meta_expire_plan(const json_t *meta, int64_t now_ms, json_t **updates, j
 				nomem(err);
 				goto out;
 			}
-			a = json_is_integer(parent)
-			            ? snapshot_by_id(snaps, json_integer_value(parent))
-			            : NULL;
+			a = json_is_integer(parent) ? fl_json_find_int(snaps, "snapshot-id",
+			                                               json_integer_value(parent))
+			                            : NULL;
 		}
 	}
 	json_array_foreach(snaps, i, s)

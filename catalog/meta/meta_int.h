@@ -2,8 +2,10 @@
  * model, schema indexes, partition-spec and sort-order helpers.
  *
  * struct meta holds the scalar fields decoded and the list fields as jansson
- * arrays/objects it owns (deep copies of the input), so that the builder may
- * change them in place; meta_emit writes them back in Java's field order. */
+ * arrays/objects it owns (deep copies of the input, except that the snapshot
+ * objects are shared: nothing changes a snapshot once loaded), so that the
+ * builder may change them in place; meta_emit writes them back in Java's
+ * field order. */
 #ifndef CAT_META_INT_H
 #define CAT_META_INT_H
 

@@ -7,10 +7,12 @@
  * TableMetadataParser.toJson.  The public accessors and cat_meta_validate
  * live here too.
  *
- * Invariants: a loaded model owns deep copies of every list; snap_index maps
+ * Invariants: a loaded model owns deep copies of every list (the snapshot
+ * objects in them are shared with the document, never changed); snap_index maps
  * each snapshot id (decimal string) to the snapshot object in `snapshots`;
  * current_snapshot_id is -1 when there is none, whatever the document used
  * (-1, null or absence). */
+#include "json.h"
 #include "meta_int.h"
 #include "tablemeta.h"
 #include "uuid.h"
@@ -74,32 +76,19 @@ int meta_init_empty(struct meta *m, int format_version, struct fl_err *err)
 	return 0;
 }
 
-static json_t *find_by(const json_t *arr, const char *key, int64_t id)
-{
-	size_t i;
-	json_t *v;
-
-	json_array_foreach(arr, i, v)
-	{
-		if (json_integer_value(json_object_get(v, key)) == id)
-			return v;
-	}
-	return NULL;
-}
-
 json_t *meta_schema_by_id(const struct meta *m, int64_t id)
 {
-	return find_by(m->schemas, "schema-id", id);
+	return fl_json_find_int(m->schemas, "schema-id", id);
 }
 
 json_t *meta_spec_by_id(const struct meta *m, int64_t id)
 {
-	return find_by(m->specs, "spec-id", id);
+	return fl_json_find_int(m->specs, "spec-id", id);
 }
 
 json_t *meta_order_by_id(const struct meta *m, int64_t id)
 {
-	return find_by(m->sort_orders, "order-id", id);
+	return fl_json_find_int(m->sort_orders, "order-id", id);
 }
 
 json_t *meta_snapshot_by_id(const struct meta *m, int64_t id)

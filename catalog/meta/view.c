@@ -51,19 +51,6 @@ static int64_t max_id(const json_t *arr, const char *key, int64_t start)
 	return hi;
 }
 
-static const json_t *by_id(const json_t *arr, const char *key, int64_t id)
-{
-	const json_t *v;
-	size_t i;
-
-	json_array_foreach(arr, i, v)
-	{
-		if (json_integer_value(json_object_get(v, key)) == id)
-			return v;
-	}
-	return NULL;
-}
-
 /* Adds schema (checked) and sets b->last_schema to its id. */
 static int add_schema(struct vb *b, const json_t *schema, const char *what, struct fl_err *err)
 {
@@ -181,7 +168,7 @@ static int add_version(struct vb *b, const json_t *version, const char *what, st
 			                  what);
 		sid = b->last_schema;
 	}
-	if (by_id(json_object_get(b->m, "schemas"), "schema-id", sid) == NULL)
+	if (fl_json_find_int(json_object_get(b->m, "schemas"), "schema-id", sid) == NULL)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s: schema %lld does not exist", what,
 		                  (long long)sid);
 	copy = json_deep_copy(version);
@@ -217,7 +204,7 @@ static int set_current(struct vb *b, int64_t id, const char *what, struct fl_err
 			        what);
 		id = b->last_version;
 	}
-	v = by_id(json_object_get(b->m, "versions"), "version-id", id);
+	v = fl_json_find_int(json_object_get(b->m, "versions"), "version-id", id);
 	if (v == NULL)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s: view version %lld does not exist",
 		                  what, (long long)id);
@@ -563,14 +550,14 @@ int cat_viewmeta_validate(const json_t *m, struct fl_err *err)
 		if (version_check(v, "ViewMetadata version", err) != 0)
 			return -1;
 		n = json_integer_value(json_object_get(v, "schema-id"));
-		if (by_id(schemas, "schema-id", n) == NULL)
+		if (fl_json_find_int(schemas, "schema-id", n) == NULL)
 			return fl_err_set(
 			        err, FL_ERR_BAD_REQUEST,
 			        "%s: version %lld names the missing schema %lld", what,
 			        (long long)json_integer_value(json_object_get(v, "version-id")),
 			        (long long)n);
 	}
-	if (by_id(versions, "version-id", cur) == NULL)
+	if (fl_json_find_int(versions, "version-id", cur) == NULL)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "%s: current-version-id %lld is not among the versions", what,
 		                  (long long)cur);

@@ -27,6 +27,7 @@
 #include "feed/ndjson.h"
 #include "iceberg/data_writer.h"
 #include "io/io.h"
+#include "json.h"
 #include "addfile.h"
 #include "upsert.h"
 
@@ -48,29 +49,16 @@ struct run {
 	json_t *drop; /* upsert: the manifests the last plan dropped */
 };
 
-static const json_t *find_by_id(const json_t *arr, const char *key, json_int_t id)
-{
-	json_t *v;
-	size_t i;
-
-	json_array_foreach(arr, i, v)
-	{
-		if (json_integer_value(json_object_get(v, key)) == id)
-			return v;
-	}
-	return NULL;
-}
-
 static const json_t *current_schema(const json_t *meta)
 {
-	return find_by_id(json_object_get(meta, "schemas"), "schema-id",
-	                  json_integer_value(json_object_get(meta, "current-schema-id")));
+	return fl_json_find_int(json_object_get(meta, "schemas"), "schema-id",
+	                        json_integer_value(json_object_get(meta, "current-schema-id")));
 }
 
 static const json_t *default_spec(const json_t *meta)
 {
-	return find_by_id(json_object_get(meta, "partition-specs"), "spec-id",
-	                  json_integer_value(json_object_get(meta, "default-spec-id")));
+	return fl_json_find_int(json_object_get(meta, "partition-specs"), "spec-id",
+	                        json_integer_value(json_object_get(meta, "default-spec-id")));
 }
 
 static const char *prop(const json_t *meta, const char *key)
@@ -398,7 +386,7 @@ static int make_updates(struct run *j, const json_t *meta, json_t **out, struct 
 	}
 	const json_t *psnap =
 	        cur > 0 || (cur == 0 && json_object_get(meta, "current-snapshot-id") != NULL)
-	                ? find_by_id(json_object_get(meta, "snapshots"), "snapshot-id", cur)
+	                ? fl_json_find_int(json_object_get(meta, "snapshots"), "snapshot-id", cur)
 	                : NULL;
 	struct st_snapshot_parent parent = {0};
 	if (psnap != NULL) {

@@ -24,6 +24,7 @@
 #include "iceberg/entry.h"
 #include "iceberg/name_mapping.h"
 #include "iceberg/rewrite.h"
+#include "json.h"
 
 #define MAX_KEYS 16
 #define MAX_MANIFEST_READ ((size_t)64 << 20)
@@ -747,19 +748,6 @@ static int split_manifest(struct st_upsert *u, const struct st_snapshot_table *t
 	return 0;
 }
 
-static const json_t *by_id(const json_t *arr, const char *key, json_int_t id)
-{
-	const json_t *v;
-	size_t i;
-
-	json_array_foreach(arr, i, v)
-	{
-		if (json_integer_value(json_object_get(v, key)) == id)
-			return v;
-	}
-	return NULL;
-}
-
 int st_upsert_plan(struct st_upsert *u, const struct st_snapshot_table *t, const json_t *current,
                    int64_t snapshot_id, struct st_snapshot_manifest **manifest, json_t **drop,
                    struct fl_err *err)
@@ -812,8 +800,8 @@ int st_upsert_plan(struct st_upsert *u, const struct st_snapshot_table *t, const
 			goto out;
 	}
 	if (json_is_integer(cur) && json_integer_value(cur) != -1)
-		snap = by_id(json_object_get(current, "snapshots"), "snapshot-id",
-		             json_integer_value(cur));
+		snap = fl_json_find_int(json_object_get(current, "snapshots"), "snapshot-id",
+		                        json_integer_value(cur));
 	if (snap != NULL) {
 		const char *luri = json_string_value(json_object_get(snap, "manifest-list"));
 
