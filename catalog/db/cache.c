@@ -75,6 +75,7 @@ struct stripe {
 struct cat_cache {
 	struct stripe stripes[STRIPES];
 	size_t max_bytes;
+	size_t max_entry; /* the largest entry admitted (MIN_ENTRY_LIMIT) */
 	atomic_size_t bytes;
 	atomic_size_t entries;
 	atomic_ulong hits, misses, evictions;
@@ -328,9 +329,7 @@ void cat_cache_put(struct cat_cache *c, unsigned long generation, const char *ke
 	struct stripe *s;
 	bool ok;
 
-	if (c == NULL || !atomic_load(&c->live) ||
-	    bytes > (c->max_bytes / 32 > MIN_ENTRY_LIMIT ? c->max_bytes / 32 : MIN_ENTRY_LIMIT) ||
-	    bytes > c->max_bytes)
+	if (c == NULL || !atomic_load(&c->live) || bytes > c->max_entry || bytes > c->max_bytes)
 		return;
 	e = calloc(1, sizeof(*e));
 	if (e == NULL)
@@ -446,6 +445,7 @@ int cat_cache_start(struct cat_db *db, size_t max_bytes, struct fl_err *err)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	}
 	c->max_bytes = max_bytes;
+	c->max_entry = max_bytes / 32 > MIN_ENTRY_LIMIT ? max_bytes / 32 : MIN_ENTRY_LIMIT;
 	for (int i = 0; i < STRIPES; i++)
 		pthread_rwlock_init(&c->stripes[i].lock, NULL);
 	pthread_mutex_init(&c->ring_mu, NULL);
