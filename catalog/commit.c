@@ -1210,6 +1210,12 @@ out:
 	return ok ? 0 : -1;
 }
 
+static void gate_leave(void *gate, bool committed)
+{
+	(void)committed;
+	cat_gate_leave(gate);
+}
+
 int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
                struct cat_change *changes, int n, const struct cat_limits *lim,
                const char *request_id, const char *actor, struct fl_err *err)
@@ -1217,19 +1223,34 @@ int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse 
 	/* Creates and location changes serialize on the warehouse lock, and a
 	 * multi-table commit judges all its requirements under all its locks:
 	 * those keep the locked path. */
+	struct cat_gate *gate = NULL;
+	int rc = TRY_LOCKED;
+
 	if (n == 1 && !has_create(changes[0].requirements) &&
 	    !has_action(changes[0].updates, "set-location")) {
-		for (int k = 0; k < OPTIMISTIC_TRIES; k++) {
-			int rc = commit_try(db, tx, wh, &changes[0], lim, request_id, actor, err);
+		size_t key_len = 0;
+		char *key = cat_table_key(wh->id, &changes[0].ns, changes[0].name, &key_len);
 
+		/* Held until the change is committed (or not): the next try of this
+		 * process starts from the version this one leaves. */
+		gate = cat_gate_enter(db->gates, key, key_len);
+		free(key);
+		for (int k = 0; k < OPTIMISTIC_TRIES; k++) {
+			rc = commit_try(db, tx, wh, &changes[0], lim, request_id, actor, err);
 			if (rc <= 0)
-				return rc;
+				break;
 			fl_err_clear(err);
 			if (rc == TRY_LOCKED)
 				break;
 		}
 	}
-	return commit_locked(db, tx, wh, changes, n, lim, request_id, actor, err);
+	if (rc > 0)
+		rc = commit_locked(db, tx, wh, changes, n, lim, request_id, actor, err);
+	if (gate != NULL && tx != NULL)
+		cat_tx_after_end(tx, gate_leave, gate);
+	else
+		cat_gate_leave(gate);
+	return rc;
 }
 
 int cat_table_append(struct cat_db *db, const struct cat_warehouse *wh, struct cat_change *ch,

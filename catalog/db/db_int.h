@@ -38,6 +38,7 @@ struct cat_db {
 	bool settings_deferred; /* a new connection leaves its settings pending */
 	struct cat_cache *cache; /* NULL until cat_db_enable_cache */
 	struct cat_base_cache *bases; /* NULL when out of memory at open */
+	struct cat_gates *gates; /* likewise */
 	cat_stage_fn on_stage; /* commit stage timings; may be NULL */
 	void *on_stage_arg;
 	/* loadTable misses read together (table.c) */
@@ -75,6 +76,18 @@ bool cat_base_get(struct cat_base_cache *c, const char *key, size_t key_len, cha
 void cat_base_put(struct cat_base_cache *c, const char *key, size_t key_len, const char *id,
                   int64_t version, const char *location, const char *text, json_t *doc);
 
+/* One optimistic commit per table at a time in this process (gate.c). */
+struct cat_gates;
+struct cat_gate;
+struct cat_gates *cat_gates_new(void);
+void cat_gates_free(struct cat_gates *g);
+/* Waits until no other caller holds the gate of key, for at most a second,
+ * and holds it: the gate or NULL (no gates, out of memory, or waited too
+ * long), with which the caller goes on as if there were no gate. */
+struct cat_gate *cat_gate_enter(struct cat_gates *g, const char *key, size_t key_len);
+/* Lets the next caller through; e may be NULL. */
+void cat_gate_leave(struct cat_gate *e);
+
 /* Reports the time since *t0 as `stage` to the observer and restarts *t0. */
 void cat_stage_done(struct cat_db *db, enum cat_stage stage, int64_t *t0);
 
@@ -85,6 +98,9 @@ struct cat_scope;
  * false when it rolls back or its outcome is unknown; always exactly once. */
 typedef void (*cat_after_fn)(void *arg, bool committed);
 void cat_scope_after_commit(struct cat_scope *s, cat_after_fn fn, void *arg);
+/* The same for work that ends with tx (committed or not), after the work
+ * registered before it. */
+void cat_tx_after_end(struct cat_tx *tx, cat_after_fn fn, void *arg);
 
 /* Marks the scope as a table commit, so the COMMIT that ends it (here or
  * in its outer transaction) is timed as CAT_STAGE_COMMIT. */

@@ -226,6 +226,7 @@ static int db_open(const char *conninfo, int size, bool defer, struct cat_db **o
 	}
 	db->size = size;
 	db->bases = cat_base_cache_new(); /* NULL: commits go without it */
+	db->gates = cat_gates_new(); /* likewise */
 	pthread_mutex_init(&db->mu, NULL);
 	pthread_cond_init(&db->cv, NULL);
 	pthread_mutex_init(&db->load_mu, NULL);
@@ -275,6 +276,7 @@ void cat_db_close(struct cat_db *db)
 		return;
 	cat_cache_stop(db->cache);
 	cat_base_cache_free(db->bases);
+	cat_gates_free(db->gates);
 	for (int i = 0; i < db->size; i++)
 		if (db->conns[i].pg != NULL)
 			PQfinish(db->conns[i].pg);

@@ -247,9 +247,10 @@ void cat_tx_abort(struct cat_tx *tx)
 	free(tx);
 }
 
-void cat_scope_after_commit(struct cat_scope *s, cat_after_fn fn, void *arg)
+/* Appends fn to a list of after-commit work. */
+static void after_add(struct cat_after **tail, cat_after_fn fn, void *arg)
 {
-	struct cat_after *a = malloc(sizeof(*a)), **tail;
+	struct cat_after *a = malloc(sizeof(*a));
 
 	if (a == NULL) {
 		fn(arg, false); /* best effort work: skipped, never run early */
@@ -258,10 +259,19 @@ void cat_scope_after_commit(struct cat_scope *s, cat_after_fn fn, void *arg)
 	a->next = NULL;
 	a->fn = fn;
 	a->arg = arg;
-	tail = s->outer != NULL ? &s->outer->after : &s->after;
 	while (*tail != NULL)
 		tail = &(*tail)->next;
 	*tail = a;
+}
+
+void cat_scope_after_commit(struct cat_scope *s, cat_after_fn fn, void *arg)
+{
+	after_add(s->outer != NULL ? &s->outer->after : &s->after, fn, arg);
+}
+
+void cat_tx_after_end(struct cat_tx *tx, cat_after_fn fn, void *arg)
+{
+	after_add(&tx->after, fn, arg);
 }
 
 void cat_scope_timed(struct cat_scope *s)

@@ -280,3 +280,39 @@ test('racing renames of one table: exactly one 204, the table exists once', asyn
   assert.ok(!list.includes('ren_src'));
   assert.deepEqual(list.filter((n) => n.startsWith('ren_dst')), [`ren_dst${ok[0][1]}`]);
 });
+
+test('concurrent commits to one table in one process build and write each file once', async () => {
+  // Commits to one table wait for each other in the daemon (catalog/db/gate.c), so no try
+  // writes a metadata file that then loses the pointer move: the stage histogram counts a
+  // write for every try that wrote one and an update for every pointer that moved.
+  await createTable('gate');
+  const path = tablePath(c.p, NS, 'gate');
+  const stages = async () => {
+    const prom = parse((await request(c.base, 'GET', '/metrics')).text);
+    const n = (stage) => sum(prom, 'floe_commit_stage_seconds_count', { stage });
+    return { write: n('write'), update: n('update') };
+  };
+  const s0 = await stages();
+  // six commits on one base: one applies, five are stale (409)
+  const meta = (await load('gate')).metadata;
+  const stale = await Promise.all(
+    Array.from({ length: 6 }, () =>
+      call(c.base, 'POST', path, { body: appendCommit(meta, { ns: NS, name: 'gate', snapshotId: newSnapshotId() }).body }),
+    ),
+  );
+  assert.deepEqual(stale.map((r) => r.status).sort(), [200, 409, 409, 409, 409, 409]);
+  // six compatible commits: each applies, on the version the one before left
+  await Promise.all(
+    Array.from({ length: 6 }, (_, i) =>
+      call(c.base, 'POST', path, {
+        body: { requirements: [], updates: [{ action: 'set-properties', updates: { [`gate.k${i}`]: String(i) } }] },
+        expect: 200,
+      }),
+    ),
+  );
+  const props = (await load('gate')).metadata.properties;
+  for (let i = 0; i < 6; i++) assert.equal(props[`gate.k${i}`], String(i), `property ${i} applied`);
+  const s1 = await stages();
+  assert.equal(s1.update - s0.update, 7, 'seven pointer moves');
+  assert.equal(s1.write - s0.write, 7, 'seven metadata files written: none built on a base that another try replaced');
+});
