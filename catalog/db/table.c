@@ -736,6 +736,7 @@ int cat_table_load_bytes(struct cat_db *db, struct cat_tx *tx, const char *wh_na
 	if (load_shared(db, tx, wh_name, ns, name, &sh, out->storage_type, err) != 0)
 		return -1;
 	out->metadata_location = sh->mloc;
+	out->location_sha256 = sh->mloc_sha256;
 	out->metadata = sh->meta;
 	out->metadata_len = sh->meta_len;
 	out->hold = sh;
