@@ -140,13 +140,15 @@ static int put_json_string(struct fl_buf *b, const char *s)
 }
 
 /* The members that follow "metadata" in a LoadTableResult: ,"key":value for
- * each of extra, as text into b. */
+ * each of extra (none when NULL), as text into b. */
 static int extras_text(struct fl_buf *b, const json_t *extra)
 {
 	const char *k;
 	json_t *v;
 	int rc = 0;
 
+	if (extra == NULL)
+		return 0;
 	json_object_foreach((json_t *)extra, k, v)
 	{
 		char *q = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
@@ -208,6 +210,7 @@ static int reply_table_text(struct srv_req *r, const char *mloc, const unsigned 
 {
 	struct fl_buf b = FL_BUF_INIT, ex = FL_BUF_INIT;
 	char etag[40];
+	size_t elen;
 	int rc = 0;
 
 	if (r->tx != NULL && json_object_get(extra, "storage-credentials") != NULL) {
@@ -215,7 +218,7 @@ static int reply_table_text(struct srv_req *r, const char *mloc, const unsigned 
 		struct fl_buf kept = FL_BUF_INIT;
 
 		rc = clean == NULL || extras_text(&ex, clean) != 0 ||
-		     table_body(&kept, mloc, metadata, mlen, ex.data, ex.len) != 0;
+		     table_body(&kept, mloc, metadata, mlen, ex.data ? ex.data : "", ex.len) != 0;
 		json_decref(clean);
 		fl_buf_reset(&ex);
 		r->idem_body = rc == 0 ? fl_arena_strdup(r->arena, kept.data) : NULL;
@@ -226,12 +229,14 @@ static int reply_table_text(struct srv_req *r, const char *mloc, const unsigned 
 			return nomem(err);
 		}
 	}
-	if (extras == NULL && extras_text(&ex, extra) != 0)
-		rc = -1;
-	else if (extras == NULL)
-		rc = table_body(&b, mloc, metadata, mlen, ex.data ? ex.data : "", ex.len);
-	else
-		rc = table_body(&b, mloc, metadata, mlen, extras, strlen(extras));
+	if (extras == NULL) {
+		rc = extras_text(&ex, extra);
+		extras = ex.data ? ex.data : "";
+		elen = ex.len;
+	} else {
+		elen = strlen(extras);
+	}
+	rc = rc != 0 || table_body(&b, mloc, metadata, mlen, extras, elen) != 0;
 	fl_buf_free(&ex);
 	if (rc != 0) {
 		fl_buf_free(&b);
@@ -408,7 +413,7 @@ int srv_h_tbl_register(struct srv_req *r, struct fl_err *err)
 
 int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 {
-	const char *snapshots = NULL, *inm, *whn, *meta;
+	const char *snapshots = NULL, *inm, *wh, *meta;
 	struct cat_table_bytes t = {0};
 	struct cat_ns ns;
 	char *filtered = NULL, etag[40];
@@ -423,8 +428,8 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "snapshots must be 'all' or 'refs', got '%.40s'", snapshots);
 	/* The bytes are the cache's own (no copy until the body is built). */
-	if (path_names(r, &ns, &whn, err) != 0 ||
-	    cat_table_load_bytes(r->ctx->db, r->tx, whn, &ns, r->table, &t, err) != 0)
+	if (path_names(r, &ns, &wh, err) != 0 ||
+	    cat_table_load_bytes(r->ctx->db, r->tx, wh, &ns, r->table, &t, err) != 0)
 		return -1;
 	refs = snapshots != NULL && strcmp(snapshots, "refs") == 0;
 	etag_of(t.metadata_location, t.location_sha256, refs, etag);
