@@ -1246,7 +1246,10 @@ int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse 
 	}
 	if (rc > 0)
 		rc = commit_locked(db, tx, wh, changes, n, lim, request_id, actor, err);
-	if (gate != NULL && tx != NULL)
+	/* A change applied in the caller's transaction is committed only when
+	 * that ends: the gate stays closed until then.  Anything else (a 409,
+	 * an error, a change committed here) opens it now. */
+	if (gate != NULL && tx != NULL && rc == 0)
 		cat_tx_after_end(tx, gate_leave, gate);
 	else
 		cat_gate_leave(gate);
