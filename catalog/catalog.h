@@ -65,6 +65,7 @@ void cat_db_close(struct cat_db *db);
  * UPDATE with the commit event, claiming and storing the Idempotency-Key
  * record (when the request has one), and the COMMIT. */
 enum cat_stage {
+	CAT_STAGE_GATE,
 	CAT_STAGE_LOCK,
 	CAT_STAGE_REQUIREMENTS,
 	CAT_STAGE_BUILD,
@@ -75,7 +76,7 @@ enum cat_stage {
 	CAT_STAGE_N
 };
 
-/* The stage's name as a metrics label ("lock", "requirements", …). */
+/* The stage's name as a metrics label ("gate", "lock", "requirements", …). */
 const char *cat_stage_name(enum cat_stage s);
 
 /* Called once per stage of every commit with its duration; it must be

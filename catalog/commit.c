@@ -1233,8 +1233,11 @@ int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse 
 
 		/* Held until the change is committed (or not): the next try of this
 		 * process starts from the version this one leaves. */
+		int64_t t0 = fl_mono_ns();
+
 		gate = cat_gate_enter(db->gates, key, key_len);
 		free(key);
+		cat_stage_done(db, CAT_STAGE_GATE, &t0);
 		for (int k = 0; k < OPTIMISTIC_TRIES; k++) {
 			rc = commit_try(db, tx, wh, &changes[0], lim, request_id, actor, err);
 			if (rc <= 0)
