@@ -1079,10 +1079,10 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 			cat_scope_after_commit(&sc, base_kept_run, kept);
 		kept = NULL;
 	}
-	(void)cat_scope_end(&sc, true, err);
 	/* Committed by the statement itself; an unknown outcome may have applied. */
 	if (tx == NULL && (moved == 1 || err->kind == FL_ERR_COMMIT_STATE_UNKNOWN))
-		cat_cache_invalidate(db->cache, row.id);
+		cat_scope_touched(&sc, row.id);
+	(void)cat_scope_end(&sc, true, err);
 	if (moved < 0)
 		goto out;
 	if (moved == 0) {

@@ -225,6 +225,8 @@ static int cmd_serve(struct srv_config *cfg)
 		goto fail;
 	}
 	cat_db_on_stage(ctx.db, srv_metrics_stage, ctx.metrics);
+	if (cat_db_notify_all(ctx.db) != 0)
+		fl_warn(NULL, "could not tell other replicas to drop their cached tables");
 	if (srv_httpd_start(&ctx, &httpd, &port, &err) != 0 ||
 	    srv_scheduler_start(&ctx, &sched, &err) != 0 ||
 	    srv_caretaker_start(&ctx, &care, &err) != 0)
