@@ -22,6 +22,9 @@
 #include "cmd_maintain.h"
 #include "embedded_pg.h"
 #include "httpd.h"
+#include "io/libcurl.h"
+#include "libjwt.h"
+#include "libmhd.h"
 #include "log.h"
 #include "path.h"
 #include "metrics.h"
@@ -201,6 +204,11 @@ static int cmd_serve(struct srv_config *cfg)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	/* The daemon needs every library it loads on first use (dl.h): load
+	 * them now, so that a missing one stops it here, not in a request. */
+	if (srv_libmhd_load(&err) == NULL || srv_libjwt_load(&err) == NULL ||
+	    st_libcurl_load(&err) == NULL)
+		goto fail;
 	if (prepare_data_dir(cfg, abs, &err) != 0 ||
 	    (cfg->port != 0 &&
 	     srv_serve_lock_take(abs, (unsigned)cfg->port, &port_lock, &err) != 0) ||
