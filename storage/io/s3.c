@@ -25,7 +25,6 @@
  * Response bodies are bounded: error and control answers at CTRL_MAX,
  * listings at LIST_MAX, reads at the caller's bound. */
 #include <openssl/evp.h>
-#include <openssl/rand.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +32,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "random.h"
 #include "io_int.h"
 #include "libcurl.h"
 #include "s3_int.h"
@@ -320,7 +320,7 @@ static int perform(struct st_io *io, struct call *c, struct fl_err *err)
 			return 0;
 		if (i + 1 >= MAX_ATTEMPTS || !st_s3_retryable((int)cc, c->status, c->code))
 			break;
-		if (RAND_bytes((unsigned char *)&rnd, sizeof(rnd)) != 1)
+		if (fl_random_bytes(&rnd, sizeof(rnd)) != 0)
 			rnd = (uint32_t)time(NULL);
 		sleep_ms(st_s3_backoff_ms(i, rnd));
 	}
