@@ -25,6 +25,7 @@
 #include "auth.h"
 #include "clock.h"
 #include "json.h"
+#include "libmhd.h"
 #include "log.h"
 #include "metrics.h"
 #include "pct.h"
@@ -47,7 +48,8 @@ static size_t no_unescape(void *cls, struct MHD_Connection *c, char *s)
 
 static void make_request_id(struct srv_req *r)
 {
-	const char *given = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Request-Id");
+	const char *given =
+	        srv_libmhd()->lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Request-Id");
 	unsigned char b[8];
 
 	/* A caller's id is kept when it is short and plain, so traces join up. */
@@ -69,7 +71,8 @@ static void make_request_id(struct srv_req *r)
 
 int srv_query(struct srv_req *r, const char *key, const char **out, struct fl_err *err)
 {
-	const char *raw = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+	const char *raw =
+	        srv_libmhd()->lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
 	size_t n, dn;
 	char *d;
 
@@ -87,7 +90,7 @@ int srv_query(struct srv_req *r, const char *key, const char **out, struct fl_er
 
 const char *srv_header(struct srv_req *r, const char *name)
 {
-	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+	return srv_libmhd()->lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
 }
 
 int srv_body_json(struct srv_req *r, json_t **out, struct fl_err *err)
@@ -253,13 +256,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*con_cls = r;
 		/* A declared body over the limit is refused before it is sent; the
 		 * connection closes, which costs nothing on an error path. */
-		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-		                                             MHD_HTTP_HEADER_CONTENT_LENGTH);
+		const char *cl = srv_libmhd()->lookup_connection_value(
+		        conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl != NULL &&
 		    strtoull(cl, NULL, 10) > (unsigned long long)h->ctx->cfg->max_body_bytes) {
 			r->body_too_large = true;
 			dispatch(r);
-			return r->resp ? MHD_queue_response(conn, r->status, r->resp) : MHD_NO;
+			return r->resp ? srv_libmhd()->queue_response(conn, r->status, r->resp)
+			               : MHD_NO;
 		}
 		return MHD_YES;
 	}
@@ -278,7 +282,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	dispatch(r);
 	if (r->resp == NULL)
 		return MHD_NO;
-	ret = MHD_queue_response(conn, r->status, r->resp);
+	ret = srv_libmhd()->queue_response(conn, r->status, r->resp);
 	return ret;
 }
 
@@ -303,7 +307,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		fl_debug(r->id, "%s %s -> %u in %.1f ms", r->method,
 		         r->route ? r->route->path : "-", r->status, (double)ns / 1e6);
 	if (r->resp != NULL)
-		MHD_destroy_response(r->resp);
+		srv_libmhd()->destroy_response(r->resp);
 	fl_buf_free(&r->body);
 	fl_arena_free(r->arena);
 	*con_cls = NULL;
@@ -343,6 +347,10 @@ int srv_httpd_start(struct srv_ctx *ctx, struct srv_httpd **out, unsigned *port,
 
 	if (h == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	if (srv_libmhd_load(err) == NULL) {
+		free(h);
+		return -1;
+	}
 	h->ctx = ctx;
 	sa.sin_family = AF_INET;
 	sa.sin_port = htons((uint16_t)ctx->cfg->port);
@@ -351,20 +359,20 @@ int srv_httpd_start(struct srv_ctx *ctx, struct srv_httpd **out, unsigned *port,
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "setting host: '%s' is not an IPv4 address", ctx->cfg->host);
 	}
-	h->d = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG,
-	                        (uint16_t)ctx->cfg->port, NULL, NULL, on_request, h,
-	                        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
-	                        (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
-	                        worker_threads(ctx->cfg), MHD_OPTION_CONNECTION_LIMIT, 4096u,
-	                        MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_LISTEN_BACKLOG_SIZE,
-	                        1024u, MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
-	                        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
+	h->d = srv_libmhd()->start_daemon(
+	        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG,
+	        (uint16_t)ctx->cfg->port, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER,
+	        mhd_log, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+	        MHD_OPTION_THREAD_POOL_SIZE, worker_threads(ctx->cfg), MHD_OPTION_CONNECTION_LIMIT,
+	        4096u, MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
+	        MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL, MHD_OPTION_NOTIFY_COMPLETED,
+	        on_completed, h, MHD_OPTION_END);
 	if (h->d == NULL) {
 		free(h);
 		return fl_err_set(err, FL_ERR_UNAVAILABLE, "cannot listen on %s:%lld (in use?)",
 		                  ctx->cfg->host, (long long)ctx->cfg->port);
 	}
-	info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+	info = srv_libmhd()->get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
 	*port = info ? info->port : (unsigned)ctx->cfg->port;
 	*out = h;
 	return 0;
@@ -378,12 +386,12 @@ void srv_httpd_stop(struct srv_httpd *h, int64_t grace_s)
 	if (h == NULL)
 		return;
 	/* Stop accepting, let the requests being served finish, then close. */
-	s = MHD_quiesce_daemon(h->d);
+	s = srv_libmhd()->quiesce_daemon(h->d);
 	if (s != MHD_INVALID_SOCKET)
 		close(s);
 	until = fl_mono_ns() + grace_s * 1000000000LL;
 	while (atomic_load(&h->active) > 0 && fl_mono_ns() < until)
 		usleep(10000);
-	MHD_stop_daemon(h->d);
+	srv_libmhd()->stop_daemon(h->d);
 	free(h);
 }
