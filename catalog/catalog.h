@@ -65,6 +65,7 @@ void cat_db_close(struct cat_db *db);
  * UPDATE with the commit event, claiming and storing the Idempotency-Key
  * record (when the request has one), and the COMMIT. */
 enum cat_stage {
+	CAT_STAGE_GATE,
 	CAT_STAGE_LOCK,
 	CAT_STAGE_REQUIREMENTS,
 	CAT_STAGE_BUILD,
@@ -75,7 +76,7 @@ enum cat_stage {
 	CAT_STAGE_N
 };
 
-/* The stage's name as a metrics label ("lock", "requirements", …). */
+/* The stage's name as a metrics label ("gate", "lock", "requirements", …). */
 const char *cat_stage_name(enum cat_stage s);
 
 /* Called once per stage of every commit with its duration; it must be
@@ -90,6 +91,13 @@ void cat_db_stats(struct cat_db *db, int *in_use, int *idle, int *waiting);
 
 /* Checks that the database answers and its schema is this binary's. */
 int cat_db_ready(struct cat_db *db, struct fl_err *err) FL_MUST_CHECK;
+
+/* Tells every process's loadTable cache to drop everything (NOTIFY
+ * floe_table '*').  A commit notifies the others right after its COMMIT,
+ * before its client is answered; a process that died in between (its
+ * client got no answer) left them a stale entry, which this clears when
+ * the process starts again.  -1 when the database did not take it. */
+int cat_db_notify_all(struct cat_db *db);
 
 /* Applies pending migrations under an advisory lock, so replicas starting
  * together apply each file once.  Refuses (FL_ERR_UNSUPPORTED) a database whose

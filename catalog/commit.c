@@ -1079,10 +1079,10 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 			cat_scope_after_commit(&sc, base_kept_run, kept);
 		kept = NULL;
 	}
-	(void)cat_scope_end(&sc, true, err);
 	/* Committed by the statement itself; an unknown outcome may have applied. */
 	if (tx == NULL && (moved == 1 || err->kind == FL_ERR_COMMIT_STATE_UNKNOWN))
-		cat_cache_invalidate(db->cache, row.id);
+		cat_scope_touched(&sc, row.id);
+	(void)cat_scope_end(&sc, true, err);
 	if (moved < 0)
 		goto out;
 	if (moved == 0) {
@@ -1233,8 +1233,11 @@ int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse 
 
 		/* Held until the change is committed (or not): the next try of this
 		 * process starts from the version this one leaves. */
+		int64_t t0 = fl_mono_ns();
+
 		gate = cat_gate_enter(db->gates, key, key_len);
 		free(key);
+		cat_stage_done(db, CAT_STAGE_GATE, &t0);
 		for (int k = 0; k < OPTIMISTIC_TRIES; k++) {
 			rc = commit_try(db, tx, wh, &changes[0], lim, request_id, actor, err);
 			if (rc <= 0)
@@ -1246,7 +1249,10 @@ int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse 
 	}
 	if (rc > 0)
 		rc = commit_locked(db, tx, wh, changes, n, lim, request_id, actor, err);
-	if (gate != NULL && tx != NULL)
+	/* A change applied in the caller's transaction is committed only when
+	 * that ends: the gate stays closed until then.  Anything else (a 409,
+	 * an error, a change committed here) opens it now. */
+	if (gate != NULL && tx != NULL && rc == 0)
 		cat_tx_after_end(tx, gate_leave, gate);
 	else
 		cat_gate_leave(gate);

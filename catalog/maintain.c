@@ -62,7 +62,7 @@
 
 #include "arena.h"
 #include "clock.h"
-#include <openssl/rand.h>
+#include "random.h"
 #include <strings.h>
 #include <time.h>
 
@@ -2021,11 +2021,7 @@ static int compact_setup(struct compact *c, struct fl_err *err)
 	if (c->t.schema == NULL)
 		return fl_err_set(err, FL_ERR_INTERNAL, "table %s: the current schema is missing",
 		                  c->table);
-	do {
-		if (RAND_bytes((unsigned char *)&c->snapshot_id, sizeof(c->snapshot_id)) != 1)
-			c->snapshot_id = fl_now_ms();
-		c->snapshot_id &= INT64_MAX;
-	} while (c->snapshot_id == 0);
+	c->snapshot_id = fl_random_id();
 	return 0;
 }
 

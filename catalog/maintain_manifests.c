@@ -28,10 +28,9 @@
 #include <string.h>
 #include <time.h>
 
-#include <openssl/rand.h>
-
 #include "avro/reader.h"
 #include "clock.h"
+#include "random.h"
 #include "iceberg/snapshot.h"
 #include "maintain_int.h"
 
@@ -471,11 +470,7 @@ int cat_maintain_manifests(struct cat_db *db, const struct cat_warehouse *wh,
 			goto out;
 		}
 		snprintf(m.mdir, strlen(loc) + 16, "%s/metadata", loc);
-		do {
-			if (RAND_bytes((unsigned char *)&m.snapshot_id, sizeof(m.snapshot_id)) != 1)
-				m.snapshot_id = fl_now_ms();
-			m.snapshot_id &= INT64_MAX;
-		} while (m.snapshot_id == 0);
+		m.snapshot_id = fl_random_id();
 		m.attempt = 0;
 		if (merge_all(&m, err) != 0) {
 			discard(&m);

@@ -5,9 +5,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <uuid/uuid.h>
+
+#include "random.h"
 
 void fl_uuid_v4(char out[FL_UUID_STR])
 {
@@ -25,7 +26,7 @@ void fl_uuid_v7(char out[FL_UUID_STR])
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+	if (fl_random_bytes(b, sizeof(b)) != 0)
 		uuid_generate_random(b);
 	for (int i = 0; i < 6; i++)
 		b[i] = (unsigned char)(ms >> (40 - 8 * i));

@@ -20,7 +20,6 @@
 #include "auth.h"
 
 #include <arpa/inet.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -35,8 +34,10 @@
 #include "access.h"
 #include "clock.h"
 #include "handlers.h"
+#include "io/libcurl.h"
 #include "json.h"
 #include "jose.h"
+#include "libmhd.h"
 #include "log.h"
 #include "uuid.h"
 
@@ -295,28 +296,31 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
 
 static int fetch_url(const char *url, char **out, size_t *n, struct fl_err *err)
 {
+	const struct st_libcurl *cu = st_libcurl_load(err);
 	struct fetch f = {0};
-	CURL *c = curl_easy_init();
 	long status = 0;
 	CURLcode rc;
+	CURL *c;
 
-	if (c == NULL)
+	if (cu == NULL)
+		return -1;
+	if ((c = cu->easy_init()) == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 5L);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &f);
-	rc = curl_easy_perform(c);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	curl_easy_cleanup(c);
+	cu->easy_setopt(c, CURLOPT_URL, url);
+	cu->easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	cu->easy_setopt(c, CURLOPT_TIMEOUT, 5L);
+	cu->easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	cu->easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	cu->easy_setopt(c, CURLOPT_WRITEDATA, &f);
+	rc = cu->easy_perform(c);
+	cu->easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	cu->easy_cleanup(c);
 	if (rc != CURLE_OK || status != 200) {
 		free(f.buf);
 		if (f.too_big)
 			return fl_err_set(err, FL_ERR_UNAVAILABLE, "JWKS is larger than 1 MiB");
 		return fl_err_set(err, FL_ERR_UNAVAILABLE, "cannot fetch the JWKS: %s (HTTP %ld)",
-		                  rc != CURLE_OK ? curl_easy_strerror(rc) : "bad status", status);
+		                  rc != CURLE_OK ? cu->easy_strerror(rc) : "bad status", status);
 	}
 	*out = f.buf ? f.buf : strdup("");
 	*n = f.len;
@@ -396,12 +400,10 @@ int srv_auth_start(const struct srv_config *cfg, struct cat_db *db, struct srv_a
 			           "setting oidc-issuer must differ from token-issuer");
 			goto fail;
 		}
-		/* libcurl's global state must be set up before threads use it; this
-		 * runs at start, before the HTTP workers exist. */
-		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-			fl_err_set(err, FL_ERR_INTERNAL, "cannot initialise libcurl");
+		/* The JWKS is fetched with libcurl: load it (and run its global
+		 * init) at start, so that a missing library stops the daemon here. */
+		if (st_libcurl_load(err) == NULL)
 			goto fail;
-		}
 		pthread_mutex_lock(&a->ext_mu);
 		if (refresh_jwks(a, err) != 0)
 			fl_warn(NULL, "auth: %s; will retry when a token of %s arrives", err->msg,
@@ -984,7 +986,7 @@ static bool secret_ok(struct srv_auth *a, const char *stored, const char *secret
 static void client_address(struct srv_req *r, char *buf, size_t cap)
 {
 	const union MHD_ConnectionInfo *ci =
-	        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	        srv_libmhd()->get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
 
 	snprintf(buf, cap, "a\x1f?");

@@ -6,13 +6,13 @@
  * what the API refuses with the API's words. */
 #include "cmd_feed.h"
 
-#include <curl/curl.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
+#include "io/libcurl.h"
 #include "pct.h"
 
 #define BODY_MAX ((size_t)16 << 20)
@@ -21,6 +21,7 @@ struct opts {
 	const char *url, *token;
 	const char *from, *to, *since, *until;
 	bool force;
+	const struct st_libcurl *curl;
 };
 
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
@@ -35,36 +36,37 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 /* One request; prints the answer.  Returns the exit status. */
 static int call(const struct opts *o, const char *method, const char *path, const char *body)
 {
+	const struct st_libcurl *cu = o->curl;
 	struct curl_slist *h = NULL;
 	struct fl_buf url = FL_BUF_INIT, auth = FL_BUF_INIT, out = FL_BUF_INIT;
-	CURL *c = curl_easy_init();
+	CURL *c = cu->easy_init();
 	long status = 0;
 	int rc = 1;
 	CURLcode cc;
 
 	if (c == NULL || fl_buf_printf(&url, "%s%s", o->url, path) != 0)
 		goto out;
-	h = curl_slist_append(h, "Content-Type: application/json");
+	h = cu->slist_append(h, "Content-Type: application/json");
 	if (o->token != NULL && o->token[0] != '\0') {
 		if (fl_buf_printf(&auth, "Authorization: Bearer %s", o->token) != 0)
 			goto out;
-		h = curl_slist_append(h, auth.data);
+		h = cu->slist_append(h, auth.data);
 	}
-	curl_easy_setopt(c, CURLOPT_URL, url.data);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &out);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	cu->easy_setopt(c, CURLOPT_URL, url.data);
+	cu->easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	cu->easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	cu->easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	cu->easy_setopt(c, CURLOPT_WRITEDATA, &out);
+	cu->easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+	cu->easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 	if (body != NULL)
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-	cc = curl_easy_perform(c);
+		cu->easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	cc = cu->easy_perform(c);
 	if (cc != CURLE_OK) {
-		fprintf(stderr, "floe feed: %s %s: %s\n", method, url.data, curl_easy_strerror(cc));
+		fprintf(stderr, "floe feed: %s %s: %s\n", method, url.data, cu->easy_strerror(cc));
 		goto out;
 	}
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	cu->easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	if (status >= 200 && status < 300) {
 		json_t *v = out.len ? json_loadb(out.data, out.len, 0, NULL) : NULL;
 		char *pretty = v ? json_dumps(v, JSON_INDENT(2)) : NULL;
@@ -84,8 +86,8 @@ static int call(const struct opts *o, const char *method, const char *path, cons
 		json_decref(v);
 	}
 out:
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
+	cu->slist_free_all(h);
+	cu->easy_cleanup(c);
 	fl_buf_free(&url);
 	if (auth.data != NULL)
 		memset(auth.data, 0, auth.len);
@@ -146,6 +148,7 @@ int srv_cmd_feed(int argc, char **argv)
 	struct opts o = {.url = getenv("FLOE_URL"), .token = getenv("FLOE_TOKEN")};
 	const char *pos[2] = {NULL, NULL};
 	struct fl_buf path = FL_BUF_INIT;
+	struct fl_err err;
 	int npos = 0, rc = 2;
 
 	if (o.url == NULL || o.url[0] == '\0')
@@ -184,7 +187,11 @@ int srv_cmd_feed(int argc, char **argv)
 		                "replay [NAME|DEFINITION] [options]\n");
 		return 2;
 	}
-	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if ((o.curl = st_libcurl_load(&err)) == NULL) {
+		fprintf(stderr, "floe feed: %s\n", err.msg);
+		rc = 1;
+		goto out;
+	}
 	if (strcmp(sub, "create") == 0) {
 		char *def = read_definition(arg);
 
@@ -239,6 +246,5 @@ int srv_cmd_feed(int argc, char **argv)
 	}
 out:
 	fl_buf_free(&path);
-	curl_global_cleanup();
 	return rc;
 }

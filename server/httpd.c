@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -25,9 +24,11 @@
 #include "auth.h"
 #include "clock.h"
 #include "json.h"
+#include "libmhd.h"
 #include "log.h"
 #include "metrics.h"
 #include "pct.h"
+#include "random.h"
 #include "reply.h"
 #include "router.h"
 #include "uuid.h"
@@ -52,7 +53,8 @@ static size_t no_unescape(void *cls, struct MHD_Connection *c, char *s)
  * replicas — without a getrandom call per request (it showed in profiles). */
 static void make_request_id(struct srv_httpd *h, struct srv_req *r)
 {
-	const char *given = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Request-Id");
+	const char *given =
+	        srv_libmhd()->lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Request-Id");
 	uint64_t x;
 
 	/* A caller's id is kept when it is short and plain, so traces join up. */
@@ -74,7 +76,8 @@ static void make_request_id(struct srv_httpd *h, struct srv_req *r)
 
 int srv_query(struct srv_req *r, const char *key, const char **out, struct fl_err *err)
 {
-	const char *raw = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
+	const char *raw =
+	        srv_libmhd()->lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, key);
 	size_t n, dn;
 	char *d;
 
@@ -92,7 +95,7 @@ int srv_query(struct srv_req *r, const char *key, const char **out, struct fl_er
 
 const char *srv_header(struct srv_req *r, const char *name)
 {
-	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+	return srv_libmhd()->lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
 }
 
 int srv_body_json(struct srv_req *r, json_t **out, struct fl_err *err)
@@ -258,13 +261,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*con_cls = r;
 		/* A declared body over the limit is refused before it is sent; the
 		 * connection closes, which costs nothing on an error path. */
-		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-		                                             MHD_HTTP_HEADER_CONTENT_LENGTH);
+		const char *cl = srv_libmhd()->lookup_connection_value(
+		        conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl != NULL &&
 		    strtoull(cl, NULL, 10) > (unsigned long long)h->ctx->cfg->max_body_bytes) {
 			r->body_too_large = true;
 			dispatch(r);
-			return r->resp ? MHD_queue_response(conn, r->status, r->resp) : MHD_NO;
+			return r->resp ? srv_libmhd()->queue_response(conn, r->status, r->resp)
+			               : MHD_NO;
 		}
 		return MHD_YES;
 	}
@@ -283,7 +287,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	dispatch(r);
 	if (r->resp == NULL)
 		return MHD_NO;
-	ret = MHD_queue_response(conn, r->status, r->resp);
+	ret = srv_libmhd()->queue_response(conn, r->status, r->resp);
 	return ret;
 }
 
@@ -308,7 +312,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		fl_debug(r->id, "%s %s -> %u in %.1f ms", r->method,
 		         r->route ? r->route->path : "-", r->status, (double)ns / 1e6);
 	if (r->resp != NULL)
-		MHD_destroy_response(r->resp);
+		srv_libmhd()->destroy_response(r->resp);
 	fl_buf_free(&r->body);
 	fl_arena_free(r->arena);
 	*con_cls = NULL;
@@ -349,8 +353,12 @@ int srv_httpd_start(struct srv_ctx *ctx, struct srv_httpd **out, unsigned *port,
 
 	if (h == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	if (srv_libmhd_load(err) == NULL) {
+		free(h);
+		return -1;
+	}
 	h->ctx = ctx;
-	if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
+	if (fl_random_bytes(&seed, sizeof(seed)) != 0)
 		seed = (uint64_t)fl_mono_ns() ^ (uint64_t)getpid() << 32;
 	atomic_init(&h->next_id, seed);
 	sa.sin_family = AF_INET;
@@ -360,20 +368,20 @@ int srv_httpd_start(struct srv_ctx *ctx, struct srv_httpd **out, unsigned *port,
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "setting host: '%s' is not an IPv4 address", ctx->cfg->host);
 	}
-	h->d = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG,
-	                        (uint16_t)ctx->cfg->port, NULL, NULL, on_request, h,
-	                        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
-	                        (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
-	                        worker_threads(ctx->cfg), MHD_OPTION_CONNECTION_LIMIT, 4096u,
-	                        MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_LISTEN_BACKLOG_SIZE,
-	                        1024u, MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
-	                        MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
+	h->d = srv_libmhd()->start_daemon(
+	        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG,
+	        (uint16_t)ctx->cfg->port, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER,
+	        mhd_log, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+	        MHD_OPTION_THREAD_POOL_SIZE, worker_threads(ctx->cfg), MHD_OPTION_CONNECTION_LIMIT,
+	        4096u, MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
+	        MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL, MHD_OPTION_NOTIFY_COMPLETED,
+	        on_completed, h, MHD_OPTION_END);
 	if (h->d == NULL) {
 		free(h);
 		return fl_err_set(err, FL_ERR_UNAVAILABLE, "cannot listen on %s:%lld (in use?)",
 		                  ctx->cfg->host, (long long)ctx->cfg->port);
 	}
-	info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+	info = srv_libmhd()->get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
 	*port = info ? info->port : (unsigned)ctx->cfg->port;
 	*out = h;
 	return 0;
@@ -387,12 +395,12 @@ void srv_httpd_stop(struct srv_httpd *h, int64_t grace_s)
 	if (h == NULL)
 		return;
 	/* Stop accepting, let the requests being served finish, then close. */
-	s = MHD_quiesce_daemon(h->d);
+	s = srv_libmhd()->quiesce_daemon(h->d);
 	if (s != MHD_INVALID_SOCKET)
 		close(s);
 	until = fl_mono_ns() + grace_s * 1000000000LL;
 	while (atomic_load(&h->active) > 0 && fl_mono_ns() < until)
 		usleep(10000);
-	MHD_stop_daemon(h->d);
+	srv_libmhd()->stop_daemon(h->d);
 	free(h);
 }

@@ -9,7 +9,6 @@
 #include "jose.h"
 
 #include <errno.h>
-#include <jwt.h>
 #include <openssl/bio.h>
 #include <openssl/core_names.h>
 #include <openssl/evp.h>
@@ -22,6 +21,7 @@
 
 #include "b64.h"
 #include "json.h"
+#include "libjwt.h"
 
 static int nomem(struct fl_err *err)
 {
@@ -348,21 +348,24 @@ out:
 
 int srv_jwt_sign(const struct srv_key *k, const json_t *claims, char **out, struct fl_err *err)
 {
+	const struct srv_libjwt *jw = srv_libjwt_load(err);
 	jwt_t *jwt = NULL;
 	char *text = NULL, *tok = NULL;
 	int rc = -1;
 
+	if (jw == NULL)
+		return -1;
 	if (k->priv_pem == NULL)
 		return fl_err_set(err, FL_ERR_INTERNAL, "key %s cannot sign", k->kid);
 	text = fl_json_dump(claims, NULL);
-	if (text == NULL || jwt_new(&jwt) != 0) {
+	if (text == NULL || jw->new (&jwt) != 0) {
 		nomem(err);
 		goto out;
 	}
-	if (jwt_add_grants_json(jwt, text) != 0 || jwt_add_header(jwt, "kid", k->kid) != 0 ||
-	    jwt_set_alg(jwt, k->type == SRV_KEY_RSA ? JWT_ALG_RS256 : JWT_ALG_ES256,
+	if (jw->add_grants_json(jwt, text) != 0 || jw->add_header(jwt, "kid", k->kid) != 0 ||
+	    jw->set_alg(jwt, k->type == SRV_KEY_RSA ? JWT_ALG_RS256 : JWT_ALG_ES256,
 	                (const unsigned char *)k->priv_pem, (int)k->priv_len) != 0 ||
-	    (tok = jwt_encode_str(jwt)) == NULL) {
+	    (tok = jw->encode_str(jwt)) == NULL) {
 		fl_err_set(err, FL_ERR_INTERNAL, "cannot sign the token");
 		goto out;
 	}
@@ -370,7 +373,7 @@ int srv_jwt_sign(const struct srv_key *k, const json_t *claims, char **out, stru
 	rc = 0;
 out:
 	free(text);
-	jwt_free(jwt);
+	jw->free(jwt);
 	return rc;
 }
 
@@ -499,6 +502,7 @@ static int check_claims(const json_t *c, const struct srv_jwt_expect *x, struct 
 int srv_jwt_verify(const char *token, const struct srv_keyset *ks, const struct srv_jwt_expect *x,
                    struct srv_jwt_claims *out, bool *unknown_kid, struct fl_err *err)
 {
+	const struct srv_libjwt *jw = srv_libjwt_load(err);
 	json_t *hdr = NULL, *claims = NULL;
 	const struct srv_key *k;
 	const char *alg, *kid;
@@ -508,6 +512,8 @@ int srv_jwt_verify(const char *token, const struct srv_keyset *ks, const struct 
 	int rc = -1;
 
 	*unknown_kid = false;
+	if (jw == NULL)
+		return -1;
 	if (part_json(token, 0, &hdr, err) != 0)
 		return -1;
 	alg = json_string_value(json_object_get(hdr, "alg"));
@@ -531,21 +537,21 @@ int srv_jwt_verify(const char *token, const struct srv_keyset *ks, const struct 
 		goto out;
 	}
 	want = k->type == SRV_KEY_RSA ? JWT_ALG_RS256 : JWT_ALG_ES256;
-	if (jwt_str_alg(alg) != want) {
+	if (jw->str_alg(alg) != want) {
 		bad(err, "algorithm does not match the key type");
 		goto out;
 	}
-	if (jwt_decode(&jwt, token, (const unsigned char *)k->pub_pem, (int)k->pub_len) != 0 ||
+	if (jw->decode(&jwt, token, (const unsigned char *)k->pub_pem, (int)k->pub_len) != 0 ||
 	    jwt == NULL) {
 		jwt = NULL;
 		bad(err, "bad signature");
 		goto out;
 	}
-	if (jwt_get_alg(jwt) != want) {
+	if (jw->get_alg(jwt) != want) {
 		bad(err, "algorithm does not match the key type");
 		goto out;
 	}
-	text = jwt_get_grants_json(jwt, NULL);
+	text = jw->get_grants_json(jwt, NULL);
 	if (text == NULL || fl_json_parse(text, strlen(text), 8, &claims, err) != 0 ||
 	    !json_is_object(claims)) {
 		bad(err, "payload is not a JSON object");
@@ -554,7 +560,7 @@ int srv_jwt_verify(const char *token, const struct srv_keyset *ks, const struct 
 	rc = check_claims(claims, x, out, err);
 out:
 	free(text);
-	jwt_free(jwt);
+	jw->free(jwt);
 	json_decref(hdr);
 	json_decref(claims);
 	return rc;

@@ -459,7 +459,8 @@ int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx, struct fl_buf
 	rc |= fl_buf_puts(
 	        out,
 	        "# HELP floe_commit_stage_seconds Time of each stage of a table commit"
-	        " (lock reads the row, or locks it when the commit takes the row lock first; write includes the fsync;"
+	        " (gate is waiting for another commit to the same table in this process;"
+	        " lock reads the row, or locks it when the commit takes the row lock first; write includes the fsync;"
 	        " update is the pointer move, a compare-and-swap after an unlocked read; idempotency is claiming the"
 	        " Idempotency-Key record; commit is the PostgreSQL COMMIT with the record's response stored in the same round trip).\n"
 	        "# TYPE floe_commit_stage_seconds histogram\n");

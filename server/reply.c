@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "libmhd.h"
 #include "log.h"
 #include "router.h"
 
@@ -65,18 +66,18 @@ static int set_response(struct srv_req *r, unsigned status, const char *ctype, c
 	struct MHD_Response *resp;
 
 	if (r->resp != NULL) {
-		MHD_destroy_response(r->resp);
+		srv_libmhd()->destroy_response(r->resp);
 		r->resp = NULL;
 	}
-	resp = MHD_create_response_from_buffer(
+	resp = srv_libmhd()->create_response_from_buffer(
 	        n, body, body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
 	if (resp == NULL) {
 		free(body);
 		return -1;
 	}
 	if (ctype != NULL)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-	MHD_add_response_header(resp, "X-Request-Id", r->id);
+		srv_libmhd()->add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	srv_libmhd()->add_response_header(resp, "X-Request-Id", r->id);
 	r->resp = resp;
 	r->status = status;
 	r->out_body = body;
@@ -105,7 +106,7 @@ int srv_reply_ok_private(struct srv_req *r, const json_t *v)
 {
 	if (reply_json(r, MHD_HTTP_OK, v) != 0)
 		return -1;
-	MHD_add_response_header(r->resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	srv_libmhd()->add_response_header(r->resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	return 0;
 }
 
@@ -134,7 +135,7 @@ int srv_reply_table(struct srv_req *r, char *body, size_t n, const char *etag)
 	if (set_response(r, MHD_HTTP_OK, "application/json", body, n) != 0)
 		return -1;
 	if (etag != NULL) {
-		MHD_add_response_header(r->resp, MHD_HTTP_HEADER_ETAG, etag);
+		srv_libmhd()->add_response_header(r->resp, MHD_HTTP_HEADER_ETAG, etag);
 		r->out_etag = fl_arena_strdup(r->arena, etag);
 	}
 	return 0;
@@ -144,7 +145,7 @@ int srv_reply_not_modified(struct srv_req *r, const char *etag)
 {
 	if (set_response(r, MHD_HTTP_NOT_MODIFIED, NULL, NULL, 0) != 0)
 		return -1;
-	MHD_add_response_header(r->resp, MHD_HTTP_HEADER_ETAG, etag);
+	srv_libmhd()->add_response_header(r->resp, MHD_HTTP_HEADER_ETAG, etag);
 	return 0;
 }
 
@@ -162,8 +163,8 @@ int srv_reply_stored(struct srv_req *r, int status, const char *ctype, const cha
 	if (set_response(r, (unsigned)status, ctype, copy, n) != 0)
 		return -1;
 	if (etag != NULL)
-		MHD_add_response_header(r->resp, MHD_HTTP_HEADER_ETAG, etag);
-	MHD_add_response_header(r->resp, "Idempotent-Replayed", "true");
+		srv_libmhd()->add_response_header(r->resp, MHD_HTTP_HEADER_ETAG, etag);
+	srv_libmhd()->add_response_header(r->resp, "Idempotent-Replayed", "true");
 	return 0;
 }
 
@@ -174,7 +175,7 @@ int srv_reply_not_ready(struct srv_req *r, const char *why)
 
 	json_decref(v);
 	if (rc == 0)
-		MHD_add_response_header(r->resp, "Retry-After", "1");
+		srv_libmhd()->add_response_header(r->resp, "Retry-After", "1");
 	return rc;
 }
 
@@ -183,8 +184,8 @@ int srv_reply_token(struct srv_req *r, const json_t *v)
 	if (reply_json(r, MHD_HTTP_OK, v) != 0)
 		return -1;
 	/* RFC 6749 §5.1: a response carrying a token must not be cached. */
-	MHD_add_response_header(r->resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	MHD_add_response_header(r->resp, MHD_HTTP_HEADER_PRAGMA, "no-cache");
+	srv_libmhd()->add_response_header(r->resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	srv_libmhd()->add_response_header(r->resp, MHD_HTTP_HEADER_PRAGMA, "no-cache");
 	return 0;
 }
 
@@ -201,15 +202,16 @@ int srv_reply_oauth_error(struct srv_req *r, const struct fl_err *err, const cha
 		return -1;
 	}
 	json_decref(v);
-	MHD_add_response_header(r->resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	srv_libmhd()->add_response_header(r->resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	/* RFC 6749 §5.2: a client that authenticated with Basic gets a 401
 	 * with the scheme it used. */
 	if (status == MHD_HTTP_UNAUTHORIZED)
-		MHD_add_response_header(r->resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-		                        basic ? "Basic realm=\"floe\"" : "Bearer realm=\"floe\"");
+		srv_libmhd()->add_response_header(r->resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+		                                  basic ? "Basic realm=\"floe\""
+		                                        : "Bearer realm=\"floe\"");
 	if (retry_after > 0) {
 		snprintf(ra, sizeof(ra), "%d", retry_after);
-		MHD_add_response_header(r->resp, "Retry-After", ra);
+		srv_libmhd()->add_response_header(r->resp, "Retry-After", ra);
 	}
 	return 0;
 }
@@ -236,15 +238,16 @@ void srv_reply_error(struct srv_req *r, const struct fl_err *err, const char *al
 	if (r->resp == NULL)
 		return;
 	if (status == MHD_HTTP_SERVICE_UNAVAILABLE)
-		MHD_add_response_header(r->resp, "Retry-After", "1");
+		srv_libmhd()->add_response_header(r->resp, "Retry-After", "1");
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED && allow != NULL && allow[0])
-		MHD_add_response_header(r->resp, "Allow", allow);
+		srv_libmhd()->add_response_header(r->resp, "Allow", allow);
 	/* RFC 6750 §3: say how to authenticate, and whether the token sent was bad. */
 	if (status == MHD_HTTP_UNAUTHORIZED)
-		MHD_add_response_header(r->resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-		                        srv_header(r, "Authorization") != NULL
-		                                ? "Bearer realm=\"floe\", error=\"invalid_token\""
-		                                : "Bearer realm=\"floe\"");
+		srv_libmhd()->add_response_header(
+		        r->resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+		        srv_header(r, "Authorization") != NULL
+		                ? "Bearer realm=\"floe\", error=\"invalid_token\""
+		                : "Bearer realm=\"floe\"");
 }
 
 int srv_reply_accepted(struct srv_req *r, const json_t *v)
@@ -260,5 +263,5 @@ void srv_reply_error_retry(struct srv_req *r, const struct fl_err *err, int seco
 	if (r->resp == NULL || srv_err_status(err->kind) != MHD_HTTP_TOO_MANY_REQUESTS)
 		return;
 	snprintf(ra, sizeof(ra), "%d", seconds > 0 ? seconds : 1);
-	MHD_add_response_header(r->resp, "Retry-After", ra);
+	srv_libmhd()->add_response_header(r->resp, "Retry-After", ra);
 }

@@ -1,9 +1,13 @@
 /* cache.c - the loadTable cache, kept coherent with LISTEN/NOTIFY.
  *
- * Every change to a table row (commit, drop, rename, register) issues
- * NOTIFY floe_table with the table id in the same transaction, so the
- * notification is delivered exactly when the change becomes visible.  A
- * listener thread on its own connection drops the entries of that table.
+ * Every change to a table row (commit, drop, rename, register) is followed,
+ * right after its COMMIT and before its client is answered, by NOTIFY
+ * floe_table with the table id (tx.c put_and_notify: not inside the
+ * change's own transaction, where PostgreSQL would serialize every
+ * notifying COMMIT of the cluster through its WAL flush).  A listener
+ * thread on its own connection drops the entries of that table.  A process
+ * that dies between the two has answered nobody; the others drop
+ * everything when it starts again (cat_db_notify_all).
  *
  * Coherence rules:
  *   - the cache serves only while the listener is connected; after a lost

@@ -224,13 +224,10 @@ struct cat_scope {
 	struct cat_after *after; /* cat_scope_after_commit, in order */
 };
 
-/* Records a table as changed by this scope (its NOTIFY was sent by the
- * caller's own statement): invalidated locally after COMMIT. */
+/* Records a table as changed by this scope: once its COMMIT (or that of
+ * the outer transaction) is done, whatever the outcome, the table leaves
+ * this process's cache and NOTIFY floe_table tells the other processes. */
 void cat_scope_touched(struct cat_scope *s, const char *table_id);
-
-/* Marks a table as changed by this scope: NOTIFY now (delivered at COMMIT),
- * local invalidation after COMMIT. */
-int cat_scope_touch(struct cat_scope *s, const char *table_id, struct fl_err *err) FL_MUST_CHECK;
 
 int cat_scope_begin(struct cat_db *db, struct cat_tx *tx, bool write, struct cat_scope *s,
                     struct fl_err *err) FL_MUST_CHECK;

@@ -290,8 +290,8 @@ void cat_db_close(struct cat_db *db)
 	free(db);
 }
 
-static const char *const stage_names[CAT_STAGE_N] = {"lock",   "requirements", "build", "write",
-                                                     "update", "idempotency",  "commit"};
+static const char *const stage_names[CAT_STAGE_N] = {"gate",  "lock",   "requirements", "build",
+                                                     "write", "update", "idempotency",  "commit"};
 
 const char *cat_stage_name(enum cat_stage s)
 {

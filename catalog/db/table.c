@@ -186,7 +186,7 @@ int cat_view_row_move(struct cat_conn *c, const char *id, int64_t expected,
 	return 0;
 }
 
-/* Runs sql, an UPDATE of the row with the commit event and the NOTIFY, with
+/* Runs sql, an UPDATE of the row with the commit event, with
  * the parameters of m ($1-$14) and, when ns_id is not NULL, the expected
  * version and namespace ($15, $16).  The number of rows moved (0 or 1). */
 static int row_move(struct cat_conn *c, const char *sql, const struct cat_row_move *m,
@@ -234,7 +234,7 @@ int cat_row_move(struct cat_conn *c, const struct cat_row_move *m, struct fl_err
 	        "   metadata_location, snapshot_id, operation, request_id, actor)"
 	        "   SELECT id, warehouse_id, $9::text[], $10, $4::bigint, $2, $11::bigint, $12, $13, $14"
 	        "   FROM u)"
-	        " SELECT pg_notify('floe_table', id::text) FROM u",
+	        " SELECT id FROM u",
 	        m, NULL, 0, err);
 
 	if (n < 0)
@@ -264,7 +264,7 @@ int cat_row_move_if(struct cat_conn *c, const struct cat_row_move *m, const char
 	        "   metadata_location, snapshot_id, operation, request_id, actor)"
 	        "   SELECT id, warehouse_id, $9::text[], $10, $4::bigint, $2, $11::bigint, $12, $13, $14"
 	        "   FROM u)"
-	        " SELECT pg_notify('floe_table', id::text) FROM u",
+	        " SELECT id FROM u",
 	        m, ns_id, expected, err);
 	if (n < 0 && autocommit && PQstatus(c->pg) != CONNECTION_OK)
 		return fl_err_set(err, FL_ERR_COMMIT_STATE_UNKNOWN,
@@ -880,9 +880,10 @@ static int drop_entry(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
 		goto out;
 	const char *p1[1] = {row.id};
 	r = cat_exec(sc.c, "DELETE FROM table_entry WHERE id = $1", 1, p1, err);
-	if (r == NULL || cat_scope_touch(&sc, row.id, err) != 0)
+	if (r == NULL)
 		goto out;
 	PQclear(r);
+	cat_scope_touched(&sc, row.id);
 	if (purge) {
 		const char *p2[2] = {wh_id, row.location};
 
@@ -942,8 +943,7 @@ static int rename_entry(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
 		goto out;
 	}
 	PQclear(r);
-	if (cat_scope_touch(&sc, row.id, err) != 0)
-		goto out;
+	cat_scope_touched(&sc, row.id);
 	ok = true;
 out:
 	cat_row_free(&row);

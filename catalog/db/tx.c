@@ -80,12 +80,70 @@ static void touched_add(struct cat_touched *t, const char *id)
 	snprintf(t->ids[t->n++], sizeof(t->ids[0]), "%s", id);
 }
 
-static void touched_flush(struct cat_db *db, struct cat_touched *t)
+/* NOTIFY floe_table for each changed table (or "*": all of them) on pg,
+ * in a transaction of its own that does not wait for its WAL record to be
+ * flushed; true when it committed.  Table ids are ours (uuids): anything
+ * else is sent as "*". */
+static bool notify_on(PGconn *pg, const struct cat_touched *t)
 {
+	struct fl_buf q = FL_BUF_INIT;
+	PGresult *r;
+	bool ok;
+	int rc = fl_buf_puts(&q, "BEGIN; SET LOCAL synchronous_commit TO off; SELECT 1");
+
+	for (int i = 0; i < (t->overflow ? 1 : t->n); i++) {
+		const char *id = t->overflow ? "*" : t->ids[i];
+
+		if (strspn(id, "0123456789abcdefABCDEF-") != strlen(id))
+			id = "*";
+		rc |= fl_buf_printf(&q, ", pg_notify('floe_table', '%s')", id);
+	}
+	rc |= fl_buf_puts(&q, "; COMMIT");
+	if (rc != 0 || pg == NULL || PQstatus(pg) != CONNECTION_OK ||
+	    PQtransactionStatus(pg) != PQTRANS_IDLE) {
+		fl_buf_free(&q);
+		return false;
+	}
+	r = PQexec(pg, q.data);
+	ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+	PQclear(r);
+	if (PQtransactionStatus(pg) == PQTRANS_INERROR ||
+	    PQtransactionStatus(pg) == PQTRANS_INTRANS)
+		PQclear(PQexec(pg, "ROLLBACK"));
+	fl_buf_free(&q);
+	return ok;
+}
+
+/* Ends the use of c after its COMMIT (or its unknown outcome): drops the
+ * tables it changed from this process's cache, returns c to the pool, and
+ * tells the other processes' cache listeners (cache.c), before the caller
+ * answers its client.  The notification is sent after the COMMIT, not in
+ * it: PostgreSQL serializes the COMMITs of all notifying transactions of a
+ * cluster on one lock held through their WAL flush (PreCommit_Notify), so
+ * notifying inside every commit allowed one commit per WAL flush, whatever
+ * the number of clients.  Sent on c when it is usable, else on another
+ * connection of the pool. */
+static void put_and_notify(struct cat_db *db, struct cat_conn *c, struct cat_touched *t)
+{
+	bool sent = t->n == 0 && !t->overflow;
+
 	if (t->overflow)
 		cat_cache_invalidate(db->cache, "*");
 	for (int i = 0; i < t->n; i++)
 		cat_cache_invalidate(db->cache, t->ids[i]);
+	if (!sent)
+		sent = notify_on(c->pg, t);
+	cat_conn_put(db, c);
+	if (!sent) {
+		struct cat_conn *f;
+		struct fl_err ignored;
+
+		/* Best effort: a listener that lost its connection flushes all anyway. */
+		if (cat_conn_get(db, &f, &ignored) == 0) {
+			(void)notify_on(f->pg, t);
+			cat_conn_put(db, f);
+		}
+	}
 	t->n = 0;
 	t->overflow = false;
 }
@@ -95,16 +153,17 @@ void cat_scope_touched(struct cat_scope *s, const char *table_id)
 	touched_add(s->outer ? &s->outer->touched : &s->touched, table_id);
 }
 
-int cat_scope_touch(struct cat_scope *s, const char *table_id, struct fl_err *err)
+int cat_db_notify_all(struct cat_db *db)
 {
-	const char *params[1] = {table_id};
-	PGresult *r = cat_exec(s->c, "SELECT pg_notify('floe_table', $1)", 1, params, err);
+	struct cat_touched all = {.overflow = true};
+	struct cat_conn *c;
+	struct fl_err ignored;
 
-	if (r == NULL)
+	if (cat_conn_get(db, &c, &ignored) != 0)
 		return -1;
-	PQclear(r);
-	touched_add(s->outer ? &s->outer->touched : &s->touched, table_id);
-	return 0;
+	bool ok = notify_on(c->pg, &all);
+	cat_conn_put(db, c);
+	return ok ? 0 : -1;
 }
 
 int cat_tx_begin(struct cat_db *db, struct cat_tx **out, struct fl_err *err)
@@ -220,8 +279,7 @@ static int tx_commit(struct cat_tx *tx, const struct cat_pipe_q *last, struct fl
 	}
 	after_run(&tx->after, rc == 0);
 	/* Even an unknown outcome may have applied: invalidate either way. */
-	touched_flush(tx->db, &tx->touched);
-	cat_conn_put(tx->db, tx->c);
+	put_and_notify(tx->db, tx->c, &tx->touched);
 	free(tx);
 	return rc;
 }
@@ -347,11 +405,16 @@ int cat_scope_end(struct cat_scope *s, bool ok, struct fl_err *err)
 			rc = commit(s->c, err);
 			if (s->timed)
 				cat_stage_done(s->db, CAT_STAGE_COMMIT, &t0);
-			touched_flush(s->db, &s->touched);
-		} else if (PQstatus(s->c->pg) == CONNECTION_OK)
-			PQclear(PQexec(s->c->pg, "ROLLBACK"));
+		} else {
+			if (PQstatus(s->c->pg) == CONNECTION_OK)
+				PQclear(PQexec(s->c->pg, "ROLLBACK"));
+			s->touched.n = 0; /* rolled back: nothing changed */
+			s->touched.overflow = false;
+		}
 	}
-	cat_conn_put(s->db, s->c);
+	/* A read scope touches a table only by a statement that committed by
+	 * itself (an optimistic commit's pointer move). */
+	put_and_notify(s->db, s->c, &s->touched);
 	after_run(&s->after, s->write && rc == 0);
 	return rc;
 }

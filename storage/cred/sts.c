@@ -3,7 +3,6 @@
  * service "sts", and the <Credentials> of its XML answer. */
 #include "sts.h"
 
-#include <curl/curl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +10,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "io/libcurl.h"
 #include "io/s3_int.h"
 #include "io/sigv4.h"
 #include "pct.h"
@@ -174,7 +174,8 @@ int st_sts_assume_role(const struct st_sts_assume *a, struct st_sts_creds *out, 
 	struct st_sigv4_req req;
 	struct st_sts_creds got;
 	size_t nh = 0;
-	CURL *curl = NULL;
+	const struct st_libcurl *cu;
+	CURL *easy = NULL;
 	CURLcode cc;
 	long status = 0;
 	int rc = -1;
@@ -191,6 +192,8 @@ int st_sts_assume_role(const struct st_sts_assume *a, struct st_sts_creds *out, 
 		                  (long long)a->duration_s);
 	if (st_url_split(a->endpoint, &u, err) != 0)
 		return fl_err_prefix(err, "sts-endpoint");
+	if ((cu = st_libcurl_load(err)) == NULL)
+		return fl_err_prefix(err, "sts");
 	if (fl_buf_puts(&body, "Action=AssumeRole&Version=2011-06-15") != 0 ||
 	    form(&body, "RoleArn", a->role_arn) != 0 ||
 	    form(&body, "RoleSessionName", a->session_name) != 0 ||
@@ -225,36 +228,36 @@ int st_sts_assume_role(const struct st_sts_assume *a, struct st_sts_creds *out, 
 			continue;
 		fl_buf_reset(&line);
 		if (fl_buf_printf(&line, "%s: %s", h[i].name, h[i].value) != 0 ||
-		    (hl = curl_slist_append(hl, line.data)) == NULL)
+		    (hl = cu->slist_append(hl, line.data)) == NULL)
 			goto nomem;
 	}
 	fl_buf_reset(&line);
 	if (fl_buf_printf(&line, "Authorization: %s", auth.data) != 0 ||
-	    (hl = curl_slist_append(hl, line.data)) == NULL ||
-	    (hl = curl_slist_append(hl, "Accept: application/xml")) == NULL ||
-	    (hl = curl_slist_append(hl, "Expect:")) == NULL)
+	    (hl = cu->slist_append(hl, line.data)) == NULL ||
+	    (hl = cu->slist_append(hl, "Accept: application/xml")) == NULL ||
+	    (hl = cu->slist_append(hl, "Expect:")) == NULL)
 		goto nomem;
-	curl = curl_easy_init();
-	if (curl == NULL)
+	easy = cu->easy_init();
+	if (easy == NULL)
 		goto nomem;
-	curl_easy_setopt(curl, CURLOPT_URL, a->endpoint);
-	curl_easy_setopt(curl, CURLOPT_POST, 1L);
-	curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data);
-	curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)body.len);
-	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hl);
-	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &resp);
-	curl_easy_setopt(curl, CURLOPT_TIMEOUT, (long)(a->timeout_s > 0 ? a->timeout_s : 10));
-	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 5L);
-	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-	cc = curl_easy_perform(curl);
+	cu->easy_setopt(easy, CURLOPT_URL, a->endpoint);
+	cu->easy_setopt(easy, CURLOPT_POST, 1L);
+	cu->easy_setopt(easy, CURLOPT_POSTFIELDS, body.data);
+	cu->easy_setopt(easy, CURLOPT_POSTFIELDSIZE, (long)body.len);
+	cu->easy_setopt(easy, CURLOPT_HTTPHEADER, hl);
+	cu->easy_setopt(easy, CURLOPT_WRITEFUNCTION, collect);
+	cu->easy_setopt(easy, CURLOPT_WRITEDATA, &resp);
+	cu->easy_setopt(easy, CURLOPT_TIMEOUT, (long)(a->timeout_s > 0 ? a->timeout_s : 10));
+	cu->easy_setopt(easy, CURLOPT_CONNECTTIMEOUT, 5L);
+	cu->easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+	cu->easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+	cc = cu->easy_perform(easy);
 	if (cc != CURLE_OK) {
 		fl_err_set(err, FL_ERR_UNAVAILABLE, "STS %s unreachable: %s", u.host,
-		           curl_easy_strerror(cc));
+		           cu->easy_strerror(cc));
 		goto out;
 	}
-	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+	cu->easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
 	if (st_sts_parse(resp.data ? resp.data : "", resp.len, &got, err) != 0) {
 		if (status >= 500)
 			err->kind = FL_ERR_UNAVAILABLE;
@@ -271,9 +274,9 @@ int st_sts_assume_role(const struct st_sts_assume *a, struct st_sts_creds *out, 
 nomem:
 	fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 out:
-	if (curl != NULL)
-		curl_easy_cleanup(curl);
-	curl_slist_free_all(hl);
+	if (easy != NULL)
+		cu->easy_cleanup(easy);
+	cu->slist_free_all(hl);
 	if (auth.data != NULL)
 		memset(auth.data, 0, auth.len);
 	if (resp.data != NULL)

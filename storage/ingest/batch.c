@@ -14,7 +14,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <openssl/evp.h>
-#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +21,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "random.h"
 #include "feed/csv.h"
 #include "feed/infer.h"
 #include "feed/ndjson.h"
@@ -614,11 +614,7 @@ int st_batch_run(struct st_committer *c, const struct st_batch_opts *o, const ch
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  n == 0 ? "a batch needs at least one input"
 		                         : "a batch id must be 1-64 characters");
-	do {
-		if (RAND_bytes((unsigned char *)&j.snapshot_id, sizeof(j.snapshot_id)) != 1)
-			j.snapshot_id = fl_now_ms();
-		j.snapshot_id &= INT64_MAX;
-	} while (j.snapshot_id == 0);
+	j.snapshot_id = fl_random_id();
 	if (load_or_create(c, &j, &meta, err) != 0 || c->ops->io(c, meta, &j.io, err) != 0)
 		goto out;
 	if (st_batch_in_history(meta, batch_id, &out->snapshot_id)) {

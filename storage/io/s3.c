@@ -24,9 +24,7 @@
  *
  * Response bodies are bounded: error and control answers at CTRL_MAX,
  * listings at LIST_MAX, reads at the caller's bound. */
-#include <curl/curl.h>
 #include <openssl/evp.h>
-#include <openssl/rand.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +32,9 @@
 #include <time.h>
 
 #include "clock.h"
+#include "random.h"
 #include "io_int.h"
+#include "libcurl.h"
 #include "s3_int.h"
 #include "sigv4.h"
 
@@ -45,6 +45,7 @@
 #define DELETE_BATCH 1000
 
 struct s3 {
+	const struct st_libcurl *cu;
 	CURLSH *share;
 	pthread_mutex_t locks[CURL_LOCK_DATA_LAST];
 	struct st_creds creds;
@@ -65,6 +66,7 @@ struct call {
 	bool if_none_match;
 	const char *range;
 	size_t max_resp; /* bound on a 2xx response body (errors: CTRL_MAX) */
+	const struct st_libcurl *cu; /* set with easy */
 	CURL *easy; /* the transfer in flight */
 	/* The answer. */
 	long status;
@@ -76,13 +78,6 @@ struct call {
 	char code[64];
 	char message[160];
 };
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-
-static void curl_init_once(void)
-{
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-}
 
 static void share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *arg)
 {
@@ -109,7 +104,7 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 
 	/* An error answer is read whatever the caller's bound (a read of at
 	 * most 3 bytes still needs the <Code> of its 404). */
-	if (curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK &&
+	if (c->cu->easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK &&
 	    status >= 300 && max < CTRL_MAX)
 		max = CTRL_MAX;
 	if (c->resp.len + len > max) {
@@ -168,6 +163,7 @@ static void sleep_ms(long ms)
 static int attempt(struct st_io *io, struct call *c, CURLcode *cc, struct fl_err *err)
 {
 	struct s3 *s = io->impl;
+	const struct st_libcurl *cu = s->cu;
 	struct fl_buf url = FL_BUF_INIT, path = FL_BUF_INIT, auth = FL_BUF_INIT, line = FL_BUF_INIT;
 	struct st_sigv4_header h[8];
 	struct curl_slist *list = NULL, *grown;
@@ -215,43 +211,43 @@ static int attempt(struct st_io *io, struct call *c, CURLcode *cc, struct fl_err
 	for (size_t i = 1; i < nh; i++) {
 		fl_buf_reset(&line);
 		if (fl_buf_printf(&line, "%s: %s", h[i].name, h[i].value) != 0 ||
-		    (grown = curl_slist_append(list, line.data)) == NULL)
+		    (grown = cu->slist_append(list, line.data)) == NULL)
 			goto nomem;
 		list = grown;
 	}
-	if ((grown = curl_slist_append(list, auth.data)) == NULL)
+	if ((grown = cu->slist_append(list, auth.data)) == NULL)
 		goto nomem;
 	list = grown;
-	if ((grown = curl_slist_append(list, "Expect:")) == NULL)
+	if ((grown = cu->slist_append(list, "Expect:")) == NULL)
 		goto nomem;
 	list = grown;
 	if (!c->has_body) {
-		if ((grown = curl_slist_append(list, "Content-Type:")) == NULL)
+		if ((grown = cu->slist_append(list, "Content-Type:")) == NULL)
 			goto nomem;
 		list = grown;
 	}
-	e = curl_easy_init();
+	e = cu->easy_init();
 	if (e == NULL)
 		goto nomem;
-	curl_easy_setopt(e, CURLOPT_SHARE, s->share);
-	curl_easy_setopt(e, CURLOPT_URL, url.data);
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, list);
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, 10L);
-	curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, 60L);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, c);
-	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(e, CURLOPT_HEADERDATA, c);
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	cu->easy_setopt(e, CURLOPT_SHARE, s->share);
+	cu->easy_setopt(e, CURLOPT_URL, url.data);
+	cu->easy_setopt(e, CURLOPT_HTTPHEADER, list);
+	cu->easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	cu->easy_setopt(e, CURLOPT_CONNECTTIMEOUT, 10L);
+	cu->easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	cu->easy_setopt(e, CURLOPT_LOW_SPEED_TIME, 60L);
+	cu->easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	cu->easy_setopt(e, CURLOPT_WRITEDATA, c);
+	cu->easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	cu->easy_setopt(e, CURLOPT_HEADERDATA, c);
+	cu->easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	if (strcmp(c->method, "HEAD") == 0) {
-		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+		cu->easy_setopt(e, CURLOPT_NOBODY, 1L);
 	} else {
-		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, c->method);
+		cu->easy_setopt(e, CURLOPT_CUSTOMREQUEST, c->method);
 		if (c->has_body) {
-			curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)c->body_len);
-			curl_easy_setopt(e, CURLOPT_POSTFIELDS, c->body_len ? c->body : "");
+			cu->easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)c->body_len);
+			cu->easy_setopt(e, CURLOPT_POSTFIELDS, c->body_len ? c->body : "");
 		}
 	}
 	fl_buf_reset(&c->resp);
@@ -259,24 +255,25 @@ static int attempt(struct st_io *io, struct call *c, CURLcode *cc, struct fl_err
 	c->etag[0] = '\0';
 	c->has_length = false;
 	c->status = 0;
+	c->cu = cu;
 	c->easy = e;
-	*cc = curl_easy_perform(e);
+	*cc = cu->easy_perform(e);
 	c->easy = NULL;
-	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &c->status);
+	cu->easy_getinfo(e, CURLINFO_RESPONSE_CODE, &c->status);
 	if (*cc == CURLE_WRITE_ERROR && !c->too_large)
 		fl_err_set(err, FL_ERR_NOMEM, "out of memory reading the answer");
 	else if (*cc != CURLE_OK && *cc != CURLE_WRITE_ERROR)
 		fl_err_set(err, FL_ERR_UNAVAILABLE, "cannot reach %.200s: %s",
 		           io->profile.endpoint[0] ? io->profile.endpoint : host,
-		           curl_easy_strerror(*cc));
+		           cu->easy_strerror(*cc));
 	rc = 0;
 	goto out;
 nomem:
 	fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 out_nomem_or_err:
 out:
-	curl_easy_cleanup(e);
-	curl_slist_free_all(list);
+	cu->easy_cleanup(e);
+	cu->slist_free_all(list);
 	if (auth.data != NULL)
 		memset(auth.data, 0, auth.len);
 	fl_buf_free(&auth);
@@ -323,7 +320,7 @@ static int perform(struct st_io *io, struct call *c, struct fl_err *err)
 			return 0;
 		if (i + 1 >= MAX_ATTEMPTS || !st_s3_retryable((int)cc, c->status, c->code))
 			break;
-		if (RAND_bytes((unsigned char *)&rnd, sizeof(rnd)) != 1)
+		if (fl_random_bytes(&rnd, sizeof(rnd)) != 0)
 			rnd = (uint32_t)time(NULL);
 		sleep_ms(st_s3_backoff_ms(i, rnd));
 	}
@@ -998,7 +995,7 @@ static void s3_free(struct st_io *io)
 {
 	struct s3 *s = io->impl;
 
-	curl_share_cleanup(s->share);
+	s->cu->share_cleanup(s->share);
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_destroy(&s->locks[i]);
 	OPENSSL_cleanse(&s->creds, sizeof(s->creds));
@@ -1024,19 +1021,23 @@ int st_io_s3_init(struct st_io *io, const struct st_creds *creds, struct fl_err 
 
 	if (s == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-	pthread_once(&curl_once, curl_init_once);
+	s->cu = st_libcurl_load(err);
+	if (s->cu == NULL) {
+		free(s);
+		return -1;
+	}
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_init(&s->locks[i], NULL);
-	s->share = curl_share_init();
+	s->share = s->cu->share_init();
 	if (s->share == NULL) {
 		free(s);
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	}
-	curl_share_setopt(s->share, CURLSHOPT_LOCKFUNC, share_lock);
-	curl_share_setopt(s->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
-	curl_share_setopt(s->share, CURLSHOPT_USERDATA, s);
-	curl_share_setopt(s->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
-	curl_share_setopt(s->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+	s->cu->share_setopt(s->share, CURLSHOPT_LOCKFUNC, share_lock);
+	s->cu->share_setopt(s->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
+	s->cu->share_setopt(s->share, CURLSHOPT_USERDATA, s);
+	s->cu->share_setopt(s->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+	s->cu->share_setopt(s->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
 	if (creds != NULL)
 		s->creds = *creds;
 	else if (st_profile_credentials(&io->profile, &s->creds, &s->creds_err) != 0 &&

@@ -48,7 +48,7 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 #ifdef ST_HAVE_SNAPPY
-#include <snappy-c.h>
+#include "parquet/libsnappy.h"
 #endif
 
 #include "iceberg/bounds.h"
@@ -667,7 +667,11 @@ static int check_columns(const struct st_parquet_opts *o, struct fl_err *err)
 	if (o->codec > ST_PARQUET_UNCOMPRESSED)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "parquet: unknown codec %d",
 		                  (int)o->codec);
-#ifndef ST_HAVE_SNAPPY
+#ifdef ST_HAVE_SNAPPY
+	/* A missing libsnappy fails the writer's open, not its first page. */
+	if (o->codec == ST_PARQUET_SNAPPY && st_libsnappy_load(err) == NULL)
+		return -1;
+#else
 	if (o->codec == ST_PARQUET_SNAPPY)
 		return fl_err_set(err, FL_ERR_UNSUPPORTED, "parquet: built without snappy");
 #endif
@@ -1097,11 +1101,15 @@ static int compress_page(const struct st_parquet_writer *w, struct pq_enc *e, co
 	}
 #ifdef ST_HAVE_SNAPPY
 	case CODEC_SNAPPY: {
-		size_t len = snappy_max_compressed_length(n);
+		const struct st_libsnappy *sn = st_libsnappy_load(err);
+		size_t len;
 
+		if (sn == NULL)
+			return -1;
+		len = sn->max_compressed_length(n);
 		if (st_buf_reserve(&e->cbuf, len) != 0)
 			goto nomem;
-		if (snappy_compress((const char *)in, n, (char *)e->cbuf.data, &len) != SNAPPY_OK)
+		if (sn->compress((const char *)in, n, (char *)e->cbuf.data, &len) != SNAPPY_OK)
 			return fl_err_set(err, FL_ERR_INTERNAL, "parquet: snappy failed");
 		*out_n = len;
 		break;

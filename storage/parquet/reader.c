@@ -48,7 +48,7 @@
 #define ZSTD_STATIC_LINKING_ONLY /* ZSTD_createDCtx_advanced, for the allocator hook */
 #include <zstd.h>
 #ifdef ST_HAVE_SNAPPY
-#include <snappy-c.h>
+#include "parquet/libsnappy.h"
 #endif
 
 #include "iceberg/bounds.h"
@@ -1247,15 +1247,17 @@ static int decompress(struct st_parquet_reader *r, int codec, const uint8_t *in,
 	}
 #ifdef ST_HAVE_SNAPPY
 	case CODEC_SNAPPY: {
+		const struct st_libsnappy *sn = st_libsnappy_load(err);
 		size_t len;
 
-		if (snappy_uncompressed_length((const char *)in, n, &len) != SNAPPY_OK ||
-		    len != want)
+		if (sn == NULL)
+			return -1;
+		if (sn->uncompressed_length((const char *)in, n, &len) != SNAPPY_OK || len != want)
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
 			                  "snappy data does not decompress to the %zu bytes its "
 			                  "header states",
 			                  want);
-		if (snappy_uncompress((const char *)in, n, (char *)out, &len) != SNAPPY_OK ||
+		if (sn->uncompress((const char *)in, n, (char *)out, &len) != SNAPPY_OK ||
 		    len != want)
 			return fl_err_set(err, FL_ERR_BAD_REQUEST, "snappy data is corrupt");
 		return 0;

@@ -7,16 +7,17 @@
  * connection lost after sending). */
 #include "rest.h"
 
-#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
+#include "io/libcurl.h"
 #include "json.h"
 #include "pct.h"
 
 struct st_rest {
+	const struct st_libcurl *cu;
 	CURL *curl;
 	char *base; /* uri + "/v1/" + prefix segment (with trailing '/') */
 	char *auth; /* "Authorization: Bearer …" or NULL */
@@ -37,6 +38,7 @@ static int request(struct st_rest *c, const char *method, const char *url, const
                    const char *idem, long *status, struct fl_buf *out, bool *sent,
                    struct fl_err *err)
 {
+	const struct st_libcurl *cu = c->cu;
 	struct curl_slist *h = NULL;
 	char *payload = NULL, idem_h[128];
 	CURLcode cc;
@@ -44,22 +46,22 @@ static int request(struct st_rest *c, const char *method, const char *url, const
 
 	*sent = false;
 	fl_buf_reset(out);
-	curl_easy_reset(c->curl);
-	curl_easy_setopt(c->curl, CURLOPT_URL, url);
-	curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, out);
-	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT, 120L);
-	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT, 10L);
-	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
-	h = curl_slist_append(h, "Accept: application/json");
+	cu->easy_reset(c->curl);
+	cu->easy_setopt(c->curl, CURLOPT_URL, url);
+	cu->easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
+	cu->easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, collect);
+	cu->easy_setopt(c->curl, CURLOPT_WRITEDATA, out);
+	cu->easy_setopt(c->curl, CURLOPT_TIMEOUT, 120L);
+	cu->easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT, 10L);
+	cu->easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
+	h = cu->slist_append(h, "Accept: application/json");
 	/* A hint the catalog may ignore: credentials for the table's storage. */
-	h = curl_slist_append(h, "X-Iceberg-Access-Delegation: vended-credentials");
+	h = cu->slist_append(h, "X-Iceberg-Access-Delegation: vended-credentials");
 	if (c->auth != NULL)
-		h = curl_slist_append(h, c->auth);
+		h = cu->slist_append(h, c->auth);
 	if (idem != NULL) {
 		snprintf(idem_h, sizeof(idem_h), "Idempotency-Key: %s", idem);
-		h = curl_slist_append(h, idem_h);
+		h = cu->slist_append(h, idem_h);
 	}
 	if (body != NULL) {
 		payload = fl_json_dump(body, NULL);
@@ -67,23 +69,23 @@ static int request(struct st_rest *c, const char *method, const char *url, const
 			fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 			goto out;
 		}
-		h = curl_slist_append(h, "Content-Type: application/json");
-		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, payload);
+		h = cu->slist_append(h, "Content-Type: application/json");
+		cu->easy_setopt(c->curl, CURLOPT_POSTFIELDS, payload);
 	}
-	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, h);
-	cc = curl_easy_perform(c->curl);
+	cu->easy_setopt(c->curl, CURLOPT_HTTPHEADER, h);
+	cc = cu->easy_perform(c->curl);
 	if (cc != CURLE_OK) {
 		/* Connecting failed: nothing was sent.  Later failures: it may have been. */
 		*sent = cc != CURLE_COULDNT_CONNECT && cc != CURLE_COULDNT_RESOLVE_HOST;
 		fl_err_set(err, FL_ERR_UNAVAILABLE, "%s %s: %s", method, url,
-		           curl_easy_strerror(cc));
+		           cu->easy_strerror(cc));
 		goto out;
 	}
 	*sent = true;
-	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, status);
+	cu->easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, status);
 	rc = 0;
 out:
-	curl_slist_free_all(h);
+	cu->slist_free_all(h);
 	free(payload);
 	return rc;
 }
@@ -142,7 +144,9 @@ int st_rest_open(const char *uri, const char *warehouse, const char *token, stru
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	while (ul > 0 && uri[ul - 1] == '/')
 		ul--;
-	c->curl = curl_easy_init();
+	if ((c->cu = st_libcurl_load(err)) == NULL)
+		goto fail;
+	c->curl = c->cu->easy_init();
 	if (c->curl == NULL) {
 		fl_err_set(err, FL_ERR_NOMEM, "cannot start libcurl");
 		goto fail;
@@ -198,7 +202,7 @@ void st_rest_close(struct st_rest *c)
 	if (c == NULL)
 		return;
 	if (c->curl != NULL)
-		curl_easy_cleanup(c->curl);
+		c->cu->easy_cleanup(c->curl);
 	free(c->base);
 	free(c->auth);
 	json_decref(c->storage);

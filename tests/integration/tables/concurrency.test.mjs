@@ -290,7 +290,7 @@ test('concurrent commits to one table in one process build and write each file o
   const stages = async () => {
     const prom = parse((await request(c.base, 'GET', '/metrics')).text);
     const n = (stage) => sum(prom, 'floe_commit_stage_seconds_count', { stage });
-    return { write: n('write'), update: n('update') };
+    return { gate: n('gate'), write: n('write'), update: n('update') };
   };
   const s0 = await stages();
   // six commits on one base: one applies, five are stale (409)
@@ -313,6 +313,7 @@ test('concurrent commits to one table in one process build and write each file o
   const props = (await load('gate')).metadata.properties;
   for (let i = 0; i < 6; i++) assert.equal(props[`gate.k${i}`], String(i), `property ${i} applied`);
   const s1 = await stages();
+  assert.equal(s1.gate - s0.gate, 12, 'each of the twelve commits passed the gate (stage "gate")');
   assert.equal(s1.update - s0.update, 7, 'seven pointer moves');
   assert.equal(s1.write - s0.write, 7, 'seven metadata files written: none built on a base that another try replaced');
 });

@@ -8,7 +8,7 @@
 // invalidation (served until the next commit) would exceed it.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { request, startFloe, sleep } from '../lib/harness.mjs';
+import { request, startFloe, sleep, psql, waitFor } from '../lib/harness.mjs';
 import { parse, sum } from '../lib/prom.mjs';
 import { startCatalog, call, tablePath, createBody, appendCommit } from './lib.mjs';
 
@@ -107,4 +107,28 @@ test('a commit on one replica is never served stale by another after the notific
   assert.ok(hits > COMMITS, `replica B served loads from its cache (${hits} hits)`);
   assert.ok(misses >= COMMITS, `replica B re-read the table after each commit (${misses} misses)`);
   assert.ok(seen.some((s) => s.status === 304), 'some loads were answered 304');
+});
+
+test('a replica that starts tells the others to drop their cached tables', async () => {
+  // A process that dies between a commit's COMMIT and its NOTIFY (sent right after, before
+  // the client is answered) leaves the other replicas a stale entry; it is cleared when
+  // that process starts again. Simulated: the row moves by SQL, without a notification.
+  const name = 'unnotified';
+  const path = tablePath(a.p, NS, name);
+  const created = (await call(a.base, 'POST', `${a.p}/namespaces/repl/tables`, { body: createBody(name), expect: 200 })).json;
+  const first = await call(b.baseUrl, 'GET', path, { expect: 200 }); // now cached on B
+  assert.equal(first.json['metadata-location'], created['metadata-location']);
+  const moved = created['metadata-location'].replace(/\.metadata\.json$/, '-moved.metadata.json');
+  psql(a.dbUrl, `UPDATE table_entry SET metadata_location = '${moved}', version = version + 1 WHERE name = '${name}'`);
+  const stale = await call(b.baseUrl, 'GET', path, { expect: 200 });
+  assert.equal(stale.json['metadata-location'], created['metadata-location'], 'B still serves its cached entry (no notification was sent)');
+  const c = await startFloe({ databaseUrl: a.dbUrl });
+  try {
+    await waitFor(
+      async () => (await call(b.baseUrl, 'GET', path, { expect: 200 })).json['metadata-location'] === moved,
+      { timeoutMs: 10000, what: 'replica B to drop its cached entry when replica C started' },
+    );
+  } finally {
+    await c.stop();
+  }
 });

@@ -1,0 +1,22 @@
+/* libjwt.c - the srv_libjwt table, filled from SRV_LIBJWT_SONAME (the
+ * SONAME of the libjwt the build found; see meson.build) on first use. */
+#include "libjwt.h"
+
+#include <stddef.h>
+
+#include "dl.h"
+
+static struct srv_libjwt jwt;
+
+static const struct fl_dl_sym jwt_syms[] = {
+#define SRV_LIBJWT_SYM(f) {"jwt_" #f, offsetof(struct srv_libjwt, f)},
+        SRV_LIBJWT_FUNCS(SRV_LIBJWT_SYM)
+#undef SRV_LIBJWT_SYM
+};
+
+static struct fl_dl_lib jwt_lib = FL_DL_LIB(SRV_LIBJWT_SONAME, jwt_syms, &jwt, NULL);
+
+const struct srv_libjwt *srv_libjwt_load(struct fl_err *err)
+{
+	return fl_dl_lib_load(&jwt_lib, err) == 0 ? &jwt : NULL;
+}
