@@ -276,10 +276,13 @@ int cat_table_load(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
 
 /* cat_table_load without copies: the bytes are shared with the loadTable
  * cache (or, on a read of their own, held alone) and stay valid until
- * cat_table_bytes_release(out->hold), which any thread may call once. */
+ * cat_table_bytes_release(out->hold), which any thread may call once.
+ * location_sha256 is the SHA-256 of metadata_location, computed once per
+ * version read (a version's name for validators such as ETags). */
 struct cat_shared;
 struct cat_table_bytes {
 	const char *metadata_location;
+	const unsigned char *location_sha256; /* 32 bytes */
 	const char *metadata; /* NUL-terminated, metadata_len bytes */
 	size_t metadata_len;
 	char storage_type[16];

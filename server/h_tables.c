@@ -51,20 +51,27 @@ static int path_table(struct srv_req *r, struct cat_warehouse *wh, struct cat_ns
 	return srv_warehouse(r, wh, err);
 }
 
-/* The ETag of a LoadTableResult: its metadata file and the snapshot mode
- * (the refs-only body differs from the full one). */
-static void etag_of(const char *metadata_location, bool refs, char out[40])
+/* The ETag of a LoadTableResult: the SHA-256 of its metadata file's location
+ * and snapshot mode (the refs-only body differs from the full one).  For the
+ * full body, location_sha256 is that hash when the caller has it (the
+ * catalog keeps it beside each version it reads), else NULL. */
+static void etag_of(const char *metadata_location, const unsigned char *location_sha256, bool refs,
+                    char out[40])
 {
 	unsigned char h[32];
 	unsigned int hl = 0;
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	EVP_MD_CTX *md;
 
 	memset(h, 0, sizeof(h));
-	if (md != NULL && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1 &&
-	    EVP_DigestUpdate(md, metadata_location, strlen(metadata_location)) == 1 &&
-	    EVP_DigestUpdate(md, refs ? "?snapshots=refs" : "", refs ? 15 : 0) == 1)
-		EVP_DigestFinal_ex(md, h, &hl);
-	EVP_MD_CTX_free(md);
+	if (!refs && location_sha256 != NULL) {
+		memcpy(h, location_sha256, sizeof(h));
+	} else if ((md = EVP_MD_CTX_new()) != NULL) {
+		if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1 &&
+		    EVP_DigestUpdate(md, metadata_location, strlen(metadata_location)) == 1 &&
+		    EVP_DigestUpdate(md, refs ? "?snapshots=refs" : "", refs ? 15 : 0) == 1)
+			EVP_DigestFinal_ex(md, h, &hl);
+		EVP_MD_CTX_free(md);
+	}
 	out[0] = '"';
 	/* Hex by table: this runs on every loadTable. */
 	for (int i = 0; i < 16; i++) {
@@ -109,37 +116,64 @@ static char *refs_only(const char *metadata, struct fl_err *err)
 	return out;
 }
 
-/* The bytes of a LoadTableResult (see reply_table) into b. */
-static int table_body(struct fl_buf *b, const char *mloc, const char *metadata, const json_t *extra)
+/* Appends s as a JSON string, the bytes json_dumps would write: printable
+ * ASCII other than '"' and '\\' goes as it is (a metadata location always
+ * is), anything else through jansson. */
+static int put_json_string(struct fl_buf *b, const char *s)
 {
-	size_t mlen = strlen(metadata);
-	/* One allocation for the whole body (loadTable bodies are often tens of KB). */
-	int rc = fl_buf_reserve(b, mlen + (mloc ? 2 * strlen(mloc) : 0) + 256) != 0;
+	size_t n = 0;
+	json_t *v;
+	char *q;
+	int rc;
 
-	if (mloc != NULL) {
-		json_t *s = json_string(mloc);
-		char *q = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
+	while (s[n] >= 0x20 && s[n] < 0x7f && s[n] != '"' && s[n] != '\\')
+		n++;
+	if (s[n] == '\0')
+		return fl_buf_append(b, "\"", 1) | fl_buf_append(b, s, n) |
+		       fl_buf_append(b, "\"", 1);
+	v = json_string(s);
+	q = v ? json_dumps(v, JSON_ENCODE_ANY) : NULL;
+	rc = q == NULL ? -1 : fl_buf_puts(b, q);
+	free(q);
+	json_decref(v);
+	return rc;
+}
 
-		rc |= q == NULL || fl_buf_printf(b, "{\"metadata-location\":%s,", q) != 0;
+/* The members that follow "metadata" in a LoadTableResult: ,"key":value for
+ * each of extra (none when NULL), as text into b. */
+static int extras_text(struct fl_buf *b, const json_t *extra)
+{
+	const char *k;
+	json_t *v;
+	int rc = 0;
+
+	if (extra == NULL)
+		return 0;
+	json_object_foreach((json_t *)extra, k, v)
+	{
+		char *q = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+
+		rc |= q == NULL || fl_buf_printf(b, ",\"%s\":%s", k, q) != 0;
 		free(q);
-		json_decref(s);
-	} else {
-		rc |= fl_buf_puts(b, "{");
 	}
-	rc |= fl_buf_puts(b, "\"metadata\":") != 0 || fl_buf_append(b, metadata, mlen) != 0;
-	if (extra != NULL) {
-		const char *k;
-		json_t *v;
+	return rc ? -1 : 0;
+}
 
-		json_object_foreach((json_t *)extra, k, v)
-		{
-			char *q = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+/* The bytes of a LoadTableResult (see reply_table) into b: mloc (NULL for
+ * none), the metadata text of mlen bytes, and the rendered extras. */
+static int table_body(struct fl_buf *b, const char *mloc, const char *metadata, size_t mlen,
+                      const char *extras, size_t elen)
+{
+	/* One allocation for the whole body (loadTable bodies are often tens of KB). */
+	int rc = fl_buf_reserve(b, mlen + elen + (mloc ? 2 * strlen(mloc) : 0) + 64) != 0;
 
-			rc |= q == NULL || fl_buf_printf(b, ",\"%s\":%s", k, q) != 0;
-			free(q);
-		}
-	}
-	rc |= fl_buf_puts(b, "}") != 0;
+	if (mloc != NULL)
+		rc |= fl_buf_puts(b, "{\"metadata-location\":") != 0 ||
+		      put_json_string(b, mloc) != 0 || fl_buf_puts(b, ",") != 0;
+	else
+		rc |= fl_buf_puts(b, "{") != 0;
+	rc |= fl_buf_puts(b, "\"metadata\":") != 0 || fl_buf_append(b, metadata, mlen) != 0 ||
+	      fl_buf_append(b, extras, elen) != 0 || fl_buf_puts(b, "}") != 0;
 	return rc ? -1 : 0;
 }
 
@@ -162,37 +196,64 @@ static json_t *without_secrets(const json_t *extra)
 	return out;
 }
 
-/* LoadTableResult around the stored metadata text; extra holds "config"
- * and "storage-credentials" (NULL for a CommitTableResponse). */
-static int reply_table(struct srv_req *r, const char *mloc, const char *metadata, bool refs,
-                       const json_t *extra, struct fl_err *err)
+/* The members after "metadata" of a loadTable in a file warehouse: an
+ * empty config (see table_extras), the same bytes on every request. */
+static const char file_extras[] = ",\"config\":{}";
+
+/* LoadTableResult around the metadata text (mlen bytes); extra holds
+ * "config" and "storage-credentials" (NULL for a CommitTableResponse), or
+ * extras is its rendering (then extra is NULL).  mloc_sha256 as for
+ * etag_of. */
+static int reply_table_text(struct srv_req *r, const char *mloc, const unsigned char *mloc_sha256,
+                            const char *metadata, size_t mlen, bool refs, const json_t *extra,
+                            const char *extras, struct fl_err *err)
 {
-	struct fl_buf b = FL_BUF_INIT;
+	struct fl_buf b = FL_BUF_INIT, ex = FL_BUF_INIT;
 	char etag[40];
+	size_t elen;
 	int rc = 0;
 
 	if (r->tx != NULL && json_object_get(extra, "storage-credentials") != NULL) {
 		json_t *clean = without_secrets(extra);
 		struct fl_buf kept = FL_BUF_INIT;
 
-		rc = clean == NULL ? -1 : table_body(&kept, mloc, metadata, clean);
+		rc = clean == NULL || extras_text(&ex, clean) != 0 ||
+		     table_body(&kept, mloc, metadata, mlen, ex.data ? ex.data : "", ex.len) != 0;
 		json_decref(clean);
+		fl_buf_reset(&ex);
 		r->idem_body = rc == 0 ? fl_arena_strdup(r->arena, kept.data) : NULL;
 		r->idem_len = kept.len;
 		fl_buf_free(&kept);
-		if (r->idem_body == NULL)
+		if (r->idem_body == NULL) {
+			fl_buf_free(&ex);
 			return nomem(err);
+		}
 	}
-	if (table_body(&b, mloc, metadata, extra) != 0) {
+	if (extras == NULL) {
+		rc = extras_text(&ex, extra);
+		extras = ex.data ? ex.data : "";
+		elen = ex.len;
+	} else {
+		elen = strlen(extras);
+	}
+	rc = rc != 0 || table_body(&b, mloc, metadata, mlen, extras, elen) != 0;
+	fl_buf_free(&ex);
+	if (rc != 0) {
 		fl_buf_free(&b);
 		return nomem(err);
 	}
 	if (mloc != NULL)
-		etag_of(mloc, refs, etag);
+		etag_of(mloc, mloc_sha256, refs, etag);
 	size_t n = b.len;
 	if (srv_reply_table(r, fl_buf_steal(&b), n, mloc ? etag : NULL) != 0)
 		return nomem(err);
 	return 0;
+}
+
+static int reply_table(struct srv_req *r, const char *mloc, const char *metadata,
+                       const json_t *extra, struct fl_err *err)
+{
+	return reply_table_text(r, mloc, NULL, metadata, strlen(metadata), false, extra, NULL, err);
 }
 
 /* {"config", "storage-credentials"?} of a table response (vend.h).  A file
@@ -313,7 +374,7 @@ int srv_h_tbl_create(struct srv_req *r, struct fl_err *err)
 		return -1;
 	rc = table_extras(r, &wh, &ns, name, meta, SRV_VEND_HINT, &extra, err);
 	if (rc == 0)
-		rc = reply_table(r, mloc, meta, false, extra, err);
+		rc = reply_table(r, mloc, meta, extra, err);
 	json_decref(extra);
 	free(mloc);
 	free(meta);
@@ -344,7 +405,7 @@ int srv_h_tbl_register(struct srv_req *r, struct fl_err *err)
 		return -1;
 	rc = table_extras(r, &wh, &ns, name, meta, SRV_VEND_HINT, &extra, err);
 	if (rc == 0)
-		rc = reply_table(r, mloc, meta, false, extra, err);
+		rc = reply_table(r, mloc, meta, extra, err);
 	json_decref(extra);
 	free(meta);
 	return rc;
@@ -357,6 +418,7 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 	struct cat_ns ns;
 	char *filtered = NULL, etag[40];
 	json_t *extra = NULL;
+	size_t mlen;
 	bool refs;
 	int rc = -1;
 
@@ -370,19 +432,30 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 	    cat_table_load_bytes(r->ctx->db, r->tx, wh, &ns, r->table, &t, err) != 0)
 		return -1;
 	refs = snapshots != NULL && strcmp(snapshots, "refs") == 0;
-	etag_of(t.metadata_location, refs, etag);
+	etag_of(t.metadata_location, t.location_sha256, refs, etag);
 	inm = srv_header(r, "If-None-Match");
 	if (inm != NULL && strstr(inm, etag + 1) != NULL) {
 		rc = srv_reply_not_modified(r, etag) == 0 ? 0 : nomem(err);
 		goto out;
 	}
 	meta = t.metadata;
-	if (refs && (meta = filtered = refs_only(t.metadata, err)) == NULL)
+	mlen = t.metadata_len;
+	if (refs) {
+		if ((meta = filtered = refs_only(t.metadata, err)) == NULL)
+			goto out;
+		mlen = strlen(filtered);
+	}
+	/* A file warehouse needs no lookup and no vending: its extras are fixed. */
+	if (strcmp(t.storage_type, "file") == 0) {
+		rc = reply_table_text(r, t.metadata_location, t.location_sha256, meta, mlen, refs,
+		                      NULL, file_extras, err);
 		goto out;
+	}
 	if (table_extras_by_type(r, t.storage_type, &ns, r->table, meta, SRV_VEND_HINT, &extra,
 	                         err) != 0)
 		goto out;
-	rc = reply_table(r, t.metadata_location, meta, refs, extra, err);
+	rc = reply_table_text(r, t.metadata_location, t.location_sha256, meta, mlen, refs, extra,
+	                      NULL, err);
 out:
 	json_decref(extra);
 	free(filtered);
@@ -593,7 +666,7 @@ int srv_h_tbl_commit(struct srv_req *r, struct fl_err *err)
 	if (run_commit(r, &wh, &ch, 1, err) != 0)
 		return -1;
 	/* CommitTableResponse: the stored bytes, spliced, with the new ETag. */
-	rc = reply_table(r, ch.metadata_location, ch.metadata, false, NULL, err);
+	rc = reply_table(r, ch.metadata_location, ch.metadata, NULL, err);
 	cat_changes_free(&ch, 1);
 	return rc;
 }

@@ -131,36 +131,38 @@ int srv_path_split(struct fl_arena *a, const char *raw, char **segs, int max, in
 }
 
 /* Matches one template against the segments; binds parameters into r on
- * success (and only then). */
-static bool match_template(const char *tpl, struct srv_req *r)
+ * success (and only then).  no_prefix: the path names no prefix (see the
+ * top), so a {prefix} segment matches nothing.  Runs for many templates on
+ * every request, so it walks each template once and stops at the first
+ * segment that differs. */
+static bool match_template(const char *tpl, struct srv_req *r, bool no_prefix)
 {
 	const char *bind_prefix = NULL, *bind_ns = NULL, *bind_table = NULL, *bind_name = NULL;
-	bool skip_prefix = false;
 	const char *p = tpl;
 	int i = 0;
 
-	if (strstr(tpl, "{prefix}") != NULL && r->nsegs >= 2 && strcmp(r->segs[0], "v1") == 0 &&
-	    srv_is_reserved_prefix(r->segs[1]))
-		skip_prefix = true;
 	while (*p == '/') {
-		const char *s = p + 1, *e = strchr(s, '/');
-		size_t len = e ? (size_t)(e - s) : strlen(s);
+		const char *s = p + 1;
+		size_t len;
 
-		p = s + len;
-		if (len == 8 && strncmp(s, "{prefix}", 8) == 0 && skip_prefix)
+		for (p = s; *p != '/' && *p != '\0';)
+			p++;
+		len = (size_t)(p - s);
+		if (len == 8 && memcmp(s, "{prefix}", 8) == 0 && no_prefix)
 			continue;
 		if (i >= r->nsegs)
 			return false;
 		if (s[0] == '{') {
-			if (strncmp(s, "{prefix}", len) == 0)
+			if (len == 8 && memcmp(s, "{prefix}", 8) == 0)
 				bind_prefix = r->segs[i];
-			else if (strncmp(s, "{namespace}", len) == 0)
+			else if (len == 11 && memcmp(s, "{namespace}", 11) == 0)
 				bind_ns = r->segs[i];
-			else if (strncmp(s, "{table}", len) == 0 || strncmp(s, "{view}", len) == 0)
+			else if ((len == 7 && memcmp(s, "{table}", 7) == 0) ||
+			         (len == 6 && memcmp(s, "{view}", 6) == 0))
 				bind_table = r->segs[i];
 			else
 				bind_name = r->segs[i];
-		} else if (strlen(r->segs[i]) != len || strncmp(s, r->segs[i], len) != 0) {
+		} else if (strncmp(s, r->segs[i], len) != 0 || r->segs[i][len] != '\0') {
 			return false;
 		}
 		i++;
@@ -194,12 +196,14 @@ int srv_route_match(struct srv_req *r, char *allow, size_t allow_cap, struct fl_
 	const struct srv_route *get_route = NULL;
 	size_t alen = 0;
 	bool path_found = false;
+	bool no_prefix = r->nsegs >= 2 && strcmp(r->segs[0], "v1") == 0 &&
+	                 srv_is_reserved_prefix(r->segs[1]);
 
 	allow[0] = '\0';
 	for (int k = 0; k < srv_route_count; k++) {
 		const struct srv_route *rt = &srv_routes[k];
 
-		if (!match_template(rt->path, r))
+		if (!match_template(rt->path, r, no_prefix))
 			continue;
 		path_found = true;
 		if (strcmp(rt->method, r->method) == 0) {
@@ -216,7 +220,7 @@ int srv_route_match(struct srv_req *r, char *allow, size_t allow_cap, struct fl_
 	}
 	if (get_route != NULL && strcmp(r->method, "HEAD") == 0) {
 		/* HEAD of a GET resource: run GET and send only the headers. */
-		(void)match_template(get_route->path, r);
+		(void)match_template(get_route->path, r, no_prefix);
 		r->route = get_route;
 		r->head = true;
 		return 0;

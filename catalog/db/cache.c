@@ -38,6 +38,7 @@
  * insert released the stripe and removes it.  Which stripes can hold a
  * table is remembered in id_mask (a bit per stripe, set before the ring
  * check), so an invalidation visits only those. */
+#include <openssl/evp.h>
 #include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -131,6 +132,9 @@ struct cat_shared *cat_shared_new(const char *mloc, const char *meta, size_t met
 	}
 	memcpy(s->meta, meta, meta_len);
 	s->meta[meta_len] = '\0';
+	/* Hashed here, once per version read, instead of on every hit. */
+	if (EVP_Digest(mloc, strlen(mloc), s->mloc_sha256, NULL, EVP_sha256(), NULL) != 1)
+		memset(s->mloc_sha256, 0, sizeof(s->mloc_sha256));
 	return s;
 }
 

@@ -108,13 +108,14 @@ void cat_scope_timed(struct cat_scope *s);
 
 /* A loadTable row's location and metadata text, immutable and counted:
  * the cache and each response that sends them hold a reference, so a hit
- * copies nothing.  cat_shared_new copies the strings (refs = 1); NULL when
- * out of memory. */
+ * copies nothing.  cat_shared_new copies the strings and hashes the
+ * location once (refs = 1); NULL when out of memory. */
 struct cat_shared {
 	atomic_uint refs;
 	size_t meta_len;
 	char *mloc;
 	char *meta;
+	unsigned char mloc_sha256[32];
 };
 struct cat_shared *cat_shared_new(const char *mloc, const char *meta, size_t meta_len);
 static inline struct cat_shared *cat_shared_ref(struct cat_shared *s)

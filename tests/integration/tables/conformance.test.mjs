@@ -97,6 +97,22 @@ test('createTable: LoadTableResult, ETag, metadata file on disk, dirs created', 
   assert.equal(loaded.etag, res.etag, 'same version, same ETag');
 });
 
+// loadTable writes metadata-location into the body itself (not through a JSON
+// library) on the hot path: a location that needs escaping must come out as the
+// same JSON string createTable wrote, on a miss and on a cached hit alike.
+test('loadTable: a location with a quote and non-ASCII characters is escaped as createTable does', async () => {
+  const name = 'we"ird\\tbl-\u00e9\u6771';
+  const created = await call(c.base, 'POST', `${c.p}/namespaces/conf/tables`, { body: { name, schema }, expect: 200 });
+  const loc = created.json['metadata-location'];
+  assert.ok(loc.includes('"') && loc.includes('\u6771'), `location keeps the quote and the non-ASCII: ${loc}`);
+  for (const pass of ['first read', 'cached read']) {
+    const res = await call(c.base, 'GET', tablePath(c.p, ['conf'], name), { expect: 200 });
+    assert.equal(res.json['metadata-location'], loc, `${pass}: same metadata-location`);
+    assert.ok(res.text.startsWith(`{"metadata-location":${JSON.stringify(loc)},"metadata":`), `${pass}: ${res.text.slice(0, 160)}`);
+    assert.equal(res.headers.etag, created.headers.etag, `${pass}: same version, same ETag`);
+  }
+});
+
 test('createTable: 409 when it exists, 404 when the namespace does not', async () => {
   await expectIcebergError(cat.createTable({ namespace: ['conf'] }, { name: 'events', schema }), 409, 'AlreadyExistsException');
   await expectIcebergError(
