@@ -1230,11 +1230,10 @@ int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse 
 	    !has_action(changes[0].updates, "set-location")) {
 		size_t key_len = 0;
 		char *key = cat_table_key(wh->id, &changes[0].ns, changes[0].name, &key_len);
+		int64_t t0 = fl_mono_ns();
 
 		/* Held until the change is committed (or not): the next try of this
 		 * process starts from the version this one leaves. */
-		int64_t t0 = fl_mono_ns();
-
 		gate = cat_gate_enter(db->gates, key, key_len);
 		free(key);
 		cat_stage_done(db, CAT_STAGE_GATE, &t0);
