@@ -80,15 +80,16 @@ static void touched_add(struct cat_touched *t, const char *id)
 	snprintf(t->ids[t->n++], sizeof(t->ids[0]), "%s", id);
 }
 
-/* NOTIFY floe_table for each changed table (or "*": all of them) on pg,
- * in a transaction of its own that does not wait for its WAL record to be
- * flushed; true when it committed.  Table ids are ours (uuids): anything
- * else is sent as "*". */
-static bool notify_on(PGconn *pg, const struct cat_touched *t)
+/* NOTIFY floe_table for each changed table (or "*": all of them) on c, in
+ * a transaction of its own that does not wait for its WAL record to be
+ * flushed; true when it committed (a failed one leaves c not idle, which
+ * the pool drops).  Table ids are ours (uuids): anything else is sent as
+ * "*". */
+static bool notify_on(struct cat_conn *c, const struct cat_touched *t)
 {
 	struct fl_buf q = FL_BUF_INIT;
-	PGresult *r;
-	bool ok;
+	struct fl_err ignored;
+	bool ok = false;
 	int rc = fl_buf_puts(&q, "BEGIN; SET LOCAL synchronous_commit TO off; SELECT 1");
 
 	for (int i = 0; i < (t->overflow ? 1 : t->n); i++) {
@@ -99,18 +100,24 @@ static bool notify_on(PGconn *pg, const struct cat_touched *t)
 		rc |= fl_buf_printf(&q, ", pg_notify('floe_table', '%s')", id);
 	}
 	rc |= fl_buf_puts(&q, "; COMMIT");
-	if (rc != 0 || pg == NULL || PQstatus(pg) != CONNECTION_OK ||
-	    PQtransactionStatus(pg) != PQTRANS_IDLE) {
-		fl_buf_free(&q);
-		return false;
-	}
-	r = PQexec(pg, q.data);
-	ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-	PQclear(r);
-	if (PQtransactionStatus(pg) == PQTRANS_INERROR ||
-	    PQtransactionStatus(pg) == PQTRANS_INTRANS)
-		PQclear(PQexec(pg, "ROLLBACK"));
+	if (rc == 0 && PQstatus(c->pg) == CONNECTION_OK &&
+	    PQtransactionStatus(c->pg) == PQTRANS_IDLE)
+		ok = cat_exec_script(c, q.data, &ignored) == 0;
 	fl_buf_free(&q);
+	return ok;
+}
+
+/* notify_on with a connection of the pool. */
+static bool notify_pooled(struct cat_db *db, const struct cat_touched *t)
+{
+	struct cat_conn *c;
+	struct fl_err ignored;
+	bool ok;
+
+	if (cat_conn_get(db, &c, &ignored) != 0)
+		return false;
+	ok = notify_on(c, t);
+	cat_conn_put(db, c);
 	return ok;
 }
 
@@ -122,7 +129,8 @@ static bool notify_on(PGconn *pg, const struct cat_touched *t)
  * cluster on one lock held through their WAL flush (PreCommit_Notify), so
  * notifying inside every commit allowed one commit per WAL flush, whatever
  * the number of clients.  Sent on c when it is usable, else on another
- * connection of the pool. */
+ * connection of the pool (best effort: a listener that lost its connection
+ * flushes all anyway). */
 static void put_and_notify(struct cat_db *db, struct cat_conn *c, struct cat_touched *t)
 {
 	bool sent = t->n == 0 && !t->overflow;
@@ -132,18 +140,10 @@ static void put_and_notify(struct cat_db *db, struct cat_conn *c, struct cat_tou
 	for (int i = 0; i < t->n; i++)
 		cat_cache_invalidate(db->cache, t->ids[i]);
 	if (!sent)
-		sent = notify_on(c->pg, t);
+		sent = notify_on(c, t);
 	cat_conn_put(db, c);
-	if (!sent) {
-		struct cat_conn *f;
-		struct fl_err ignored;
-
-		/* Best effort: a listener that lost its connection flushes all anyway. */
-		if (cat_conn_get(db, &f, &ignored) == 0) {
-			(void)notify_on(f->pg, t);
-			cat_conn_put(db, f);
-		}
-	}
+	if (!sent)
+		(void)notify_pooled(db, t);
 	t->n = 0;
 	t->overflow = false;
 }
@@ -155,15 +155,9 @@ void cat_scope_touched(struct cat_scope *s, const char *table_id)
 
 int cat_db_notify_all(struct cat_db *db)
 {
-	struct cat_touched all = {.overflow = true};
-	struct cat_conn *c;
-	struct fl_err ignored;
+	const struct cat_touched all = {.overflow = true};
 
-	if (cat_conn_get(db, &c, &ignored) != 0)
-		return -1;
-	bool ok = notify_on(c->pg, &all);
-	cat_conn_put(db, c);
-	return ok ? 0 : -1;
+	return notify_pooled(db, &all) ? 0 : -1;
 }
 
 int cat_tx_begin(struct cat_db *db, struct cat_tx **out, struct fl_err *err)
