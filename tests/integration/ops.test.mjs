@@ -6,7 +6,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
-import { freshDatabase, startFloe, request, runFloe, psql, tmpDir } from './lib/harness.mjs';
+import { freshDatabase, startFloe, request, runFloe, psql, tmpDir, sleep } from './lib/harness.mjs';
 import { floeBin } from './lib/paths.mjs';
 import { expectJson, expectError, assertRequestId } from './lib/checks.mjs';
 import { yamlToJson } from './lib/spec.mjs';
@@ -64,14 +64,22 @@ test('/metrics parses, has the documented families, counters grow', async () => 
   for (let i = 0; i < N; i++) expectJson(await r('GET', '/v1/config'), 200);
   const secret = `probe${crypto.randomBytes(6).toString('hex')}`;
   for (let i = 0; i < 3; i++) expectError(await r('GET', `/v1/namespaces/${secret}`), 404);
-  const m1 = await metrics();
 
   const key = (s) => JSON.stringify(s.labels);
   const before0 = new Map(prom.find(m0, 'floe_http_requests_total').map((s) => [key(s), s.value]));
-  const grown = prom
-    .find(m1, 'floe_http_requests_total')
-    .filter((s) => s.value - (before0.get(key(s)) ?? 0) >= 1)
-    .map((s) => ({ ...s, delta: s.value - (before0.get(key(s)) ?? 0) }));
+  const grownIn = (m) =>
+    prom
+      .find(m, 'floe_http_requests_total')
+      .filter((s) => s.value - (before0.get(key(s)) ?? 0) >= 1)
+      .map((s) => ({ ...s, delta: s.value - (before0.get(key(s)) ?? 0) }));
+  // A request is counted when libmicrohttpd reports it complete, which can come a moment
+  // after the client has its answer: read /metrics until the last request shows (2 s at most).
+  let m1 = await metrics();
+  for (let t = 0; t < 40 && !grownIn(m1).some((s) => s.labels.status === '404' && s.delta >= 3); t++) {
+    await sleep(50);
+    m1 = await metrics();
+  }
+  const grown = grownIn(m1);
   for (const s of prom.find(m1, 'floe_http_requests_total')) {
     for (const l of ['route', 'method', 'status']) assert.ok(l in s.labels, `label ${l} on ${key(s)}`);
   }
