@@ -815,14 +815,23 @@ static struct cat_row_move move_of(const struct cat_row *row, const struct cat_c
 	};
 }
 
-/* One change under its row lock: requirements, builder, file, pointer. */
+/* A table row its caller has locked in this scope already, with its
+ * parsed metadata (borrowed). */
+struct locked_row {
+	const struct cat_row *row;
+	json_t *base;
+};
+
+/* One change under its row lock: requirements, builder, file, pointer.
+ * The row is locked here unless the caller holds it (locked != NULL). */
 static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, struct cat_change *ch,
                       const struct cat_limits *lim, size_t *budget, const char *request_id,
                       const char *actor, struct cat_written *w, struct cat_written *stale,
-                      struct fl_err *err)
+                      const struct locked_row *locked, struct fl_err *err)
 {
 	char tbuf[520], nsid[24], *path = NULL, *text = NULL, *defloc = NULL;
-	struct cat_row row = {0};
+	struct cat_row own = {0};
+	const struct cat_row *row = locked != NULL ? locked->row : &own;
 	json_t *base = NULL, *meta = NULL, *updates = NULL, *filled = NULL;
 	struct cat_row_stats st;
 	struct cat_conn *c = sc->c;
@@ -830,20 +839,25 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 	int found, rc = -1;
 	int64_t t0 = fl_mono_ns();
 
-	found = cat_row_lock(c, wh->id, &ch->ns, ch->name, &row, err);
-	if (found < 0)
-		goto out;
-	cat_stage_done(sc->db, CAT_STAGE_LOCK, &t0);
+	if (locked != NULL) {
+		found = 1;
+		base = json_incref(locked->base);
+	} else {
+		found = cat_row_lock(c, wh->id, &ch->ns, ch->name, &own, err);
+		if (found < 0)
+			goto out;
+		cat_stage_done(sc->db, CAT_STAGE_LOCK, &t0);
+	}
 	if (found == 0 && !has_create(ch->requirements)) {
 		if (cat_namespace_id(c, wh->id, &ch->ns, nsid, sizeof(nsid), err) == 0)
 			fl_err_set(err, FL_ERR_NO_SUCH_TABLE, "table %s does not exist",
 			           table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
 		goto out;
 	}
-	if (found > 0) {
+	if (found > 0 && base == NULL) {
 		json_error_t je;
 
-		base = json_loads(row.metadata, 0, &je);
+		base = json_loads(row->metadata, 0, &je);
 		if (base == NULL) {
 			fl_err_set(err, FL_ERR_INTERNAL, "stored metadata of %s is not JSON",
 			           table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
@@ -895,35 +909,34 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 	}
 	cat_stage_done(sc->db, CAT_STAGE_REQUIREMENTS, &t0);
 	if (fill_added_rows(wh->io, base, updates, &filled, err) != 0 ||
-	    cat_meta_apply(base, found ? row.metadata_location : NULL, filled, fl_now_ms(),
+	    cat_meta_apply(base, found ? row->metadata_location : NULL, filled, fl_now_ms(),
 	                   lim->max_updates, &meta, &changed, err) != 0) {
 		fl_err_prefix(err, "table %s", table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
 		goto out;
 	}
 	cat_stage_done(sc->db, CAT_STAGE_BUILD, &t0);
 	if (found > 0 && !changed) {
-		rc = answer_unchanged(ch, &row, err);
+		rc = answer_unchanged(ch, row, err);
 		goto out;
 	}
-	if ((found == 0 || strcmp(cat_meta_location(meta), row.location) != 0) &&
-	    cat_location_check(c, wh, cat_meta_location(meta), found ? row.id : NULL, err) != 0)
+	if ((found == 0 || strcmp(cat_meta_location(meta), row->location) != 0) &&
+	    cat_location_check(c, wh, cat_meta_location(meta), found ? row->id : NULL, err) != 0)
 		goto out;
-	if (found > 0 && stale_files(base, row.metadata_location, meta, stale) != 0) {
+	if (found > 0 && stale_files(base, row->metadata_location, meta, stale) != 0) {
 		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	if (cat_write_metadata(meta, found ? row.version + 1 : 0, w, &path, &text, err) != 0)
+	if (cat_write_metadata(meta, found ? row->version + 1 : 0, w, &path, &text, err) != 0)
 		goto out;
 	cat_stage_done(sc->db, CAT_STAGE_WRITE, &t0);
 	row_stats(meta, &st);
 	if (found) {
-		/* The pointer, the commit event and the NOTIFY in one round trip. */
-		struct cat_row_move mv =
-		        move_of(&row, ch, path, text, meta, &st, request_id, actor);
+		/* The pointer and the commit event in one round trip. */
+		struct cat_row_move mv = move_of(row, ch, path, text, meta, &st, request_id, actor);
 
 		if (cat_row_move(c, &mv, err) != 0)
 			goto out;
-		cat_scope_touched(sc, row.id);
+		cat_scope_touched(sc, row->id);
 	} else {
 		const char *uuid = cat_meta_uuid(meta);
 
@@ -941,7 +954,7 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 	path = text = NULL;
 	rc = 0;
 out:
-	cat_row_free(&row);
+	cat_row_free(&own);
 	json_decref(base);
 	json_decref(meta);
 	json_decref(updates);
@@ -1190,7 +1203,7 @@ static int commit_locked(struct cat_db *db, struct cat_tx *tx, const struct cat_
 	}
 	for (int k = 0; k < n; k++)
 		if (commit_one(&sc, wh, &changes[order[k]], lim, &budget, request_id, actor, &w,
-		               stale, err) != 0)
+		               stale, NULL, err) != 0)
 			goto out;
 	/* Registered only now: a failed change rolls the whole commit back. */
 	cat_scope_after_commit(&sc, stale_delete, stale);
@@ -1273,7 +1286,9 @@ int cat_table_append_tx(struct cat_db *db, struct cat_tx *tx, const struct cat_w
 	struct cat_written w = {.io = wh->io};
 	struct cat_written *stale = malloc(sizeof(*stale));
 	struct cat_row row = {0};
+	struct locked_row locked;
 	struct cat_scope sc;
+	int64_t t0;
 	json_t *base = NULL, *updates = NULL, *reqs = json_array();
 	size_t budget = lim->max_updates;
 	char tbuf[520], nsid[24];
@@ -1291,7 +1306,10 @@ int cat_table_append_tx(struct cat_db *db, struct cat_tx *tx, const struct cat_w
 		free(stale);
 		return -1;
 	}
+	t0 = fl_mono_ns();
 	found = cat_row_lock(sc.c, wh->id, &ch->ns, ch->name, &row, err);
+	if (found > 0)
+		cat_stage_done(db, CAT_STAGE_LOCK, &t0);
 	if (found <= 0) {
 		if (found == 0 &&
 		    cat_namespace_id(sc.c, wh->id, &ch->ns, nsid, sizeof(nsid), err) == 0)
@@ -1308,8 +1326,9 @@ int cat_table_append_tx(struct cat_db *db, struct cat_tx *tx, const struct cat_w
 		goto out;
 	ch->requirements = reqs;
 	ch->updates = updates;
-	/* The row lock is held: commit_one sees exactly the state build saw. */
-	if (commit_one(&sc, wh, ch, lim, &budget, request_id, actor, &w, stale, err) != 0)
+	/* The row lock is held: commit_one judges exactly the state build saw. */
+	locked = (struct locked_row){&row, base};
+	if (commit_one(&sc, wh, ch, lim, &budget, request_id, actor, &w, stale, &locked, err) != 0)
 		goto out;
 	cat_scope_after_commit(&sc, stale_delete, stale);
 	stale = NULL;
