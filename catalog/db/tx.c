@@ -80,27 +80,39 @@ static void touched_add(struct cat_touched *t, const char *id)
 	snprintf(t->ids[t->n++], sizeof(t->ids[0]), "%s", id);
 }
 
-/* NOTIFY floe_table for each changed table (or "*": all of them) on c, in
- * a transaction of its own that does not wait for its WAL record to be
- * flushed; true when it committed (a failed one leaves c not idle, which
- * the pool drops).  Table ids are ours (uuids): anything else is sent as
- * "*". */
-static bool notify_on(struct cat_conn *c, const struct cat_touched *t)
+static bool touched_none(const struct cat_touched *t)
 {
-	struct fl_buf q = FL_BUF_INIT;
-	struct fl_err ignored;
-	bool ok = false;
-	int rc = fl_buf_puts(&q, "BEGIN; SET LOCAL synchronous_commit TO off; SELECT 1");
+	return t->n == 0 && !t->overflow;
+}
+
+/* Appends to q the statement that notifies floe_table of each changed
+ * table (or "*": all of them) in a transaction of its own that does not
+ * wait for its WAL record to be flushed (the statement's implicit one, or
+ * the rest of a pipeline's).  Table ids are ours (uuids): anything else is
+ * sent as "*". */
+static int notify_sql(struct fl_buf *q, const struct cat_touched *t)
+{
+	int rc = fl_buf_puts(q, "SELECT set_config('synchronous_commit', 'off', true)");
 
 	for (int i = 0; i < (t->overflow ? 1 : t->n); i++) {
 		const char *id = t->overflow ? "*" : t->ids[i];
 
 		if (strspn(id, "0123456789abcdefABCDEF-") != strlen(id))
 			id = "*";
-		rc |= fl_buf_printf(&q, ", pg_notify('floe_table', '%s')", id);
+		rc |= fl_buf_printf(q, ", pg_notify('floe_table', '%s')", id);
 	}
-	rc |= fl_buf_puts(&q, "; COMMIT");
-	if (rc == 0 && PQstatus(c->pg) == CONNECTION_OK &&
+	return rc;
+}
+
+/* Sends notify_sql on c; true when it committed (a failed one leaves c not
+ * idle, which the pool drops). */
+static bool notify_on(struct cat_conn *c, const struct cat_touched *t)
+{
+	struct fl_buf q = FL_BUF_INIT;
+	struct fl_err ignored;
+	bool ok = false;
+
+	if (notify_sql(&q, t) == 0 && PQstatus(c->pg) == CONNECTION_OK &&
 	    PQtransactionStatus(c->pg) == PQTRANS_IDLE)
 		ok = cat_exec_script(c, q.data, &ignored) == 0;
 	fl_buf_free(&q);
@@ -124,17 +136,17 @@ static bool notify_pooled(struct cat_db *db, const struct cat_touched *t)
 /* Ends the use of c after its COMMIT (or its unknown outcome): drops the
  * tables it changed from this process's cache, returns c to the pool, and
  * tells the other processes' cache listeners (cache.c), before the caller
- * answers its client.  The notification is sent after the COMMIT, not in
+ * answers its client; sent says the COMMIT carried the notification behind
+ * it already (commit_notify).  The notification follows the COMMIT, not in
  * it: PostgreSQL serializes the COMMITs of all notifying transactions of a
  * cluster on one lock held through their WAL flush (PreCommit_Notify), so
  * notifying inside every commit allowed one commit per WAL flush, whatever
  * the number of clients.  Sent on c when it is usable, else on another
  * connection of the pool (best effort: a listener that lost its connection
  * flushes all anyway). */
-static void put_and_notify(struct cat_db *db, struct cat_conn *c, struct cat_touched *t)
+static void put_and_notify(struct cat_db *db, struct cat_conn *c, struct cat_touched *t, bool sent)
 {
-	bool sent = t->n == 0 && !t->overflow;
-
+	sent = sent || touched_none(t);
 	if (t->overflow)
 		cat_cache_invalidate(db->cache, "*");
 	for (int i = 0; i < t->n; i++)
@@ -215,26 +227,62 @@ static int commit_result(struct cat_conn *c, PGresult *r, struct fl_err *err)
 	                  PQerrorMessage(c->pg));
 }
 
-static int commit(struct cat_conn *c, struct fl_err *err)
+/* COMMIT, then the notification of the tables it changed (t), in one
+ * round trip: PostgreSQL runs the notification only once the COMMIT has
+ * completed (its WAL flushed), and not at all when the COMMIT fails.
+ * *sent says whether the notification went out. */
+static int commit_notify(struct cat_conn *c, const struct cat_touched *t, bool *sent,
+                         struct fl_err *err)
 {
-	return commit_result(c, PQexec(c->pg, "COMMIT"), err);
+	struct fl_buf q = FL_BUF_INIT;
+	PGresult *r, *first = NULL;
+	int n = 0, ok = 0;
+
+	*sent = false;
+	if (touched_none(t) || fl_buf_puts(&q, "COMMIT; ") != 0 || notify_sql(&q, t) != 0) {
+		fl_buf_free(&q);
+		return commit_result(c, PQexec(c->pg, "COMMIT"), err);
+	}
+	if (PQsendQuery(c->pg, q.data) == 1) {
+		while ((r = PQgetResult(c->pg)) != NULL) {
+			if (n++ == 0) {
+				first = r;
+				continue;
+			}
+			ok += PQresultStatus(r) == PGRES_TUPLES_OK;
+			PQclear(r);
+		}
+	}
+	fl_buf_free(&q);
+	*sent = n == 2 && ok == 1;
+	return commit_result(c, first, err);
 }
 
-/* last, then COMMIT, in one round trip.  A failure of last is definite
- * (the COMMIT after it is not run); an answer missing after last was sent
- * is not: the COMMIT may have run. */
-static int commit_after(struct cat_conn *c, const struct cat_pipe_q *last, struct fl_err *err)
+/* last, then COMMIT (then the notification of t, as commit_notify), in
+ * one round trip.  A failure of last is definite (the COMMIT after it is
+ * not run); an answer missing after last was sent is not: the COMMIT may
+ * have run. */
+static int commit_after(struct cat_conn *c, const struct cat_pipe_q *last,
+                        const struct cat_touched *t, bool *sent, struct fl_err *err)
 {
-	struct cat_pipe_q q[2] = {*last, {.sql = "COMMIT"}};
-	PGresult *res[2];
+	struct fl_buf nq = FL_BUF_INIT;
+	struct cat_pipe_q q[3] = {*last, {.sql = "COMMIT"}};
+	PGresult *res[3];
 	ExecStatusType st;
 	char name[16];
+	int k = 2;
 
 	/* Prepared outside the pipeline, as cat_exec would: last runs once per
 	 * keyed mutation and is not worth parsing and planning each time. */
 	if (q[0].stmt == NULL && q[0].n > 0)
 		q[0].stmt = cat_prepared(c, q[0].sql, name);
-	(void)cat_pipeline(c, 2, q, res);
+	if (!touched_none(t) && notify_sql(&nq, t) == 0)
+		q[k++].sql = nq.data;
+	(void)cat_pipeline(c, k, q, res);
+	fl_buf_free(&nq);
+	*sent = k == 3 && PQresultStatus(res[2]) == PGRES_TUPLES_OK;
+	if (k == 3)
+		PQclear(res[2]);
 	st = PQresultStatus(res[0]);
 	/* An error that libpq made up for a lost connection says nothing. */
 	if (res[0] != NULL && st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK &&
@@ -259,12 +307,14 @@ static int commit_after(struct cat_conn *c, const struct cat_pipe_q *last, struc
 static int tx_commit(struct cat_tx *tx, const struct cat_pipe_q *last, struct fl_err *err)
 {
 	int64_t t0 = fl_mono_ns();
+	bool sent = false;
 	int rc = 0;
 
 	if (last != NULL)
-		rc = tx_started(tx, err) != 0 ? -1 : commit_after(tx->c, last, err);
-	else if (tx->begun)
-		rc = commit(tx->c, err); /* nothing ran: nothing to commit */
+		rc = tx_started(tx, err) != 0 ? -1
+		                              : commit_after(tx->c, last, &tx->touched, &sent, err);
+	else if (tx->begun) /* nothing ran: nothing to commit */
+		rc = commit_notify(tx->c, &tx->touched, &sent, err);
 	if (tx->timed) {
 		int64_t t1 = t0 - tx->idem_ns;
 
@@ -273,7 +323,7 @@ static int tx_commit(struct cat_tx *tx, const struct cat_pipe_q *last, struct fl
 	}
 	after_run(&tx->after, rc == 0);
 	/* Even an unknown outcome may have applied: invalidate either way. */
-	put_and_notify(tx->db, tx->c, &tx->touched);
+	put_and_notify(tx->db, tx->c, &tx->touched, sent);
 	free(tx);
 	return rc;
 }
@@ -375,6 +425,7 @@ int cat_scope_begin(struct cat_db *db, struct cat_tx *tx, bool write, struct cat
 
 int cat_scope_end(struct cat_scope *s, bool ok, struct fl_err *err)
 {
+	bool sent = false;
 	int rc = ok ? 0 : -1;
 
 	if (s->outer != NULL) {
@@ -396,7 +447,7 @@ int cat_scope_end(struct cat_scope *s, bool ok, struct fl_err *err)
 		if (ok) {
 			int64_t t0 = fl_mono_ns();
 
-			rc = commit(s->c, err);
+			rc = commit_notify(s->c, &s->touched, &sent, err);
 			if (s->timed)
 				cat_stage_done(s->db, CAT_STAGE_COMMIT, &t0);
 		} else {
@@ -408,7 +459,7 @@ int cat_scope_end(struct cat_scope *s, bool ok, struct fl_err *err)
 	}
 	/* A read scope touches a table only by a statement that committed by
 	 * itself (an optimistic commit's pointer move). */
-	put_and_notify(s->db, s->c, &s->touched);
+	put_and_notify(s->db, s->c, &s->touched, sent);
 	after_run(&s->after, s->write && rc == 0);
 	return rc;
 }
