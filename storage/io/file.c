@@ -60,11 +60,16 @@ static int file_write_new(struct st_io *io, const char *uri, const void *p, size
 	snprintf(dir, sizeof(dir), "%s", path);
 	slash = strrchr(dir, '/');
 	*slash = '\0';
-	if (dir[0] != '\0' && fl_mkdir_p(dir) != 0)
-		return fl_err_set(err, FL_ERR_IO, "cannot create directory %.200s: %s", dir,
-		                  strerror(errno));
 	snprintf(tmp, sizeof(tmp), "%s.tmp-%ld", path, (long)getpid() ^ (long)(size_t)&fd);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	/* The directory is made (durably) only when missing: most writes go
+	 * to a table's existing data/ or metadata/ directory. */
+	if (fd < 0 && errno == ENOENT && dir[0] != '\0') {
+		if (fl_mkdir_p(dir) != 0)
+			return fl_err_set(err, FL_ERR_IO, "cannot create directory %.200s: %s", dir,
+			                  strerror(errno));
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	}
 	if (fd < 0)
 		return fl_err_set(err, FL_ERR_IO, "cannot create %.200s: %s", tmp, strerror(errno));
 	while (off < n) {
