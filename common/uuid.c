@@ -1,4 +1,6 @@
-/* uuid.c - UUIDs from libuuid (v4) and from the clock plus getrandom (v7, RFC 9562 §5.7). */
+/* uuid.c - UUIDs from getrandom (v4) and from the clock plus getrandom (v7, RFC 9562
+ * §5.7); libuuid only when the kernel gives no randomness (its own random UUID
+ * asks the kernel too, plus getpid, getuid, gettid and getppid each time). */
 #include "uuid.h"
 
 #include <ctype.h>
@@ -12,10 +14,15 @@
 
 void fl_uuid_v4(char out[FL_UUID_STR])
 {
-	uuid_t u;
+	unsigned char b[16];
 
-	uuid_generate_random(u);
-	uuid_unparse_lower(u, out);
+	if (fl_random_bytes(b, sizeof(b)) != 0) {
+		uuid_generate_random(b);
+	} else {
+		b[6] = (unsigned char)(0x40 | (b[6] & 0x0f));
+		b[8] = (unsigned char)(0x80 | (b[8] & 0x3f));
+	}
+	uuid_unparse_lower(b, out);
 }
 
 void fl_uuid_v7(char out[FL_UUID_STR])
