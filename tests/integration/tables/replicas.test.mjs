@@ -11,6 +11,8 @@ import assert from 'node:assert/strict';
 import { request, startFloe, sleep, psql, waitFor } from '../lib/harness.mjs';
 import { parse, sum } from '../lib/prom.mjs';
 import { startCatalog, call, tablePath, createBody, appendCommit } from './lib.mjs';
+import { ingest, show, tmpDir } from '../ingest/lib.mjs';
+import fs from 'node:fs';
 
 const NS = ['repl'];
 const COMMITS = 60;
@@ -110,9 +112,10 @@ test('a commit on one replica is never served stale by another after the notific
 });
 
 test('a replica that starts tells the others to drop their cached tables', async () => {
-  // A process that dies between a commit's COMMIT and its NOTIFY (sent right after, before
-  // the client is answered) leaves the other replicas a stale entry; it is cleared when
-  // that process starts again. Simulated: the row moves by SQL, without a notification.
+  // A daemon that dies between a pointer move that committed by itself (an optimistic
+  // commit) and its NOTIFY (sent right after, before the client is answered) leaves the
+  // other replicas a stale entry; it is cleared when that daemon starts again. Simulated:
+  // the row moves by SQL, without a notification.
   const name = 'unnotified';
   const path = tablePath(a.p, NS, name);
   const created = (await call(a.base, 'POST', `${a.p}/namespaces/repl/tables`, { body: createBody(name), expect: 200 })).json;
@@ -130,5 +133,46 @@ test('a replica that starts tells the others to drop their cached tables', async
     );
   } finally {
     await c.stop();
+  }
+});
+
+test('a floe ingest killed while its COMMIT runs still tells the other replicas', async () => {
+  // The notification travels behind the COMMIT in the same request, so PostgreSQL sends it
+  // once the COMMIT completes even when the process that asked is gone by then. A deferred
+  // trigger makes this table's COMMIT take 1.5 s; the ingest is killed during it.
+  const name = 'killed';
+  const ctx = { ns: NS, dbUrl: a.dbUrl, base: a.base, p: a.p };
+  const dir = tmpDir('repl-kill');
+  fs.writeFileSync(`${dir}/1.csv`, 'id,v\n1,a\n');
+  fs.writeFileSync(`${dir}/2.csv`, 'id,v\n2,b\n');
+  const first = await ingest(ctx, name, [`${dir}/1.csv`], { args: ['--create'] });
+  assert.equal(first.code, 0, show(first));
+  const path = tablePath(a.p, NS, name);
+  const cached = (await call(b.baseUrl, 'GET', path, { expect: 200 })).json['metadata-location'];
+  psql(a.dbUrl, `CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1.5); RETURN NULL; END $$;
+    CREATE CONSTRAINT TRIGGER slow_commit AFTER UPDATE ON table_entry DEFERRABLE INITIALLY DEFERRED
+      FOR EACH ROW WHEN (NEW.name = '${name}') EXECUTE FUNCTION slow_commit()`);
+  try {
+    let proc;
+    const run = ingest(ctx, name, [`${dir}/2.csv`], { onSpawn: (p) => { proc = p; } });
+    await waitFor(
+      () => psql(a.dbUrl, "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE 'COMMIT%'").trim() === '1',
+      { timeoutMs: 15000, intervalMs: 20, what: 'the ingest to be in its COMMIT' },
+    );
+    proc.kill('SIGKILL');
+    const killed = await run;
+    assert.equal(killed.signal, 'SIGKILL', show(killed));
+    // The COMMIT completes without its client; then B must drop its entry.
+    await waitFor(
+      () => psql(a.dbUrl, `SELECT metadata_location FROM table_entry WHERE name = '${name}'`).trim() !== cached,
+      { timeoutMs: 10000, what: 'the killed ingest\'s COMMIT to complete' },
+    );
+    const moved = psql(a.dbUrl, `SELECT metadata_location FROM table_entry WHERE name = '${name}'`).trim();
+    await waitFor(
+      async () => (await call(b.baseUrl, 'GET', path, { expect: 200 })).json['metadata-location'] === moved,
+      { timeoutMs: 3000, what: 'replica B to drop its cached entry (notified behind the killed ingest\'s COMMIT)' },
+    );
+  } finally {
+    psql(a.dbUrl, 'DROP TRIGGER slow_commit ON table_entry; DROP FUNCTION slow_commit()');
   }
 });
