@@ -6,7 +6,6 @@
  * A table row carries its current metadata JSON beside its location, so
  * loadTable is one indexed read (namespace by levels, then table by name)
  * and never touches object storage. */
-#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -474,17 +473,10 @@ char *cat_table_key(const char *wh, const struct cat_ns *ns, const char *name, s
  * that starts after it was queued, so a client still reads its own writes;
  * the leader notes the cache's invalidation number before the statement, as
  * a single read does.  A request the batch did not find, or a batch that
- * failed, is read again alone, which gives the precise error.
- *
- * Wake-ups: each waiter sleeps on a semaphore of its own, outside load_mu.
- * A leader decides under load_mu -- the outcome of each request it read,
- * and which queued request (the oldest) leads the next read, which leaves
- * the queue -- and posts the semaphores after releasing it, so that a woken
- * waiter never sleeps again on the lock its waker holds (under load that
- * was a second sleep and wake for every miss).  A waiter is posted once per
- * wait, by whoever took it out of the queue, and only after that decision
- * was made: it can therefore leave (its request lives on its stack) as soon
- * as it wakes with an outcome, without the lock. */
+ * failed, is read again alone, which gives the precise error.  Each waiter
+ * sleeps on its own condition variable: a leader wakes exactly the requests
+ * it answered and, when requests are still queued, the oldest of them to
+ * lead the next read. */
 
 #define LOAD_BATCH 16
 #define LOAD_INFLIGHT 2
@@ -497,21 +489,14 @@ static const char load_batch_sql[] =
         " JOIN table_entry t ON t.namespace_id = n.id WHERE w.name = k.wh"
         " AND n.levels = k.ns::text[] AND t.name = k.name AND t.kind = 'TABLE' OFFSET 0) r";
 
-enum load_state {
-	LOAD_QUEUED, /* in the queue, or being read */
-	LOAD_FOUND, /* read: sh and type are set */
-	LOAD_ALONE, /* not in the batch's answer: read it alone */
-	LOAD_LEAD, /* taken out of the queue to lead the next read */
-};
-
 struct cat_load_wait {
 	struct cat_load_wait *next;
-	sem_t wake;
+	pthread_cond_t cv;
 	const char *wh, *name, *key;
 	char *levels; /* text[] literal */
 	size_t key_len;
 	bool queued;
-	enum load_state state;
+	int state; /* 0 queued or being read, 1 found, -1 read it alone */
 	struct cat_shared *sh;
 	char type[16];
 };
@@ -593,35 +578,21 @@ out:
 	free(pc);
 }
 
-/* Takes the oldest queued request out of the queue to lead the next read
- * (load_mu held); NULL when none is queued or LOAD_INFLIGHT reads run.  The
- * read it will lead counts as running from now on: a request arriving
- * before the leader wakes queues for that read instead of starting a read
- * of its own (which would split one batch into two).  The caller posts it
- * after releasing load_mu. */
-static struct cat_load_wait *next_leader(struct cat_db *db)
+/* Wakes the oldest queued request to lead the next read (load_mu held). */
+static void signal_oldest(struct cat_db *db)
 {
-	struct cat_load_wait **pp = &db->load_queue, *oldest;
+	struct cat_load_wait *oldest = db->load_queue;
 
-	if (*pp == NULL || db->load_inflight >= LOAD_INFLIGHT)
-		return NULL;
-	while ((*pp)->next != NULL)
-		pp = &(*pp)->next;
-	oldest = *pp;
-	*pp = NULL;
-	oldest->queued = false;
-	oldest->state = LOAD_LEAD;
-	db->load_inflight++;
-	return oldest;
+	while (oldest->next != NULL)
+		oldest = oldest->next;
+	pthread_cond_signal(&oldest->cv);
 }
 
 /* Leads one read (load_mu held on entry and on return): the oldest queued
- * requests, read without the lock, their outcome decided under it and
- * announced after it.  `me` is the leader's own request, never posted: it
- * finds its outcome (or that it leads next) under load_mu on return. */
-static void load_lead(struct cat_db *db, struct cat_load_wait *me)
+ * requests, read without the lock, their outcome published under it. */
+static void load_lead(struct cat_db *db)
 {
-	struct cat_load_wait *batch[LOAD_BATCH], **pp = &db->load_queue, *next;
+	struct cat_load_wait *batch[LOAD_BATCH], **pp = &db->load_queue;
 	bool found[LOAD_BATCH];
 	size_t len = 0;
 	int n = 0;
@@ -637,23 +608,20 @@ static void load_lead(struct cat_db *db, struct cat_load_wait *me)
 	*pp = NULL;
 	db->load_inflight++;
 	/* More queued than one read takes, and room for another read. */
-	next = next_leader(db);
+	if (db->load_queue != NULL && db->load_inflight < LOAD_INFLIGHT)
+		signal_oldest(db);
 	pthread_mutex_unlock(&db->load_mu);
-	if (next != NULL && next != me)
-		sem_post(&next->wake);
 	load_batch(db, batch, n, found);
 	pthread_mutex_lock(&db->load_mu);
 	db->load_inflight--;
-	for (int i = 0; i < n; i++)
-		batch[i]->state = found[i] ? LOAD_FOUND : LOAD_ALONE;
-	next = next_leader(db);
-	pthread_mutex_unlock(&db->load_mu);
-	for (int i = 0; i < n; i++)
-		if (batch[i] != me)
-			sem_post(&batch[i]->wake);
-	if (next != NULL && next != me)
-		sem_post(&next->wake);
-	pthread_mutex_lock(&db->load_mu);
+	/* A waiter leaves (and its request, on its stack, ends) only once it
+	 * sees its state, which is why it is published under the lock. */
+	for (int i = 0; i < n; i++) {
+		batch[i]->state = found[i] ? 1 : -1;
+		pthread_cond_signal(&batch[i]->cv);
+	}
+	if (db->load_queue != NULL)
+		signal_oldest(db);
 }
 
 /* 1 with the table read in a batch; 0 when it must be read alone. */
@@ -661,48 +629,26 @@ static int load_batched(struct cat_db *db, const char *wh, const struct cat_ns *
                         const char *name, const char *key, size_t key_len, struct cat_shared **sh,
                         char type[16])
 {
-	struct cat_load_wait me = {.wh = wh, .name = name, .key = key, .key_len = key_len};
-	struct cat_load_wait **pp;
+	struct cat_load_wait me = {
+	        .wh = wh, .name = name, .key = key, .key_len = key_len, .queued = true};
 
 	me.levels = cat_text_array(ns, ns->n);
-	if (me.levels == NULL || sem_init(&me.wake, 0, 0) != 0) {
-		free(me.levels);
+	if (me.levels == NULL)
 		return 0;
-	}
+	pthread_cond_init(&me.cv, NULL);
 	pthread_mutex_lock(&db->load_mu);
 	me.next = db->load_queue;
 	db->load_queue = &me;
-	me.queued = true;
-	for (;;) {
+	while (me.state == 0) {
 		if (me.queued && db->load_inflight < LOAD_INFLIGHT)
-			load_lead(db, &me);
-		if (me.state == LOAD_FOUND || me.state == LOAD_ALONE)
-			break;
-		if (!me.queued && me.state == LOAD_LEAD) {
-			/* Woken to lead: back in the queue as its oldest, to
-			 * lead at once with the read next_leader counted. */
-			db->load_inflight--;
-			me.state = LOAD_QUEUED;
-			me.next = NULL;
-			for (pp = &db->load_queue; *pp != NULL; pp = &(*pp)->next)
-				;
-			*pp = &me;
-			me.queued = true;
-			continue;
-		}
-		pthread_mutex_unlock(&db->load_mu);
-		while (sem_wait(&me.wake) != 0)
-			; /* EINTR */
-		/* Whoever posted decided our state under load_mu before. */
-		if (me.state == LOAD_FOUND || me.state == LOAD_ALONE)
-			goto done;
-		pthread_mutex_lock(&db->load_mu);
+			load_lead(db);
+		else
+			pthread_cond_wait(&me.cv, &db->load_mu);
 	}
 	pthread_mutex_unlock(&db->load_mu);
-done:
-	sem_destroy(&me.wake);
+	pthread_cond_destroy(&me.cv);
 	free(me.levels);
-	if (me.state != LOAD_FOUND)
+	if (me.state != 1)
 		return 0;
 	*sh = me.sh;
 	memcpy(type, me.type, 16);
