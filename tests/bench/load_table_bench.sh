@@ -24,7 +24,9 @@
 #      (FLOE_SERVE_ARGS="--table-cache-bytes 8000000" measures the miss path).
 # For each Floe run it prints PostgreSQL transactions per request (pg_stat_database
 # xact_commit delta / requests): ~0 means served from the cache, ~1 means one database
-# read per request. Prints figures and ratios; fails only when it cannot measure.
+# read per request; and the CPU time per request of the daemon and of the PostgreSQL
+# backends (utime + stime from /proc, in microseconds), which the throughput of a machine
+# shared with other work hides. Prints figures and ratios; fails only when it cannot measure.
 set -euo pipefail
 
 # shellcheck source=tests/bench/bench_lib.sh
@@ -70,20 +72,37 @@ xacts()
 	bench_psql "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = 'postgres'"
 }
 
+# CPU time (utime + stime, clock ticks) of the daemon, and of PostgreSQL's backends (the
+# postmaster's children; the pool keeps its connections, so none exits during a run).
+cpu_ticks()
+{
+	local pm pid t sum=0
+	pm=$(head -n 1 "$PGT_DIR/data/postmaster.pid")
+	awk '{ print $14 + $15 }' "/proc/$FLOE_PID/stat"
+	for pid in $(pgrep -P "$pm"); do
+		t=$(awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null) || t=0
+		sum=$((sum + ${t:-0}))
+	done
+	echo "$sum"
+}
+
 # One wrk run; sets R_RPS, R_P50, R_P99 (milliseconds), R_REQ, R_ERR, R_XPR (PostgreSQL
-# transactions per request; "-" for servers other than Floe).
+# transactions per request), R_FCPU and R_PCPU (microseconds of CPU per request of the
+# daemon and of PostgreSQL); the last three are "-" for servers other than Floe.
 measure()
 {
-	local url=$1 script=${2:-} floe=${3:-0} out="$BT/wrk.out" x0=0 x1=0
+	local url=$1 script=${2:-} floe=${3:-0} out="$BT/wrk.out" x0=0 x1=0 c0=() c1=()
 	if [ "$floe" = 1 ]; then
 		sleep 2 # let idle backends flush their statistics
 		x0=$(xacts)
+		mapfile -t c0 < <(cpu_ticks)
 	fi
 	wrk -t"$wrk_threads" -c"$conns" -d"$duration" --latency ${script:+-s "$script"} "$url" \
 		>"$out" 2>&1 || {
 		cat "$out" >&2
 		bench_die "wrk failed against $url"
 	}
+	[ "$floe" = 1 ] && mapfile -t c1 < <(cpu_ticks)
 	cat "$out" >>"$BT/wrk.all"
 	R_RPS=$(awk '/^Requests\/sec:/ { print $2 }' "$out")
 	R_REQ=$(awk '/requests in/ { print $1 }' "$out")
@@ -99,12 +118,21 @@ measure()
 	R_ERR=$(awk '/Non-2xx or 3xx responses:/ { n += $NF } /Socket errors:/ {
 		for (i = 3; i <= NF; i++) if ($i ~ /^[0-9]+,?$/) n += $i } END { print n + 0 }' "$out")
 	R_RPS=${R_RPS:-0} R_P50=${R_P50:-0} R_P99=${R_P99:-0} R_REQ=${R_REQ:-0}
-	R_XPR=-
+	R_XPR=- R_FCPU=- R_PCPU=-
 	if [ "$floe" = 1 ]; then
 		sleep 2
 		x1=$(xacts)
 		R_XPR=$(awk -v a="$x0" -v b="$x1" -v n="$R_REQ" 'BEGIN { printf "%.3f", (n > 0 ? (b - a) / n : 0) }')
+		R_FCPU=$(per_request_us "${c0[0]}" "${c1[0]}" "$R_REQ")
+		R_PCPU=$(per_request_us "${c0[1]}" "${c1[1]}" "$R_REQ")
 	fi
+}
+
+# Microseconds per request from two clock-tick readings and a request count.
+per_request_us()
+{
+	awk -v a="$1" -v b="$2" -v n="$3" -v hz="$(getconf CLK_TCK)" \
+		'BEGIN { printf "%.0f", (n > 0 ? (b - a) * 1e6 / hz / n : 0) }'
 }
 
 echo "== load_table_bench: loadTable vs the libmicrohttpd ceiling (same run) =="
@@ -116,29 +144,31 @@ echo "load: wrk -t$wrk_threads -c$conns -d$duration --latency (wrk shares the $(
 echo
 
 measure "$BASE$route" "" 1
-f1=("$R_RPS" "$R_P50" "$R_P99" "$R_ERR" "$R_XPR")
+f1=("$R_RPS" "$R_P50" "$R_P99" "$R_ERR" "$R_XPR" "$R_FCPU" "$R_PCPU")
 measure "http://127.0.0.1:$mhd_port/meta"
-m=("$R_RPS" "$R_P50" "$R_P99" "$R_ERR" "$R_XPR")
+m=("$R_RPS" "$R_P50" "$R_P99" "$R_ERR" "$R_XPR" "$R_FCPU" "$R_PCPU")
 export BENCH_PATH_PREFIX="$P/namespaces/lt/tables/t"
 BENCH_NTABLES=$cycle_small measure "$BASE" "$here/cycle_tables.lua" 1
-f2=("$R_RPS" "$R_P50" "$R_P99" "$R_ERR" "$R_XPR")
-f3=(0 0 0 0 -)
+f2=("$R_RPS" "$R_P50" "$R_P99" "$R_ERR" "$R_XPR" "$R_FCPU" "$R_PCPU")
+f3=(0 0 0 0 - - -)
 if [ "$cycle_large" -gt 0 ]; then
 	BENCH_NTABLES=$cycle_large measure "$BASE" "$here/cycle_tables.lua" 1
-	f3=("$R_RPS" "$R_P50" "$R_P99" "$R_ERR" "$R_XPR")
+	f3=("$R_RPS" "$R_P50" "$R_P99" "$R_ERR" "$R_XPR" "$R_FCPU" "$R_PCPU")
 fi
 
 row()
 {
-	printf '%-50s %11.0f %8.3f %8.3f %7d %9s\n' "$1" "$2" "$3" "$4" "$5" "$6"
+	printf '%-50s %11.0f %8.3f %8.3f %7d %9s %11s %9s\n' "$1" "$2" "$3" "$4" "$5" "$6" "$7" "$8"
 }
-printf '%-50s %11s %8s %8s %7s %9s\n' "target" "requests/s" "p50 ms" "p99 ms" "errors" "PG tx/req"
+printf '%-50s %11s %8s %8s %7s %9s %11s %9s\n' "target" "requests/s" "p50 ms" "p99 ms" "errors" \
+	"PG tx/req" "floe us/req" "PG us/req"
 row "floe loadTable, 1 table" "${f1[@]}"
 row "mhd_hello GET /meta (ceiling)" "${m[@]}"
 row "floe loadTable, cycling $cycle_small tables" "${f2[@]}"
 [ "$cycle_large" -gt 0 ] && row "floe loadTable, cycling $cycle_large tables" "${f3[@]}"
 echo "(PG tx/req = PostgreSQL transactions per request: ~0 served from Floe's loadTable cache," \
-	"~1 one database read each)"
+	"~1 one database read each; us/req = CPU microseconds per request of the daemon and of" \
+	"PostgreSQL's backends)"
 echo
 echo "ratio floe/ceiling, 1 table: throughput $(bench_ratio "${f1[0]}" "${m[0]}")," \
 	"p99 $(bench_ratio "${f1[2]}" "${m[2]}")x"

@@ -58,6 +58,39 @@ test('a byte budget smaller than the tables evicts, stays within budget, and ser
   assert.equal(after['current-snapshot-id'], snapshotId, 'the commit is visible to the next load');
 });
 
+test('bursts of misses larger than a batch and than the workers: each answer is its table, and a commit is seen by every load after it', async () => {
+  // More requests in flight than one batched read takes (16) and than the daemon has
+  // workers, over tables that do not all fit the budget: reads queue behind running ones,
+  // waiters are woken to lead the next read, and none may get another's answer or miss a
+  // commit acknowledged before its request was sent.
+  const ns = ['burst'];
+  await call(c.base, 'POST', `${c.p}/namespaces`, { body: { namespace: ns }, expect: 200 });
+  const properties = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`p.${i}`, 'y'.repeat(60)]));
+  const uuids = [];
+  for (let i = 0; i < 12; i++)
+    uuids.push((await call(c.base, 'POST', `${c.p}/namespaces/${ns[0]}/tables`, { body: createBody(`b${i}`, { properties }), expect: 200 })).json.metadata['table-uuid']);
+  const burst = async (check) => {
+    const asks = Array.from({ length: 96 }, (_, k) => (k * 5) % 12);
+    const answers = await Promise.all(asks.map((i) => request(c.base, 'GET', tablePath(c.p, ns, `b${i}`))));
+    answers.forEach((res, k) => {
+      assert.equal(res.status, 200, `b${asks[k]}: ${res.text}`);
+      assert.equal(res.json.metadata['table-uuid'], uuids[asks[k]], `b${asks[k]} answered with its own metadata`);
+      check?.(asks[k], res.json.metadata);
+    });
+  };
+  const m0 = await metrics();
+  await burst();
+  const meta = (await call(c.base, 'GET', tablePath(c.p, ns, 'b0'), { expect: 200 })).json.metadata;
+  const { body, snapshotId } = appendCommit(meta, { ns, name: 'b0' });
+  await call(c.base, 'POST', tablePath(c.p, ns, 'b0'), { body, expect: 200 });
+  for (let round = 0; round < 3; round++)
+    await burst((i, m) => {
+      if (i === 0) assert.equal(m['current-snapshot-id'], snapshotId, 'b0 after its commit');
+    });
+  const m1 = await metrics();
+  assert.ok(sum(m1, 'floe_table_cache_misses_total') - sum(m0, 'floe_table_cache_misses_total') >= 12, 'the bursts missed');
+});
+
 test('concurrent misses are read together, and each answer is its own table (nested namespace, quotes in a name); a missing one is 404', async () => {
   const ns = [NS[0], 'deep "ns"'];
   await call(c.base, 'POST', `${c.p}/namespaces`, { body: { namespace: ns }, expect: 200 });
