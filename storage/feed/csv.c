@@ -31,6 +31,9 @@
 
 #include <stdio.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "base/buf.h"
 #include "json.h"
@@ -71,6 +74,9 @@ struct st_csv_reader {
 	 * (stop_q) field: one table load a byte instead of four compares. */
 	bool stop_unq[256];
 	bool stop_q[256];
+	/* The same sets as bytes, for run_end's 16-at-a-time search (stop_q's
+	 * three padded with a repeat). */
+	uint8_t unq_bytes[4], q_bytes[4];
 	bool keep_blank;
 	size_t max_field, max_record;
 
@@ -209,6 +215,35 @@ static int raw_put(struct st_csv_reader *r, const uint8_t *p, size_t n)
 	return st_buf_append(&r->cur.raw, p, n); /* scan() keeps it within the limit */
 }
 
+/* The first position in [pos, end) whose byte is in the set (stop, as a
+ * table and as its four bytes), or end.  With SSE2, sixteen bytes are
+ * compared at a time while sixteen remain; the table finishes the tail. */
+static size_t run_end(const bool stop[256], const uint8_t bytes[4], const uint8_t *in, size_t pos,
+                      size_t end)
+{
+#ifdef __SSE2__
+	const __m128i b0 = _mm_set1_epi8((char)bytes[0]), b1 = _mm_set1_epi8((char)bytes[1]);
+	const __m128i b2 = _mm_set1_epi8((char)bytes[2]), b3 = _mm_set1_epi8((char)bytes[3]);
+
+	while (end - pos >= 16) {
+		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)(in + pos));
+		__m128i m =
+		        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, b0), _mm_cmpeq_epi8(x, b1)),
+		                     _mm_or_si128(_mm_cmpeq_epi8(x, b2), _mm_cmpeq_epi8(x, b3)));
+		unsigned mask = (unsigned)_mm_movemask_epi8(m);
+
+		if (mask != 0)
+			return pos + (size_t)__builtin_ctz(mask);
+		pos += 16;
+	}
+#else
+	(void)bytes;
+#endif
+	while (pos < end && !stop[in[pos]])
+		pos++;
+	return pos;
+}
+
 /* Consumes the current chunk until the record ends (*done) or the chunk
  * runs out.  -1 only when out of memory. */
 static int scan(struct st_csv_reader *r, bool *done)
@@ -263,8 +298,7 @@ static int scan(struct st_csv_reader *r, bool *done)
 			break;
 		case S_UNQUOTED:
 			s = pos;
-			while (pos < end && !r->stop_unq[in[pos]])
-				pos++;
+			pos = run_end(r->stop_unq, r->unq_bytes, in, pos, end);
 			c = pos < end ? in[pos] : 0;
 			if (pos > s) {
 				r->content = true;
@@ -274,6 +308,18 @@ static int scan(struct st_csv_reader *r, bool *done)
 			}
 			if (pos == end)
 				break;
+			if (c == d) {
+				/* What S_FIELD_START does with it, without the trip
+				 * there; a plain byte next starts the next field here. */
+				r->content = true;
+				r->prev_cr = false;
+				pos++;
+				if (field_end(r) != 0)
+					return -1;
+				if (pos < end && !r->stop_unq[in[pos]])
+					r->state = S_UNQUOTED;
+				break;
+			}
 			if (c == '"') {
 				snprintf(msg, sizeof(msg),
 				         "line %llu: field %zu: quote inside an unquoted field",
@@ -286,8 +332,7 @@ static int scan(struct st_csv_reader *r, bool *done)
 			break;
 		case S_QUOTED:
 			s = pos;
-			while (pos < end && !r->stop_q[in[pos]])
-				pos++;
+			pos = run_end(r->stop_q, r->q_bytes, in, pos, end);
 			c = pos < end ? in[pos] : 0;
 			if (pos > s) {
 				r->prev_cr = false;
@@ -530,6 +575,8 @@ int st_csv_reader_open(const struct st_csv_opts *opts, struct st_csv_reader **ou
 	r->stop_unq['"'] = r->stop_q['"'] = true;
 	r->stop_unq['\r'] = r->stop_q['\r'] = true;
 	r->stop_unq['\n'] = r->stop_q['\n'] = true;
+	memcpy(r->unq_bytes, (const uint8_t[4]){(uint8_t)d, '"', '\r', '\n'}, 4);
+	memcpy(r->q_bytes, (const uint8_t[4]){'"', '"', '\r', '\n'}, 4);
 	r->keep_blank = opts->keep_blank_lines;
 	r->max_field =
 	        opts->max_field_bytes ? opts->max_field_bytes : ST_CSV_DEFAULT_MAX_FIELD_BYTES;

@@ -1254,6 +1254,135 @@ static int stat_bytes(const struct pq_col *c, const struct st_value *v, bool is_
 	return 0;
 }
 
+/* The order key of a PLAIN value of a column whose values are 4 or 8
+ * bytes and compare as numbers (rg_stats_fixed): a signed integer as is, a
+ * float's or double's bits mapped so that integer order is the order of
+ * st_value_compare (-0.0 before +0.0; NaN is never asked). */
+static int64_t order_key(int ptype, bool is_float, const uint8_t *p)
+{
+	if (ptype == PT_INT32 || ptype == PT_FLOAT) {
+		uint32_t u = (uint32_t)le_get(p, 4);
+
+		if (!is_float)
+			return (int32_t)u;
+		return (u & 0x80000000u) ? -(int64_t)(u & 0x7fffffffu) - 1 : (int64_t)u;
+	}
+	uint64_t u = le_get(p, 8);
+
+	if (!is_float)
+		return (int64_t)u;
+	return (u >> 63) ? -(int64_t)(u & INT64_MAX) - 1 : (int64_t)u;
+}
+
+/* True when rg_stats_fixed can take column c: a 4- or 8-byte PLAIN value
+ * ordered as a signed integer or as an IEEE float. */
+static bool stats_fixed(const struct pq_col *c)
+{
+	return c->ptype == PT_INT32 || c->ptype == PT_INT64 || c->ptype == PT_FLOAT ||
+	       c->ptype == PT_DOUBLE;
+}
+
+/* rg_stats for stats_fixed columns: one pass over the PLAIN bytes keeping
+ * the positions of the least and greatest order keys (the first of equal
+ * keys, as vstat_update keeps; equal keys are equal bytes), then the two
+ * values decoded once.  The generic path decodes and compares st_values
+ * per value; this is the same result at a fraction of the work. */
+static int rg_stats_fixed(const struct pq_col *c, const uint8_t *p, const uint8_t *end,
+                          struct vstat *s)
+{
+	const size_t w = c->fixed_width;
+	const bool is_float = c->ptype == PT_FLOAT || c->ptype == PT_DOUBLE;
+	const uint8_t *min_at = NULL, *max_at = NULL;
+	int64_t lo = 0, hi = 0;
+	struct st_value v;
+
+	for (; p + w <= end; p += w) {
+		int64_t k;
+
+		if (is_float) {
+			/* NaN: all exponent bits set and a non-zero fraction. */
+			uint64_t u = le_get(p, (int)w);
+			bool nan = w == 4 ? (u & 0x7fffffffu) > 0x7f800000u
+			                  : (u & INT64_MAX) > 0x7ff0000000000000u;
+
+			if (nan)
+				continue;
+		}
+		k = order_key(c->ptype, is_float, p);
+		if (min_at == NULL || k < lo) {
+			lo = k;
+			min_at = p;
+		}
+		if (max_at == NULL || k > hi) {
+			hi = k;
+			max_at = p;
+		}
+	}
+	if (min_at == NULL)
+		return 0;
+	from_plain(c, min_at, &v);
+	if (keep(&s->min, &s->min_store, &c->def.type, &v) != 0)
+		return -1;
+	from_plain(c, max_at, &v);
+	if (keep(&s->max, &s->max_store, &c->def.type, &v) != 0)
+		return -1;
+	s->has = true;
+	return 0;
+}
+
+/* The byte order of st_value_compare for byte arrays, deciding on the
+ * first bytes before calling memcmp (most values differ there). */
+static int bytes_order(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
+{
+	size_t n = an < bn ? an : bn;
+	int d;
+
+	if (n > 0 && a[0] != b[0])
+		return a[0] < b[0] ? -1 : 1;
+	d = n > 1 ? memcmp(a + 1, b + 1, n - 1) : 0;
+	if (d != 0)
+		return d;
+	return an < bn ? -1 : an > bn ? 1 : 0;
+}
+
+/* rg_stats for BYTE_ARRAY columns: one pass over the PLAIN values (u32 LE
+ * length + bytes) keeping where the least and greatest are (the first of
+ * equal ones, as vstat_update keeps), then one copy of each. */
+static int rg_stats_bytes(const struct pq_col *c, const uint8_t *p, const uint8_t *end,
+                          struct vstat *s)
+{
+	const uint8_t *lo = NULL, *hi = NULL;
+	size_t lo_n = 0, hi_n = 0;
+	struct st_value v = {.null = false};
+
+	while (p < end) {
+		size_t n = (size_t)le_get(p, 4);
+		const uint8_t *q = p + 4;
+
+		if (lo == NULL || bytes_order(q, n, lo, lo_n) < 0) {
+			lo = q;
+			lo_n = n;
+		}
+		if (hi == NULL || bytes_order(q, n, hi, hi_n) > 0) {
+			hi = q;
+			hi_n = n;
+		}
+		p = q + n;
+	}
+	if (lo == NULL)
+		return 0;
+	v.v.bin.p = lo;
+	v.v.bin.len = lo_n;
+	if (keep(&s->min, &s->min_store, &c->def.type, &v) != 0)
+		return -1;
+	v.v.bin.p = hi;
+	v.v.bin.len = hi_n;
+	if (keep(&s->max, &s->max_store, &c->def.type, &v) != 0)
+		return -1;
+	s->has = true;
+	return 0;
+}
+
 /* The row group's min and max of non-NaN values, from what it buffered:
  * the dictionary's entries (each distinct value once, in order of first
  * appearance) or every PLAIN value.  Done here rather than per value as
@@ -1274,6 +1403,12 @@ static int rg_stats(struct pq_job *j)
 		p = rs->values.data;
 		end = p + rs->values.len;
 	}
+	if (p == NULL)
+		return 0;
+	if (stats_fixed(c))
+		return rg_stats_fixed(c, p, end, &rs->rg_stat);
+	if (c->ptype == PT_BYTE_ARRAY)
+		return rg_stats_bytes(c, p, end, &rs->rg_stat);
 	while (p < end) {
 		p += from_plain(c, p, &v);
 		if (!value_is_nan(t, &v) && vstat_update(&rs->rg_stat, t, &v) != 0)
