@@ -422,16 +422,34 @@ static int plain_append(struct st_buf *b, const struct plain *p)
 
 /* ---- dictionary --------------------------------------------------------- */
 
+/* Up to 8 bytes at p as a little-endian number (the rest zero). */
+static uint64_t load_tail(const uint8_t *p, size_t n)
+{
+	uint64_t u = 0;
+
+	for (size_t i = 0; i < n; i++)
+		u |= (uint64_t)p[i] << (8 * i);
+	return u;
+}
+
+/* The hash of a PLAIN value, eight bytes a step (the value's own layout
+ * decides only where an entry sits in the table, never the output). */
 static uint64_t hash_plain(const struct plain *p)
 {
-	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+	const uint64_t k = 0x9e3779b97f4a7c15ULL;
+	uint64_t h = load_tail(p->head, p->head_len) ^ ((uint64_t)p->head_len << 59);
+	size_t i = 0;
 
-	for (size_t i = 0; i < p->head_len; i++)
-		h = (h ^ p->head[i]) * 1099511628211ULL;
-	for (size_t i = 0; i < p->tail_len; i++)
-		h = (h ^ p->tail[i]) * 1099511628211ULL;
-	/* FNV's low bits are weak for short keys; the table indexes by them,
-	 * so mix the high bits down (the MurmurHash3 finalizer). */
+	for (; i + 8 <= p->tail_len; i += 8) {
+		uint64_t u;
+
+		memcpy(&u, p->tail + i, 8);
+		h = (h ^ u) * k;
+		h ^= h >> 29;
+	}
+	h = (h ^ load_tail(p->tail + i, p->tail_len - i)) * k;
+	/* Mix the high bits down, as the table indexes by the low ones (the
+	 * MurmurHash3 finalizer). */
 	h ^= h >> 33;
 	h *= 0xff51afd7ed558ccdULL;
 	h ^= h >> 33;
@@ -457,8 +475,23 @@ static bool dict_equal(const struct dict *d, size_t e, const struct plain *p)
 
 	if (d->ends[e] - start != p->head_len + p->tail_len)
 		return false;
-	if (p->head_len && memcmp(q, p->head, p->head_len) != 0)
+	if (p->head_len == 8) { /* 8-byte values: two loads, not a call */
+		uint64_t a, b;
+
+		memcpy(&a, q, 8);
+		memcpy(&b, p->head, 8);
+		if (a != b)
+			return false;
+	} else if (p->head_len == 4) { /* 4-byte values and byte arrays' lengths */
+		uint32_t a, b;
+
+		memcpy(&a, q, 4);
+		memcpy(&b, p->head, 4);
+		if (a != b)
+			return false;
+	} else if (p->head_len && memcmp(q, p->head, p->head_len) != 0) {
 		return false;
+	}
 	return p->tail_len == 0 || memcmp(q + p->head_len, p->tail, p->tail_len) == 0;
 }
 
@@ -1018,7 +1051,11 @@ nobytes:
 	                  c->def.name);
 }
 
-static int append_value(struct st_parquet_writer *w, struct pq_col *c, const struct st_value *v)
+/* Buffers v in column c; *bytes grows by what that buffered (the caller
+ * adds a row's total to rg_bytes once: a running total in memory, updated
+ * per value, is a chain of dependent loads and stores). */
+static int append_value(struct st_parquet_writer *w, struct pq_col *c, const struct st_value *v,
+                        size_t *bytes)
 {
 	const struct st_type *t = &c->def.type;
 	struct plain p;
@@ -1026,7 +1063,7 @@ static int append_value(struct st_parquet_writer *w, struct pq_col *c, const str
 	if (!c->def.required) {
 		if (st_buf_put_u8(&c->rs.defs, v->null ? 0 : 1) != 0)
 			return -1;
-		w->rg_bytes++;
+		(*bytes)++;
 	}
 	if (v->null) {
 		c->rs.rg_nulls++;
@@ -1040,13 +1077,13 @@ static int append_value(struct st_parquet_writer *w, struct pq_col *c, const str
 		if (dict_insert(&c->rs.dict, w->alloc, &p, &idx, &added) != 0 ||
 		    st_buf_append(&c->rs.indices, &idx, sizeof(idx)) != 0)
 			return -1;
-		w->rg_bytes += sizeof(idx) + (added ? p.head_len + p.tail_len : 0);
+		*bytes += sizeof(idx) + (added ? p.head_len + p.tail_len : 0);
 		if (dict_too_big(w, c) && dict_fallback(w, c) != 0)
 			return -1;
 	} else {
 		if (plain_append(&c->rs.values, &p) != 0)
 			return -1;
-		w->rg_bytes += p.head_len + p.tail_len;
+		*bytes += p.head_len + p.tail_len;
 	}
 	c->rs.rg_nonnull++;
 	if (value_is_nan(t, v))
@@ -1666,6 +1703,8 @@ int st_parquet_writer_flush(struct st_parquet_writer *w, struct fl_err *err)
 int st_parquet_writer_write_row(struct st_parquet_writer *w, const struct st_value *row,
                                 struct fl_err *err)
 {
+	size_t bytes = 0;
+
 	if (w->broken)
 		return fl_err_set(err, FL_ERR_IO, "parquet: the writer failed earlier");
 	for (size_t i = 0; i < w->n_cols; i++) {
@@ -1675,12 +1714,13 @@ int st_parquet_writer_write_row(struct st_parquet_writer *w, const struct st_val
 	if (w->rg_rows >= (size_t)INT32_MAX && st_parquet_writer_flush(w, err) != 0)
 		return -1;
 	for (size_t i = 0; i < w->n_cols; i++) {
-		if (append_value(w, &w->cols[i], &row[i]) != 0) {
+		if (append_value(w, &w->cols[i], &row[i], &bytes) != 0) {
 			w->broken = true; /* other columns already hold this row */
 			return fl_err_set(err, FL_ERR_NOMEM,
 			                  "parquet: out of memory buffering a row");
 		}
 	}
+	w->rg_bytes += bytes;
 	w->rg_rows++;
 	w->rows++;
 	if (w->rg_bytes >= w->row_group_bytes)
