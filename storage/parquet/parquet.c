@@ -1454,6 +1454,37 @@ static int rg_stats(struct pq_job *j)
 	return 0;
 }
 
+/* The data pages and statistics of a column chunk whose values are fixed
+ * width or dictionary indices, when PAGE_ROW_LIMIT rows of values cannot
+ * reach page_bytes: then every page but the last holds exactly
+ * PAGE_ROW_LIMIT rows, and a page's values are counted from its definition
+ * levels instead of walking them one row at a time (write_chunk's loop
+ * gives the same pages). */
+static int fixed_pages(struct pq_job *j, struct pq_enc *e, struct fl_err *err)
+{
+	const struct pq_col *c = j->c;
+	const struct pq_rgcol *rs = &j->rs;
+	const uint8_t *defs = rs->defs.data;
+	size_t rows = j->rows, v0 = 0, b0 = 0;
+	size_t width = rs->dict_on ? 0 : c->fixed_width;
+
+	for (size_t r0 = 0; r0 < rows;) {
+		size_t r1 = rows - r0 > PAGE_ROW_LIMIT ? r0 + PAGE_ROW_LIMIT : rows, vn = r1 - r0;
+
+		if (!c->def.required) {
+			vn = 0;
+			for (size_t r = r0; r < r1; r++)
+				vn += defs[r] != 0;
+		}
+		if (data_page(j, e, r0, r1, v0, vn, b0, b0 + vn * width, err) != 0)
+			return -1;
+		v0 += vn;
+		b0 += vn * width;
+		r0 = r1;
+	}
+	return 0;
+}
+
 /* Encodes one column chunk into j->out (offsets in j->ch relative to it). */
 static int write_chunk(struct pq_job *j, struct pq_enc *e, struct fl_err *err)
 {
@@ -1486,35 +1517,41 @@ static int write_chunk(struct pq_job *j, struct pq_enc *e, struct fl_err *err)
 			return -1;
 		bw = dict_bit_width(rs);
 	}
-	for (size_t r = 0; r < rows; r++) {
-		bool defined = c->def.required || defs[r];
+	if ((rs->dict_on || c->fixed_width) &&
+	    (rs->dict_on ? sizeof(uint32_t) : c->fixed_width) * PAGE_ROW_LIMIT < page_bytes) {
+		if (fixed_pages(j, e, err) != 0)
+			return -1;
+	} else {
+		for (size_t r = 0; r < rows; r++) {
+			bool defined = c->def.required || defs[r];
 
-		if (defined) {
-			size_t sz;
+			if (defined) {
+				size_t sz;
 
-			if (rs->dict_on) {
-				sz = 0;
-			} else if (c->fixed_width) {
-				sz = c->fixed_width;
-			} else {
-				const uint8_t *q = rs->values.data + bi;
+				if (rs->dict_on) {
+					sz = 0;
+				} else if (c->fixed_width) {
+					sz = c->fixed_width;
+				} else {
+					const uint8_t *q = rs->values.data + bi;
 
-				sz = 4 + ((size_t)q[0] | (size_t)q[1] << 8 | (size_t)q[2] << 16 |
-				          (size_t)q[3] << 24);
+					sz = 4 + ((size_t)q[0] | (size_t)q[1] << 8 |
+					          (size_t)q[2] << 16 | (size_t)q[3] << 24);
+				}
+				bi += sz;
+				vi++;
+				vbytes += rs->dict_on ? 0 : sz;
 			}
-			bi += sz;
-			vi++;
-			vbytes += rs->dict_on ? 0 : sz;
-		}
-		if (rs->dict_on)
-			vbytes = ((vi - v0) * (size_t)bw + 7) / 8;
-		if (r + 1 == rows || r + 1 - r0 >= PAGE_ROW_LIMIT || vbytes >= page_bytes) {
-			if (data_page(j, e, r0, r + 1, v0, vi - v0, b0, bi, err) != 0)
-				return -1;
-			r0 = r + 1;
-			v0 = vi;
-			b0 = bi;
-			vbytes = 0;
+			if (rs->dict_on)
+				vbytes = ((vi - v0) * (size_t)bw + 7) / 8;
+			if (r + 1 == rows || r + 1 - r0 >= PAGE_ROW_LIMIT || vbytes >= page_bytes) {
+				if (data_page(j, e, r0, r + 1, v0, vi - v0, b0, bi, err) != 0)
+					return -1;
+				r0 = r + 1;
+				v0 = vi;
+				b0 = bi;
+				vbytes = 0;
+			}
 		}
 	}
 	if (rows == 0)

@@ -761,6 +761,84 @@ static void test_typed_stats_match_compare(void **state)
 	}
 }
 
+/* Pages of fixed-width and dictionary columns are cut every 20,000 rows
+ * (write.parquet.page-row-limit) without walking the rows when 20,000
+ * values cannot fill page_bytes; at exactly 20,000 values' worth the
+ * writer walks them (the bytes limit could be reached) and must cut at the
+ * same rows.  Both files must be byte for byte the same, with nulls
+ * scattered, several pages and row groups, for 4- and 8-byte values and a
+ * dictionary column. */
+static void write_paged(const struct st_parquet_column *pc, size_t n_cols, size_t page_bytes,
+                        struct st_buf *out)
+{
+	struct st_parquet_opts o = {0};
+	struct st_parquet_writer *w;
+	struct st_parquet_metrics m;
+	struct fl_err err = {0};
+	uint64_t seed = 7;
+	static const char *const cats[] = {"auto", "books", "garden"};
+
+	o.columns = pc;
+	o.n_columns = n_cols;
+	o.iceberg_schema_json = "{}";
+	o.page_bytes = page_bytes;
+	o.row_group_bytes = 400000;
+	st_sink_to_buf(&o.sink, out);
+	assert_int_equal(st_parquet_writer_open(&o, &w, &err), 0);
+	for (int r = 0; r < 90000; r++) {
+		struct st_value row[3];
+
+		memset(row, 0, sizeof(row));
+		for (size_t c = 0; c < n_cols; c++) {
+			uint64_t x = stat_rand(&seed);
+
+			if (pc[c].type.id == ST_TYPE_STRING) {
+				const char *v = cats[x % 3];
+
+				set_bytes(&row[c], v, strlen(v));
+			} else if (pc[c].type.id == ST_TYPE_INT) {
+				row[c].v.i = (int32_t)(x >> 3);
+			} else {
+				row[c].v.l = (int64_t)(x >> 3);
+			}
+			row[c].null = !pc[c].required && x % 7 == 0;
+		}
+		assert_int_equal(st_parquet_writer_write_row(w, row, &err), 0);
+	}
+	assert_int_equal(st_parquet_writer_close(w, &m, &err), 0);
+	assert_true(m.n_split_offsets > 1);
+	st_parquet_metrics_free(&m);
+}
+
+static void test_counted_pages_match_walked(void **state)
+{
+	static const struct st_parquet_column four[] = {
+	        {"i", 1, {ST_TYPE_INT, 0, 0, 0}, false, ST_METRICS_DEFAULT, 0},
+	        {"c", 2, {ST_TYPE_STRING, 0, 0, 0}, false, ST_METRICS_DEFAULT, 0},
+	};
+	static const struct st_parquet_column eight[] = {
+	        {"l", 1, {ST_TYPE_LONG, 0, 0, 0}, false, ST_METRICS_DEFAULT, 0},
+	        {"r", 2, {ST_TYPE_LONG, 0, 0, 0}, true, ST_METRICS_DEFAULT, 0},
+	};
+	struct st_buf walked, counted;
+
+	(void)state;
+	st_buf_init(&walked, NULL);
+	st_buf_init(&counted, NULL);
+	write_paged(four, 2, 4 * 20000, &walked);
+	write_paged(four, 2, 4 * 20000 + 1, &counted);
+	assert_int_equal(walked.len, counted.len);
+	assert_memory_equal(walked.data, counted.data, walked.len);
+	st_buf_reset(&walked);
+	st_buf_reset(&counted);
+	write_paged(eight, 2, 8 * 20000, &walked);
+	write_paged(eight, 2, 8 * 20000 + 1, &counted);
+	assert_int_equal(walked.len, counted.len);
+	assert_memory_equal(walked.data, counted.data, walked.len);
+	st_buf_free(&walked);
+	st_buf_free(&counted);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -775,6 +853,7 @@ int main(void)
 	        cmocka_unit_test(test_threads_alloc_failures),
 	        cmocka_unit_test(test_threads_sink_failure),
 	        cmocka_unit_test(test_typed_stats_match_compare),
+	        cmocka_unit_test(test_counted_pages_match_walked),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
