@@ -260,25 +260,38 @@ static void le_bytes(uint8_t *p, uint64_t v, int n)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
-/* True when dec[0, 16 - n) only sign-extends the low n bytes. */
+/* The 16 big-endian bytes of a decimal as one unsigned 128-bit number. */
+__extension__ typedef unsigned __int128 pq_u128;
+
+static pq_u128 dec_get(const uint8_t dec[16])
+{
+	uint64_t hi = 0, lo = 0;
+
+	for (int i = 0; i < 8; i++) {
+		hi = hi << 8 | dec[i];
+		lo = lo << 8 | dec[8 + i];
+	}
+	return (pq_u128)hi << 64 | lo;
+}
+
+/* True when dec[0, 16 - n) only sign-extends the low n bytes (1 <= n <= 16):
+ * the number survives sign extension from its low 8n bits. */
 static bool dec_fits(const uint8_t dec[16], int n)
 {
-	uint8_t ext = (dec[16 - n] & 0x80) ? 0xff : 0x00;
+	pq_u128 u = dec_get(dec);
+	unsigned shift = 128 - 8 * (unsigned)n;
+	pq_u128 sign = (pq_u128)1 << (8 * n - 1);
+	pq_u128 low = shift ? u & (((pq_u128)1 << (8 * n)) - 1) : u;
 
-	for (int i = 0; i < 16 - n; i++) {
-		if (dec[i] != ext)
-			return false;
-	}
-	return true;
+	/* sign-extend the low 8n bits: (low ^ sign) - sign */
+	return ((low ^ sign) - sign) == u;
 }
 
 static uint64_t dec_low(const uint8_t dec[16], int n)
 {
-	uint64_t u = 0;
+	uint64_t lo = (uint64_t)dec_get(dec);
 
-	for (int i = 16 - n; i < 16; i++)
-		u = (u << 8) | dec[i];
-	return u;
+	return n >= 8 ? lo : lo & ((UINT64_C(1) << (8 * n)) - 1);
 }
 
 /* The PLAIN encoding of a non-null, validated value of column c. */

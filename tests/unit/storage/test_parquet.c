@@ -839,6 +839,63 @@ static void test_counted_pages_match_walked(void **state)
 	st_buf_free(&counted);
 }
 
+/* A decimal is refused exactly when its 16 bytes are more than the sign
+ * extension of the bytes its column stores (4 for INT32, 8 for INT64, the
+ * minimal length for FIXED): random values of every length and sign
+ * against that byte-by-byte definition. */
+static void test_decimal_fit_random(void **state)
+{
+	static const struct st_parquet_column dcols[] = {
+	        {"d9", 1, {ST_TYPE_DECIMAL, 9, 0, 0}, false, ST_METRICS_DEFAULT, 0},
+	        {"d18", 1, {ST_TYPE_DECIMAL, 18, 0, 0}, false, ST_METRICS_DEFAULT, 0},
+	        {"d20", 1, {ST_TYPE_DECIMAL, 20, 0, 0}, false, ST_METRICS_DEFAULT, 0},
+	        {"d38", 1, {ST_TYPE_DECIMAL, 38, 0, 0}, false, ST_METRICS_DEFAULT, 0},
+	};
+	static const int width[] = {4, 8, 9, 16};
+	uint64_t seed = 99;
+
+	(void)state;
+	for (int k = 0; k < 4; k++) {
+		struct st_parquet_opts o = {0};
+		struct st_parquet_writer *w;
+		struct st_parquet_metrics m;
+		struct fl_err err = {0};
+		struct st_buf out;
+
+		st_buf_init(&out, NULL);
+		o.columns = &dcols[k];
+		o.n_columns = 1;
+		st_sink_to_buf(&o.sink, &out);
+		assert_int_equal(st_parquet_writer_open(&o, &w, &err), 0);
+		for (int i = 0; i < 20000; i++) {
+			struct st_value v = {.null = false};
+			int len = 1 + (int)(stat_rand(&seed) % 16), n = width[k];
+			bool neg = stat_rand(&seed) % 2, fits = true;
+			uint8_t ext;
+
+			for (int b = 0; b < 16; b++)
+				v.v.dec[b] = b >= 16 - len ? (uint8_t)stat_rand(&seed)
+				             : neg         ? 0xff
+				                           : 0;
+			if (stat_rand(&seed) % 4 ==
+			    0) /* a byte flipped just past the stored ones */
+				v.v.dec[(16 - n + 15) % 16] ^= 0x80;
+			ext = (v.v.dec[16 - n] & 0x80) ? 0xff : 0;
+			for (int b = 0; b < 16 - n; b++)
+				fits = fits && v.v.dec[b] == ext;
+			err.kind = FL_ERR_NONE;
+			if (st_parquet_writer_write_row(w, &v, &err) != (fits ? 0 : -1))
+				fail_msg("decimal(%d) value %d: fits=%d", dcols[k].type.precision,
+				         i, fits);
+			if (!fits)
+				assert_int_equal(err.kind, FL_ERR_BAD_REQUEST);
+		}
+		assert_int_equal(st_parquet_writer_close(w, &m, &err), 0);
+		st_parquet_metrics_free(&m);
+		st_buf_free(&out);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -854,6 +911,7 @@ int main(void)
 	        cmocka_unit_test(test_threads_sink_failure),
 	        cmocka_unit_test(test_typed_stats_match_compare),
 	        cmocka_unit_test(test_counted_pages_match_walked),
+	        cmocka_unit_test(test_decimal_fit_random),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
