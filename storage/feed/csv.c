@@ -104,6 +104,7 @@ struct st_csv_reader {
 	bool bad; /* an error was recorded in cur.msg */
 	bool stop; /* store no more fields (error or limit) */
 	bool raw_trunc;
+	bool high; /* a field byte with its high bit was seen (run_end) */
 };
 
 static void store_init(struct rec_store *s, const struct st_alloc *a)
@@ -149,6 +150,7 @@ static void begin_record(struct st_csv_reader *r)
 	r->bad = false;
 	r->stop = false;
 	r->raw_trunc = false;
+	r->high = false;
 }
 
 static void count_break(struct st_csv_reader *r, uint8_t c)
@@ -228,10 +230,13 @@ static int raw_put(struct st_csv_reader *r, const uint8_t *p, size_t n)
 
 /* The first position in [pos, end) whose byte is in the set (stop, as a
  * table and as its four bytes), or end.  With SSE2, sixteen bytes are
- * compared at a time while sixteen remain; the table finishes the tail. */
+ * compared at a time while sixteen remain; the table finishes the tail.
+ * *high is set when a byte of the run has its high bit (a UTF-8 sequence:
+ * a record without one needs no UTF-8 pass). */
 static size_t run_end(const bool stop[256], const uint8_t bytes[4], const uint8_t *in, size_t pos,
-                      size_t end)
+                      size_t end, bool *high)
 {
+	unsigned acc = 0;
 #ifdef __SSE2__
 	const __m128i b0 = _mm_set1_epi8((char)bytes[0]), b1 = _mm_set1_epi8((char)bytes[1]);
 	const __m128i b2 = _mm_set1_epi8((char)bytes[2]), b3 = _mm_set1_epi8((char)bytes[3]);
@@ -242,16 +247,24 @@ static size_t run_end(const bool stop[256], const uint8_t bytes[4], const uint8_
 		        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, b0), _mm_cmpeq_epi8(x, b1)),
 		                     _mm_or_si128(_mm_cmpeq_epi8(x, b2), _mm_cmpeq_epi8(x, b3)));
 		unsigned mask = (unsigned)_mm_movemask_epi8(m);
+		unsigned hi = (unsigned)_mm_movemask_epi8(x);
 
-		if (mask != 0)
+		if (mask != 0) {
+			/* the run's bytes and its stop (ASCII), not those after */
+			if ((acc | (hi & (mask ^ (mask - 1)))) != 0)
+				*high = true;
 			return pos + (size_t)__builtin_ctz(mask);
+		}
+		acc |= hi;
 		pos += 16;
 	}
 #else
 	(void)bytes;
 #endif
 	while (pos < end && !stop[in[pos]])
-		pos++;
+		acc |= in[pos++] & 0x80;
+	if (acc != 0)
+		*high = true;
 	return pos;
 }
 
@@ -309,7 +322,7 @@ static int scan(struct st_csv_reader *r, bool *done)
 			break;
 		case S_UNQUOTED:
 			s = pos;
-			pos = run_end(r->stop_unq, r->unq_bytes, in, pos, end);
+			pos = run_end(r->stop_unq, r->unq_bytes, in, pos, end, &r->high);
 			c = pos < end ? in[pos] : 0;
 			if (pos > s) {
 				r->content = true;
@@ -343,7 +356,7 @@ static int scan(struct st_csv_reader *r, bool *done)
 			break;
 		case S_QUOTED:
 			s = pos;
-			pos = run_end(r->stop_q, r->q_bytes, in, pos, end);
+			pos = run_end(r->stop_q, r->q_bytes, in, pos, end, &r->high);
 			c = pos < end ? in[pos] : 0;
 			if (pos > s) {
 				r->prev_cr = false;
@@ -520,7 +533,8 @@ static int publish(struct st_csv_reader *r, struct rec_store *s)
 		/* One pass over all the fields: they are separated by NUL bytes,
 		 * which no multi-byte sequence contains, so the whole is valid
 		 * exactly when every field is. */
-		rec->utf8_valid = fl_utf8_valid((const char *)s->vals.data, s->vals.len);
+		rec->utf8_valid =
+		        !r->high || fl_utf8_valid((const char *)s->vals.data, s->vals.len);
 		rec->fields = f;
 	}
 	rec->n_fields = s->n;

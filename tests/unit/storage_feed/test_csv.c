@@ -529,7 +529,9 @@ static void wide_or_error(const struct st_csv_opts *o, const char *in, size_t le
 
 /* The reader looks for the end of a field sixteen bytes at a time when
  * sixteen are in the chunk, a byte at a time otherwise: random inputs full
- * of delimiters, quotes, line breaks and long plain runs must read the same
+ * of delimiters, quotes, line breaks, long plain runs and UTF-8 (valid
+ * and cut short: a record without a high byte skips the UTF-8 pass) must
+ * read the same
  * from one buffer (the wide search) as from one byte per read (never it),
  * whatever the delimiter and limits. */
 static void test_wide_scan_matches_bytewise(void **state)
@@ -550,8 +552,16 @@ static void test_wide_scan_matches_bytewise(void **state)
 			/* Mostly runs of plain bytes (up to 40), then one byte of any kind. */
 			size_t run = (size_t)(NEXT() % 41);
 
-			for (size_t j = 0; j < run && i < len; j++)
-				in[i++] = (char)('a' + NEXT() % 26);
+			for (size_t j = 0; j < run && i < len; j++) {
+				/* now and then a two-byte character, or half of one */
+				if (NEXT() % 64 == 0 && i + 1 < len) {
+					in[i++] = (char)0xc3;
+					if (NEXT() % 2)
+						in[i++] = (char)0xa9;
+				} else {
+					in[i++] = (char)('a' + NEXT() % 26);
+				}
+			}
 			if (i < len)
 				in[i++] = NEXT() % 16 == 0
 				                  ? (char)0xc3
