@@ -250,7 +250,8 @@ static size_t run_end(const bool stop[256], const uint8_t bytes[4], const uint8_
 		unsigned hi = (unsigned)_mm_movemask_epi8(x);
 
 		if (mask != 0) {
-			/* the run's bytes and its stop (ASCII), not those after */
+			/* the run's bytes and its stop, not those after (a high
+			 * delimiter only makes the flag conservative) */
 			if ((acc | (hi & (mask ^ (mask - 1)))) != 0)
 				*high = true;
 			return pos + (size_t)__builtin_ctz(mask);

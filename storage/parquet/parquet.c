@@ -1468,8 +1468,8 @@ static int rg_stats(struct pq_job *j)
 	return 0;
 }
 
-/* The data pages and statistics of a column chunk whose values are fixed
- * width or dictionary indices, when PAGE_ROW_LIMIT rows of values cannot
+/* The data pages of a column chunk whose values are fixed width or
+ * dictionary indices, when PAGE_ROW_LIMIT rows of values cannot
  * reach page_bytes: then every page but the last holds exactly
  * PAGE_ROW_LIMIT rows, and a page's values are counted from its definition
  * levels instead of walking them one row at a time (write_chunk's loop
