@@ -294,6 +294,62 @@ static void dec_store(uint8_t out[16], u128 mag, bool neg)
 	}
 }
 
+/* The common text of a decimal - an optional sign, digits, optionally a
+ * point and digits, no more fraction digits than the scale, at most 18
+ * digits once scaled - read in one pass.  False for anything else
+ * (exponents, a bare point, rounding, out of range), which parse_decimal's
+ * general path then reads or refuses; when true, out is what it would
+ * store. */
+static bool decimal_fast(const char *s, size_t n, int precision, int scale, uint8_t out[16])
+{
+	static const uint64_t pow10[19] = {1,
+	                                   10,
+	                                   100,
+	                                   1000,
+	                                   10000,
+	                                   100000,
+	                                   1000000,
+	                                   10000000,
+	                                   100000000,
+	                                   1000000000,
+	                                   10000000000ULL,
+	                                   100000000000ULL,
+	                                   1000000000000ULL,
+	                                   10000000000000ULL,
+	                                   100000000000000ULL,
+	                                   1000000000000000ULL,
+	                                   10000000000000000ULL,
+	                                   100000000000000000ULL,
+	                                   1000000000000000000ULL};
+	size_t i = 0, digits = 0, frac = 0;
+	bool neg = false, point = false;
+	uint64_t mag = 0;
+
+	if (n > 0 && (s[0] == '+' || s[0] == '-'))
+		neg = s[i++] == '-';
+	for (; i < n; i++) {
+		if (is_digit(s[i])) {
+			mag = mag * 10 + (uint64_t)(s[i] - '0');
+			digits++;
+			frac += point;
+		} else if (s[i] == '.' && !point && digits > 0) {
+			point = true;
+		} else {
+			return false;
+		}
+		if (digits > 18)
+			return false;
+	}
+	if (digits == 0 || (point && frac == 0) || scale < 0 || scale > 18 ||
+	    frac > (size_t)scale || digits + (size_t)scale - frac > 18 || precision > 18)
+		return false;
+	mag *= pow10[(size_t)scale - frac];
+	if (mag >= pow10[precision])
+		return false;
+	dec_store(out, mag, neg && mag != 0);
+	return true;
+}
+
 static enum verdict parse_decimal(const char *s, size_t n, int precision, int scale,
                                   uint8_t out[16], struct why *w)
 {
@@ -305,6 +361,8 @@ static enum verdict parse_decimal(const char *s, size_t n, int precision, int sc
 	u128 mag = 0;
 	size_t kept;
 
+	if (decimal_fast(s, n, precision, scale, out))
+		return OK;
 	if (i < n && (s[i] == '+' || s[i] == '-'))
 		neg = s[i++] == '-';
 	int_start = i;

@@ -31,11 +31,15 @@
 
 #include <stdio.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "base/buf.h"
 #include "json.h"
 
 #define CHUNK_BYTES ((size_t)64 << 10)
+#define COPY_SLACK 16 /* allocated past the chunk: see field_put */
 
 enum csv_state {
 	S_FIELD_START, /* at the start of a field */
@@ -71,6 +75,9 @@ struct st_csv_reader {
 	 * (stop_q) field: one table load a byte instead of four compares. */
 	bool stop_unq[256];
 	bool stop_q[256];
+	/* The same sets as bytes, for run_end's 16-at-a-time search (stop_q's
+	 * three padded with a repeat). */
+	uint8_t unq_bytes[4], q_bytes[4];
 	bool keep_blank;
 	size_t max_field, max_record;
 
@@ -97,6 +104,7 @@ struct st_csv_reader {
 	bool bad; /* an error was recorded in cur.msg */
 	bool stop; /* store no more fields (error or limit) */
 	bool raw_trunc;
+	bool high; /* a field byte with its high bit was seen (run_end) */
 };
 
 static void store_init(struct rec_store *s, const struct st_alloc *a)
@@ -142,6 +150,7 @@ static void begin_record(struct st_csv_reader *r)
 	r->bad = false;
 	r->stop = false;
 	r->raw_trunc = false;
+	r->high = false;
 }
 
 static void count_break(struct st_csv_reader *r, uint8_t c)
@@ -156,7 +165,11 @@ static void count_break(struct st_csv_reader *r, uint8_t c)
 	}
 }
 
-static int field_put(struct st_csv_reader *r, const uint8_t *p, size_t n)
+/* Appends n bytes of the field.  in_chunk: p is inside r->in, which has
+ * COPY_SLACK readable bytes past its end, so a short field is copied as 16
+ * fixed bytes (two moves) instead of a memcpy call per field; only n of
+ * them count. */
+static int field_put(struct st_csv_reader *r, const uint8_t *p, size_t n, bool in_chunk)
 {
 	char msg[160];
 
@@ -169,8 +182,14 @@ static int field_put(struct st_csv_reader *r, const uint8_t *p, size_t n)
 		fail(r, msg);
 		return 0;
 	}
-	if (st_buf_append(&r->cur.vals, p, n) != 0)
+	if (in_chunk && n <= COPY_SLACK) {
+		if (st_buf_reserve(&r->cur.vals, COPY_SLACK) != 0)
+			return -1;
+		memcpy(r->cur.vals.data + r->cur.vals.len, p, COPY_SLACK);
+		r->cur.vals.len += n;
+	} else if (st_buf_append(&r->cur.vals, p, n) != 0) {
 		return -1;
+	}
 	r->field_len += n;
 	return 0;
 }
@@ -207,6 +226,47 @@ static int raw_put(struct st_csv_reader *r, const uint8_t *p, size_t n)
 	if (r->raw_trunc || n == 0)
 		return 0;
 	return st_buf_append(&r->cur.raw, p, n); /* scan() keeps it within the limit */
+}
+
+/* The first position in [pos, end) whose byte is in the set (stop, as a
+ * table and as its four bytes), or end.  With SSE2, sixteen bytes are
+ * compared at a time while sixteen remain; the table finishes the tail.
+ * *high is set when a byte of the run has its high bit (a UTF-8 sequence:
+ * a record without one needs no UTF-8 pass). */
+static size_t run_end(const bool stop[256], const uint8_t bytes[4], const uint8_t *in, size_t pos,
+                      size_t end, bool *high)
+{
+	unsigned acc = 0;
+#ifdef __SSE2__
+	const __m128i b0 = _mm_set1_epi8((char)bytes[0]), b1 = _mm_set1_epi8((char)bytes[1]);
+	const __m128i b2 = _mm_set1_epi8((char)bytes[2]), b3 = _mm_set1_epi8((char)bytes[3]);
+
+	while (end - pos >= 16) {
+		__m128i x = _mm_loadu_si128((const __m128i *)(const void *)(in + pos));
+		__m128i m =
+		        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, b0), _mm_cmpeq_epi8(x, b1)),
+		                     _mm_or_si128(_mm_cmpeq_epi8(x, b2), _mm_cmpeq_epi8(x, b3)));
+		unsigned mask = (unsigned)_mm_movemask_epi8(m);
+		unsigned hi = (unsigned)_mm_movemask_epi8(x);
+
+		if (mask != 0) {
+			/* the run's bytes and its stop, not those after (a high
+			 * delimiter only makes the flag conservative) */
+			if ((acc | (hi & (mask ^ (mask - 1)))) != 0)
+				*high = true;
+			return pos + (size_t)__builtin_ctz(mask);
+		}
+		acc |= hi;
+		pos += 16;
+	}
+#else
+	(void)bytes;
+#endif
+	while (pos < end && !stop[in[pos]])
+		acc |= in[pos++] & 0x80;
+	if (acc != 0)
+		*high = true;
+	return pos;
 }
 
 /* Consumes the current chunk until the record ends (*done) or the chunk
@@ -263,17 +323,28 @@ static int scan(struct st_csv_reader *r, bool *done)
 			break;
 		case S_UNQUOTED:
 			s = pos;
-			while (pos < end && !r->stop_unq[in[pos]])
-				pos++;
+			pos = run_end(r->stop_unq, r->unq_bytes, in, pos, end, &r->high);
 			c = pos < end ? in[pos] : 0;
 			if (pos > s) {
 				r->content = true;
 				r->prev_cr = false;
-				if (field_put(r, in + s, pos - s) != 0)
+				if (field_put(r, in + s, pos - s, true) != 0)
 					return -1;
 			}
 			if (pos == end)
 				break;
+			if (c == d) {
+				/* What S_FIELD_START does with it, without the trip
+				 * there; a plain byte next starts the next field here. */
+				r->content = true;
+				r->prev_cr = false;
+				pos++;
+				if (field_end(r) != 0)
+					return -1;
+				if (pos < end && !r->stop_unq[in[pos]])
+					r->state = S_UNQUOTED;
+				break;
+			}
 			if (c == '"') {
 				snprintf(msg, sizeof(msg),
 				         "line %llu: field %zu: quote inside an unquoted field",
@@ -286,12 +357,11 @@ static int scan(struct st_csv_reader *r, bool *done)
 			break;
 		case S_QUOTED:
 			s = pos;
-			while (pos < end && !r->stop_q[in[pos]])
-				pos++;
+			pos = run_end(r->stop_q, r->q_bytes, in, pos, end, &r->high);
 			c = pos < end ? in[pos] : 0;
 			if (pos > s) {
 				r->prev_cr = false;
-				if (field_put(r, in + s, pos - s) != 0)
+				if (field_put(r, in + s, pos - s, true) != 0)
 					return -1;
 			}
 			if (pos == end)
@@ -301,14 +371,14 @@ static int scan(struct st_csv_reader *r, bool *done)
 				r->state = S_QUOTE_SEEN;
 			} else {
 				count_break(r, c);
-				if (field_put(r, &c, 1) != 0)
+				if (field_put(r, &c, 1, false) != 0)
 					return -1;
 			}
 			pos++;
 			break;
 		case S_QUOTE_SEEN:
 			if (c == '"') {
-				if (field_put(r, &c, 1) != 0)
+				if (field_put(r, &c, 1, false) != 0)
 					return -1;
 				r->state = S_QUOTED;
 				pos++;
@@ -464,7 +534,8 @@ static int publish(struct st_csv_reader *r, struct rec_store *s)
 		/* One pass over all the fields: they are separated by NUL bytes,
 		 * which no multi-byte sequence contains, so the whole is valid
 		 * exactly when every field is. */
-		rec->utf8_valid = fl_utf8_valid((const char *)s->vals.data, s->vals.len);
+		rec->utf8_valid =
+		        !r->high || fl_utf8_valid((const char *)s->vals.data, s->vals.len);
 		rec->fields = f;
 	}
 	rec->n_fields = s->n;
@@ -530,6 +601,8 @@ int st_csv_reader_open(const struct st_csv_opts *opts, struct st_csv_reader **ou
 	r->stop_unq['"'] = r->stop_q['"'] = true;
 	r->stop_unq['\r'] = r->stop_q['\r'] = true;
 	r->stop_unq['\n'] = r->stop_q['\n'] = true;
+	memcpy(r->unq_bytes, (const uint8_t[4]){(uint8_t)d, '"', '\r', '\n'}, 4);
+	memcpy(r->q_bytes, (const uint8_t[4]){'"', '"', '\r', '\n'}, 4);
 	r->keep_blank = opts->keep_blank_lines;
 	r->max_field =
 	        opts->max_field_bytes ? opts->max_field_bytes : ST_CSV_DEFAULT_MAX_FIELD_BYTES;
@@ -538,7 +611,7 @@ int st_csv_reader_open(const struct st_csv_opts *opts, struct st_csv_reader **ou
 	r->line = 1;
 	store_init(&r->cur, r->alloc);
 	store_init(&r->hdr, r->alloc);
-	r->in = st_malloc(r->alloc, CHUNK_BYTES);
+	r->in = st_malloc(r->alloc, CHUNK_BYTES + COPY_SLACK);
 	if (r->in == NULL) {
 		nomem(err);
 		goto fail;

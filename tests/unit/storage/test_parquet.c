@@ -602,6 +602,300 @@ static void test_threads_sink_failure(void **state)
 	st_workq_free(q);
 }
 
+/* Row-group min and max come from typed passes over the buffered values
+ * (an order key for numbers, positions for byte arrays); they must be what
+ * st_value_compare picks, value by value, for random columns with ties,
+ * signed zeros (every fifth file has only those, NaN and 1.5 as floats),
+ * infinities, NaN, nulls, extremes, and dictionary or PLAIN
+ * row groups.  One row group per file, so the file's bounds are its. */
+enum { S_LONG, S_INT, S_DBL, S_FLT, S_STR, S_DEC9, S_DEC18, S_DATE, S_TS, NSCOL };
+
+static const struct st_parquet_column stat_cols[NSCOL] = {
+        {"l", 1, {ST_TYPE_LONG, 0, 0, 0}, false, ST_METRICS_FULL, 0},
+        {"i", 2, {ST_TYPE_INT, 0, 0, 0}, false, ST_METRICS_FULL, 0},
+        {"d", 3, {ST_TYPE_DOUBLE, 0, 0, 0}, false, ST_METRICS_FULL, 0},
+        {"f", 4, {ST_TYPE_FLOAT, 0, 0, 0}, false, ST_METRICS_FULL, 0},
+        {"s", 5, {ST_TYPE_STRING, 0, 0, 0}, false, ST_METRICS_FULL, 0},
+        {"d9", 6, {ST_TYPE_DECIMAL, 9, 2, 0}, false, ST_METRICS_FULL, 0},
+        {"d18", 7, {ST_TYPE_DECIMAL, 18, 2, 0}, false, ST_METRICS_FULL, 0},
+        {"dt", 8, {ST_TYPE_DATE, 0, 0, 0}, false, ST_METRICS_FULL, 0},
+        {"ts", 9, {ST_TYPE_TIMESTAMP, 0, 0, 0}, false, ST_METRICS_FULL, 0},
+};
+
+static uint64_t stat_rand(uint64_t *s)
+{
+	*s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+	return *s >> 17;
+}
+
+/* A random value of column c: from a pool of 5 (the dictionary stays on)
+ * or of 2^40 (it is given up). */
+static void stat_value(int c, bool small, bool zeros, uint64_t *seed, char str[12],
+                       struct st_value *v)
+{
+	static const double dbls[] = {0.0,       -0.0, 1.5,   -1.5,   INFINITY,
+	                              -INFINITY, NAN,  1e300, -1e-300};
+	static const int64_t ints[] = {0, -1, 1, INT64_MIN, INT64_MAX, INT32_MIN, INT32_MAX};
+	uint64_t r = stat_rand(seed);
+	int64_t x = small ? (int64_t)(r % 5) - 2
+	                  : (int64_t)(r % ((uint64_t)1 << 40)) - ((int64_t)1 << 39);
+
+	memset(v, 0, sizeof(*v));
+	if (stat_rand(seed) % 10 == 0) {
+		v->null = true;
+		return;
+	}
+	if (!small && stat_rand(seed) % 8 == 0)
+		x = ints[stat_rand(seed) % 7];
+	if (zeros && (c == S_DBL || c == S_FLT)) {
+		/* Only signed zeros, NaN and a positive: -0.0 must be the minimum. */
+		static const double z[] = {0.0, -0.0, 1.5, NAN};
+		double d = z[stat_rand(seed) % 4];
+
+		if (c == S_DBL)
+			v->v.d = d;
+		else
+			v->v.f = (float)d;
+		return;
+	}
+	switch (c) {
+	case S_LONG:
+	case S_TS: v->v.l = x; break;
+	case S_INT:
+	case S_DATE: v->v.i = (int32_t)x; break;
+	case S_DBL:
+		v->v.d = stat_rand(seed) % 3 == 0 ? dbls[stat_rand(seed) % 9] : (double)x / 7;
+		break;
+	case S_FLT:
+		v->v.f = stat_rand(seed) % 3 == 0 ? (float)dbls[stat_rand(seed) % 9] : (float)x / 7;
+		break;
+	case S_STR: {
+		size_t n = (size_t)(stat_rand(seed) % 11);
+
+		for (size_t i = 0; i < n; i++)
+			str[i] = (char)(small ? 'a' + stat_rand(seed) % 2
+			                      : 0x20 + stat_rand(seed) % 95);
+		set_bytes(v, str, n);
+		break;
+	}
+	default: { /* decimals: the unscaled value, big-endian two's complement in 16 bytes */
+		int64_t u = c == S_DEC9 ? x % 1000000000 : x;
+
+		for (int i = 0; i < 16; i++)
+			v->v.dec[15 - i] =
+			        (uint8_t)((i < 8 ? (uint64_t)u >> (8 * i) : (u < 0 ? 0xff : 0)));
+		break;
+	}
+	}
+}
+
+static bool stat_is_nan(int c, const struct st_value *v)
+{
+	return (c == S_DBL && isnan(v->v.d)) || (c == S_FLT && isnan(v->v.f));
+}
+
+static void test_typed_stats_match_compare(void **state)
+{
+	uint64_t seed = 42;
+	static char strs[300][NSCOL][12];
+	static struct st_value rows[300][NSCOL];
+
+	(void)state;
+	for (int trial = 0; trial < 400; trial++) {
+		struct st_parquet_opts o = {0};
+		struct st_parquet_writer *w;
+		struct st_parquet_metrics m;
+		struct fl_err err = {0};
+		struct st_buf out;
+		size_t n = 1 + (size_t)(stat_rand(&seed) % 300);
+		bool small = stat_rand(&seed) % 2, zeros = trial % 5 == 0;
+
+		st_buf_init(&out, NULL);
+		o.columns = stat_cols;
+		o.n_columns = NSCOL;
+		o.iceberg_schema_json = "{}";
+		o.no_dictionary = stat_rand(&seed) % 4 == 0;
+		st_sink_to_buf(&o.sink, &out);
+		assert_int_equal(st_parquet_writer_open(&o, &w, &err), 0);
+		for (size_t r = 0; r < n; r++) {
+			for (int c = 0; c < NSCOL; c++)
+				stat_value(c, small, zeros, &seed, strs[r][c], &rows[r][c]);
+			assert_int_equal(st_parquet_writer_write_row(w, rows[r], &err), 0);
+		}
+		assert_int_equal(st_parquet_writer_close(w, &m, &err), 0);
+		for (int c = 0; c < NSCOL; c++) {
+			const struct st_type *t = &stat_cols[c].type;
+			const struct st_value *lo = NULL, *hi = NULL;
+			struct st_buf want;
+
+			for (size_t r = 0; r < n; r++) {
+				const struct st_value *v = &rows[r][c];
+
+				if (v->null || stat_is_nan(c, v))
+					continue;
+				if (lo == NULL || st_value_compare(t, v, lo) < 0)
+					lo = v;
+				if (hi == NULL || st_value_compare(t, v, hi) > 0)
+					hi = v;
+			}
+			assert_int_equal(m.columns[c].has_lower, lo != NULL);
+			assert_int_equal(m.columns[c].has_upper, hi != NULL);
+			if (lo == NULL)
+				continue;
+			st_buf_init(&want, NULL);
+			assert_int_equal(st_value_serialize(t, lo, &want), 0);
+			if (m.columns[c].lower_len != want.len ||
+			    memcmp(m.columns[c].lower, want.data, want.len) != 0)
+				fail_msg("trial %d column %s: wrong lower bound", trial,
+				         stat_cols[c].name);
+			st_buf_reset(&want);
+			assert_int_equal(st_value_serialize(t, hi, &want), 0);
+			if (m.columns[c].upper_len != want.len ||
+			    memcmp(m.columns[c].upper, want.data, want.len) != 0)
+				fail_msg("trial %d column %s: wrong upper bound", trial,
+				         stat_cols[c].name);
+			st_buf_free(&want);
+		}
+		st_parquet_metrics_free(&m);
+		st_buf_free(&out);
+	}
+}
+
+/* Pages of fixed-width and dictionary columns are cut every 20,000 rows
+ * (write.parquet.page-row-limit) without walking the rows when 20,000
+ * values cannot fill page_bytes; at exactly 20,000 values' worth the
+ * writer walks them (the bytes limit could be reached) and must cut at the
+ * same rows.  Both files must be byte for byte the same, with nulls
+ * scattered, several pages and row groups, for 4- and 8-byte values and a
+ * dictionary column. */
+static void write_paged(const struct st_parquet_column *pc, size_t n_cols, size_t page_bytes,
+                        struct st_buf *out)
+{
+	struct st_parquet_opts o = {0};
+	struct st_parquet_writer *w;
+	struct st_parquet_metrics m;
+	struct fl_err err = {0};
+	uint64_t seed = 7;
+	static const char *const cats[] = {"auto", "books", "garden"};
+
+	o.columns = pc;
+	o.n_columns = n_cols;
+	o.iceberg_schema_json = "{}";
+	o.page_bytes = page_bytes;
+	o.row_group_bytes = 400000;
+	st_sink_to_buf(&o.sink, out);
+	assert_int_equal(st_parquet_writer_open(&o, &w, &err), 0);
+	for (int r = 0; r < 90000; r++) {
+		struct st_value row[3];
+
+		memset(row, 0, sizeof(row));
+		for (size_t c = 0; c < n_cols; c++) {
+			uint64_t x = stat_rand(&seed);
+
+			if (pc[c].type.id == ST_TYPE_STRING) {
+				const char *v = cats[x % 3];
+
+				set_bytes(&row[c], v, strlen(v));
+			} else if (pc[c].type.id == ST_TYPE_INT) {
+				row[c].v.i = (int32_t)(x >> 3);
+			} else {
+				row[c].v.l = (int64_t)(x >> 3);
+			}
+			row[c].null = !pc[c].required && x % 7 == 0;
+		}
+		assert_int_equal(st_parquet_writer_write_row(w, row, &err), 0);
+	}
+	assert_int_equal(st_parquet_writer_close(w, &m, &err), 0);
+	assert_true(m.n_split_offsets > 1);
+	st_parquet_metrics_free(&m);
+}
+
+static void test_counted_pages_match_walked(void **state)
+{
+	static const struct st_parquet_column four[] = {
+	        {"i", 1, {ST_TYPE_INT, 0, 0, 0}, false, ST_METRICS_DEFAULT, 0},
+	        {"c", 2, {ST_TYPE_STRING, 0, 0, 0}, false, ST_METRICS_DEFAULT, 0},
+	};
+	static const struct st_parquet_column eight[] = {
+	        {"l", 1, {ST_TYPE_LONG, 0, 0, 0}, false, ST_METRICS_DEFAULT, 0},
+	        {"r", 2, {ST_TYPE_LONG, 0, 0, 0}, true, ST_METRICS_DEFAULT, 0},
+	};
+	struct st_buf walked, counted;
+
+	(void)state;
+	st_buf_init(&walked, NULL);
+	st_buf_init(&counted, NULL);
+	write_paged(four, 2, 4 * 20000, &walked);
+	write_paged(four, 2, 4 * 20000 + 1, &counted);
+	assert_int_equal(walked.len, counted.len);
+	assert_memory_equal(walked.data, counted.data, walked.len);
+	st_buf_reset(&walked);
+	st_buf_reset(&counted);
+	write_paged(eight, 2, 8 * 20000, &walked);
+	write_paged(eight, 2, 8 * 20000 + 1, &counted);
+	assert_int_equal(walked.len, counted.len);
+	assert_memory_equal(walked.data, counted.data, walked.len);
+	st_buf_free(&walked);
+	st_buf_free(&counted);
+}
+
+/* A decimal is refused exactly when its 16 bytes are more than the sign
+ * extension of the bytes its column stores (4 for INT32, 8 for INT64, the
+ * minimal length for FIXED): random values of every length and sign
+ * against that byte-by-byte definition. */
+static void test_decimal_fit_random(void **state)
+{
+	static const struct st_parquet_column dcols[] = {
+	        {"d9", 1, {ST_TYPE_DECIMAL, 9, 0, 0}, false, ST_METRICS_DEFAULT, 0},
+	        {"d18", 1, {ST_TYPE_DECIMAL, 18, 0, 0}, false, ST_METRICS_DEFAULT, 0},
+	        {"d20", 1, {ST_TYPE_DECIMAL, 20, 0, 0}, false, ST_METRICS_DEFAULT, 0},
+	        {"d38", 1, {ST_TYPE_DECIMAL, 38, 0, 0}, false, ST_METRICS_DEFAULT, 0},
+	};
+	static const int width[] = {4, 8, 9, 16};
+	uint64_t seed = 99;
+
+	(void)state;
+	for (int k = 0; k < 4; k++) {
+		struct st_parquet_opts o = {0};
+		struct st_parquet_writer *w;
+		struct st_parquet_metrics m;
+		struct fl_err err = {0};
+		struct st_buf out;
+
+		st_buf_init(&out, NULL);
+		o.columns = &dcols[k];
+		o.n_columns = 1;
+		st_sink_to_buf(&o.sink, &out);
+		assert_int_equal(st_parquet_writer_open(&o, &w, &err), 0);
+		for (int i = 0; i < 20000; i++) {
+			struct st_value v = {.null = false};
+			int len = 1 + (int)(stat_rand(&seed) % 16), n = width[k];
+			bool neg = stat_rand(&seed) % 2, fits = true;
+			uint8_t ext;
+
+			for (int b = 0; b < 16; b++)
+				v.v.dec[b] = b >= 16 - len ? (uint8_t)stat_rand(&seed)
+				             : neg         ? 0xff
+				                           : 0;
+			if (stat_rand(&seed) % 4 ==
+			    0) /* a byte flipped just past the stored ones */
+				v.v.dec[(16 - n + 15) % 16] ^= 0x80;
+			ext = (v.v.dec[16 - n] & 0x80) ? 0xff : 0;
+			for (int b = 0; b < 16 - n; b++)
+				fits = fits && v.v.dec[b] == ext;
+			err.kind = FL_ERR_NONE;
+			if (st_parquet_writer_write_row(w, &v, &err) != (fits ? 0 : -1))
+				fail_msg("decimal(%d) value %d: fits=%d", dcols[k].type.precision,
+				         i, fits);
+			if (!fits)
+				assert_int_equal(err.kind, FL_ERR_BAD_REQUEST);
+		}
+		assert_int_equal(st_parquet_writer_close(w, &m, &err), 0);
+		st_parquet_metrics_free(&m);
+		st_buf_free(&out);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -615,6 +909,9 @@ int main(void)
 	        cmocka_unit_test(test_threads_size),
 	        cmocka_unit_test(test_threads_alloc_failures),
 	        cmocka_unit_test(test_threads_sink_failure),
+	        cmocka_unit_test(test_typed_stats_match_compare),
+	        cmocka_unit_test(test_counted_pages_match_walked),
+	        cmocka_unit_test(test_decimal_fit_random),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

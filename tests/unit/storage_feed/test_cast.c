@@ -429,6 +429,66 @@ static void test_double_fast_path_matches_strtod(void **state)
 	}
 }
 
+/* Decimals in plain notation are read by a one-pass fast path; the same
+ * text with "e0" appended means the same number but takes the general
+ * path.  Both must agree - the same 16 bytes, or both refused - over random
+ * texts: signs, leading zeros, a point with and without digits, more
+ * fraction digits than the scale, values at and over the precision. */
+static void test_decimal_fast_path_matches_general(void **state)
+{
+	static const struct st_type types[] = {
+	        {ST_TYPE_DECIMAL, 9, 2, 0},   {ST_TYPE_DECIMAL, 18, 4, 0},
+	        {ST_TYPE_DECIMAL, 18, 0, 0},  {ST_TYPE_DECIMAL, 5, 3, 0},
+	        {ST_TYPE_DECIMAL, 38, 10, 0}, {ST_TYPE_DECIMAL, 1, 0, 0},
+	        {ST_TYPE_DECIMAL, 10, 2, 0},
+	};
+	uint64_t x = 0x2545f4914f6cdd1dULL;
+	int ok = 0, refused = 0;
+
+	(void)state;
+	for (int i = 0; i < 300000; i++) {
+		const struct st_type *t = &types[i % 7];
+		char text[64], general[70];
+		struct st_value a, b;
+		struct fl_err ea, eb;
+		size_t n = 0, ints, fracs;
+		int ra, rb;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		ints = x % 21;
+		fracs = (x >> 8) % 8;
+		if ((x >> 12) % 3 == 0)
+			text[n++] = (x >> 14) & 1 ? '-' : '+';
+		for (size_t k = 0; k < ints; k++)
+			text[n++] =
+			        (char)('0' + (k < 2 && (x >> 16) & 1 ? 0 : (x >> (18 + k)) % 10));
+		if ((x >> 40) % 4 != 0) {
+			text[n++] = '.';
+			for (size_t k = 0; k < fracs; k++)
+				text[n++] =
+				        (char)('0' + ((x >> 44) & 1 ? 0 : (x >> (30 + k)) % 10));
+		}
+		text[n] = '\0';
+		snprintf(general, sizeof(general), "%se0", text);
+		memset(&a, 0, sizeof(a));
+		memset(&b, 0, sizeof(b));
+		ra = st_cast_text(t, text, n, NULL, NULL, &a, &ea);
+		rb = st_cast_text(t, general, strlen(general), NULL, NULL, &b, &eb);
+		if (ra != rb)
+			fail_msg("decimal(%d,%d) '%s': %d, '%s': %d", t->precision, t->scale, text,
+			         ra, general, rb);
+		if (ra == 0) {
+			assert_memory_equal(a.v.dec, b.v.dec, 16);
+			ok++;
+		} else {
+			assert_int_equal(ea.kind, eb.kind);
+			refused++;
+		}
+	}
+	/* both outcomes were exercised */
+	assert_true(ok > 10000 && refused > 10000);
+}
+
 static void test_scratch(void **state)
 {
 	struct st_type u = {.id = ST_TYPE_UUID}, b = {.id = ST_TYPE_BINARY};
@@ -597,6 +657,7 @@ int main(void)
 	        cmocka_unit_test(test_text),
 	        cmocka_unit_test(test_nan_and_negative_zero_bits),
 	        cmocka_unit_test(test_double_fast_path_matches_strtod),
+	        cmocka_unit_test(test_decimal_fast_path_matches_general),
 	        cmocka_unit_test(test_scratch),
 	        cmocka_unit_test(test_json),
 	        cmocka_unit_test(test_json_missing_is_null),

@@ -517,6 +517,73 @@ static void test_alloc_failures(void **state)
 	assert_true(reached_end);
 }
 
+/* render(), or the reader's refusal (a bad header row) as the text. */
+static void wide_or_error(const struct st_csv_opts *o, const char *in, size_t len, size_t step,
+                          char *out, size_t cap)
+{
+	struct fl_err err = {0};
+
+	if (render(o, in, len, step, out, cap, &err) != 0)
+		snprintf(out, cap, "error %d: %s", (int)err.kind, err.msg);
+}
+
+/* The reader looks for the end of a field sixteen bytes at a time when
+ * sixteen are in the chunk, a byte at a time otherwise: random inputs full
+ * of delimiters, quotes, line breaks, long plain runs and UTF-8 (valid
+ * and cut short: a record without a high byte skips the UTF-8 pass) must
+ * read the same
+ * from one buffer (the wide search) as from one byte per read (never it),
+ * whatever the delimiter and limits. */
+static void test_wide_scan_matches_bytewise(void **state)
+{
+	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789 ,;\t\"\r\n";
+	static const char delims[] = {',', ';', '\t'};
+	uint64_t seed = 0x9e3779b97f4a7c15ULL;
+	char in[700], a[16384], b[16384];
+
+	(void)state;
+	for (int k = 0; k < 3000; k++) {
+		struct st_csv_opts o = {0};
+		size_t len;
+
+#define NEXT() (seed = seed * 6364136223846793005ULL + 1442695040888963407ULL, seed >> 33)
+		len = (size_t)(NEXT() % sizeof(in));
+		for (size_t i = 0; i < len;) {
+			/* Mostly runs of plain bytes (up to 40), then one byte of any kind. */
+			size_t run = (size_t)(NEXT() % 41);
+
+			for (size_t j = 0; j < run && i < len; j++) {
+				/* now and then a two-byte character, or half of one */
+				if (NEXT() % 64 == 0 && i + 1 < len) {
+					in[i++] = (char)0xc3;
+					if (NEXT() % 2)
+						in[i++] = (char)0xa9;
+				} else {
+					in[i++] = (char)('a' + NEXT() % 26);
+				}
+			}
+			if (i < len)
+				in[i++] = NEXT() % 16 == 0
+				                  ? (char)0xc3
+				                  : alphabet[NEXT() % (sizeof(alphabet) - 1)];
+		}
+		o.delimiter = delims[NEXT() % 3];
+		o.header = NEXT() % 2;
+		o.max_field_bytes = NEXT() % 3 == 0 ? 24 : 0;
+		o.max_record_bytes = NEXT() % 4 == 0 ? 100 : 0;
+		/* (render's check that raw bytes add up holds only untruncated) */
+		o.keep_blank_lines = o.max_record_bytes == 0 && NEXT() % 2;
+#undef NEXT
+		wide_or_error(&o, in, len, SIZE_MAX, a, sizeof(a));
+		wide_or_error(&o, in, len, 1, b, sizeof(b));
+		if (strcmp(a, b) != 0)
+			fail_msg("input %d: wide %s\nbytewise %s", k, a, b);
+		wide_or_error(&o, in, len, 19, b, sizeof(b));
+		if (strcmp(a, b) != 0)
+			fail_msg("input %d (19-byte reads): wide %s\nbytewise %s", k, a, b);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -528,6 +595,7 @@ int main(void)
 	        cmocka_unit_test(test_bad_options_and_header),
 	        cmocka_unit_test(test_fd_source),
 	        cmocka_unit_test(test_alloc_failures),
+	        cmocka_unit_test(test_wide_scan_matches_bytewise),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
