@@ -10,7 +10,9 @@
  * repeated run is reported as "already-committed" and changes nothing. */
 #include "cmd_ingest.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +123,11 @@ struct job {
 	int64_t data_t0;
 	int64_t drawn_at;
 	int drawn_width;
+	/* The batch identity, hashed on a thread while the catalog connects. */
+	pthread_t id_thread;
+	bool id_threaded;
+	int id_rc;
+	struct fl_err id_err;
 };
 
 /* ---- small helpers ---- */
@@ -195,6 +202,46 @@ static void progress_cb(void *ctx, const struct st_ingest_progress *p)
 	progress_draw(ctx, p, false);
 }
 
+/* ---- the batch identity ---- */
+
+static void *identity_main(void *arg)
+{
+	struct job *j = arg;
+
+	j->id_rc = st_batch_identity(j->inputs, j->n_inputs, j->batch_id, &j->id_err);
+	return NULL;
+}
+
+/* Hashing the inputs, and OpenSSL's first use (~1 ms of its own), overlap
+ * the catalog's connection, which mostly waits on PostgreSQL.  An input
+ * that cannot be read is refused here, before anything connects. */
+static int identity_start(struct job *j, struct fl_err *err)
+{
+	for (size_t k = 0; k < j->n_inputs; k++)
+		if (access(j->inputs[k], R_OK) != 0)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST, "cannot read %.200s: %s",
+			                  j->inputs[k], strerror(errno));
+	j->id_threaded = pthread_create(&j->id_thread, NULL, identity_main, j) == 0;
+	if (!j->id_threaded)
+		identity_main(j);
+	return 0;
+}
+
+/* rc of what ran beside the hash, or -1 with the hash's own error, which
+ * wins: a batch whose inputs cannot be read is reported as such. */
+static int identity_wait(struct job *j, int rc, struct fl_err *err)
+{
+	if (j->id_threaded) {
+		pthread_join(j->id_thread, NULL);
+		j->id_threaded = false;
+	}
+	if (j->id_rc != 0) {
+		*err = j->id_err;
+		return -1;
+	}
+	return rc;
+}
+
 /* ---- the two catalogs ---- */
 
 static int parse_table(struct job *j, struct fl_err *err)
@@ -260,11 +307,16 @@ static int run_in_process(struct job *j, struct fl_err *err)
 	struct st_committer *c = NULL;
 	int rc = -1;
 
-	if (srv_cli_catalog_open(&j->sc, false, &cat, err) != 0 ||
-	    cat_committer_open(cat.db, NULL, &cat.wh, &ns, j->name, &lim, NULL, &c, err) != 0)
-		goto out;
-	rc = run_batch(j, c, err);
-out:
+	/* Only a connection is overlapped: an embedded cluster is not started
+	 * for inputs that turn out unreadable. */
+	if (j->sc.database_url[0] == '\0' && identity_wait(j, 0, err) != 0)
+		return -1;
+	if (srv_cli_catalog_open(&j->sc, false, &cat, err) == 0 &&
+	    cat_committer_open(cat.db, NULL, &cat.wh, &ns, j->name, &lim, NULL, &c, err) == 0)
+		rc = 0;
+	rc = identity_wait(j, rc, err);
+	if (rc == 0)
+		rc = run_batch(j, c, err);
 	if (c != NULL)
 		c->ops->close(c);
 	srv_cli_catalog_close(&cat);
@@ -277,9 +329,13 @@ static int run_rest(struct job *j, struct fl_err *err)
 	struct st_committer *c = NULL;
 	int rc;
 
-	if (st_rest_committer_open(j->ic.catalog_uri, j->sc.warehouse, j->ic.token, j->levels,
-	                           j->nlevels, j->name, j->ic.credential_refresh, &c, err) != 0)
+	rc = st_rest_committer_open(j->ic.catalog_uri, j->sc.warehouse, j->ic.token, j->levels,
+	                            j->nlevels, j->name, j->ic.credential_refresh, &c, err);
+	if (identity_wait(j, rc, err) != 0) {
+		if (c != NULL)
+			c->ops->close(c);
 		return -1;
+	}
 	rc = run_batch(j, c, err);
 	c->ops->close(c);
 	return rc;
@@ -377,7 +433,7 @@ int srv_cmd_ingest(int argc, char **argv)
 	}
 	fl_log_set_level((enum fl_log_level)fl_log_level_parse(j.sc.log_level));
 	j.progress = !j.ic.quiet && isatty(STDERR_FILENO);
-	if (st_batch_identity(j.inputs, j.n_inputs, j.batch_id, &err) != 0) {
+	if (identity_start(&j, &err) != 0) {
 		code = EXIT_BAD_INPUT;
 		goto report;
 	}
