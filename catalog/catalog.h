@@ -350,16 +350,26 @@ int cat_table_append(struct cat_db *db, const struct cat_warehouse *wh, struct c
                      cat_append_fn build, void *arg, const struct cat_limits *lim,
                      const char *request_id, struct fl_err *err) FL_MUST_CHECK;
 
+/* A version of a table the caller has already read and parsed (by
+ * cat_table_load): its location, text and document. */
+struct cat_known {
+	const char *location;
+	const char *text;
+	json_t *meta;
+};
+
 /* cat_table_append inside the caller's transaction tx (NULL = its own): the
  * hook for "extra rows in this commit's transaction".  The row lock is held
  * and the commit becomes visible only when the caller commits tx, so rows
  * the caller adds to tx (a feed's ledger) land atomically with the snapshot;
  * an unknown outcome of that final COMMIT is the caller's
  * FL_ERR_COMMIT_STATE_UNKNOWN.  actor (NULL = Floe itself) goes into the
- * commit event. */
+ * commit event.  known (NULL = none): when the locked row still points at
+ * that version, its metadata is neither sent again nor parsed again. */
 int cat_table_append_tx(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
                         struct cat_change *ch, cat_append_fn build, void *arg,
-                        const struct cat_limits *lim, const char *request_id, const char *actor,
+                        const struct cat_known *known, const struct cat_limits *lim,
+                        const char *request_id, const char *actor,
                         struct fl_err *err) FL_MUST_CHECK;
 
 /* Per-table statistics for /metrics: fn is called once per table. */

@@ -310,7 +310,7 @@ int cat_table_create(struct cat_db *db, struct cat_tx *tx, const struct cat_ware
 		goto out;
 	if (cat_namespace_id(sc.c, wh->id, ns, nsid, sizeof(nsid), err) != 0)
 		goto out;
-	found = cat_row_lock(sc.c, wh->id, ns, name, &row, err);
+	found = cat_row_lock(sc.c, wh->id, ns, name, NULL, &row, err);
 	if (found != 0) {
 		if (found > 0)
 			fl_err_set(err, FL_ERR_ALREADY_EXISTS, "table %s already exists",
@@ -409,7 +409,7 @@ int cat_table_register(struct cat_db *db, struct cat_tx *tx, const struct cat_wa
 		goto out;
 	if (cat_namespace_id(sc.c, wh->id, ns, nsid, sizeof(nsid), err) != 0)
 		goto out;
-	found = cat_row_lock(sc.c, wh->id, ns, name, &row, err);
+	found = cat_row_lock(sc.c, wh->id, ns, name, NULL, &row, err);
 	if (found < 0)
 		goto out;
 	if (found > 0 && !overwrite) {
@@ -843,7 +843,7 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 		found = 1;
 		base = json_incref(locked->base);
 	} else {
-		found = cat_row_lock(c, wh->id, &ch->ns, ch->name, &own, err);
+		found = cat_row_lock(c, wh->id, &ch->ns, ch->name, NULL, &own, err);
 		if (found < 0)
 			goto out;
 		cat_stage_done(sc->db, CAT_STAGE_LOCK, &t0);
@@ -1275,13 +1275,13 @@ int cat_table_append(struct cat_db *db, const struct cat_warehouse *wh, struct c
                      cat_append_fn build, void *arg, const struct cat_limits *lim,
                      const char *request_id, struct fl_err *err)
 {
-	return cat_table_append_tx(db, NULL, wh, ch, build, arg, lim, request_id, NULL, err);
+	return cat_table_append_tx(db, NULL, wh, ch, build, arg, NULL, lim, request_id, NULL, err);
 }
 
 int cat_table_append_tx(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
                         struct cat_change *ch, cat_append_fn build, void *arg,
-                        const struct cat_limits *lim, const char *request_id, const char *actor,
-                        struct fl_err *err)
+                        const struct cat_known *known, const struct cat_limits *lim,
+                        const char *request_id, const char *actor, struct fl_err *err)
 {
 	struct cat_written w = {.io = wh->io};
 	struct cat_written *stale = malloc(sizeof(*stale));
@@ -1307,7 +1307,8 @@ int cat_table_append_tx(struct cat_db *db, struct cat_tx *tx, const struct cat_w
 		return -1;
 	}
 	t0 = fl_mono_ns();
-	found = cat_row_lock(sc.c, wh->id, &ch->ns, ch->name, &row, err);
+	found = cat_row_lock(sc.c, wh->id, &ch->ns, ch->name, known ? known->location : NULL, &row,
+	                     err);
 	if (found > 0)
 		cat_stage_done(db, CAT_STAGE_LOCK, &t0);
 	if (found <= 0) {
@@ -1317,8 +1318,16 @@ int cat_table_append_tx(struct cat_db *db, struct cat_tx *tx, const struct cat_w
 			           table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
 		goto out;
 	}
-	base = json_loads(row.metadata, 0, NULL);
-	if (base == NULL) {
+	if (row.metadata == NULL) {
+		/* Still the version the caller read: its text (for the row's
+		 * uses below) and its parsed document are reused. */
+		row.metadata = strdup(known->text);
+		base = json_incref(known->meta);
+		if (row.metadata == NULL) {
+			fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+			goto out;
+		}
+	} else if ((base = json_loads(row.metadata, 0, NULL)) == NULL) {
 		fl_err_set(err, FL_ERR_INTERNAL, "stored metadata is not JSON");
 		goto out;
 	}

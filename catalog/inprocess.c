@@ -1,7 +1,9 @@
 /* inprocess.c - the in-process committer (see inprocess.h).
  *
  * Exactly once comes from the batch layer's build step, which runs under the
- * row lock here: a batch already in the history builds nothing. */
+ * row lock here: a batch already in the history builds nothing.  The version
+ * loaded last is kept: when the locked row still points at it, the commit
+ * neither reads its metadata again nor parses it again. */
 #include "inprocess.h"
 
 #include <stdlib.h>
@@ -17,6 +19,8 @@ struct cat_committer {
 	char **levels; /* copies, one block */
 	int nlevels;
 	char *name;
+	char *known_location, *known_text; /* the version loaded last */
+	json_t *known_meta;
 };
 
 static struct cat_ns ns_of(const struct cat_committer *k)
@@ -26,13 +30,30 @@ static struct cat_ns ns_of(const struct cat_committer *k)
 	return ns;
 }
 
-static int parse_meta(char *text, json_t **meta, struct fl_err *err)
+static void forget(struct cat_committer *k)
+{
+	free(k->known_location);
+	free(k->known_text);
+	json_decref(k->known_meta);
+	k->known_location = k->known_text = NULL;
+	k->known_meta = NULL;
+}
+
+/* Parses the version read (mloc and text, taken) and keeps it as known. */
+static int parse_meta(struct cat_committer *k, char *mloc, char *text, json_t **meta,
+                      struct fl_err *err)
 {
 	json_t *m = json_loads(text, 0, NULL);
 
-	free(text);
-	if (m == NULL)
+	forget(k);
+	if (m == NULL) {
+		free(mloc);
+		free(text);
 		return fl_err_set(err, FL_ERR_INTERNAL, "stored metadata is not JSON");
+	}
+	k->known_location = mloc;
+	k->known_text = text;
+	k->known_meta = json_incref(m);
 	*meta = m;
 	return 0;
 }
@@ -45,8 +66,7 @@ static int load(struct st_committer *c, json_t **meta, struct fl_err *err)
 
 	if (cat_table_load(k->db, k->tx, k->wh->name, &ns, k->name, &mloc, &text, type, err) != 0)
 		return -1;
-	free(mloc);
-	return parse_meta(text, meta, err);
+	return parse_meta(k, mloc, text, meta, err);
 }
 
 static int create(struct st_committer *c, const json_t *schema, json_t **meta, struct fl_err *err)
@@ -61,10 +81,9 @@ static int create(struct st_committer *c, const json_t *schema, json_t **meta, s
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	rc = cat_table_create(k->db, k->tx, k->wh, &ns, req, false, &mloc, &text, k->actor, err);
 	json_decref(req);
-	free(mloc);
 	if (rc != 0)
 		return -1;
-	return parse_meta(text, meta, err);
+	return parse_meta(k, mloc, text, meta, err);
 }
 
 static int io(struct st_committer *c, const json_t *meta, struct st_io **out, struct fl_err *err)
@@ -84,11 +103,13 @@ static int commit(struct st_committer *c, const char *batch_id, int retries,
 {
 	struct cat_committer *k = (struct cat_committer *)c;
 	struct cat_change ch = {.ns = ns_of(k), .name = k->name};
+	struct cat_known known = {k->known_location, k->known_text, k->known_meta};
 	int rc;
 
 	(void)batch_id;
 	(void)retries; /* under the row lock there is no conflict to retry */
-	rc = cat_table_append_tx(k->db, k->tx, k->wh, &ch, build, arg, &k->lim, NULL, k->actor,
+	rc = cat_table_append_tx(k->db, k->tx, k->wh, &ch, build, arg,
+	                         k->known_meta != NULL ? &known : NULL, &k->lim, NULL, k->actor,
 	                         err);
 	cat_changes_free(&ch, 1);
 	return rc;
@@ -100,6 +121,7 @@ static void close_committer(struct st_committer *c)
 
 	if (k == NULL)
 		return;
+	forget(k);
 	free(k->actor);
 	free(k->levels);
 	free(k->name);

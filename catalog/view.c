@@ -26,7 +26,7 @@ static int name_free(struct cat_conn *c, const struct cat_warehouse *wh, const s
 {
 	struct cat_row row = {0};
 	char buf[300];
-	int table = cat_row_lock(c, wh->id, ns, name, &row, err), view = 0;
+	int table = cat_row_lock(c, wh->id, ns, name, NULL, &row, err), view = 0;
 
 	cat_row_free(&row);
 	if (table == 0)

@@ -253,9 +253,11 @@ struct cat_row {
 };
 void cat_row_free(struct cat_row *row);
 
-/* Locks the table row FOR UPDATE; 1 = found, 0 = absent, -1 = error. */
+/* Locks the table row FOR UPDATE; 1 = found, 0 = absent, -1 = error.
+ * With known_location (NULL = none), row->metadata is left NULL (and not
+ * sent) when the row still points there, as in cat_row_read. */
 int cat_row_lock(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns, const char *name,
-                 struct cat_row *row, struct fl_err *err);
+                 const char *known_location, struct cat_row *row, struct fl_err *err);
 
 /* Reads the table row without a lock (the optimistic commit); as
  * cat_row_lock otherwise, except that row->metadata is left NULL (and not

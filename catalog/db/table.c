@@ -62,36 +62,34 @@ static int row_select(struct cat_conn *c, const char *sql, const char *wh_id,
 	return found;
 }
 
+/* The four reads of a table row by name: locked (FOR UPDATE) or not, with
+ * its metadata or without it when the row still points at the version the
+ * caller holds ($4). */
+#define ROW_FULL "SELECT t.id, t.namespace_id, t.metadata_location, t.metadata, t.location, t.version"
+#define ROW_KNOWN                                                                          \
+	"SELECT t.id, t.namespace_id, t.metadata_location,"                                \
+	" CASE WHEN t.metadata_location = $4 THEN NULL ELSE t.metadata END, t.location, t.version"
+#define ROW_WHERE                                                                          \
+	" FROM table_entry t JOIN namespace n ON n.id = t.namespace_id"                    \
+	" WHERE n.warehouse_id = $1 AND n.levels = $2::text[] AND t.name = $3 AND t.kind = 'TABLE'"
+
+static const char *const row_sql[2][2] = {
+        {ROW_FULL ROW_WHERE, ROW_KNOWN ROW_WHERE},
+        {ROW_FULL ROW_WHERE " FOR UPDATE OF t", ROW_KNOWN ROW_WHERE " FOR UPDATE OF t"},
+};
+
 int cat_row_lock(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns, const char *name,
-                 struct cat_row *row, struct fl_err *err)
+                 const char *known_location, struct cat_row *row, struct fl_err *err)
 {
-	return row_select(
-	        c,
-	        "SELECT t.id, t.namespace_id, t.metadata_location, t.metadata, t.location, t.version"
-	        " FROM table_entry t JOIN namespace n ON n.id = t.namespace_id"
-	        " WHERE n.warehouse_id = $1 AND n.levels = $2::text[] AND t.name = $3 AND t.kind = 'TABLE'"
-	        " FOR UPDATE OF t",
-	        wh_id, ns, name, NULL, row, err);
+	return row_select(c, row_sql[1][known_location != NULL], wh_id, ns, name, known_location,
+	                  row, err);
 }
 
 int cat_row_read(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns, const char *name,
                  const char *known_location, struct cat_row *row, struct fl_err *err)
 {
-	if (known_location == NULL)
-		return row_select(
-		        c,
-		        "SELECT t.id, t.namespace_id, t.metadata_location, t.metadata, t.location, t.version"
-		        " FROM table_entry t JOIN namespace n ON n.id = t.namespace_id"
-		        " WHERE n.warehouse_id = $1 AND n.levels = $2::text[] AND t.name = $3"
-		        " AND t.kind = 'TABLE'",
-		        wh_id, ns, name, NULL, row, err);
-	return row_select(
-	        c,
-	        "SELECT t.id, t.namespace_id, t.metadata_location,"
-	        " CASE WHEN t.metadata_location = $4 THEN NULL ELSE t.metadata END, t.location, t.version"
-	        " FROM table_entry t JOIN namespace n ON n.id = t.namespace_id"
-	        " WHERE n.warehouse_id = $1 AND n.levels = $2::text[] AND t.name = $3 AND t.kind = 'TABLE'",
-	        wh_id, ns, name, known_location, row, err);
+	return row_select(c, row_sql[0][known_location != NULL], wh_id, ns, name, known_location,
+	                  row, err);
 }
 
 static void stat_text(int64_t v, char *buf, size_t cap, const char **out)
@@ -858,7 +856,7 @@ static int lock_existing(struct cat_conn *c, const char *wh_id, const struct cat
 
 	if (view)
 		return cat_view_row_get(c, wh_id, ns, name, true, row, err);
-	found = cat_row_lock(c, wh_id, ns, name, row, err);
+	found = cat_row_lock(c, wh_id, ns, name, NULL, row, err);
 	if (found == 0)
 		(void)not_found(c, wh_id, ns, name, false, err);
 	return found > 0 ? 0 : -1;

@@ -8,12 +8,18 @@
 // - two concurrent runs of different batches: both land (two snapshots,
 //   totals add up);
 // - two concurrent runs of the SAME batch: exactly one commits, the other
-//   reports already-committed.
+//   reports already-committed;
+// - in process, two runs that read one version and then queue on the row
+//   lock (held by a psql session until both wait): the second to take it
+//   builds on the first's commit, because the version it read is stale by
+//   then (a commit reuses what it read only while the row still points there).
 // Random delays come from a seed printed in every failure message.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { psql } from '../lib/harness.mjs';
 import {
   startCatalog, createTable, loadTable, ingest, show, snapshotFiles, currentSnapshot, localPath, parquetOnDisk, duck,
   sqlStr, tmpDir, seededRandom,
@@ -183,6 +189,49 @@ for (const mode of ['in-process', 'rest']) {
       assert.equal(s.rows, 20000 + k, why);
       // the loser's data files are not left behind
       assert.deepEqual(parquetOnDisk(s.meta), [...s.files].sort(), `${why}\nonly the committed files remain in data/`);
+    }
+  });
+}
+
+async function waitUntil(what, fn, ms = 20000) {
+  const until = Date.now() + ms;
+  while (!fn()) {
+    if (Date.now() > until) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+for (const same of [false, true]) {
+  test(`in-process: two runs read one version, then queue on the row lock (${same ? 'same batch' : 'different batches'})`, async () => {
+    const name = await newTable(same ? 'queued_same' : 'queued');
+    const f1 = writeCsv(`queued-a-${same}.csv`, 0, 500);
+    const f2 = same ? f1 : writeCsv('queued-b.csv', 500, 700);
+    const holder = spawn('psql', [ctx.dbUrl, '-X', '-q', '-v', 'ON_ERROR_STOP=1'], { stdio: ['pipe', 'ignore', 'pipe'] });
+    const held = new Promise((resolve) => holder.on('close', resolve));
+    holder.stdin.write(`BEGIN; SELECT 1 FROM table_entry WHERE name = ${sqlStr(name)} FOR UPDATE;\n`);
+    const sessions = (cond) => Number(psql(ctx.dbUrl, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND ${cond}`));
+    await waitUntil('the psql session holds the row lock', () => sessions("state = 'idle in transaction'") === 1);
+    const runs = Promise.all([ingest(ctx, name, [f1]), ingest(ctx, name, [f2])]);
+    await waitUntil('both runs wait on the row lock', () => sessions("wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE OF t%'") === 2);
+    holder.stdin.end('COMMIT;\n');
+    assert.equal(await held, 0, 'the psql session ended cleanly');
+    const [a, b] = await runs;
+    const why = `${show(a)}\n${show(b)}`;
+    assert.equal(a.code, 0, why);
+    assert.equal(b.code, 0, why);
+    const s = await state(name);
+    if (same) {
+      assert.deepEqual([a.out.status, b.out.status].sort(), ['already-committed', 'committed'], why);
+      assert.equal(s.snapshots.length, 1, why);
+      assert.equal(s.rows, 500, why);
+    } else {
+      assert.deepEqual([a.out.status, b.out.status], ['committed', 'committed'], why);
+      assert.equal(s.snapshots.length, 2, why);
+      const [first, second] = s.snapshots;
+      assert.equal(String(second['parent-snapshot-id']), String(first['snapshot-id']), why);
+      assert.equal(s.total, 1200, why);
+      assert.equal(s.rows, 1200, why);
+      assert.equal(s.distinct, 1200, why);
     }
   });
 }
