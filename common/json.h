@@ -40,7 +40,9 @@ int fl_json_get_arr(const json_t *obj, const char *key, bool required, const cha
 int fl_json_check_str_map(const json_t *obj, const char *what, struct fl_err *err) FL_MUST_CHECK;
 
 /* Serializes compactly (keys in insertion order) into a malloc'd string of
- * *len bytes; NULL when out of memory. */
+ * *len bytes, byte for byte what json_dumps(v, JSON_COMPACT |
+ * JSON_ENCODE_ANY) writes; NULL when out of memory or nested deeper than
+ * 2048 levels (a cycle included). */
 char *fl_json_dump(const json_t *v, size_t *len);
 
 /* True when the n bytes at s are well-formed UTF-8 (no overlongs, no
