@@ -189,9 +189,14 @@ json_t *fl_json_find_int(const json_t *arr, const char *key, json_int_t id)
 
 #define DUMP_MAX_DEPTH 2048
 
+/* The text comes from jansson's allocator, as json_dumps' does: whoever
+ * frees it with json_get_alloc_funcs' free (or free(), the default) still
+ * may, and a test that fails jansson's allocations fails these too. */
 struct dump {
 	char *p;
 	size_t n, cap;
+	json_malloc_t alloc;
+	json_free_t free;
 };
 
 static bool dump_room(struct dump *d, size_t k)
@@ -206,9 +211,19 @@ static bool dump_room(struct dump *d, size_t k)
 			return false;
 		cap *= 2;
 	}
-	p = realloc(d->p, cap);
-	if (p == NULL)
-		return false;
+	if (d->alloc == malloc && d->free == free) {
+		p = realloc(d->p, cap); /* jansson's default: a large text grows in place */
+		if (p == NULL)
+			return false;
+	} else {
+		p = d->alloc(cap);
+		if (p == NULL)
+			return false;
+		if (d->n > 0)
+			memcpy(p, d->p, d->n);
+		if (d->p != NULL)
+			d->free(d->p);
+	}
 	d->p = p;
 	d->cap = cap;
 	return true;
@@ -351,8 +366,10 @@ char *fl_json_dump(const json_t *v, size_t *len)
 {
 	struct dump d = {0};
 
+	json_get_alloc_funcs(&d.alloc, &d.free);
 	if (v == NULL || !dump_value(&d, v, 0) || !dump_put(&d, "", 1)) {
-		free(d.p);
+		if (d.p != NULL)
+			d.free(d.p);
 		return NULL;
 	}
 	if (len != NULL)
