@@ -1,10 +1,11 @@
 /* file.c - the file:// backend of io.h.
  *
- * New objects are written to a temporary name in the same directory, fsynced,
- * then linked into place with link(2), which fails if the name exists: a
- * reader never sees a partial metadata file and two writers can never both
- * "create" the same file.  Streamed data files are written in place,
- * fdatasynced with their directory when closed, and unlinked when aborted. */
+ * New objects are written to an unnamed file in their directory (O_TMPFILE;
+ * a temporary name where the filesystem has none), fsynced, then linked into
+ * place, which fails if the name exists: a reader never sees a partial
+ * metadata file and two writers can never both "create" the same file.
+ * Streamed data files are written in place, fdatasynced with their
+ * directory when closed, and unlinked when aborted. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -46,68 +47,124 @@ static int file_mkdirs(struct st_io *io, const char *uri, struct fl_err *err)
 	return 0;
 }
 
-static int file_write_new(struct st_io *io, const char *uri, const void *p, size_t n,
-                          struct fl_err *err)
+static int write_all(int fd, const char *b, size_t n)
 {
-	char path[PATH_MAX], dir[PATH_MAX], tmp[PATH_MAX + 32];
-	const char *b = p;
-	char *slash;
-	int fd = -1, dfd;
 	size_t off = 0;
 
-	if (local_path(uri, path, sizeof(path), err) != 0)
-		return -1;
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	*slash = '\0';
-	snprintf(tmp, sizeof(tmp), "%s.tmp-%ld", path, (long)getpid() ^ (long)(size_t)&fd);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	/* The directory is made (durably) only when missing: most writes go
-	 * to a table's existing data/ or metadata/ directory. */
-	if (fd < 0 && errno == ENOENT && dir[0] != '\0') {
-		if (fl_mkdir_p(dir) != 0)
-			return fl_err_set(err, FL_ERR_IO, "cannot create directory %.200s: %s", dir,
-			                  strerror(errno));
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	}
-	if (fd < 0)
-		return fl_err_set(err, FL_ERR_IO, "cannot create %.200s: %s", tmp, strerror(errno));
 	while (off < n) {
 		ssize_t w = write(fd, b + off, n - off);
 
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			goto fail;
+			return -1;
 		off += (size_t)w;
 	}
-	if (fsync(fd) != 0 || close(fd) != 0) {
-		fd = -1;
-		goto fail;
+	return 0;
+}
+
+/* Names the unnamed file fd in dfd; -1 with errno.  /proc is the portable
+ * way; AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH, so it is the second. */
+static int link_unnamed(int fd, int dfd, const char *name)
+{
+	char proc[40];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (linkat(AT_FDCWD, proc, dfd, name, AT_SYMLINK_FOLLOW) == 0)
+		return 0;
+	if (errno == EEXIST)
+		return -1;
+	return linkat(fd, "", dfd, name, AT_EMPTY_PATH);
+}
+
+/* The bytes, durable, in an unnamed file (O_TMPFILE) that is then given
+ * its name: nothing half-written ever has a name, not even after a crash.
+ * 1 = done, 0 = not possible here (no O_TMPFILE on this filesystem, no way
+ * to name the file), -1 = failed (errno). */
+static int write_unnamed(int dfd, const char *name, const void *p, size_t n)
+{
+	int fd = openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644), e;
+
+	if (fd < 0)
+		return errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL ? 0 : -1;
+	if (write_all(fd, p, n) != 0 || fsync(fd) != 0) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
 	}
-	fd = -1;
-	if (link(tmp, path) != 0) {
+	if (link_unnamed(fd, dfd, name) != 0) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return e == EEXIST ? -1 : 0;
+	}
+	return close(fd) == 0 ? 1 : -1;
+}
+
+/* The same through a temporary name in the directory, linked into place. */
+static int write_named(int dfd, const char *name, const void *p, size_t n)
+{
+	char tmp[NAME_MAX + 32];
+	int fd, e;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp-%ld", name, (long)getpid() ^ (long)(size_t)&fd);
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	if (write_all(fd, p, n) != 0 || fsync(fd) != 0 || close(fd) != 0 ||
+	    linkat(dfd, tmp, dfd, name, 0) != 0) {
+		e = errno;
+		unlinkat(dfd, tmp, 0);
+		errno = e;
+		return -1;
+	}
+	unlinkat(dfd, tmp, 0);
+	return 0;
+}
+
+static int file_write_new(struct st_io *io, const char *uri, const void *p, size_t n,
+                          struct fl_err *err)
+{
+	char path[PATH_MAX], dir[PATH_MAX];
+	const char *name;
+	int dfd, rc;
+
+	if (local_path(uri, path, sizeof(path), err) != 0)
+		return -1;
+	snprintf(dir, sizeof(dir), "%s", path);
+	*strrchr(dir, '/') = '\0';
+	name = path + strlen(dir) + 1;
+	if (dir[0] == '\0')
+		snprintf(dir, sizeof(dir), "/");
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* The directory is made (durably) only when missing: most writes go
+	 * to a table's existing data/ or metadata/ directory. */
+	if (dfd < 0 && errno == ENOENT) {
+		if (fl_mkdir_p(dir) != 0)
+			return fl_err_set(err, FL_ERR_IO, "cannot create directory %.200s: %s", dir,
+			                  strerror(errno));
+		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	if (dfd < 0)
+		return fl_err_set(err, FL_ERR_IO, "cannot open directory %.200s: %s", dir,
+		                  strerror(errno));
+	rc = write_unnamed(dfd, name, p, n);
+	if (rc == 0)
+		rc = write_named(dfd, name, p, n);
+	/* The new name is durable in its directory before anything refers to it. */
+	if (rc >= 0 && fsync(dfd) != 0)
+		rc = -1;
+	if (rc < 0) {
 		int e = errno;
 
-		unlink(tmp);
-		if (e == EEXIST)
-			return fl_err_set(err, FL_ERR_ALREADY_EXISTS, "%.200s already exists",
-			                  path);
-		return fl_err_set(err, FL_ERR_IO, "cannot create %.200s: %s", path, strerror(e));
-	}
-	unlink(tmp);
-	dfd = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		(void)fsync(dfd);
 		close(dfd);
+		if (e == EEXIST)
+			return fl_err_set(err, FL_ERR_ALREADY_EXISTS, "%.200s already exists", path);
+		return fl_err_set(err, FL_ERR_IO, "cannot write %.200s: %s", path, strerror(e));
 	}
+	close(dfd);
 	return 0;
-fail:
-	fl_err_set(err, FL_ERR_IO, "cannot write %.200s: %s", path, strerror(errno));
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
-	return -1;
 }
 
 /* Opens uri for reading; path (PATH_MAX bytes) receives the local path.
