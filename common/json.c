@@ -244,6 +244,9 @@ static bool dump_put(struct dump *d, const char *s, size_t k)
 static bool dump_string(struct dump *d, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789ABCDEF";
+	/* The escapes JSON has a letter for (0: the six-byte \u00XX form). */
+	static const char letter[256] = {['"'] = '"',  ['\\'] = '\\', ['\b'] = 'b', ['\f'] = 'f',
+	                                 ['\n'] = 'n', ['\r'] = 'r',  ['\t'] = 't'};
 	size_t i = 0;
 
 	if (!dump_room(d, n + 2))
@@ -262,27 +265,9 @@ static bool dump_string(struct dump *d, const char *s, size_t n)
 		if (j == n)
 			break;
 		c = (unsigned char)s[j];
-		switch (c) {
-		case '"':
-		case '\\':
-			e[1] = (char)c;
-			break;
-		case '\b':
-			e[1] = 'b';
-			break;
-		case '\f':
-			e[1] = 'f';
-			break;
-		case '\n':
-			e[1] = 'n';
-			break;
-		case '\r':
-			e[1] = 'r';
-			break;
-		case '\t':
-			e[1] = 't';
-			break;
-		default:
+		if (letter[c] != 0) {
+			e[1] = letter[c];
+		} else {
 			e[4] = hex[c >> 4];
 			e[5] = hex[c & 15];
 			el = 6;
@@ -322,7 +307,8 @@ static bool dump_value(struct dump *d, const json_t *v, int depth)
 		for (void *it = json_object_iter((json_t *)v); it != NULL;
 		     it = json_object_iter_next((json_t *)v, it)) {
 			if ((!first && !dump_put(d, ",", 1)) ||
-			    !dump_string(d, json_object_iter_key(it), json_object_iter_key_len(it)) ||
+			    !dump_string(d, json_object_iter_key(it),
+			                 json_object_iter_key_len(it)) ||
 			    !dump_put(d, ":", 1) ||
 			    !dump_value(d, json_object_iter_value(it), depth + 1))
 				return false;
@@ -341,10 +327,8 @@ static bool dump_value(struct dump *d, const json_t *v, int depth)
 				return false;
 		return dump_put(d, "]", 1);
 	}
-	case JSON_STRING:
-		return dump_string(d, json_string_value(v), json_string_length(v));
-	case JSON_INTEGER:
-		return dump_int(d, json_integer_value(v));
+	case JSON_STRING: return dump_string(d, json_string_value(v), json_string_length(v));
+	case JSON_INTEGER: return dump_int(d, json_integer_value(v));
 	case JSON_REAL: {
 		char *r = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 		bool ok = r != NULL && dump_put(d, r, strlen(r));
@@ -352,12 +336,9 @@ static bool dump_value(struct dump *d, const json_t *v, int depth)
 		free(r);
 		return ok;
 	}
-	case JSON_TRUE:
-		return dump_put(d, "true", 4);
-	case JSON_FALSE:
-		return dump_put(d, "false", 5);
-	case JSON_NULL:
-		return dump_put(d, "null", 4);
+	case JSON_TRUE: return dump_put(d, "true", 4);
+	case JSON_FALSE: return dump_put(d, "false", 5);
+	case JSON_NULL: return dump_put(d, "null", 4);
 	}
 	return false;
 }

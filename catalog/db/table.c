@@ -65,12 +65,13 @@ static int row_select(struct cat_conn *c, const char *sql, const char *wh_id,
 /* The four reads of a table row by name: locked (FOR UPDATE) or not, with
  * its metadata or without it when the row still points at the version the
  * caller holds ($4). */
-#define ROW_FULL "SELECT t.id, t.namespace_id, t.metadata_location, t.metadata, t.location, t.version"
-#define ROW_KNOWN                                                                          \
-	"SELECT t.id, t.namespace_id, t.metadata_location,"                                \
+#define ROW_FULL \
+	"SELECT t.id, t.namespace_id, t.metadata_location, t.metadata, t.location, t.version"
+#define ROW_KNOWN                                           \
+	"SELECT t.id, t.namespace_id, t.metadata_location," \
 	" CASE WHEN t.metadata_location = $4 THEN NULL ELSE t.metadata END, t.location, t.version"
-#define ROW_WHERE                                                                          \
-	" FROM table_entry t JOIN namespace n ON n.id = t.namespace_id"                    \
+#define ROW_WHERE                                                       \
+	" FROM table_entry t JOIN namespace n ON n.id = t.namespace_id" \
 	" WHERE n.warehouse_id = $1 AND n.levels = $2::text[] AND t.name = $3 AND t.kind = 'TABLE'"
 
 static const char *const row_sql[2][2] = {

@@ -160,7 +160,8 @@ static int file_write_new(struct st_io *io, const char *uri, const void *p, size
 
 		close(dfd);
 		if (e == EEXIST)
-			return fl_err_set(err, FL_ERR_ALREADY_EXISTS, "%.200s already exists", path);
+			return fl_err_set(err, FL_ERR_ALREADY_EXISTS, "%.200s already exists",
+			                  path);
 		return fl_err_set(err, FL_ERR_IO, "cannot write %.200s: %s", path, strerror(e));
 	}
 	close(dfd);

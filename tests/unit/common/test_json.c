@@ -322,9 +322,11 @@ static void test_dump(void **state)
  * NUL included, '"' and '\\'), '/' and valid multi-byte UTF-8. */
 static size_t random_text(char *out, size_t cap)
 {
-	static const char *const pieces[] = {"a", "Z", "0", " ", "\"", "\\", "/", "\n", "\t", "\r",
-	                                     "\b", "\f", "\x01", "\x1f", "\x7f", "\xc3\xa9",
-	                                     "\xe2\x82\xac", "\xf0\x9f\x98\x80", "s3://b/k"};
+	static const char *const pieces[] = {
+	        "a",       "Z",    "0",    " ",        "\"",           "\\",
+	        "/",       "\n",   "\t",   "\r",       "\b",           "\f",
+	        "\x01",    "\x1f", "\x7f", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
+	        "s3://b/k"};
 	size_t n = 0, want = (size_t)(rand() % 24);
 
 	for (size_t k = 0; k < want; k++) {
@@ -342,22 +344,20 @@ static size_t random_text(char *out, size_t cap)
 
 static json_t *random_value(int depth)
 {
-	static const json_int_t ints[] = {0, 1, -1, 9, 10, -10, 1234567890123LL, INT64_MAX, INT64_MIN};
+	static const json_int_t ints[] = {0,         1,        -1, 9, 10, -10, 1234567890123LL,
+	                                  INT64_MAX, INT64_MIN};
 	char text[128];
 	int kind = rand() % (depth > 5 ? 6 : 8);
 
 	switch (kind) {
-	case 0:
-		return json_null();
-	case 1:
-		return json_boolean(rand() % 2);
+	case 0: return json_null();
+	case 1: return json_boolean(rand() % 2);
 	case 2:
-		return json_integer(rand() % 2 ? ints[rand() % 9] : (json_int_t)rand() - RAND_MAX / 2);
-	case 3:
-		return json_real((double)rand() / 7.0 - 1e5);
+		return json_integer(rand() % 2 ? ints[rand() % 9]
+		                               : (json_int_t)rand() - RAND_MAX / 2);
+	case 3: return json_real((double)rand() / 7.0 - 1e5);
 	case 4:
-	case 5:
-		return json_stringn(text, random_text(text, sizeof(text)));
+	case 5: return json_stringn(text, random_text(text, sizeof(text)));
 	case 6: {
 		json_t *a = json_array();
 
@@ -391,7 +391,8 @@ static void test_dump_matches_jansson(void **state)
 	for (int k = 0; k < 3000; k++) {
 		json_t *v = random_value(0);
 		size_t len = 0;
-		char *mine = fl_json_dump(v, &len), *theirs = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+		char *mine = fl_json_dump(v, &len),
+		     *theirs = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 
 		assert_non_null(mine);
 		assert_non_null(theirs);
@@ -401,16 +402,18 @@ static void test_dump_matches_jansson(void **state)
 		free(theirs);
 		json_decref(v);
 	}
-	meta = parse("{\"format-version\":2,\"table-uuid\":\"9c12d441-03fe-4693-9a96-a0705ddf69c1\","
-	             "\"location\":\"s3://bucket/ns/t\",\"last-updated-ms\":1602638573590,"
-	             "\"properties\":{\"comment\":\"line 1\\nline \\\"2\\\" \\u00e9\\u0001\"},"
-	             "\"schemas\":[{\"type\":\"struct\",\"schema-id\":0,\"fields\":[{\"id\":1,"
-	             "\"name\":\"x\",\"required\":true,\"type\":\"decimal(9, 2)\"}]}],"
-	             "\"snapshots\":[],\"refs\":{},\"current-snapshot-id\":-1,\"rate\":0.25}",
-	             64, &err);
+	meta = parse(
+	        "{\"format-version\":2,\"table-uuid\":\"9c12d441-03fe-4693-9a96-a0705ddf69c1\","
+	        "\"location\":\"s3://bucket/ns/t\",\"last-updated-ms\":1602638573590,"
+	        "\"properties\":{\"comment\":\"line 1\\nline \\\"2\\\" \\u00e9\\u0001\"},"
+	        "\"schemas\":[{\"type\":\"struct\",\"schema-id\":0,\"fields\":[{\"id\":1,"
+	        "\"name\":\"x\",\"required\":true,\"type\":\"decimal(9, 2)\"}]}],"
+	        "\"snapshots\":[],\"refs\":{},\"current-snapshot-id\":-1,\"rate\":0.25}",
+	        64, &err);
 	assert_non_null(meta);
 	{
-		char *mine = fl_json_dump(meta, NULL), *theirs = json_dumps(meta, JSON_COMPACT | JSON_ENCODE_ANY);
+		char *mine = fl_json_dump(meta, NULL),
+		     *theirs = json_dumps(meta, JSON_COMPACT | JSON_ENCODE_ANY);
 
 		assert_string_equal(mine, theirs);
 		free(mine);
