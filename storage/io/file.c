@@ -47,6 +47,7 @@ static int file_mkdirs(struct st_io *io, const char *uri, struct fl_err *err)
 	return 0;
 }
 
+/* Writes all n bytes; -1 with errno. */
 static int write_all(int fd, const char *b, size_t n)
 {
 	size_t off = 0;
@@ -56,8 +57,11 @@ static int write_all(int fd, const char *b, size_t n)
 
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0)
+		if (w <= 0) {
+			if (w == 0)
+				errno = EIO;
 			return -1;
+		}
 		off += (size_t)w;
 	}
 	return 0;
@@ -382,20 +386,11 @@ struct file_writer {
 static int fw_write(void *ctx, const void *p, size_t n, struct fl_err *err)
 {
 	struct file_writer *f = ctx;
-	const char *c = p;
 
 	f->w.bytes += n;
-	while (n > 0) {
-		ssize_t w = write(f->fd, c, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return fl_err_set(err, FL_ERR_IO, "cannot write %.200s: %s", f->path,
-			                  strerror(errno));
-		c += w;
-		n -= (size_t)w;
-	}
+	if (write_all(f->fd, p, n) != 0)
+		return fl_err_set(err, FL_ERR_IO, "cannot write %.200s: %s", f->path,
+		                  strerror(errno));
 	return 0;
 }
 
