@@ -46,10 +46,6 @@ int cat_db_enable_cache(struct cat_db *db, size_t max_bytes, struct fl_err *err)
 struct cat_cache_stats {
 	unsigned long hits, misses, evictions;
 	size_t bytes, entries, max_bytes;
-	/* Misses read in batches: statements, the loads they answered, and the
-	 * loads queued or being read now (parked connections included). */
-	unsigned long batch_reads, batch_loads;
-	size_t loads_waiting;
 };
 void cat_db_cache_stats(struct cat_db *db, struct cat_cache_stats *st);
 

@@ -532,16 +532,8 @@ int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx, struct fl_buf
 		        "# HELP floe_table_cache_max_bytes The loadTable cache budget (table-cache-bytes).\n"
 		        "# TYPE floe_table_cache_max_bytes gauge\nfloe_table_cache_max_bytes %zu\n"
 		        "# HELP floe_table_cache_entries Tables held by the loadTable cache.\n"
-		        "# TYPE floe_table_cache_entries gauge\nfloe_table_cache_entries %zu\n"
-		        "# HELP floe_table_cache_batch_reads_total Statements that read cache misses in batches.\n"
-		        "# TYPE floe_table_cache_batch_reads_total counter\nfloe_table_cache_batch_reads_total %lu\n"
-		        "# HELP floe_table_cache_batch_loads_total Loads answered by those statements.\n"
-		        "# TYPE floe_table_cache_batch_loads_total counter\nfloe_table_cache_batch_loads_total %lu\n"
-		        "# HELP floe_table_cache_loads_waiting Loads queued for a batched read or being read"
-		        " (parked connections included).\n"
-		        "# TYPE floe_table_cache_loads_waiting gauge\nfloe_table_cache_loads_waiting %zu\n",
-		        cs.hits, cs.misses, cs.evictions, cs.bytes, cs.max_bytes, cs.entries,
-		        cs.batch_reads, cs.batch_loads, cs.loads_waiting);
+		        "# TYPE floe_table_cache_entries gauge\nfloe_table_cache_entries %zu\n",
+		        cs.hits, cs.misses, cs.evictions, cs.bytes, cs.max_bytes, cs.entries);
 	}
 	rc |= render_signals(ctx, out);
 	rc |= render_maintenance(ctx, out);
