@@ -221,10 +221,7 @@ static int db_open(const char *conninfo, int size, bool defer, struct cat_db **o
 	db->conninfo = strdup(conninfo);
 	db->conns = calloc((size_t)size, sizeof(*db->conns));
 	if (db->conninfo == NULL || db->conns == NULL) {
-		/* Nothing else is set up yet (cat_db_close would end the locks). */
-		free(db->conns);
-		free(db->conninfo);
-		free(db);
+		cat_db_close(db);
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	}
 	db->size = size;
@@ -233,7 +230,6 @@ static int db_open(const char *conninfo, int size, bool defer, struct cat_db **o
 	pthread_mutex_init(&db->mu, NULL);
 	pthread_cond_init(&db->cv, NULL);
 	pthread_mutex_init(&db->load_mu, NULL);
-	pthread_cond_init(&db->load_cv, NULL);
 	if (cat_conn_get(db, &c, err) != 0) {
 		cat_db_close(db);
 		return -1;
@@ -278,8 +274,6 @@ void cat_db_close(struct cat_db *db)
 {
 	if (db == NULL)
 		return;
-	if (db->conns != NULL)
-		cat_db_loaders_stop(db);
 	cat_cache_stop(db->cache);
 	cat_base_cache_free(db->bases);
 	cat_gates_free(db->gates);
@@ -290,7 +284,6 @@ void cat_db_close(struct cat_db *db)
 		pthread_mutex_destroy(&db->mu);
 		pthread_cond_destroy(&db->cv);
 		pthread_mutex_destroy(&db->load_mu);
-		pthread_cond_destroy(&db->load_cv);
 	}
 	free(db->conns);
 	free(db->conninfo);
