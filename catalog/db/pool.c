@@ -221,7 +221,10 @@ static int db_open(const char *conninfo, int size, bool defer, struct cat_db **o
 	db->conninfo = strdup(conninfo);
 	db->conns = calloc((size_t)size, sizeof(*db->conns));
 	if (db->conninfo == NULL || db->conns == NULL) {
-		cat_db_close(db);
+		/* Nothing else is set up yet (cat_db_close would end the locks). */
+		free(db->conns);
+		free(db->conninfo);
+		free(db);
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	}
 	db->size = size;
