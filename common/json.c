@@ -333,7 +333,8 @@ static bool dump_value(struct dump *d, const json_t *v, int depth)
 		char *r = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 		bool ok = r != NULL && dump_put(d, r, strlen(r));
 
-		free(r);
+		if (r != NULL)
+			d->free(r); /* jansson's allocator, as for the text itself */
 		return ok;
 	}
 	case JSON_TRUE: return dump_put(d, "true", 4);
