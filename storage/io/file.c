@@ -11,6 +11,8 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,16 +83,28 @@ static int link_unnamed(int fd, int dfd, const char *name)
 	return linkat(fd, "", dfd, name, AT_EMPTY_PATH);
 }
 
+/* Set once an unnamed file could not be made or named: later writes go
+ * straight to a temporary name rather than writing and syncing every
+ * object twice. */
+static atomic_bool unnamed_unusable;
+
 /* The bytes, durable, in an unnamed file (O_TMPFILE) that is then given
  * its name: nothing half-written ever has a name, not even after a crash.
  * 1 = done, 0 = not possible here (no O_TMPFILE on this filesystem, no way
- * to name the file), -1 = failed (errno). */
+ * to name the file; remembered), -1 = failed (errno). */
 static int write_unnamed(int dfd, const char *name, const void *p, size_t n)
 {
-	int fd = openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644), e;
+	int fd, e;
 
-	if (fd < 0)
-		return errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL ? 0 : -1;
+	if (atomic_load_explicit(&unnamed_unusable, memory_order_relaxed))
+		return 0;
+	fd = openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+			return -1;
+		atomic_store_explicit(&unnamed_unusable, true, memory_order_relaxed);
+		return 0;
+	}
 	if (write_all(fd, p, n) != 0 || fsync(fd) != 0) {
 		e = errno;
 		close(fd);
@@ -101,7 +115,10 @@ static int write_unnamed(int dfd, const char *name, const void *p, size_t n)
 		e = errno;
 		close(fd);
 		errno = e;
-		return e == EEXIST ? -1 : 0;
+		if (e == EEXIST)
+			return -1;
+		atomic_store_explicit(&unnamed_unusable, true, memory_order_relaxed);
+		return 0;
 	}
 	return close(fd) == 0 ? 1 : -1;
 }
