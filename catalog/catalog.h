@@ -45,7 +45,9 @@ int cat_db_enable_cache(struct cat_db *db, size_t max_bytes, struct fl_err *err)
 /* How the loadTable cache is doing (all zero when it is not enabled). */
 struct cat_cache_stats {
 	unsigned long hits, misses, evictions;
+	unsigned long notifications; /* NOTIFY floe_table applied (from every process) */
 	size_t bytes, entries, max_bytes;
+	bool listening; /* the LISTEN connection is up: the cache serves only then */
 };
 void cat_db_cache_stats(struct cat_db *db, struct cat_cache_stats *st);
 

@@ -532,8 +532,16 @@ int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx, struct fl_buf
 		        "# HELP floe_table_cache_max_bytes The loadTable cache budget (table-cache-bytes).\n"
 		        "# TYPE floe_table_cache_max_bytes gauge\nfloe_table_cache_max_bytes %zu\n"
 		        "# HELP floe_table_cache_entries Tables held by the loadTable cache.\n"
-		        "# TYPE floe_table_cache_entries gauge\nfloe_table_cache_entries %zu\n",
-		        cs.hits, cs.misses, cs.evictions, cs.bytes, cs.max_bytes, cs.entries);
+		        "# TYPE floe_table_cache_entries gauge\nfloe_table_cache_entries %zu\n"
+		        "# HELP floe_table_cache_notifications_total Table change notifications (NOTIFY"
+		        " floe_table, sent by every process, this one too) applied to the cache.\n"
+		        "# TYPE floe_table_cache_notifications_total counter\n"
+		        "floe_table_cache_notifications_total %lu\n"
+		        "# HELP floe_table_cache_listening 1 while the cache's LISTEN connection is up"
+		        " (it serves only then).\n"
+		        "# TYPE floe_table_cache_listening gauge\nfloe_table_cache_listening %d\n",
+		        cs.hits, cs.misses, cs.evictions, cs.bytes, cs.max_bytes, cs.entries,
+		        cs.notifications, cs.listening ? 1 : 0);
 	}
 	rc |= render_signals(ctx, out);
 	rc |= render_maintenance(ctx, out);

@@ -88,6 +88,7 @@ struct cat_cache {
 	atomic_size_t bytes;
 	atomic_size_t entries;
 	atomic_ulong hits, misses, evictions;
+	atomic_ulong notifications; /* NOTIFY floe_table applied, counted after the purge */
 	atomic_uint victim; /* next stripe asked to make room for another's insert */
 	pthread_mutex_t ring_mu;
 	atomic_ulong seq; /* number of the last invalidation */
@@ -436,8 +437,10 @@ static void *listen_loop(void *arg)
 			while ((n = PQnotifies(pg)) != NULL) {
 				if (strcmp(n->relname, "floe_auth") == 0)
 					atomic_fetch_add(&c->access_generation, 1);
-				else
+				else {
 					cat_cache_invalidate(c, n->extra);
+					atomic_fetch_add(&c->notifications, 1);
+				}
 				PQfreemem(n);
 			}
 		}
@@ -511,6 +514,8 @@ void cat_db_cache_stats(struct cat_db *db, struct cat_cache_stats *st)
 	st->hits = atomic_load(&c->hits);
 	st->misses = atomic_load(&c->misses);
 	st->evictions = atomic_load(&c->evictions);
+	st->notifications = atomic_load(&c->notifications);
+	st->listening = atomic_load(&c->live);
 	st->bytes = atomic_load(&c->bytes);
 	st->entries = atomic_load(&c->entries);
 	st->max_bytes = c->max_bytes;
