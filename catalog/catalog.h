@@ -295,6 +295,21 @@ int cat_table_load_bytes(struct cat_db *db, struct cat_tx *tx, const char *wh_na
                          struct fl_err *err) FL_MUST_CHECK;
 void cat_table_bytes_release(struct cat_shared *hold);
 
+/* loadTable without holding the caller while PostgreSQL reads.
+ * cat_table_cached: true with *out (storage_type included) when the table
+ * is in the loadTable cache.  cat_table_load_queue: queues the read of a
+ * table for a loader thread (misses are read in batches); 0 when queued,
+ * and fn(arg, t) then runs once, on that thread, with the bytes (t->hold
+ * is then fn's to release) or with t NULL when the batch did not find the
+ * table or failed: the caller then reads it with cat_table_load_bytes,
+ * which gives the precise error.  wh_name and name must stay valid until
+ * fn runs.  -1 when nothing was queued (no cache, out of memory, closing). */
+typedef void cat_load_done_fn(void *arg, const struct cat_table_bytes *t);
+bool cat_table_cached(struct cat_db *db, const char *wh_name, const struct cat_ns *ns,
+                      const char *name, struct cat_table_bytes *out);
+int cat_table_load_queue(struct cat_db *db, const char *wh_name, const struct cat_ns *ns,
+                         const char *name, cat_load_done_fn *fn, void *arg) FL_MUST_CHECK;
+
 /* A table found by the location of one of its objects. */
 struct cat_table_ref {
 	char warehouse[256]; /* name */

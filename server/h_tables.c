@@ -427,10 +427,21 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 	if (snapshots != NULL && strcmp(snapshots, "all") != 0 && strcmp(snapshots, "refs") != 0)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "snapshots must be 'all' or 'refs', got '%.40s'", snapshots);
-	/* The bytes are the cache's own (no copy until the body is built). */
-	if (path_names(r, &ns, &wh, err) != 0 ||
-	    cat_table_load_bytes(r->ctx->db, r->tx, wh, &ns, r->table, &t, err) != 0)
+	/* The bytes are the cache's own (no copy until the body is built).  A
+	 * miss parks the request while a loader reads the table; on the
+	 * handler's second run the bytes are in r->loaded, or, when that read
+	 * found nothing, the table is read here, which words the error. */
+	if (path_names(r, &ns, &wh, err) != 0)
 		return -1;
+	if (r->loaded.hold != NULL) {
+		t = r->loaded;
+		r->loaded.hold = NULL;
+	} else if (srv_can_park(r) && !cat_table_cached(r->ctx->db, wh, &ns, r->table, &t)) {
+		return srv_park_table_load(r, wh, &ns, r->table);
+	} else if (t.hold == NULL &&
+	           cat_table_load_bytes(r->ctx->db, r->tx, wh, &ns, r->table, &t, err) != 0) {
+		return -1;
+	}
 	refs = snapshots != NULL && strcmp(snapshots, "refs") == 0;
 	etag_of(t.metadata_location, t.location_sha256, refs, etag);
 	inm = srv_header(r, "If-None-Match");

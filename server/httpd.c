@@ -5,7 +5,10 @@
  * is bounded by max-body-bytes (past it the data is dropped and the request
  * answered 413); the final call routes and runs the handler, and the response
  * is queued on that call — never on the first one, which would cost
- * keep-alive.  The completion callback records metrics and frees the arena.
+ * keep-alive.  A loadTable that misses the cache parks instead: its
+ * connection is suspended until a loader thread has read the table, then
+ * the handler runs again on the resumed call.  The completion callback
+ * records metrics and frees the arena.
  *
  * Paths arrive raw (the unescape callback is a no-op) and are split on '/'
  * before each segment is percent-decoded, so "%2F" inside a name is data. */
@@ -37,6 +40,8 @@ struct srv_httpd {
 	struct MHD_Daemon *d;
 	struct srv_ctx *ctx;
 	atomic_int active;
+	atomic_int parked; /* connections suspended for a read */
+	atomic_bool stopping;
 	atomic_uint_least64_t next_id; /* request ids: a random start, then counted */
 };
 
@@ -117,12 +122,48 @@ static bool mutating(const char *method)
 	       strcmp(method, "PUT") == 0;
 }
 
+bool srv_can_park(const struct srv_req *r)
+{
+	return r->httpd != NULL && !r->resumed && r->tx == NULL &&
+	       !atomic_load(&r->httpd->stopping);
+}
+
+/* The loader's answer: the bytes kept for the handler's second run, then
+ * the connection resumed.  r may end as soon as it is resumed. */
+static void on_loaded(void *arg, const struct cat_table_bytes *t)
+{
+	struct srv_req *r = arg;
+	struct srv_httpd *h = r->httpd;
+
+	if (t != NULL)
+		r->loaded = *t;
+	srv_libmhd()->resume_connection(r->conn);
+	atomic_fetch_sub(&h->parked, 1);
+}
+
+int srv_park_table_load(struct srv_req *r, const char *wh, const struct cat_ns *ns,
+                        const char *name)
+{
+	struct srv_httpd *h = r->httpd;
+
+	/* Counted before stopping is checked again, so that srv_httpd_stop,
+	 * which sets stopping before it waits for the count, sees this one. */
+	atomic_fetch_add(&h->parked, 1);
+	r->parked = true;
+	/* Suspended before the read is queued: the loader may resume it at once. */
+	srv_libmhd()->suspend_connection(r->conn);
+	if (atomic_load(&h->stopping) ||
+	    cat_table_load_queue(r->ctx->db, wh, ns, name, on_loaded, r) != 0)
+		on_loaded(r, NULL);
+	return 0;
+}
+
 /* Runs the route's handler; a failure becomes the error model. */
 static void run_handler(struct srv_req *r)
 {
 	struct fl_err err = {0};
 
-	if (r->route->handler(r, &err) == 0 && r->resp != NULL)
+	if (r->route->handler(r, &err) == 0 && (r->resp != NULL || r->parked))
 		return;
 	if (err.kind == FL_ERR_NONE)
 		fl_err_set(&err, r->resp == NULL ? FL_ERR_NOMEM : FL_ERR_INTERNAL,
@@ -253,6 +294,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		r->arena = a;
 		r->ctx = h->ctx;
 		r->conn = conn;
+		r->httpd = h;
 		r->method = fl_arena_strdup(a, method);
 		r->raw_path = fl_arena_strdup(a, url);
 		r->start_ns = fl_mono_ns();
@@ -284,7 +326,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_size = 0;
 		return MHD_YES;
 	}
-	dispatch(r);
+	if (r->parked) {
+		/* Resumed: routed and authorized already, the handler runs again. */
+		r->parked = false;
+		r->resumed = true;
+		run_handler(r);
+	} else {
+		dispatch(r);
+		if (r->parked)
+			return MHD_YES;
+	}
 	if (r->resp == NULL)
 		return MHD_NO;
 	ret = srv_libmhd()->queue_response(conn, r->status, r->resp);
@@ -313,6 +364,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		         r->route ? r->route->path : "-", r->status, (double)ns / 1e6);
 	if (r->resp != NULL)
 		srv_libmhd()->destroy_response(r->resp);
+	cat_table_bytes_release(r->loaded.hold);
 	fl_buf_free(&r->body);
 	fl_arena_free(r->arena);
 	*con_cls = NULL;
@@ -369,7 +421,7 @@ int srv_httpd_start(struct srv_ctx *ctx, struct srv_httpd **out, unsigned *port,
 		                  "setting host: '%s' is not an IPv4 address", ctx->cfg->host);
 	}
 	h->d = srv_libmhd()->start_daemon(
-	        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG,
+	        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
 	        (uint16_t)ctx->cfg->port, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER,
 	        mhd_log, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 	        MHD_OPTION_THREAD_POOL_SIZE, worker_threads(ctx->cfg), MHD_OPTION_CONNECTION_LIMIT,
@@ -398,9 +450,14 @@ void srv_httpd_stop(struct srv_httpd *h, int64_t grace_s)
 	s = srv_libmhd()->quiesce_daemon(h->d);
 	if (s != MHD_INVALID_SOCKET)
 		close(s);
+	atomic_store(&h->stopping, true);
 	until = fl_mono_ns() + grace_s * 1000000000LL;
 	while (atomic_load(&h->active) > 0 && fl_mono_ns() < until)
 		usleep(10000);
+	/* A parked connection is resumed by a loader thread, which must not
+	 * find the daemon gone; a read ends within the statement timeout. */
+	while (atomic_load(&h->parked) > 0)
+		usleep(1000);
 	srv_libmhd()->stop_daemon(h->d);
 	free(h);
 }

@@ -22,8 +22,10 @@
 	X(lookup_connection_value)     \
 	X(queue_response)              \
 	X(quiesce_daemon)              \
+	X(resume_connection)           \
 	X(start_daemon)                \
-	X(stop_daemon)
+	X(stop_daemon)                 \
+	X(suspend_connection)
 
 struct srv_libmhd {
 #define SRV_LIBMHD_FIELD(f) __typeof__(&MHD_##f) f;

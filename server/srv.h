@@ -88,6 +88,8 @@ struct srv_ctx {
 
 #define SRV_MAX_SEGS 32
 
+struct srv_httpd;
+
 struct srv_req {
 	struct srv_ctx *ctx;
 	struct fl_arena *arena;
@@ -122,6 +124,10 @@ struct srv_req {
 	 * reach PostgreSQL; NULL = out_body. */
 	const char *idem_body;
 	size_t idem_len;
+	/* A request parked while its table is read (srv_park_table_load). */
+	struct srv_httpd *httpd; /* NULL outside the HTTP front */
+	bool parked, resumed;
+	struct cat_table_bytes loaded; /* the bytes read meanwhile; hold NULL if none */
 };
 
 typedef int (*srv_handler_fn)(struct srv_req *r, struct fl_err *err);
@@ -130,6 +136,17 @@ typedef int (*srv_handler_fn)(struct srv_req *r, struct fl_err *err);
  * Invalid encoding is an error (FL_ERR_BAD_REQUEST). */
 int srv_query(struct srv_req *r, const char *key, const char **out,
               struct fl_err *err) FL_MUST_CHECK;
+
+/* Parks r until a loader thread has read the table (cat_table_load_queue):
+ * its connection is suspended, no worker is held, and the route's handler
+ * runs again once the read is over, with r->resumed set and the bytes in
+ * r->loaded (hold NULL when the read found nothing or failed: the handler
+ * then reads the table itself).  Returns 0; the handler returns it without
+ * a response.  srv_can_park says whether r may be parked (only once, never
+ * inside a transaction, never while the front is stopping). */
+bool srv_can_park(const struct srv_req *r);
+int srv_park_table_load(struct srv_req *r, const char *wh, const struct cat_ns *ns,
+                        const char *name);
 
 /* Request header (as sent) or NULL. */
 const char *srv_header(struct srv_req *r, const char *name);

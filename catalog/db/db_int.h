@@ -25,6 +25,9 @@ struct cat_conn {
 	int64_t backoff_ns;
 };
 
+/* Threads reading loadTable misses in batches (table.c). */
+#define CAT_LOAD_READERS 2
+
 struct cat_db {
 	char *conninfo;
 	int size;
@@ -43,9 +46,16 @@ struct cat_db {
 	void *on_stage_arg;
 	/* loadTable misses read together (table.c) */
 	pthread_mutex_t load_mu;
+	pthread_cond_t load_cv; /* a request queued, or stopping */
 	struct cat_load_wait *load_queue; /* newest first */
-	int load_inflight;
+	bool load_stop;
+	int loaders; /* started, on the first miss */
+	pthread_t loader[CAT_LOAD_READERS];
 };
+
+/* Stops the loaders of loadTable misses once the requests queued are
+ * answered (cat_db_close). */
+void cat_db_loaders_stop(struct cat_db *db);
 
 /* PQconnectdb for every connection Floe opens; a server on this machine is
  * reached without TLS/GSS negotiation unless conninfo or the environment

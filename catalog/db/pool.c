@@ -233,6 +233,7 @@ static int db_open(const char *conninfo, int size, bool defer, struct cat_db **o
 	pthread_mutex_init(&db->mu, NULL);
 	pthread_cond_init(&db->cv, NULL);
 	pthread_mutex_init(&db->load_mu, NULL);
+	pthread_cond_init(&db->load_cv, NULL);
 	if (cat_conn_get(db, &c, err) != 0) {
 		cat_db_close(db);
 		return -1;
@@ -277,6 +278,8 @@ void cat_db_close(struct cat_db *db)
 {
 	if (db == NULL)
 		return;
+	if (db->conns != NULL)
+		cat_db_loaders_stop(db);
 	cat_cache_stop(db->cache);
 	cat_base_cache_free(db->bases);
 	cat_gates_free(db->gates);
@@ -287,6 +290,7 @@ void cat_db_close(struct cat_db *db)
 		pthread_mutex_destroy(&db->mu);
 		pthread_cond_destroy(&db->cv);
 		pthread_mutex_destroy(&db->load_mu);
+		pthread_cond_destroy(&db->load_cv);
 	}
 	free(db->conns);
 	free(db->conninfo);

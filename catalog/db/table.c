@@ -464,21 +464,23 @@ char *cat_table_key(const char *wh, const struct cat_ns *ns, const char *name, s
 
 /* ---- loadTable misses, read together ----
  *
- * Under load many workers miss the cache at once, each paying a statement
- * of its own.  Instead a miss joins a queue; while fewer than LOAD_INFLIGHT
- * reads run, a worker becomes a leader, takes up to LOAD_BATCH queued
- * requests (the oldest) and reads them all with one statement, the others
- * sleeping until their answer is there.  A request is taken only by a read
- * that starts after it was queued, so a client still reads its own writes;
- * the leader notes the cache's invalidation number before the statement, as
- * a single read does.  A request the batch did not find, or a batch that
- * failed, is read again alone, which gives the precise error.  Each waiter
- * sleeps on its own condition variable: a leader wakes exactly the requests
- * it answered and, when requests are still queued, the oldest of them to
- * lead the next read. */
+ * Under load many requests miss the cache at once, each paying a statement
+ * of its own.  Instead a miss joins a queue, and CAT_LOAD_READERS loader threads
+ * (started on the first miss) each take up to LOAD_BATCH queued requests,
+ * the oldest, and read them all with one statement.  A request is taken
+ * only by a read that starts after it was queued, so a client still reads
+ * its own writes; the loader notes the cache's invalidation number before
+ * the statement, as a single read does.  A request the batch did not find,
+ * or a batch that failed, is read again alone, which gives the precise
+ * error.
+ *
+ * A request is answered through its done function, on the loader thread:
+ * a waiting worker (load_batched) is woken; a parked HTTP request
+ * (cat_table_load_queue) is resumed, so that no HTTP worker is held while
+ * PostgreSQL reads, and a batch can hold every connection that missed, not
+ * only as many as there are workers. */
 
-#define LOAD_BATCH 16
-#define LOAD_INFLIGHT 2
+#define LOAD_BATCH 64
 /* cat_prepared knows a statement by its address: one array, one name. */
 static const char load_batch_sql[] =
         "SELECT k.i, r.* FROM unnest($1::text[], $2::text[], $3::text[])"
@@ -490,14 +492,20 @@ static const char load_batch_sql[] =
 
 struct cat_load_wait {
 	struct cat_load_wait *next;
-	pthread_cond_t cv;
-	const char *wh, *name, *key;
-	char *levels; /* text[] literal */
+	/* Runs once, on the loader thread, when the read is over: found says
+	 * whether sh (a reference, then the done function's) and type are set. */
+	void (*done)(struct cat_db *db, struct cat_load_wait *w, bool found);
+	const char *wh, *name; /* the caller's, valid until done */
+	char *key, *levels; /* the cache key; the levels as a text[] literal */
 	size_t key_len;
-	bool queued;
-	int state; /* 0 queued or being read, 1 found, -1 read it alone */
 	struct cat_shared *sh;
 	char type[16];
+	/* A waiting worker's (load_batched). */
+	pthread_cond_t cv;
+	int state; /* 0 queued or being read, 1 found, -1 read it alone */
+	/* A parked request's (cat_table_load_queue). */
+	cat_load_done_fn *fn;
+	void *arg;
 };
 
 /* Reads the n requests of w in one statement: found[i] says whether w[i]
@@ -506,22 +514,34 @@ struct cat_load_wait {
 static void load_batch(struct cat_db *db, struct cat_load_wait **w, int n, bool *found)
 {
 	const char *whs[LOAD_BATCH], *levels[LOAD_BATCH], *names[LOAD_BATCH];
-	struct cat_ns a = {whs, n}, b = {levels, n}, c = {names, n};
+	int same[LOAD_BATCH], slot[LOAD_BATCH], m = 0;
+	struct cat_ns a = {whs, 0}, b = {levels, 0}, c = {names, 0};
 	char *pa = NULL, *pb = NULL, *pc = NULL;
 	unsigned long gen = cat_cache_generation(db->cache);
 	struct fl_err err = {0};
 	struct cat_conn *conn = NULL;
 	PGresult *r = NULL;
 
+	/* A table asked for more than once (a hot table's readers, right after
+	 * a commit) is read once: same[i] is its first request. */
 	for (int i = 0; i < n; i++) {
 		found[i] = false;
-		whs[i] = w[i]->wh;
-		levels[i] = w[i]->levels;
-		names[i] = w[i]->name;
+		same[i] = i;
+		for (int j = 0; j < i && same[i] == i; j++)
+			if (w[j]->key_len == w[i]->key_len &&
+			    memcmp(w[j]->key, w[i]->key, w[i]->key_len) == 0)
+				same[i] = j;
+		if (same[i] != i)
+			continue;
+		whs[m] = w[i]->wh;
+		levels[m] = w[i]->levels;
+		names[m] = w[i]->name;
+		slot[m++] = i;
 	}
-	pa = cat_text_array(&a, n);
-	pb = cat_text_array(&b, n);
-	pc = cat_text_array(&c, n);
+	a.n = b.n = c.n = m;
+	pa = cat_text_array(&a, m);
+	pb = cat_text_array(&b, m);
+	pc = cat_text_array(&c, m);
 	if (pa == NULL || pb == NULL || pc == NULL || cat_conn_get(db, &conn, &err) != 0)
 		goto out;
 	const char *params[3] = {pa, pb, pc};
@@ -555,11 +575,13 @@ static void load_batch(struct cat_db *db, struct cat_load_wait **w, int n, bool 
 	/* A failed transaction leaves the connection not idle: put drops it. */
 	cat_conn_put(db, conn);
 	for (int j = 0; r != NULL && j < PQntuples(r); j++) {
-		long i = strtol(PQgetvalue(r, j, 0), NULL, 10) - 1;
+		long k = strtol(PQgetvalue(r, j, 0), NULL, 10) - 1;
 		struct cat_load_wait *x;
+		int i;
 
-		if (i < 0 || i >= n || found[i])
+		if (k < 0 || k >= m || found[slot[k]])
 			continue;
+		i = slot[k];
 		x = w[i];
 		x->sh = cat_shared_new(PQgetvalue(r, j, 1), PQgetvalue(r, j, 2),
 		                       (size_t)PQgetlength(r, j, 2));
@@ -570,6 +592,12 @@ static void load_batch(struct cat_db *db, struct cat_load_wait **w, int n, bool 
 		cat_cache_put(db->cache, gen, x->key, x->key_len, PQgetvalue(r, j, 4), x->sh,
 		              x->type);
 	}
+	for (int i = 0; i < n; i++)
+		if (same[i] != i && found[same[i]]) {
+			w[i]->sh = cat_shared_ref(w[same[i]]->sh);
+			memcpy(w[i]->type, w[same[i]]->type, 16);
+			found[i] = true;
+		}
 out:
 	PQclear(r);
 	free(pa);
@@ -577,73 +605,96 @@ out:
 	free(pc);
 }
 
-/* Wakes the oldest queued request to lead the next read (load_mu held). */
-static void signal_oldest(struct cat_db *db)
+/* A loader: takes the oldest queued requests, reads them, answers each;
+ * once stopping, it leaves when the queue is empty. */
+static void *loader_main(void *arg)
 {
-	struct cat_load_wait *oldest = db->load_queue;
+	struct cat_db *db = arg;
+	struct cat_load_wait *batch[LOAD_BATCH];
+	bool found[LOAD_BATCH];
 
-	while (oldest->next != NULL)
-		oldest = oldest->next;
-	pthread_cond_signal(&oldest->cv);
+	pthread_mutex_lock(&db->load_mu);
+	for (;;) {
+		struct cat_load_wait **pp = &db->load_queue;
+		size_t len = 0;
+		int n = 0;
+
+		while (db->load_queue == NULL && !db->load_stop)
+			pthread_cond_wait(&db->load_cv, &db->load_mu);
+		if (db->load_queue == NULL)
+			break;
+		for (struct cat_load_wait *q = db->load_queue; q != NULL; q = q->next)
+			len++;
+		for (; len > LOAD_BATCH; len--) /* the queue is newest first */
+			pp = &(*pp)->next;
+		for (struct cat_load_wait *q = *pp; q != NULL; q = q->next)
+			batch[n++] = q;
+		*pp = NULL;
+		pthread_mutex_unlock(&db->load_mu);
+		load_batch(db, batch, n, found);
+		for (int i = 0; i < n; i++)
+			batch[i]->done(db, batch[i], found[i]);
+		pthread_mutex_lock(&db->load_mu);
+	}
+	pthread_mutex_unlock(&db->load_mu);
+	return NULL;
 }
 
-/* Leads one read (load_mu held on entry and on return): the oldest queued
- * requests, read without the lock, their outcome published under it. */
-static void load_lead(struct cat_db *db)
+/* Queues w (load_mu held), starting the loaders on first use; -1 when
+ * they cannot be started or are stopping. */
+static int load_enqueue(struct cat_db *db, struct cat_load_wait *w)
 {
-	struct cat_load_wait *batch[LOAD_BATCH], **pp = &db->load_queue;
-	bool found[LOAD_BATCH];
-	size_t len = 0;
-	int n = 0;
+	if (db->load_stop)
+		return -1;
+	while (db->loaders < CAT_LOAD_READERS &&
+	       pthread_create(&db->loader[db->loaders], NULL, loader_main, db) == 0)
+		db->loaders++;
+	if (db->loaders == 0)
+		return -1;
+	w->next = db->load_queue;
+	db->load_queue = w;
+	pthread_cond_signal(&db->load_cv);
+	return 0;
+}
 
-	for (struct cat_load_wait *q = db->load_queue; q != NULL; q = q->next)
-		len++;
-	for (; len > LOAD_BATCH; len--) /* the queue is newest first */
-		pp = &(*pp)->next;
-	for (struct cat_load_wait *q = *pp; q != NULL; q = q->next) {
-		q->queued = false;
-		batch[n++] = q;
-	}
-	*pp = NULL;
-	db->load_inflight++;
-	/* More queued than one read takes, and room for another read. */
-	if (db->load_queue != NULL && db->load_inflight < LOAD_INFLIGHT)
-		signal_oldest(db);
-	pthread_mutex_unlock(&db->load_mu);
-	load_batch(db, batch, n, found);
+void cat_db_loaders_stop(struct cat_db *db)
+{
 	pthread_mutex_lock(&db->load_mu);
-	db->load_inflight--;
-	/* A waiter leaves (and its request, on its stack, ends) only once it
-	 * sees its state, which is why it is published under the lock. */
-	for (int i = 0; i < n; i++) {
-		batch[i]->state = found[i] ? 1 : -1;
-		pthread_cond_signal(&batch[i]->cv);
-	}
-	if (db->load_queue != NULL)
-		signal_oldest(db);
+	db->load_stop = true;
+	pthread_cond_broadcast(&db->load_cv);
+	pthread_mutex_unlock(&db->load_mu);
+	for (int i = 0; i < db->loaders; i++)
+		pthread_join(db->loader[i], NULL);
+	db->loaders = 0;
+}
+
+/* A waiting worker's answer, published under the lock: the waiter leaves
+ * (and its request, on its stack, ends) only once it sees its state. */
+static void wake_waiter(struct cat_db *db, struct cat_load_wait *w, bool found)
+{
+	pthread_mutex_lock(&db->load_mu);
+	w->state = found ? 1 : -1;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&db->load_mu);
 }
 
 /* 1 with the table read in a batch; 0 when it must be read alone. */
 static int load_batched(struct cat_db *db, const char *wh, const struct cat_ns *ns,
-                        const char *name, const char *key, size_t key_len, struct cat_shared **sh,
+                        const char *name, char *key, size_t key_len, struct cat_shared **sh,
                         char type[16])
 {
 	struct cat_load_wait me = {
-	        .wh = wh, .name = name, .key = key, .key_len = key_len, .queued = true};
+	        .done = wake_waiter, .wh = wh, .name = name, .key = key, .key_len = key_len};
 
 	me.levels = cat_text_array(ns, ns->n);
 	if (me.levels == NULL)
 		return 0;
 	pthread_cond_init(&me.cv, NULL);
 	pthread_mutex_lock(&db->load_mu);
-	me.next = db->load_queue;
-	db->load_queue = &me;
-	while (me.state == 0) {
-		if (me.queued && db->load_inflight < LOAD_INFLIGHT)
-			load_lead(db);
-		else
-			pthread_cond_wait(&me.cv, &db->load_mu);
-	}
+	if (load_enqueue(db, &me) != 0)
+		me.state = -1;
+	while (me.state == 0)
+		pthread_cond_wait(&me.cv, &db->load_mu);
 	pthread_mutex_unlock(&db->load_mu);
 	pthread_cond_destroy(&me.cv);
 	free(me.levels);
@@ -652,6 +703,74 @@ static int load_batched(struct cat_db *db, const char *wh, const struct cat_ns *
 	*sh = me.sh;
 	memcpy(type, me.type, 16);
 	return 1;
+}
+
+/* The bytes of sh, whose reference out->hold takes. */
+static void bytes_of(struct cat_shared *sh, struct cat_table_bytes *out)
+{
+	out->metadata_location = sh->mloc;
+	out->location_sha256 = sh->mloc_sha256;
+	out->metadata = sh->meta;
+	out->metadata_len = sh->meta_len;
+	out->hold = sh;
+}
+
+/* A parked request's answer: its bytes handed over, then the entry freed. */
+static void answer_parked(struct cat_db *db, struct cat_load_wait *w, bool found)
+{
+	struct cat_table_bytes t = {0};
+
+	(void)db;
+	if (found) {
+		bytes_of(w->sh, &t);
+		memcpy(t.storage_type, w->type, 16);
+	}
+	w->fn(w->arg, found ? &t : NULL);
+	free(w->key);
+	free(w->levels);
+	free(w);
+}
+
+int cat_table_load_queue(struct cat_db *db, const char *wh_name, const struct cat_ns *ns,
+                         const char *name, cat_load_done_fn *fn, void *arg)
+{
+	struct cat_load_wait *w;
+	int rc = -1;
+
+	if (db->cache == NULL || (w = calloc(1, sizeof(*w))) == NULL)
+		return -1;
+	*w = (struct cat_load_wait){
+	        .done = answer_parked, .wh = wh_name, .name = name, .fn = fn, .arg = arg};
+	w->key = cat_table_key(wh_name, ns, name, &w->key_len);
+	w->levels = cat_text_array(ns, ns->n);
+	if (w->key != NULL && w->levels != NULL) {
+		pthread_mutex_lock(&db->load_mu);
+		rc = load_enqueue(db, w);
+		pthread_mutex_unlock(&db->load_mu);
+	}
+	if (rc != 0) {
+		free(w->key);
+		free(w->levels);
+		free(w);
+	}
+	return rc;
+}
+
+bool cat_table_cached(struct cat_db *db, const char *wh_name, const struct cat_ns *ns,
+                      const char *name, struct cat_table_bytes *out)
+{
+	struct cat_shared *sh = NULL;
+	size_t key_len;
+	char *key;
+	int hit;
+
+	if (db->cache == NULL || (key = cat_table_key(wh_name, ns, name, &key_len)) == NULL)
+		return false;
+	hit = cat_cache_get(db->cache, key, key_len, &sh, out->storage_type);
+	free(key);
+	if (hit)
+		bytes_of(sh, out);
+	return hit;
 }
 
 /* The row as shared bytes: from the cache, a batch of misses or a read of
@@ -759,11 +878,7 @@ int cat_table_load_bytes(struct cat_db *db, struct cat_tx *tx, const char *wh_na
 
 	if (load_shared(db, tx, wh_name, ns, name, &sh, out->storage_type, err) != 0)
 		return -1;
-	out->metadata_location = sh->mloc;
-	out->location_sha256 = sh->mloc_sha256;
-	out->metadata = sh->meta;
-	out->metadata_len = sh->meta_len;
-	out->hold = sh;
+	bytes_of(sh, out);
 	return 0;
 }
 

@@ -59,10 +59,10 @@ test('a byte budget smaller than the tables evicts, stays within budget, and ser
 });
 
 test('bursts of misses larger than a batch and than the workers: each answer is its table, and a commit is seen by every load after it', async () => {
-  // More requests in flight than one batched read takes (16) and than the daemon has
-  // workers, over tables that do not all fit the budget: reads queue behind running ones,
-  // waiters are woken to lead the next read, and none may get another's answer or miss a
-  // commit acknowledged before its request was sent.
+  // More requests in flight than one batched read takes (64) and than the daemon has
+  // workers, over tables that do not all fit the budget: parked loads queue behind running
+  // reads, and none may get another's answer or miss a commit acknowledged before its
+  // request was sent.
   const ns = ['burst'];
   await call(c.base, 'POST', `${c.p}/namespaces`, { body: { namespace: ns }, expect: 200 });
   const properties = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`p.${i}`, 'y'.repeat(60)]));

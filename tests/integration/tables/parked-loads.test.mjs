@@ -1,0 +1,124 @@
+// A loadTable that misses the cache parks its connection while a loader thread reads the
+// table, instead of holding an HTTP worker. With PostgreSQL's table_entry locked by a psql
+// session, so that every read of a table waits, a dozen misses on a daemon with one worker
+// must not stop it from answering a cached table; once the lock goes, every parked load
+// gets its own table. A daemon stopped while loads are parked answers them and exits
+// cleanly, and a client that leaves while parked costs nothing.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { request, startFloe, psql } from '../lib/harness.mjs';
+import { startCatalog, call, tablePath, createBody } from './lib.mjs';
+
+const NS = ['parked'];
+const WORKERS = 1; // one worker: a miss holding it would stop every other request
+const TABLES = 13;
+let a; // the daemon under test, with one HTTP worker
+let b; // a second daemon on the same database, which creates the tables, so that A misses
+const uuids = {};
+
+before(async () => {
+  a = await startCatalog('tbl_parked', { args: ['--threads', String(WORKERS)] });
+  b = await startFloe({ databaseUrl: a.dbUrl });
+  await call(b.baseUrl, 'POST', `${a.p}/namespaces`, { body: { namespace: NS }, expect: 200 });
+  for (let i = 0; i < TABLES; i++) {
+    const name = `m${i}`;
+    const res = await call(b.baseUrl, 'POST', `${a.p}/namespaces/${NS[0]}/tables`, { body: createBody(name), expect: 200 });
+    uuids[name] = res.json.metadata['table-uuid'];
+  }
+});
+
+after(async () => {
+  await a?.floe.stop();
+  await b?.stop();
+});
+
+const sessions = (url, cond) =>
+  Number(psql(url, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND ${cond}`));
+
+async function waitUntil(what, fn, ms = 20000) {
+  const until = Date.now() + ms;
+  while (!fn()) {
+    if (Date.now() > until) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+// A psql session holding table_entry in ACCESS EXCLUSIVE mode: every read of a table waits.
+async function lockTables(url) {
+  const holder = spawn('psql', [url, '-X', '-q', '-v', 'ON_ERROR_STOP=1'], { stdio: ['pipe', 'ignore', 'pipe'] });
+  const closed = new Promise((resolve) => holder.on('close', resolve));
+  holder.stdin.write('BEGIN; LOCK TABLE table_entry IN ACCESS EXCLUSIVE MODE;\n');
+  await waitUntil('the psql session holds the lock', () => sessions(url, "state = 'idle in transaction'") === 1);
+  return {
+    async release() {
+      holder.stdin.end('COMMIT;\n');
+      assert.equal(await closed, 0, 'the psql session ended cleanly');
+    },
+  };
+}
+
+const loadsWaiting = (url) => sessions(url, "wait_event_type = 'Lock' AND query LIKE '%unnest%'");
+
+test('misses wait for PostgreSQL without holding the worker: a cached table is still answered, then each parked load gets its own table', async () => {
+  const cached = 'm0';
+  await call(a.base, 'GET', tablePath(a.p, NS, cached), { expect: 200 }); // now in A's cache
+  const lock = await lockTables(a.dbUrl);
+  let released = false;
+  try {
+    // a dozen misses, all in flight while the reads wait
+    const names = Object.keys(uuids).filter((n) => n !== cached);
+    const parked = names.map((n) => request(a.base, 'GET', tablePath(a.p, NS, n), { timeoutMs: 30000 }));
+    await waitUntil('a batched read waits on the lock', () => loadsWaiting(a.dbUrl) >= 1);
+    // the worker would be blocked if a miss held it: this load would wait for the lock
+    const t0 = Date.now();
+    const hit = await request(a.base, 'GET', tablePath(a.p, NS, cached), { timeoutMs: 5000 });
+    assert.equal(hit.status, 200, hit.text);
+    assert.equal(hit.json.metadata['table-uuid'], uuids[cached]);
+    assert.ok(Date.now() - t0 < 5000, 'the cached table is answered while the misses wait');
+    const health = await request(a.base, 'GET', '/healthz', { timeoutMs: 5000 });
+    assert.equal(health.status, 200, 'and so is /healthz');
+    await lock.release();
+    released = true;
+    const answers = await Promise.all(parked);
+    answers.forEach((res, i) => {
+      assert.equal(res.status, 200, `${names[i]}: ${res.text}`);
+      assert.equal(res.json.metadata['table-uuid'], uuids[names[i]], `${names[i]} answered with its own metadata`);
+    });
+  } finally {
+    if (!released) await lock.release();
+  }
+});
+
+test('a daemon stopped while loads are parked answers them and exits 0; a client gone while parked is let go', async () => {
+  const c = await startFloe({ databaseUrl: a.dbUrl, args: ['--threads', String(WORKERS)] });
+  let lock = null;
+  try {
+    lock = await lockTables(a.dbUrl);
+    const names = Object.keys(uuids).slice(0, 6);
+    // one client gives up after 300 ms, while its load is parked
+    const gone = request(c.baseUrl, 'GET', tablePath(a.p, NS, 'm7'), { timeoutMs: 300 }).then(
+      () => 'answered',
+      () => 'gave up',
+    );
+    const parked = names.map((n) => request(c.baseUrl, 'GET', tablePath(a.p, NS, n), { timeoutMs: 30000 }));
+    await waitUntil('a batched read waits on the lock', () => loadsWaiting(a.dbUrl) >= 1);
+    assert.equal(await gone, 'gave up');
+    const stopped = c.stop('SIGTERM');
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(c.proc.exitCode, null, 'the daemon waits for its parked loads');
+    await lock.release();
+    lock = null;
+    const answers = await Promise.all(parked);
+    answers.forEach((res, i) => {
+      assert.equal(res.status, 200, `${names[i]}: ${res.text}`);
+      assert.equal(res.json.metadata['table-uuid'], uuids[names[i]], `${names[i]} answered with its own metadata`);
+    });
+    const { code, signal } = await stopped;
+    assert.equal(signal, null, c.logs());
+    assert.equal(code, 0, c.logs());
+  } finally {
+    if (lock) await lock.release();
+    await c.stop();
+  }
+});
