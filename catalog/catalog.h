@@ -48,6 +48,10 @@ struct cat_cache_stats {
 	unsigned long notifications; /* NOTIFY floe_table applied (from every process) */
 	size_t bytes, entries, max_bytes;
 	bool listening; /* the LISTEN connection is up: the cache serves only then */
+	/* Misses read in batches: statements, the loads they answered, and the
+	 * loads queued or being read now (parked connections included). */
+	unsigned long batch_reads, batch_loads;
+	size_t loads_waiting;
 };
 void cat_db_cache_stats(struct cat_db *db, struct cat_cache_stats *st);
 

@@ -539,9 +539,17 @@ int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx, struct fl_buf
 		        "floe_table_cache_notifications_total %lu\n"
 		        "# HELP floe_table_cache_listening 1 while the cache's LISTEN connection is up"
 		        " (it serves only then).\n"
-		        "# TYPE floe_table_cache_listening gauge\nfloe_table_cache_listening %d\n",
+		        "# TYPE floe_table_cache_listening gauge\nfloe_table_cache_listening %d\n"
+		        "# HELP floe_table_cache_batch_reads_total Statements that read cache misses in batches.\n"
+		        "# TYPE floe_table_cache_batch_reads_total counter\nfloe_table_cache_batch_reads_total %lu\n"
+		        "# HELP floe_table_cache_batch_loads_total Loads answered by those statements.\n"
+		        "# TYPE floe_table_cache_batch_loads_total counter\nfloe_table_cache_batch_loads_total %lu\n"
+		        "# HELP floe_table_cache_loads_waiting Loads queued for a batched read or being read"
+		        " (parked connections included).\n"
+		        "# TYPE floe_table_cache_loads_waiting gauge\nfloe_table_cache_loads_waiting %zu\n",
 		        cs.hits, cs.misses, cs.evictions, cs.bytes, cs.max_bytes, cs.entries,
-		        cs.notifications, cs.listening ? 1 : 0);
+		        cs.notifications, cs.listening ? 1 : 0, cs.batch_reads, cs.batch_loads,
+		        cs.loads_waiting);
 	}
 	rc |= render_signals(ctx, out);
 	rc |= render_maintenance(ctx, out);

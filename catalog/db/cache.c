@@ -511,6 +511,11 @@ void cat_db_cache_stats(struct cat_db *db, struct cat_cache_stats *st)
 	memset(st, 0, sizeof(*st));
 	if (c == NULL)
 		return;
+	pthread_mutex_lock(&db->load_mu);
+	st->batch_reads = db->load_reads;
+	st->batch_loads = db->load_loads;
+	st->loads_waiting = db->load_waiting;
+	pthread_mutex_unlock(&db->load_mu);
 	st->hits = atomic_load(&c->hits);
 	st->misses = atomic_load(&c->misses);
 	st->evictions = atomic_load(&c->evictions);

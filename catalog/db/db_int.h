@@ -49,6 +49,8 @@ struct cat_db {
 	pthread_cond_t load_cv; /* a request queued, or stopping */
 	struct cat_load_wait *load_queue; /* newest first */
 	bool load_stop;
+	unsigned long load_reads, load_loads; /* statements, loads they answered */
+	size_t load_waiting; /* queued or being read */
 	int loaders; /* started, on the first miss */
 	pthread_t loader[CAT_LOAD_READERS];
 };

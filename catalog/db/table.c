@@ -635,6 +635,9 @@ static void *loader_main(void *arg)
 		for (int i = 0; i < n; i++)
 			batch[i]->done(db, batch[i], found[i]);
 		pthread_mutex_lock(&db->load_mu);
+		db->load_reads++;
+		db->load_loads += (unsigned long)n;
+		db->load_waiting -= (size_t)n;
 	}
 	pthread_mutex_unlock(&db->load_mu);
 	return NULL;
@@ -653,6 +656,7 @@ static int load_enqueue(struct cat_db *db, struct cat_load_wait *w)
 		return -1;
 	w->next = db->load_queue;
 	db->load_queue = w;
+	db->load_waiting++;
 	pthread_cond_signal(&db->load_cv);
 	return 0;
 }

@@ -8,6 +8,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { request, startFloe, psql } from '../lib/harness.mjs';
+import { parse, sum } from '../lib/prom.mjs';
 import { startCatalog, call, tablePath, createBody } from './lib.mjs';
 
 const NS = ['parked'];
@@ -63,6 +64,9 @@ const loadsWaiting = (url) => sessions(url, "wait_event_type = 'Lock' AND query 
 test('misses wait for PostgreSQL without holding the worker: a cached table is still answered, then each parked load gets its own table', async () => {
   const cached = 'm0';
   await call(a.base, 'GET', tablePath(a.p, NS, cached), { expect: 200 }); // now in A's cache
+  // /metrics reads table statistics, which the lock would hold up: counted before and after
+  const metrics = async () => parse((await request(a.base, 'GET', '/metrics', { timeoutMs: 5000 })).text);
+  const m0 = await metrics();
   const lock = await lockTables(a.dbUrl);
   let released = false;
   try {
@@ -85,6 +89,12 @@ test('misses wait for PostgreSQL without holding the worker: a cached table is s
       assert.equal(res.status, 200, `${names[i]}: ${res.text}`);
       assert.equal(res.json.metadata['table-uuid'], uuids[names[i]], `${names[i]} answered with its own metadata`);
     });
+    const m1 = await metrics();
+    assert.equal(sum(m1, 'floe_table_cache_loads_waiting'), 0, 'nothing waits any more');
+    const reads = sum(m1, 'floe_table_cache_batch_reads_total') - sum(m0, 'floe_table_cache_batch_reads_total');
+    const loads = sum(m1, 'floe_table_cache_batch_loads_total') - sum(m0, 'floe_table_cache_batch_loads_total');
+    assert.equal(loads, names.length, 'every parked load was answered by a batched read');
+    assert.ok(reads >= 1 && reads < names.length, `${reads} statements read ${loads} loads`);
   } finally {
     if (!released) await lock.release();
   }
