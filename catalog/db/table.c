@@ -632,12 +632,16 @@ static void *loader_main(void *arg)
 		*pp = NULL;
 		pthread_mutex_unlock(&db->load_mu);
 		load_batch(db, batch, n, found);
-		for (int i = 0; i < n; i++)
-			batch[i]->done(db, batch[i], found[i]);
+		/* Counted before the answers go out, so that a client that has its
+		 * answer never sees its load still waiting in /metrics. */
 		pthread_mutex_lock(&db->load_mu);
 		db->load_reads++;
 		db->load_loads += (unsigned long)n;
 		db->load_waiting -= (size_t)n;
+		pthread_mutex_unlock(&db->load_mu);
+		for (int i = 0; i < n; i++)
+			batch[i]->done(db, batch[i], found[i]);
+		pthread_mutex_lock(&db->load_mu);
 	}
 	pthread_mutex_unlock(&db->load_mu);
 	return NULL;
