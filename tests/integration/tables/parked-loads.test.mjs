@@ -59,6 +59,14 @@ async function lockTables(url) {
   };
 }
 
+// Each answer is a 200 with its own table's metadata.
+function assertOwnTables(answers, names) {
+  answers.forEach((res, i) => {
+    assert.equal(res.status, 200, `${names[i]}: ${res.text}`);
+    assert.equal(res.json.metadata['table-uuid'], uuids[names[i]], `${names[i]} answered with its own metadata`);
+  });
+}
+
 const loadsWaiting = (url) => sessions(url, "wait_event_type = 'Lock' AND query LIKE '%unnest%'");
 
 test('misses wait for PostgreSQL without holding the worker: a cached table is still answered, then each parked load gets its own table', async () => {
@@ -75,20 +83,15 @@ test('misses wait for PostgreSQL without holding the worker: a cached table is s
     const parked = names.map((n) => request(a.base, 'GET', tablePath(a.p, NS, n), { timeoutMs: 30000 }));
     await waitUntil('a batched read waits on the lock', () => loadsWaiting(a.dbUrl) >= 1);
     // the worker would be blocked if a miss held it: this load would wait for the lock
-    const t0 = Date.now();
+    // (and time out)
     const hit = await request(a.base, 'GET', tablePath(a.p, NS, cached), { timeoutMs: 5000 });
     assert.equal(hit.status, 200, hit.text);
     assert.equal(hit.json.metadata['table-uuid'], uuids[cached]);
-    assert.ok(Date.now() - t0 < 5000, 'the cached table is answered while the misses wait');
     const health = await request(a.base, 'GET', '/healthz', { timeoutMs: 5000 });
     assert.equal(health.status, 200, 'and so is /healthz');
     await lock.release();
     released = true;
-    const answers = await Promise.all(parked);
-    answers.forEach((res, i) => {
-      assert.equal(res.status, 200, `${names[i]}: ${res.text}`);
-      assert.equal(res.json.metadata['table-uuid'], uuids[names[i]], `${names[i]} answered with its own metadata`);
-    });
+    assertOwnTables(await Promise.all(parked), names);
     const m1 = await metrics();
     assert.equal(sum(m1, 'floe_table_cache_loads_waiting'), 0, 'nothing waits any more');
     const reads = sum(m1, 'floe_table_cache_batch_reads_total') - sum(m0, 'floe_table_cache_batch_reads_total');
@@ -119,11 +122,7 @@ test('a daemon stopped while loads are parked answers them and exits 0; a client
     assert.equal(c.proc.exitCode, null, 'the daemon waits for its parked loads');
     await lock.release();
     lock = null;
-    const answers = await Promise.all(parked);
-    answers.forEach((res, i) => {
-      assert.equal(res.status, 200, `${names[i]}: ${res.text}`);
-      assert.equal(res.json.metadata['table-uuid'], uuids[names[i]], `${names[i]} answered with its own metadata`);
-    });
+    assertOwnTables(await Promise.all(parked), names);
     const { code, signal } = await stopped;
     assert.equal(signal, null, c.logs());
     assert.equal(code, 0, c.logs());
