@@ -6,6 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startPgCluster, startFloe, request, psql, withDatabase, waitFor } from './lib/harness.mjs';
 import { expectJson, expectError, expectNoContent } from './lib/checks.mjs';
+import { parse, sum } from './lib/prom.mjs';
 
 let cluster;
 let floe;
@@ -31,9 +32,17 @@ function expect503(res, what) {
   return e;
 }
 
+// The loadTable cache serves only while its LISTEN connection is up; /metrics says so.
+const listening = async () => {
+  const res = await request(base, 'GET', '/metrics', { timeoutMs: 15000 });
+  assert.equal(res.status, 200, `/metrics: ${res.status}`);
+  return sum(parse(res.text), 'floe_table_cache_listening');
+};
+
 test('PostgreSQL down -> 503 + Retry-After; back -> served again without restarting floe', async () => {
   expectJson(await request(base, 'POST', '/v1/namespaces', { body: { namespace: ['before'] } }), 200);
   expectJson(await request(base, 'GET', '/readyz'), 200);
+  await waitFor(async () => (await listening()) === 1, { timeoutMs: 10000, what: 'the cache to be listening' });
 
   cluster.stop('fast');
 
@@ -51,6 +60,7 @@ test('PostgreSQL down -> 503 + Retry-After; back -> served again without restart
   expectJson(await request(base, 'GET', '/healthz'), 200);
   const rd = await request(base, 'GET', '/readyz');
   assert.equal(rd.status, 503, `readyz while PostgreSQL is down: ${rd.status} ${rd.text}`);
+  await waitFor(async () => (await listening()) === 0, { timeoutMs: 10000, what: 'the cache to stop listening' });
 
   cluster.start();
 
@@ -72,5 +82,6 @@ test('PostgreSQL down -> 503 + Retry-After; back -> served again without restart
   const list = expectJson(await request(base, 'GET', '/v1/namespaces'), 200, 'ListNamespacesResponse');
   assert.equal(list.namespaces.length, 25);
   expectJson(await request(base, 'GET', '/readyz'), 200);
+  await waitFor(async () => (await listening()) === 1, { timeoutMs: 15000, what: 'the cache to listen again' });
   expectNoContent(await request(base, 'DELETE', '/v1/namespaces/after0'));
 });
