@@ -138,6 +138,7 @@ static void *loop(void *arg)
 	struct srv_caretaker *c = wa->c;
 	int index = wa->index;
 
+	pthread_setname_np(pthread_self(), "floe-maint");
 	free(wa);
 	while (!atomic_load(&c->stop)) {
 		struct fl_err err = {0};

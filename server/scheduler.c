@@ -26,6 +26,8 @@ static void *loop(void *arg)
 	struct srv_scheduler *s = arg;
 	int tick = 0;
 
+	pthread_setname_np(pthread_self(), "floe-sched");
+
 	pthread_mutex_lock(&s->mu);
 	while (!s->stop) {
 		struct timespec until;

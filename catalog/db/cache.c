@@ -400,6 +400,8 @@ static void *listen_loop(void *arg)
 	struct cat_cache *c = arg;
 	int64_t backoff_ms = 100;
 
+	pthread_setname_np(pthread_self(), "floe-listen");
+
 	while (!atomic_load(&c->stop)) {
 		PGconn *pg = cat_pg_connect(c->conninfo);
 		PGresult *r;

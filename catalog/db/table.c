@@ -613,6 +613,9 @@ static void *loader_main(void *arg)
 	struct cat_load_wait *batch[LOAD_BATCH];
 	bool found[LOAD_BATCH];
 
+	/* Started from an HTTP worker, whose name it would otherwise keep. */
+	pthread_setname_np(pthread_self(), "floe-loader");
+
 	pthread_mutex_lock(&db->load_mu);
 	for (;;) {
 		struct cat_load_wait **pp = &db->load_queue;

@@ -34,6 +34,7 @@ static void *worker(void *arg)
 {
 	struct st_workq *q = arg;
 
+	pthread_setname_np(pthread_self(), "floe-workq");
 	pthread_mutex_lock(&q->mu);
 	for (;;) {
 		struct st_workq_task *t = pop(q);
