@@ -166,8 +166,8 @@ row "floe loadTable, 1 table" "${f1[@]}"
 row "mhd_hello GET /meta (ceiling)" "${m[@]}"
 row "floe loadTable, cycling $cycle_small tables" "${f2[@]}"
 [ "$cycle_large" -gt 0 ] && row "floe loadTable, cycling $cycle_large tables" "${f3[@]}"
-echo "(PG tx/req = PostgreSQL transactions per request: ~0 served from Floe's loadTable cache," \
-	"~1 one database read each; us/req = CPU microseconds per request of the daemon and of" \
+echo "(PG tx/req = PostgreSQL transactions per request: ~0 served from Floe's loadTable cache;" \
+	"misses are read up to 64 per statement, ~0.1 when all miss; us/req = CPU microseconds per request of the daemon and of" \
 	"PostgreSQL's backends)"
 echo
 echo "ratio floe/ceiling, 1 table: throughput $(bench_ratio "${f1[0]}" "${m[0]}")," \
