@@ -242,6 +242,13 @@ static int identity_wait(struct job *j, int rc, struct fl_err *err)
 	return rc;
 }
 
+/* st_batch_opts.await_id: the batch reads its first rows beside the hash,
+ * and waits for it before it writes. */
+static int await_identity(void *ctx, struct fl_err *err)
+{
+	return identity_wait(ctx, 0, err);
+}
+
 /* ---- the two catalogs ---- */
 
 static int parse_table(struct job *j, struct fl_err *err)
@@ -280,6 +287,8 @@ static int run_batch(struct job *j, struct st_committer *c, struct fl_err *err)
 	        .threads = (int)j->ic.threads,
 	        .progress = j->progress ? progress_cb : NULL,
 	        .progress_ctx = j,
+	        .await_id = await_identity,
+	        .await_ctx = j,
 	};
 	struct st_ingest_progress last = {0};
 	int rc;
@@ -314,9 +323,9 @@ static int run_in_process(struct job *j, struct fl_err *err)
 	if (srv_cli_catalog_open(&j->sc, false, &cat, err) == 0 &&
 	    cat_committer_open(cat.db, NULL, &cat.wh, &ns, j->name, &lim, NULL, &c, err) == 0)
 		rc = 0;
-	rc = identity_wait(j, rc, err);
 	if (rc == 0)
 		rc = run_batch(j, c, err);
+	rc = identity_wait(j, rc, err);
 	if (c != NULL)
 		c->ops->close(c);
 	srv_cli_catalog_close(&cat);
@@ -331,14 +340,14 @@ static int run_rest(struct job *j, struct fl_err *err)
 
 	rc = st_rest_committer_open(j->ic.catalog_uri, j->sc.warehouse, j->ic.token, j->levels,
 	                            j->nlevels, j->name, j->ic.credential_refresh, &c, err);
-	if (identity_wait(j, rc, err) != 0) {
+	if (rc != 0) {
 		if (c != NULL)
 			c->ops->close(c);
-		return -1;
+		return identity_wait(j, rc, err);
 	}
 	rc = run_batch(j, c, err);
 	c->ops->close(c);
-	return rc;
+	return identity_wait(j, rc, err);
 }
 
 /* ---- the command ---- */

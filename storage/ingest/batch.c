@@ -47,6 +47,11 @@ struct run {
 	size_t n_key_ids;
 	struct st_upsert *up; /* upsert: the batch's keys and the rewrites */
 	json_t *drop; /* upsert: the manifests the last plan dropped */
+	/* The gate before anything is written: decided once (gate()). */
+	const json_t *meta; /* the version the batch is written against */
+	bool gated;
+	int gate_rc;
+	struct fl_err gate_err;
 };
 
 static const json_t *current_schema(const json_t *meta)
@@ -221,6 +226,76 @@ out:
 	return rc;
 }
 
+/* Names the dead-letter file after the batch and creates its directory
+ * (dead-letter mode); "" when rows are not dead-lettered and the table has
+ * no local place for them. */
+static int dead_letter_prepare(struct run *j, struct fl_err *err)
+{
+	const struct st_batch_opts *o = j->o;
+	const char *location = json_string_value(json_object_get(j->meta, "location"));
+	char *dl = j->out->dead_letter_path, dir[PATH_MAX];
+	size_t dlcap = sizeof(j->out->dead_letter_path);
+
+	if (o->dead_letter_dir != NULL && o->dead_letter_dir[0] != '\0')
+		snprintf(dl, dlcap, "%s/%.16s.rejected", o->dead_letter_dir, j->batch_id);
+	else if (location != NULL && strncmp(location, "file://", 7) == 0)
+		snprintf(dl, dlcap, "%s/dead-letter/%.16s.rejected", location + 7, j->batch_id);
+	else
+		dl[0] = '\0';
+	if (o->on_error != ST_ON_ERROR_DEAD_LETTER || dl[0] == '\0')
+		return 0;
+	snprintf(dir, sizeof(dir), "%s", dl);
+	*strrchr(dir, '/') = '\0';
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+		return fl_err_set(err, FL_ERR_IO, "cannot create %s: %s", dir, strerror(errno));
+	return 0;
+}
+
+/* What the gate decides: 0 write, 1 the batch is already committed, -1 an
+ * error (the identity's own, which then wins over the read's). */
+static int gate_decide(struct run *j, struct fl_err *err)
+{
+	const struct st_batch_opts *o = j->o;
+
+	if (o->await_id != NULL && o->await_id(o->await_ctx, err) != 0)
+		return -1;
+	if (j->batch_id[0] == '\0' || strlen(j->batch_id) > 64)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "a batch id must be 1-64 characters");
+	if (st_batch_in_history(j->meta, j->batch_id, &j->out->snapshot_id)) {
+		j->out->already = true;
+		return 1;
+	}
+	return dead_letter_prepare(j, err);
+}
+
+/* The gate before the batch's first byte is written: its identity is
+ * known (awaited when it is computed beside the read), the batch is not
+ * in the history of the version read, and its dead-letter file has a
+ * place.  Decided once; err is set again on every call that returns -1. */
+static int gate(struct run *j, struct fl_err *err)
+{
+	if (!j->gated) {
+		j->gated = true;
+		j->gate_rc = gate_decide(j, &j->gate_err);
+	}
+	if (j->gate_rc < 0)
+		*err = j->gate_err;
+	return j->gate_rc;
+}
+
+/* The ingest's view of the gate: an already committed batch stops the run
+ * before it writes anything (st_batch_run then reports it as such). */
+static int ingest_gate(void *ctx, struct fl_err *err)
+{
+	struct run *j = ctx;
+	int rc = gate(j, err);
+
+	if (rc > 0)
+		return fl_err_set(err, FL_ERR_CONFLICT, "batch %.64s is already committed",
+		                  j->batch_id);
+	return rc;
+}
+
 /* Writes the Parquet files for this table's current schema. */
 static int write_data(struct run *j, const json_t *meta, struct fl_err *err)
 {
@@ -229,8 +304,7 @@ static int write_data(struct run *j, const json_t *meta, struct fl_err *err)
 	const char *tfs = prop(meta, "write.target-file-size-bytes");
 	const char *rgs = prop(meta, "write.parquet.row-group-size-bytes");
 	const json_t *schema = current_schema(meta);
-	char data_uri[PATH_MAX], *dl = j->out->dead_letter_path;
-	size_t dlcap = sizeof(j->out->dead_letter_path);
+	char data_uri[PATH_MAX];
 	enum st_parquet_codec codec = codec_of(o, meta);
 	int level;
 
@@ -240,25 +314,11 @@ static int write_data(struct run *j, const json_t *meta, struct fl_err *err)
 	if (st_data_level(codec, meta, &level, err) != 0)
 		return -1;
 	snprintf(data_uri, sizeof(data_uri), "%s/data", location);
-	if (o->dead_letter_dir != NULL && o->dead_letter_dir[0] != '\0')
-		snprintf(dl, dlcap, "%s/%.16s.rejected", o->dead_letter_dir, j->batch_id);
-	else if (strncmp(location, "file://", 7) == 0)
-		snprintf(dl, dlcap, "%s/dead-letter/%.16s.rejected", location + 7, j->batch_id);
-	else if (o->on_error == ST_ON_ERROR_DEAD_LETTER)
+	if ((o->dead_letter_dir == NULL || o->dead_letter_dir[0] == '\0') &&
+	    strncmp(location, "file://", 7) != 0 && o->on_error == ST_ON_ERROR_DEAD_LETTER)
 		return fl_err_set(
 		        err, FL_ERR_BAD_REQUEST,
 		        "a dead-letter directory is required for a table on object storage");
-	else
-		dl[0] = '\0';
-	if (o->on_error == ST_ON_ERROR_DEAD_LETTER) {
-		char dir[PATH_MAX];
-
-		snprintf(dir, sizeof(dir), "%s", dl);
-		*strrchr(dir, '/') = '\0';
-		if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-			return fl_err_set(err, FL_ERR_IO, "cannot create %s: %s", dir,
-			                  strerror(errno));
-	}
 	if (o->format == ST_INGEST_PARQUET) {
 		struct st_addfile_opts ao = {
 		        .schema = schema,
@@ -282,7 +342,6 @@ static int write_data(struct run *j, const json_t *meta, struct fl_err *err)
 	        .new_columns = o->new_columns,
 	        .io = j->io,
 	        .data_uri = data_uri,
-	        .dead_letter_path = dl,
 	        .codec = codec,
 	        .compression_level = level,
 	        .target_file_bytes = o->target_file_bytes > 0 ? o->target_file_bytes
@@ -299,6 +358,9 @@ static int write_data(struct run *j, const json_t *meta, struct fl_err *err)
 	        .threads = o->threads,
 	        .progress = o->progress,
 	        .progress_ctx = o->progress_ctx,
+	        .gate = ingest_gate,
+	        .gate_ctx = j,
+	        .dead_letter_path = j->out->dead_letter_path,
 	};
 	return st_ingest_run(&io, j->inputs, j->n, &j->out->res, err);
 }
@@ -608,18 +670,23 @@ int st_batch_run(struct st_committer *c, const struct st_batch_opts *o, const ch
 {
 	struct run j = {.o = o, .c = c, .inputs = inputs, .n = n, .batch_id = batch_id, .out = out};
 	json_t *meta = NULL;
-	int rc = -1;
+	int rc = -1, g;
 
-	if (n == 0 || batch_id == NULL || batch_id[0] == '\0' || strlen(batch_id) > 64)
+	if (n == 0 || batch_id == NULL ||
+	    (o->await_id == NULL && (batch_id[0] == '\0' || strlen(batch_id) > 64)))
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  n == 0 ? "a batch needs at least one input"
 		                         : "a batch id must be 1-64 characters");
 	j.snapshot_id = fl_random_id();
 	if (load_or_create(c, &j, &meta, err) != 0 || c->ops->io(c, meta, &j.io, err) != 0)
 		goto out;
-	if (st_batch_in_history(meta, batch_id, &out->snapshot_id)) {
-		out->already = true;
-		rc = 0;
+	j.meta = meta;
+	/* The gate is passed now, unless CSV or NDJSON rows can be read while
+	 * the identity is still being computed: then the first row group (or
+	 * the first dead letter) passes it. */
+	if ((o->await_id == NULL || o->format == ST_INGEST_PARQUET || o->upsert) &&
+	    (g = gate(&j, err)) != 0) {
+		rc = g > 0 ? 0 : -1;
 		goto out;
 	}
 	if (o->upsert) {
@@ -633,8 +700,23 @@ int st_batch_run(struct st_committer *c, const struct st_batch_opts *o, const ch
 			goto out;
 		}
 	}
-	if (write_data(&j, meta, err) != 0)
+	if (write_data(&j, meta, err) != 0) {
+		/* A rerun of a committed batch is reported so, whatever stopped
+		 * its read (the run wrote nothing before the gate). */
+		struct fl_err gerr;
+
+		g = gate(&j, &gerr);
+		if (g > 0)
+			rc = 0;
+		else if (g < 0)
+			*err = gerr;
 		goto out;
+	}
+	/* A run that wrote nothing did not meet the gate. */
+	if ((g = gate(&j, err)) != 0) {
+		rc = g > 0 ? 0 : -1;
+		goto out;
+	}
 	if (out->res.rows_ok == 0) {
 		rc = 0;
 		goto out;

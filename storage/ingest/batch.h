@@ -46,6 +46,14 @@ struct st_batch_opts {
 	int threads; /* st_ingest_opts.threads: 0 or 1 = one thread */
 	void (*progress)(void *ctx, const struct st_ingest_progress *p);
 	void *progress_ctx;
+	/* When set, the batch id is still being computed as st_batch_run
+	 * starts: await_id returns once it is in the batch_id buffer (0), or
+	 * fails with the reason (-1).  CSV and NDJSON rows are then read
+	 * beside it, and it is awaited before the first byte is written (the
+	 * first row group, or the first dead letter): a batch found committed
+	 * then has written nothing.  NULL = batch_id is ready. */
+	int (*await_id)(void *ctx, struct fl_err *err);
+	void *await_ctx;
 };
 
 struct st_batch_result {

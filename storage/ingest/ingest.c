@@ -47,10 +47,23 @@ struct part_field {
 	struct st_type type; /* the transform's result type */
 };
 
+/* A data file created with its first row group: the Parquet writer's
+ * magic, all it writes at open, waits in head until then, so that a run
+ * writes nothing before its gate (st_ingest_opts.gate) has passed, and a
+ * gate that waits for the batch's identity overlaps the first row group's
+ * read.  Allocated apart from struct output, which moves. */
+struct lazy_file {
+	struct run *r;
+	const char *uri;
+	struct st_io_writer *file; /* NULL until the first row group */
+	uint8_t head[8];
+	size_t head_len;
+};
+
 /* One open Parquet file, for one partition tuple. */
 struct output {
 	struct st_parquet_writer *w;
-	struct st_io_writer *file;
+	struct lazy_file *lazy;
 	char *uri;
 	uint8_t *key; /* the serialized partition tuple: identity of this output */
 	size_t key_len;
@@ -89,7 +102,24 @@ struct run {
 	/* Progress: inputs finished so far and their bytes. */
 	struct st_ingest_progress prog;
 	uint64_t bytes_done;
+	bool gated; /* o->gate has passed */
+	bool gate_failed; /* ... or failed, with gate_err, which the run reports */
+	struct fl_err gate_err;
 };
+
+/* Calls o->gate before the run's first byte is written. */
+static int pass_gate(struct run *r, struct fl_err *err)
+{
+	if (r->gated || r->o->gate == NULL)
+		return 0;
+	if (r->gate_failed || r->o->gate(r->o->gate_ctx, &r->gate_err) != 0) {
+		r->gate_failed = true;
+		*err = r->gate_err;
+		return -1;
+	}
+	r->gated = true;
+	return 0;
+}
 
 /* Reads the schema's fields into cols; nested types are refused. */
 static int load_columns(struct run *r, struct fl_err *err)
@@ -354,6 +384,40 @@ out:
 
 /* ---- Parquet output ---- */
 
+/* The sink of a lazy file: creates it, once its gate has passed, when more
+ * than the head arrives. */
+static int lazy_write(void *ctx, const void *p, size_t n, struct fl_err *err)
+{
+	struct lazy_file *lf = ctx;
+	struct st_io_writer *file = NULL;
+	struct st_sink *sink;
+
+	if (lf->file == NULL) {
+		if (lf->head_len + n <= sizeof(lf->head)) {
+			memcpy(lf->head + lf->head_len, p, n);
+			lf->head_len += n;
+			return 0;
+		}
+		if (pass_gate(lf->r, err) != 0 ||
+		    st_io_writer_open(lf->r->o->io, lf->uri, &file, err) != 0)
+			return -1;
+		lf->file = file;
+		sink = st_io_writer_sink(file);
+		if (lf->head_len > 0 && sink->write(sink->ctx, lf->head, lf->head_len, err) != 0)
+			return -1;
+	}
+	sink = st_io_writer_sink(lf->file);
+	return sink->write(sink->ctx, p, n, err);
+}
+
+/* Frees lf, deleting its file if it was created. */
+static void lazy_abort(struct lazy_file *lf)
+{
+	if (lf != NULL)
+		st_io_writer_abort(lf->file);
+	free(lf);
+}
+
 static void output_drop(struct output *o)
 {
 	free(o->uri);
@@ -398,10 +462,13 @@ static int output_open(struct run *r, struct output *o, struct fl_err *err)
 			off += len;
 		}
 	}
-	if (st_io_writer_open(r->o->io, o->uri, &o->file, err) != 0) {
+	o->lazy = calloc(1, sizeof(*o->lazy));
+	if (o->lazy == NULL) {
 		output_drop(o);
-		return -1;
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	}
+	o->lazy->r = r;
+	o->lazy->uri = o->uri;
 	po.columns = r->pcols;
 	po.n_columns = r->ncols;
 	po.iceberg_schema_json = r->schema_json;
@@ -417,10 +484,11 @@ static int output_open(struct run *r, struct output *o, struct fl_err *err)
 		po.row_group_bytes = po.row_group_bytes / MAX_OPEN_OUTPUTS > (1u << 20)
 		                             ? po.row_group_bytes / MAX_OPEN_OUTPUTS
 		                             : (1u << 20);
-	po.sink = *st_io_writer_sink(o->file);
+	po.sink.write = lazy_write;
+	po.sink.ctx = o->lazy;
 	po.workq = r->workq;
 	if (st_parquet_writer_open(&po, &o->w, err) != 0) {
-		st_io_writer_abort(o->file);
+		lazy_abort(o->lazy);
 		output_drop(o);
 		return -1;
 	}
@@ -437,11 +505,17 @@ static int output_close(struct run *r, struct output *o, struct fl_err *err)
 
 	rc = st_parquet_writer_close(o->w, &m, err);
 	o->w = NULL;
-	if (rc != 0)
-		st_io_writer_abort(o->file);
-	else if (st_io_writer_close(o->file, NULL, err) != 0)
-		rc = -1;
-	o->file = NULL;
+	/* The footer is more than the head: a closed writer made its file. */
+	if (rc == 0 && o->lazy->file == NULL)
+		rc = fl_err_set(err, FL_ERR_INTERNAL, "ingest: %s was never created", o->uri);
+	if (rc != 0) {
+		lazy_abort(o->lazy);
+	} else {
+		if (st_io_writer_close(o->lazy->file, NULL, err) != 0)
+			rc = -1;
+		free(o->lazy);
+	}
+	o->lazy = NULL;
 	grown = rc == 0 ? realloc(r->res->files, sizeof(*grown) * (r->res->n_files + 1)) : NULL;
 	if (rc != 0 || grown == NULL) {
 		if (rc == 0 && st_io_delete(r->o->io, o->uri, &ignored) != 0)
@@ -530,7 +604,11 @@ static int reject(struct run *r, const char *file, uint64_t line, const char *ra
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s:%llu: %s", file,
 		                  (unsigned long long)line, reason);
 	if (r->dl == NULL) {
-		size_t n = strlen(r->o->dead_letter_path) + 16;
+		size_t n;
+
+		if (pass_gate(r, err) != 0)
+			return -1;
+		n = strlen(r->o->dead_letter_path) + 16;
 
 		r->res->dead_letter_errors = malloc(n);
 		if (r->res->dead_letter_errors == NULL)
@@ -900,7 +978,7 @@ int st_ingest_run(const struct st_ingest_opts *o, const char *const *inputs, siz
 out:
 	for (size_t i = 0; i < r.nouts; i++) {
 		st_parquet_writer_free(r.outs[i].w);
-		st_io_writer_abort(r.outs[i].file);
+		lazy_abort(r.outs[i].lazy);
 		output_drop(&r.outs[i]);
 	}
 	free(r.outs);
@@ -915,6 +993,8 @@ out:
 	if (rc != 0) {
 		st_ingest_result_discard(o->io, res);
 		st_ingest_result_free(res);
+		if (r.gate_failed)
+			*err = r.gate_err; /* not as the writer that met it words it */
 	}
 	json_decref(r.schema);
 	free(r.cols);

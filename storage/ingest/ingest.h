@@ -61,6 +61,15 @@ struct st_ingest_opts {
 	 * caller's thread; NULL = none.  Cheap calls: it throttles itself. */
 	void (*progress)(void *ctx, const struct st_ingest_progress *p);
 	void *progress_ctx;
+	/* Called on the caller's thread before the run writes its first byte:
+	 * a data file is created when its first row group is written out, the
+	 * dead-letter file with the first rejected record.  Once it returns 0
+	 * it is not called again; a nonzero return fails the run with the
+	 * gate's err, having written nothing.  The rows before it are read
+	 * beside whatever it waited for (the batch identity, in batch.c).
+	 * NULL = none. */
+	int (*gate)(void *ctx, struct fl_err *err);
+	void *gate_ctx;
 };
 
 struct st_ingest_file {

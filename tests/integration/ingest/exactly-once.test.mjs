@@ -299,3 +299,45 @@ test('dead-letter: SIGKILL mid-write, then rerun: each rejected record is set as
   const errs = fs.readFileSync(path.join(dl, `${rejected[0]}.errors.ndjson`), 'utf8').split('\n').filter(Boolean);
   assert.equal(errs.length, N / 3, why);
 });
+
+// A run reads its first rows while the batch identity (a hash of the inputs)
+// is still being computed, and waits for it before it writes anything: a
+// rerun of a committed batch must still write nothing, whatever its read
+// meets before it knows. Here the rerun's first record is a bad one, so
+// without that wait its dead-letter file would be opened (and truncated)
+// before the batch is found committed; and a strict rerun of the same
+// inputs fails on that record before it knows, yet the batch is committed.
+for (const mode of ['in-process', 'rest']) {
+  test(`${mode}: a rerun of a committed batch leaves its dead letters alone, even when strict`, async () => {
+    const rest = mode === 'rest';
+    const name = await newTable('dlrerun');
+    const parts = ['id,s\n', 'not-a-number,first\n'];
+    for (let i = 0; i < 200000; i++) parts.push(`${i},row-${i}\n`);
+    const file = path.join(dir, `dlrerun-${mode}.csv`);
+    fs.writeFileSync(file, parts.join(''));
+    const a = await ingest(ctx, name, [file], { rest, args: ['--on-error', 'dead-letter'] });
+    assert.equal(a.out?.status, 'committed', show(a));
+    assert.equal(a.out['rows-dead-lettered'], 1, show(a));
+    const dl = path.join(localPath((await loadTable(ctx, name)).metadata.location), 'dead-letter');
+    const [rejected] = fs.readdirSync(dl).filter((f) => f.endsWith('.rejected'));
+    assert.ok(rejected, `no dead-letter file in ${dl}`);
+    // mark both files: a rerun that reopened them would lose the marks
+    for (const f of [rejected, `${rejected}.errors.ndjson`]) fs.appendFileSync(path.join(dl, f), 'marked\n');
+    const before = Object.fromEntries(fs.readdirSync(dl).map((f) => [f, fs.readFileSync(path.join(dl, f), 'utf8')]));
+    const onDisk = parquetOnDisk((await loadTable(ctx, name)).metadata);
+
+    const b = await ingest(ctx, name, [file], { rest, args: ['--on-error', 'dead-letter'] });
+    assert.equal(b.out?.status, 'already-committed', show(b));
+    assert.equal(b.out['batch-id'], a.out['batch-id']);
+    const c = await ingest(ctx, name, [file], { rest, args: ['--on-error', 'strict'] });
+    assert.equal(c.code, 0, show(c));
+    assert.equal(c.out?.status, 'already-committed', show(c));
+
+    const after = Object.fromEntries(fs.readdirSync(dl).map((f) => [f, fs.readFileSync(path.join(dl, f), 'utf8')]));
+    assert.deepEqual(after, before, 'the reruns touched the dead-letter files');
+    const s = await state(name);
+    assert.equal(s.snapshots.length, 1);
+    assert.equal(s.rows, 200000);
+    assert.deepEqual(parquetOnDisk(s.meta), onDisk, 'the reruns wrote data files');
+  });
+}
