@@ -5,6 +5,7 @@
  * command cannot run without being listed; adding one is one line. */
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -453,6 +454,17 @@ int main(int argc, char **argv)
 	 * memory the kernel takes back anyway.  Only the exit handler changes:
 	 * the configuration is still loaded on OpenSSL's first real use. */
 	OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL);
+	/* Memory freed stays in the process for the next allocation.  By
+	 * default glibc gives the top of a heap back once 128 KiB of it are
+	 * free, and serves blocks of 128 KiB and more (growing with use) with
+	 * mmap of their own: the daemon's churn (loadTable misses, each a
+	 * ~20 KB row read and cached, the cache evicting as it goes) then
+	 * faulted pages in again for ~2 of every miss, and a fault is the
+	 * dearest thing on a virtual machine (~25 µs each on the one
+	 * BENCHMARKS.md describes).  The price is that RSS stays at its
+	 * high-water mark. */
+	mallopt(M_TRIM_THRESHOLD, 512 << 20);
+	mallopt(M_MMAP_THRESHOLD, 64 << 20);
 	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0)
 		name = "help";
 	else if (strcmp(name, "--version") == 0)
