@@ -244,4 +244,13 @@ echo "$small_runs runs, different files each: $(printf '%s\n' "${times[@]}" | me
 echo "(separate processes, each timed with \$EPOCHREALTIME around its fork, exec and exit; each run" \
 	"adds one snapshot to ing.small; harness: /bin/true timed the same way," \
 	"$(printf '%s\n' "${floor[@]}" | median_line))"
+# The part of a cold start that is PostgreSQL's alone: a new connection (the postmaster forks a
+# backend, which starts up and authenticates), as pgbench measures it over 20 connections.
+if [ -x "$PGT_BIN/pgbench" ]; then
+	echo 'SELECT 1;' >"$BT/select1.sql"
+	conn=$("$PGT_BIN/pgbench" -n -C -c 1 -t 20 -f "$BT/select1.sql" "$DB_URL" 2>/dev/null |
+		sed -n 's/^average connection time = \([0-9.]*\) ms/\1/p')
+	echo "(PostgreSQL alone: a new connection takes ${conn:-?} ms on average, pgbench -C over 20;" \
+		"a cold start opens one)"
+fi
 bench_load_line
