@@ -8,7 +8,7 @@
 #   BENCH_CLIENT_STEPS ("8 16 32 64")  wrk connections for the throughput-vs-clients chart
 #   BENCH_OUT               where the raw outputs go (default build-bench/results/<UTC time>)
 #   FLOE_BIN, FLOE_SHARED_DIR, FLOE_SERVE_ARGS   as for each script
-# Takes about (2 + 1.5 + 1) min per run plus ~1 min for the connection steps.
+# Takes about (2 + 1.5 + 1.5 + 1) min per run plus ~1 min for the connection steps.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -20,6 +20,9 @@ mkdir -p "$out"
 for i in $(seq 1 "$runs"); do
 	echo "run_all: run $i/$runs: load_table_bench..." >&2
 	"$here/load_table_bench.sh" >"$out/load_table.$i.txt"
+	echo "run_all: run $i/$runs: load_table_bench, pure misses..." >&2
+	FLOE_SERVE_ARGS="${FLOE_SERVE_ARGS:-} --table-cache-bytes 8000000" BENCH_CYCLE_SMALL=20 \
+		"$here/load_table_bench.sh" >"$out/miss.$i.txt"
 	echo "run_all: run $i/$runs: commit_bench..." >&2
 	"$here/commit_bench.sh" >"$out/commit.$i.txt"
 	echo "run_all: run $i/$runs: ingest_bench..." >&2
