@@ -213,8 +213,9 @@ static void *identity_main(void *arg)
 }
 
 /* Hashing the inputs, and OpenSSL's first use (~1 ms of its own), overlap
- * the catalog's connection, which mostly waits on PostgreSQL.  An input
- * that cannot be read is refused here, before anything connects. */
+ * the catalog's connection, which mostly waits on PostgreSQL, and the read
+ * of the first row group (st_batch_opts.await_id).  An input that cannot
+ * be read is refused here, before anything connects. */
 static int identity_start(struct job *j, struct fl_err *err)
 {
 	for (size_t k = 0; k < j->n_inputs; k++)

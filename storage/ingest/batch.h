@@ -75,7 +75,8 @@ int st_batch_identity(const char *const *inputs, size_t n, char out[65],
 bool st_batch_in_history(const json_t *meta, const char *batch_id, int64_t *snapshot);
 
 /* Reads the n inputs (local paths), writes their Parquet files, and commits
- * them through c as one snapshot named batch_id (at most 64 characters);
+ * them through c as one snapshot named batch_id (at most 64 characters; with
+ * o->await_id, a buffer that holds it once await_id has returned 0);
  * with o->upsert, one copy-on-write snapshot replacing the rows of the same
  * keys (FL_ERR_BAD_REQUEST when the table has no identifier fields).
  * Strict mode: the first bad row fails the batch (FL_ERR_BAD_REQUEST naming
