@@ -41,7 +41,8 @@ test('floe feed: the whole life of a feed', async () => {
   r = feed('list');
   assert.equal(r.code, 0, r.stderr);
   assert.deepEqual(JSON.parse(r.stdout).feeds.map((f) => f.name), ['c1', 'c2']);
-  assert.equal(feed('delete', 'c2').code, 0);
+  r = feed('delete', 'c2');
+  assert.equal(r.code, 0, r.stderr);
 
   land(dir, 'a.csv', csv(0, 4));
   await waitLedger(ctx.dbUrl, 'c1', 1);
@@ -60,7 +61,8 @@ test('floe feed: the whole life of a feed', async () => {
   assert.equal(JSON.parse(r.stdout)['pending-replay'].force, true);
   await waitFor(async () => (await tableIds(ctx, 'c')).ids.length === 8, { what: 'the forced replay' });
 
-  assert.equal(feed('delete', 'c1').code, 0);
+  r = feed('delete', 'c1');
+  assert.equal(r.code, 0, r.stderr);
   r = feed('show', 'c1');
   assert.equal(r.code, 1);
   assert.match(r.stderr, /404: feed 'c1' does not exist/);

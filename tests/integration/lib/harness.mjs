@@ -297,8 +297,20 @@ export async function startFloe({
   proc.stdout.on('data', onData);
   proc.stderr.on('data', onData);
   const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+  let stopping = false;
+  let up = false;
+  // A daemon that dies by itself (a sanitizer report exits 1; a crash is a signal) says why
+  // in the test's output, which otherwise only shows the requests that then failed.
+  exited.then(({ code, signal }) => {
+    const crashed = signal ? ['SIGSEGV', 'SIGABRT', 'SIGBUS', 'SIGILL', 'SIGFPE'].includes(signal) : code !== 0;
+    if (up && !stopping && crashed) {
+      process.stderr.write(`harness: floe serve exited by itself (code ${code}, signal ${signal}); its last output:\n` +
+        `${logs.slice(-16000)}\n`);
+    }
+  });
   const handle = {
     killSync() {
+      stopping = true;
       if (proc.exitCode === null && proc.signalCode === null) {
         try {
           proc.kill('SIGKILL');
@@ -324,6 +336,7 @@ export async function startFloe({
       const m = logs.match(/listening on (http:\/\/[^\s"]+)/);
       if (m) {
         clearTimeout(timer);
+        up = true;
         resolve(m[1].replace(/\/$/, ''));
       }
     };
@@ -344,6 +357,7 @@ export async function startFloe({
     logs: () => logs,
     // Sends `signal` and waits for exit; SIGKILL after killAfterMs. Returns {code, signal}.
     async stop(signal = 'SIGTERM', killAfterMs = 30000) {
+      stopping = true;
       if (proc.exitCode !== null || proc.signalCode !== null) return exited;
       proc.kill(signal);
       const t = setTimeout(() => proc.kill('SIGKILL'), killAfterMs);
