@@ -157,7 +157,8 @@ static int scan_dir(const char *dir, const char *glob, struct scan *s, struct fl
 		s->n++;
 	}
 	closedir(d);
-	qsort(s->v, s->n, sizeof(*s->v), by_age);
+	if (s->n > 1) /* an empty scan has no array: qsort(NULL, 0) is undefined */
+		qsort(s->v, s->n, sizeof(*s->v), by_age);
 	return 0;
 nomem:
 	closedir(d);
@@ -213,7 +214,8 @@ static int scan_s3(struct st_io *io, const char *prefix, const char *glob, struc
 			return fl_err_prefix(err, "source.location %.200s", prefix);
 		fl_err_clear(err);
 	}
-	qsort(s->v, s->n, sizeof(*s->v), by_age);
+	if (s->n > 1) /* an empty scan has no array: qsort(NULL, 0) is undefined */
+		qsort(s->v, s->n, sizeof(*s->v), by_age);
 	return 0;
 }
 
@@ -625,7 +627,8 @@ static int run_replay(struct run *u, struct scan *s, bool *seen, struct obj **ta
 	/* Sort a copy of the flags along with the objects. */
 	for (size_t i = 0; i < s->n; i++)
 		s->v[i].spool_id = seen[i] ? -1 : 0;
-	qsort(s->v, s->n, sizeof(*s->v), by_key);
+	if (s->n > 1)
+		qsort(s->v, s->n, sizeof(*s->v), by_key);
 	for (size_t i = 0; i < s->n; i++) {
 		struct obj *o = &s->v[i];
 		int64_t ms = o->mtime_ns / 1000000;

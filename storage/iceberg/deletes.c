@@ -86,7 +86,8 @@ void st_posset_finish(struct st_posset *s)
 
 	if (s->sorted)
 		return;
-	qsort(s->v, s->n, sizeof(*s->v), cmp_pos);
+	if (s->n > 1)
+		qsort(s->v, s->n, sizeof(*s->v), cmp_pos);
 	for (size_t i = 0; i < s->n; i++) {
 		if (k == 0 || s->v[i] != s->v[k - 1])
 			s->v[k++] = s->v[i];

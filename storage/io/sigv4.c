@@ -202,7 +202,8 @@ static int canonical_query(struct fl_buf *b, const char *query, struct fl_err *e
 		}
 		p = amp ? amp + 1 : NULL;
 	}
-	qsort(q, (size_t)n, sizeof(q[0]), qparam_cmp);
+	if (n > 1)
+		qsort(q, (size_t)n, sizeof(q[0]), qparam_cmp);
 	for (int i = 0; i < n; i++)
 		if (fl_buf_printf(b, "%s%s=%s", i ? "&" : "", q[i].name, q[i].value) != 0) {
 			nomem(err);
