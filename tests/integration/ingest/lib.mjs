@@ -15,17 +15,13 @@
 //   the same form back.
 // Nothing here interprets floe's answers beyond parsing: assertions belong to
 // the tests.
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { freshDatabase, startFloe, request, tmpDir, floeBin } from '../lib/harness.mjs';
-import { systemPython } from '../lib/paths.mjs';
+import { readAvroPython } from '../lib/pyavro.mjs';
 import { call, createNamespace, tablePath, encodeNs } from '../tables/lib.mjs';
-
-const here = path.dirname(fileURLToPath(import.meta.url));
-const readAvroPy = path.join(here, '..', 'write-path', 'read_avro.py');
 
 export { tmpDir };
 
@@ -141,8 +137,7 @@ export const localPath = (uri) => decodeURI(new URL(uri).pathname);
 // Reads an Avro file with python3-avro: {meta, records}, integers as decimal
 // strings, bytes as upper-case hex (read_avro.py's form).
 export function readAvro(uri) {
-  const out = execFileSync(systemPython, [readAvroPy, localPath(uri)], { maxBuffer: 256 << 20 });
-  return JSON.parse(out);
+  return readAvroPython(localPath(uri));
 }
 
 export const mapOf = (arr) => (arr == null ? null : Object.fromEntries(arr.map((e) => [String(e.key), e.value])));

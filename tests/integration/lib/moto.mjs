@@ -31,12 +31,17 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 export const NO_S3 = 'skipped: no S3 server';
 
 // The Python that runs moto_server (its shebang's interpreter, e.g. the pyenv one);
-// null when moto_server is not installed.
+// null when moto_server is not installed. Asked once per process: the probe imports
+// moto, ~1 s of CPU.
+let motoPy;
 function motoPython() {
+  if (motoPy !== undefined) return motoPy;
+  motoPy = null;
   const r = spawnSync('sh', ['-c', 'command -v moto_server'], { encoding: 'utf8' });
-  if (r.status !== 0 || r.stdout.trim() === '') return null;
+  if (r.status !== 0 || r.stdout.trim() === '') return motoPy;
   const py = spawnSync('sh', ['-c', 'for p in python3 python; do $p -c "import moto.server" 2>/dev/null && { command -v $p; exit 0; }; done; exit 1'], { encoding: 'utf8' });
-  return py.status === 0 ? py.stdout.trim() : null;
+  if (py.status === 0) motoPy = py.stdout.trim();
+  return motoPy;
 }
 
 // True when moto_server can be started on this machine.

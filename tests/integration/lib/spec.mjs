@@ -12,7 +12,9 @@
 // null the spec demands, so `type: T, nullable: true` is rewritten to
 // `type: [T, "null"]` before compiling. Nothing else is changed.
 import { execFileSync } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Ajv2020 from 'ajv/dist/2020.js';
@@ -42,7 +44,29 @@ export const specPath = path.join(sharedDir, 'iceberg-spec', 'rest-catalog-open-
 if (!fs.existsSync(specPath)) {
   throw new Error(`upstream REST spec not found at ${specPath}; set FLOE_SHARED_DIR`);
 }
-export const spec = yamlToJson(specPath);
+// Converted once per machine, not once per test file that imports this module (~0.3 s of
+// CPU each): the JSON is kept in the temporary directory under a name made of the hash of
+// the YAML and of the converter, and written under a temporary name, then renamed.
+function convertedSpec() {
+  const hash = crypto.createHash('sha256').update(fs.readFileSync(specPath)).update(fs.readFileSync(converter))
+    .digest('hex').slice(0, 32);
+  const cached = path.join(os.tmpdir(), `floe-iceberg-rest-spec-${hash}.json`);
+  try {
+    return JSON.parse(fs.readFileSync(cached, 'utf8'));
+  } catch {
+    // absent, or cut short by a full disk: convert again
+  }
+  const doc = yamlToJson(specPath);
+  const tmp = `${cached}.${process.pid}.tmp`;
+  try {
+    fs.writeFileSync(tmp, JSON.stringify(doc));
+    fs.renameSync(tmp, cached);
+  } catch {
+    fs.rmSync(tmp, { force: true }); // the next file converts again
+  }
+  return doc;
+}
+export const spec = convertedSpec();
 
 function fixNullable(node) {
   if (Array.isArray(node)) return node.map(fixNullable);

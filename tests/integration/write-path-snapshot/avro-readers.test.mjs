@@ -6,16 +6,11 @@
 // files.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import avro from 'avsc';
 import { bigLong } from '../lib/avro.mjs';
-import { systemPython } from '../lib/paths.mjs';
+import { readAvroPython } from '../lib/pyavro.mjs';
 import { writeTable, localPath, batchRows, batchFiles } from './snapshots.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const readAvroPy = path.join(here, '..', 'write-path', 'read_avro.py');
 const tables = {};
 
 before(() => {
@@ -39,9 +34,7 @@ function norm(v) {
   return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, norm(x)]));
 }
 
-function readPython(file) {
-  return JSON.parse(execFileSync(systemPython, [readAvroPy, file], { maxBuffer: 64 << 20 }));
-}
+const readPython = readAvroPython;
 
 function readAvsc(file) {
   return new Promise((resolve, reject) => {

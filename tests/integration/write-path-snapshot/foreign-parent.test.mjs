@@ -13,10 +13,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { systemPython } from '../lib/paths.mjs';
+import { readAvroPython } from '../lib/pyavro.mjs';
 import { writerBin, localPath } from './snapshots.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const readAvroPy = path.join(here, '..', 'write-path', 'read_avro.py');
 let dir;
 let foreign;
 
@@ -29,7 +29,7 @@ before(() => {
 
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-const readPython = (file) => JSON.parse(execFileSync(systemPython, [readAvroPy, file], { maxBuffer: 64 << 20 }));
+const readPython = readAvroPython;
 
 // read_avro.py's form of what write_foreign.py wrote: integers as strings.
 function asRead(v) {

@@ -5,14 +5,13 @@
 // the writer was given.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import avro from 'avsc';
 import { bigLong } from '../lib/avro.mjs';
 import { avroMetadata, avroRead } from 'icebird';
-import { systemPython } from '../lib/paths.mjs';
+import { readAvroPython } from '../lib/pyavro.mjs';
 import { writeSamples, readJson } from './samples.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -44,10 +43,7 @@ function norm(v) {
   return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, norm(x)]));
 }
 
-function readPython(file) {
-  const out = execFileSync(systemPython, [path.join(here, 'read_avro.py'), file], { maxBuffer: 64 << 20 });
-  return JSON.parse(out);
-}
+const readPython = readAvroPython;
 
 function readAvsc(file) {
   return new Promise((resolve, reject) => {

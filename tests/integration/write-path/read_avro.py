@@ -2,16 +2,21 @@
 /usr/bin/python3) and prints its header metadata and records as JSON, in
 the normalised form the write-path node tests compare: integers as decimal
 strings, bytes as upper-case hex, floats as '%.17g' or 'NaN', dates as days,
-timestamps as microseconds, decimals as their unscaled integer."""
+timestamps as microseconds, decimals as their unscaled integer.
+
+  read_avro.py FILE              prints FILE's {"meta", "records"}
+  read_avro.py --serve REQ RESP  reads files until REQ ends: REQ is a pipe of
+                                 requests, one JSON string (a path) a line;
+                                 each answer on the pipe RESP is its length in
+                                 bytes, a newline, then the JSON of the file or
+                                 {"error": "..."} (../lib/pyavro.mjs)
+"""
 import datetime
 import decimal
 import json
 import math
 import sys
 import warnings
-
-import avro.datafile
-import avro.io
 
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
@@ -42,13 +47,38 @@ def norm(v):
     raise TypeError(type(v))
 
 
-def main():
-    warnings.simplefilter("ignore")
-    with open(sys.argv[1], "rb") as f:
+def read(path):
+    import avro.datafile
+    import avro.io
+
+    with open(path, "rb") as f:
         reader = avro.datafile.DataFileReader(f, avro.io.DatumReader())
         meta = {k: v.decode("utf-8", "replace") if k != "binary-meta" else v.hex() for k, v in reader.meta.items()}
         records = [norm(r) for r in reader]
-    json.dump({"meta": meta, "records": records}, sys.stdout)
+    return {"meta": meta, "records": records}
+
+
+def serve(req_path, resp_path):
+    # The pipes are opened before anything that could fail (avro is imported at the first
+    # request): the client blocks in its own opens until this side has made them.
+    with open(req_path, "rb") as req, open(resp_path, "wb") as resp:
+        for line in req:
+            try:
+                out = json.dumps(read(json.loads(line)))
+            except Exception as e:  # the client raises it, naming the file
+                out = json.dumps({"error": f"{type(e).__name__}: {e}"})
+            data = out.encode("utf-8")
+            resp.write(b"%d\n" % len(data))
+            resp.write(data)
+            resp.flush()
+
+
+def main():
+    warnings.simplefilter("ignore")
+    if sys.argv[1] == "--serve":
+        serve(sys.argv[2], sys.argv[3])
+    else:
+        json.dump(read(sys.argv[1]), sys.stdout)
 
 
 main()
