@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Ingest benchmark: `floe ingest` (CSV -> Parquet data file + manifests + one committed
 # snapshot, in process) against DuckDB's single-thread CSV -> zstd Parquet on the same file,
-# in one run; then the cold-start wall time of `floe ingest` for a 1,000-row file.
+# in one run; then the cold-start wall time of `floe ingest` for a 1,000-row file, in process
+# and through the running catalog (--catalog-uri).
 #
 # Usage: tests/bench/ingest_bench.sh [--big] [--threads N]
 #   --big         also the 1 GB case (7,600,000 rows; needs ~3 GB free in TMPDIR, ~1 min more)
@@ -83,8 +84,10 @@ create_table()
 }
 create_table events
 create_table small
+create_table small_rest
 [ "$big" = 1 ] && create_table events_big
-# The in-process ingest needs only PostgreSQL; the daemon is not part of the measurement.
+# The in-process ingest needs only PostgreSQL; the daemon is not part of the measurement
+# (it is started again for the cold start through the catalog, at the end).
 bench_floe_stop
 
 now_ns()
@@ -214,28 +217,38 @@ median_line()
 		END { m = (NR % 2) ? t[(NR + 1) / 2] : (t[NR / 2] + t[NR / 2 + 1]) / 2
 		      printf "median %.1f ms, min %.1f ms, max %.1f ms", m, t[1], t[NR] }'
 }
+# cold_runs TABLE ARGS...: one `floe ingest ARGS --table ing.TABLE small$i.csv` per file;
+# sets COLD_MS (one time per run) and FLOOR_MS (/bin/true timed the same way before each).
+cold_runs()
+{
+	local table=$1 i t0 t1 status rows
+	shift
+	COLD_MS=()
+	FLOOR_MS=()
+	for i in $(seq 0 $((small_runs - 1))); do
+		t0=$EPOCHREALTIME
+		/bin/true
+		t1=$EPOCHREALTIME
+		FLOOR_MS+=("$(awk -v a="$(epoch_ms "$t0")" -v b="$(epoch_ms "$t1")" 'BEGIN { print b - a }')")
+		t0=$EPOCHREALTIME
+		"$FLOE_BIN" ingest "$@" --table "ing.$table" "$BT/small$i.csv" \
+			>"$BT/ingest.json" 2>"$BT/ingest.err" || {
+			cat "$BT/ingest.json" "$BT/ingest.err" >&2
+			bench_die "floe ingest $* $BT/small$i.csv failed"
+		}
+		t1=$EPOCHREALTIME
+		COLD_MS+=("$(awk -v a="$(epoch_ms "$t0")" -v b="$(epoch_ms "$t1")" 'BEGIN { print b - a }')")
+		status=$(jq -r '.status' "$BT/ingest.json")
+		rows=$(jq -r '."rows-committed"' "$BT/ingest.json")
+		if [ "$status" != committed ] || [ "$rows" != 1000 ]; then
+			bench_die "cold start $i into ing.$table: $status, $rows rows"
+		fi
+	done
+}
 echo "ingest_bench: cold start, $small_runs runs..." >&2
-times=()
-floor=()
-for i in $(seq 0 $((small_runs - 1))); do
-	t0=$EPOCHREALTIME
-	/bin/true
-	t1=$EPOCHREALTIME
-	floor+=("$(awk -v a="$(epoch_ms "$t0")" -v b="$(epoch_ms "$t1")" 'BEGIN { print b - a }')")
-	t0=$EPOCHREALTIME
-	"$FLOE_BIN" ingest --database-url="$DB_URL" --table ing.small "$BT/small$i.csv" \
-		>"$BT/ingest.json" 2>"$BT/ingest.err" || {
-		cat "$BT/ingest.json" "$BT/ingest.err" >&2
-		bench_die "floe ingest $BT/small$i.csv failed"
-	}
-	t1=$EPOCHREALTIME
-	times+=("$(awk -v a="$(epoch_ms "$t0")" -v b="$(epoch_ms "$t1")" 'BEGIN { print b - a }')")
-	I_STATUS=$(jq -r '.status' "$BT/ingest.json")
-	I_ROWS=$(jq -r '."rows-committed"' "$BT/ingest.json")
-	if [ "$I_STATUS" != committed ] || [ "$I_ROWS" != 1000 ]; then
-		bench_die "small run $i: $I_STATUS, $I_ROWS rows"
-	fi
-done
+cold_runs small --database-url="$DB_URL"
+times=("${COLD_MS[@]}")
+floor=("${FLOOR_MS[@]}")
 run_floe small "$BT/small$small_runs.csv"
 [ "$I_STATUS" = committed ] || bench_die "small run for peak RSS: $I_STATUS"
 echo "-- cold start: floe ingest of a 1,000-row file ($(stat -c %s "$BT/small0.csv") bytes), process start to committed snapshot --"
@@ -253,4 +266,18 @@ if [ -x "$PGT_BIN/pgbench" ]; then
 	echo "(PostgreSQL alone: a new connection takes ${conn:-?} ms on average, pgbench -C over 20;" \
 		"a cold start opens one)"
 fi
+# The same files through a running catalog: `floe ingest --catalog-uri` opens no PostgreSQL
+# connection of its own (it loads the table and commits over HTTP; the daemon uses its pool).
+# One untimed run first, so that the daemon's own first-use costs are not in the figure.
+echo "ingest_bench: cold start through the catalog, $small_runs runs..." >&2
+bench_floe_start
+"$FLOE_BIN" ingest --catalog-uri="$BASE" --table ing.small_rest "$BT/small$small_runs.csv" \
+	>"$BT/ingest.json" 2>"$BT/ingest.err" || {
+	cat "$BT/ingest.err" >&2
+	bench_die "floe ingest --catalog-uri failed"
+}
+cold_runs small_rest --catalog-uri="$BASE"
+bench_floe_stop
+echo "through a running catalog (--catalog-uri, the same files into ing.small_rest):" \
+	"$(printf '%s\n' "${COLD_MS[@]}" | median_line); harness $(printf '%s\n' "${FLOOR_MS[@]}" | median_line)"
 bench_load_line
