@@ -8,7 +8,10 @@
 #   bench_pg_start           a throwaway PostgreSQL 15 on 127.0.0.1 at a free port with the
 #                            DEFAULT durability (fsync, synchronous_commit, full_page_writes on),
 #                            unlike scripts/pg-throwaway.sh, because commit and ingest figures
-#                            include the cost of durable commits; sets PGT_* and DB_URL
+#                            include the cost of durable commits; sets PGT_*, PGT_HOST and DB_URL.
+#                            Clients connect over TCP, as to a database on another host, unless
+#                            BENCH_PG_SOCKET=1: then Floe, psql and pgbench use the cluster's
+#                            unix socket, as Floe's embedded default does
 #   bench_floe_start [ARGS]  floe migrate + `floe serve --port 0`; sets FLOE_PID, BASE, PREFIX, P
 #   bench_floe_stop, bench_stop_pid PID
 #   bench_env_line           one line: cores, load averages, PostgreSQL durability settings
@@ -123,8 +126,13 @@ bench_pg_start()
 			-c fsync=on -c synchronous_commit=on -c full_page_writes=on \
 			-c max_connections=200" start >/dev/null; then
 			PGT_URL="postgresql://postgres@127.0.0.1:$PGT_PORT/postgres"
+			PGT_HOST=127.0.0.1
+			if [ "${BENCH_PG_SOCKET:-0}" = 1 ]; then
+				PGT_HOST=$PGT_DIR
+				PGT_URL="postgresql://postgres@/postgres?host=$PGT_DIR&port=$PGT_PORT"
+			fi
 			DB_URL=$PGT_URL
-			export PGT_DIR PGT_PORT PGT_BIN PGT_URL
+			export PGT_DIR PGT_PORT PGT_BIN PGT_URL PGT_HOST
 			return 0
 		fi
 		echo "$BENCH_NAME: PostgreSQL start on port $PGT_PORT failed (try $try)" >&2
@@ -135,7 +143,7 @@ bench_pg_start()
 
 bench_psql()
 {
-	"$PGT_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PGT_PORT" -U postgres \
+	"$PGT_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$PGT_HOST" -p "$PGT_PORT" -U postgres \
 		-d "${2:-postgres}" -Atc "$1"
 }
 
@@ -148,6 +156,13 @@ bench_env_line()
 			' synchronous_commit=' || current_setting('synchronous_commit') ||
 			' full_page_writes=' || current_setting('full_page_writes') ||
 			' shared_buffers=' || current_setting('shared_buffers')" 2>/dev/null || echo "PostgreSQL ?")
+	fi
+	if [ -n "$pg" ]; then
+		if [ "${PGT_HOST:-}" = 127.0.0.1 ]; then
+			pg="$pg, clients over TCP (127.0.0.1)"
+		else
+			pg="$pg, clients on its unix socket"
+		fi
 	fi
 	echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min);" \
 		"${pg:-no PostgreSQL}"

@@ -127,7 +127,7 @@ stage_scrape >"$BT/st2"
 
 # --- the ceilings, in their own database of the same cluster ---
 bench_psql "CREATE DATABASE ceiling"
-PGOPTIONS="-c client_min_messages=warning" "$PGT_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 \
+PGOPTIONS="-c client_min_messages=warning" "$PGT_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$PGT_HOST" \
 	-p "$PGT_PORT" -U postgres -d ceiling -f "$ceil/schema.sql" >/dev/null || bench_die "schema.sql failed"
 versions()
 {
@@ -140,7 +140,7 @@ pgb()
 	v0=$(versions)
 	echo "pgbench $script..." >&2
 	q0=$(pg_ticks) c0=$(awk '{ print $16 + $17 }' /proc/$$/stat)
-	(cd "$BT" && "$PGT_BIN/pgbench" -h 127.0.0.1 -p "$PGT_PORT" -U postgres -n -M prepared \
+	(cd "$BT" && "$PGT_BIN/pgbench" -h "$PGT_HOST" -p "$PGT_PORT" -U postgres -n -M prepared \
 		-f "$ceil/$script" -c "$clients" -j 2 -T "$seconds" ceiling) >"$out" 2>&1 || {
 		cat "$out" >&2
 		bench_die "pgbench $script failed"
