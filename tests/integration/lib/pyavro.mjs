@@ -6,8 +6,10 @@
 //
 // Calls stay synchronous, like the execFileSync they replace: requests and answers go
 // through two named pipes, and fs.readSync blocks on a pipe until the answer is there.
-// The reader is started at the first call; it exits when this process does (its request
-// pipe then ends). A reader that died is reported, and the next call starts a new one.
+// The reader is started at the first call. When this process exits it closes the request
+// pipe and waits for the end of the answer pipe, which comes with the reader's exit, so that
+// no reader outlives its test process. A reader that died is reported, and the next call
+// starts a new one.
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -18,6 +20,20 @@ import { systemPython } from './paths.mjs';
 const readAvroPy = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'write-path', 'read_avro.py');
 
 let reader = null; // { req, resp }: the pipes' descriptors
+let exitHook = false;
+
+function stopAtExit() {
+  if (!reader) return;
+  const { req, resp } = reader;
+  reader = null;
+  fs.closeSync(req);
+  try {
+    fs.readSync(resp, Buffer.alloc(1), 0, 1, null); // 0: the reader has exited
+  } catch {
+    // it had died already
+  }
+  fs.closeSync(resp);
+}
 
 function start() {
   fs.accessSync(systemPython, fs.constants.X_OK); // else the opens below would wait forever
@@ -73,7 +89,11 @@ function stop() {
 
 // {meta, records} of the Avro container file at `file`, as python3-avro reads it.
 export function readAvroPython(file) {
-  if (!reader) reader = start();
+  if (!reader) {
+    reader = start();
+    if (!exitHook) process.on('exit', stopAtExit);
+    exitHook = true;
+  }
   let body;
   try {
     fs.writeSync(reader.req, `${JSON.stringify(String(file))}\n`);
