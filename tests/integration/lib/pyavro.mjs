@@ -20,20 +20,24 @@ import { systemPython } from './paths.mjs';
 const readAvroPy = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'write-path', 'read_avro.py');
 
 let reader = null; // { req, resp }: the pipes' descriptors
-let exitHook = false;
 
-function stopAtExit() {
+// Closes the pipes: the reader sees the end of its requests and exits. With `wait`, returns
+// once it has (the end of the answer pipe comes with its exit).
+function stop(wait = false) {
   if (!reader) return;
   const { req, resp } = reader;
   reader = null;
   fs.closeSync(req);
-  try {
-    fs.readSync(resp, Buffer.alloc(1), 0, 1, null); // 0: the reader has exited
-  } catch {
-    // it had died already
+  if (wait) {
+    try {
+      fs.readSync(resp, Buffer.alloc(1), 0, 1, null);
+    } catch {
+      // it had died already
+    }
   }
   fs.closeSync(resp);
 }
+process.on('exit', () => stop(true));
 
 function start() {
   fs.accessSync(systemPython, fs.constants.X_OK); // else the opens below would wait forever
@@ -75,25 +79,9 @@ function readLine(fd) {
   }
 }
 
-function stop() {
-  if (!reader) return;
-  for (const fd of [reader.req, reader.resp]) {
-    try {
-      fs.closeSync(fd);
-    } catch {
-      // already closed
-    }
-  }
-  reader = null;
-}
-
 // {meta, records} of the Avro container file at `file`, as python3-avro reads it.
 export function readAvroPython(file) {
-  if (!reader) {
-    reader = start();
-    if (!exitHook) process.on('exit', stopAtExit);
-    exitHook = true;
-  }
+  if (!reader) reader = start();
   let body;
   try {
     fs.writeSync(reader.req, `${JSON.stringify(String(file))}\n`);
