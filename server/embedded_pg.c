@@ -41,7 +41,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libpq-fe.h>
 #include <openssl/evp.h>
 #include <pwd.h>
 #include <signal.h>
@@ -53,6 +52,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "db/libpq.h"
 #include "log.h"
 #include "path.h"
 
@@ -324,6 +324,8 @@ static int ensure_database(const char *run, struct fl_err *err)
 	PGresult *r;
 	int rc = -1;
 
+	if (cat_libpq_load(err) != 0)
+		return -1;
 	snprintf(ci, sizeof(ci), "host=%s user=postgres dbname=postgres connect_timeout=10", run);
 	c = PQconnectdb(ci);
 	if (PQstatus(c) != CONNECTION_OK) {

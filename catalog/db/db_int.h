@@ -2,13 +2,13 @@
 #ifndef CAT_DB_INT_H
 #define CAT_DB_INT_H
 
-#include <libpq-fe.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
 #include "catalog.h"
+#include "libpq.h"
 
 #define CAT_STMT_CACHE 96
 
@@ -61,7 +61,9 @@ void cat_db_loaders_stop(struct cat_db *db);
 
 /* PQconnectdb for every connection Floe opens; a server on this machine is
  * reached without TLS/GSS negotiation unless conninfo or the environment
- * asks for it (pool.c says why).  Never NULL except out of memory. */
+ * asks for it (pool.c says why).  Loads libpq first (libpq.h).  NULL when
+ * out of memory or when libpq cannot be loaded: PQerrorMessage(NULL) then
+ * says why. */
 PGconn *cat_pg_connect(const char *conninfo);
 
 /* A cache key for a table: the warehouse (its name or id), the levels and

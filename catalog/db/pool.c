@@ -128,14 +128,18 @@ static bool loopback_list(const char *list, bool sockets)
  * servers keep libpq's defaults. */
 PGconn *cat_pg_connect(const char *conninfo)
 {
-	PQconninfoOption *opts = PQconninfoParse(conninfo, NULL), *o;
+	PQconninfoOption *opts, *o;
 	const char *kw[64], *val[64], *host = NULL, *addr = NULL;
 	/* A service file may choose too: then libpq decides alone. */
 	bool ssl_chosen = getenv("PGSSLMODE") || getenv("PGREQUIRESSL") || getenv("PGSERVICE"),
 	     gss_chosen = getenv("PGGSSENCMODE") || getenv("PGSERVICE");
 	size_t n = 0;
 	PGconn *pg;
+	struct fl_err err;
 
+	if (cat_libpq_load(&err) != 0)
+		return NULL;
+	opts = PQconninfoParse(conninfo, NULL);
 	if (opts == NULL)
 		return PQconnectdb(conninfo); /* its error says what is wrong */
 	for (o = opts; o->keyword != NULL && n + 3 < sizeof(kw) / sizeof(kw[0]); o++) {
