@@ -1,4 +1,5 @@
-/* rest.c - the Iceberg REST client over libcurl.
+/* rest.c - the Iceberg REST client, over http1.c for an http:// catalog
+ * and libcurl for any other.
  *
  * Paths are built as the spec says: /v1/{prefix}/namespaces/{levels joined
  * by %1F, each percent-encoded}/tables/{name}.  Error bodies are read as the
@@ -12,11 +13,15 @@
 #include <string.h>
 
 #include "buf.h"
+#include "http1.h"
 #include "io/libcurl.h"
 #include "json.h"
 #include "pct.h"
 
 struct st_rest {
+	/* An http:// catalog is reached by h1 (http1.h says why), any other by
+	 * libcurl: exactly one of h1 and curl is set. */
+	struct st_http1 *h1;
 	const struct st_libcurl *cu;
 	CURL *curl;
 	char *base; /* uri + "/v1/" + prefix segment (with trailing '/') */
@@ -40,12 +45,43 @@ static int request(struct st_rest *c, const char *method, const char *url, const
 {
 	const struct st_libcurl *cu = c->cu;
 	struct curl_slist *h = NULL;
+	/* A hint the catalog may ignore: credentials for the table's storage. */
+	const char *hdr[5] = {"Accept: application/json",
+	                      "X-Iceberg-Access-Delegation: vended-credentials"};
 	char *payload = NULL, idem_h[128];
+	size_t nh = 2;
 	CURLcode cc;
 	int rc = -1;
 
 	*sent = false;
 	fl_buf_reset(out);
+	if (c->auth != NULL)
+		hdr[nh++] = c->auth;
+	if (idem != NULL) {
+		snprintf(idem_h, sizeof(idem_h), "Idempotency-Key: %s", idem);
+		hdr[nh++] = idem_h;
+	}
+	if (body != NULL) {
+		payload = fl_json_dump(body, NULL);
+		if (payload == NULL)
+			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		hdr[nh++] = "Content-Type: application/json";
+	}
+	if (c->h1 != NULL) {
+		struct st_http1_request r = {
+		        .method = method,
+		        .url = url,
+		        .headers = hdr,
+		        .nheaders = nh,
+		        .body = payload,
+		        .body_len = payload != NULL ? strlen(payload) : 0,
+		        .retry_safe = strcmp(method, "GET") == 0 || idem != NULL,
+		};
+
+		rc = st_http1_do(c->h1, &r, status, out, sent, err);
+		free(payload);
+		return rc;
+	}
 	cu->easy_reset(c->curl);
 	cu->easy_setopt(c->curl, CURLOPT_URL, url);
 	cu->easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
@@ -54,24 +90,17 @@ static int request(struct st_rest *c, const char *method, const char *url, const
 	cu->easy_setopt(c->curl, CURLOPT_TIMEOUT, 120L);
 	cu->easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT, 10L);
 	cu->easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
-	h = cu->slist_append(h, "Accept: application/json");
-	/* A hint the catalog may ignore: credentials for the table's storage. */
-	h = cu->slist_append(h, "X-Iceberg-Access-Delegation: vended-credentials");
-	if (c->auth != NULL)
-		h = cu->slist_append(h, c->auth);
-	if (idem != NULL) {
-		snprintf(idem_h, sizeof(idem_h), "Idempotency-Key: %s", idem);
-		h = cu->slist_append(h, idem_h);
-	}
-	if (body != NULL) {
-		payload = fl_json_dump(body, NULL);
-		if (payload == NULL) {
+	for (size_t i = 0; i < nh; i++) {
+		struct curl_slist *t = cu->slist_append(h, hdr[i]);
+
+		if (t == NULL) {
 			fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 			goto out;
 		}
-		h = cu->slist_append(h, "Content-Type: application/json");
-		cu->easy_setopt(c->curl, CURLOPT_POSTFIELDS, payload);
+		h = t;
 	}
+	if (payload != NULL)
+		cu->easy_setopt(c->curl, CURLOPT_POSTFIELDS, payload);
 	cu->easy_setopt(c->curl, CURLOPT_HTTPHEADER, h);
 	cc = cu->easy_perform(c->curl);
 	if (cc != CURLE_OK) {
@@ -144,12 +173,17 @@ int st_rest_open(const char *uri, const char *warehouse, const char *token, stru
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	while (ul > 0 && uri[ul - 1] == '/')
 		ul--;
-	if ((c->cu = st_libcurl_load(err)) == NULL)
-		goto fail;
-	c->curl = c->cu->easy_init();
-	if (c->curl == NULL) {
-		fl_err_set(err, FL_ERR_NOMEM, "cannot start libcurl");
-		goto fail;
+	if (st_http1_usable(uri)) {
+		if (st_http1_open(uri, &c->h1, err) != 0)
+			goto fail;
+	} else {
+		if ((c->cu = st_libcurl_load(err)) == NULL)
+			goto fail;
+		c->curl = c->cu->easy_init();
+		if (c->curl == NULL) {
+			fl_err_set(err, FL_ERR_NOMEM, "cannot start libcurl");
+			goto fail;
+		}
 	}
 	if (token != NULL && token[0] != '\0') {
 		size_t n = strlen(token) + 32;
@@ -201,6 +235,7 @@ void st_rest_close(struct st_rest *c)
 {
 	if (c == NULL)
 		return;
+	st_http1_close(c->h1);
 	if (c->curl != NULL)
 		c->cu->easy_cleanup(c->curl);
 	free(c->base);

@@ -4,7 +4,9 @@
 //   GnuTLS for libpq; nghttp2, ssh2, rtmp, ... for libcurl; libstdc++ for
 //   snappy), which cost milliseconds of relocation on every cold start;
 // - an ingest into the default file:// warehouse with the default codec
-//   (zstd) maps libpq, once it connects, and none of the others.
+//   (zstd) maps libpq, once it connects, and none of the others;
+// - an ingest through an http:// catalog (--catalog-uri) maps neither libpq
+//   nor libcurl: Floe's own HTTP/1.1 client speaks to the catalog.
 // The dynamic loader itself reports what it maps, dlopen()ed or not
 // (LD_DEBUG=files), so a regression that links one of them again, directly
 // or through another library, fails here.  `floe serve` loads them at start
@@ -69,6 +71,15 @@ test('floe ingest of a local CSV into a file:// warehouse maps libpq, and none o
   assertMaps(mapped(r.stderr), 'floe ingest', { yes: ['libpq'], no: lazy.filter((l) => l !== 'libpq') });
   const meta = (await loadTable(ctx, 'cold')).metadata;
   assert.equal(currentSnapshot(meta).summary['added-records'], '1000');
+});
+
+test('floe ingest through an http:// catalog maps neither libpq nor libcurl', async () => {
+  const r = await ingest(ctx, 'cold', [csv('rows-rest.csv')], { rest: true, env: { LD_DEBUG: 'files' } });
+  assert.equal(r.code, 0, show(r));
+  assert.equal(r.out.status, 'committed', show(r));
+  assertMaps(mapped(r.stderr), 'floe ingest --catalog-uri');
+  const meta = (await loadTable(ctx, 'cold')).metadata;
+  assert.equal(currentSnapshot(meta).summary['total-records'], '2000');
 });
 
 test('floe serve has libpq, libcurl, libmicrohttpd and libjwt mapped from its start', () => {
