@@ -328,7 +328,8 @@ void st_http1_close(struct st_http1 *h)
 
 /* ---- I/O ---- */
 
-/* Waits for events on fd until deadline: 1 ready, 0 timed out, -1 error. */
+/* Waits for events on fd until deadline: 0 ready, -1 with errno (ETIMEDOUT
+ * once the deadline passed). */
 static int wait_fd(int fd, short events, int64_t deadline)
 {
 	for (;;) {
@@ -336,11 +337,13 @@ static int wait_fd(int fd, short events, int64_t deadline)
 		struct pollfd p = {.fd = fd, .events = events};
 		int n;
 
-		if (left <= 0)
-			return 0;
+		if (left <= 0) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
 		n = poll(&p, 1, (int)((left + 999999) / 1000000));
 		if (n > 0)
-			return 1;
+			return 0;
 		if (n < 0 && errno != EINTR)
 			return -1;
 	}
@@ -358,12 +361,11 @@ static int connect_one(const struct addrinfo *a, int64_t deadline)
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (connect(fd, a->ai_addr, a->ai_addrlen) == 0)
 		return fd;
-	if (errno == EINPROGRESS) {
-		int w = wait_fd(fd, POLLOUT, deadline);
-
-		if (w == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) == 0 && e == 0)
+	if (errno == EINPROGRESS && wait_fd(fd, POLLOUT, deadline) == 0) {
+		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) == 0 && e == 0)
 			return fd;
-		errno = w == 0 ? ETIMEDOUT : e != 0 ? e : errno;
+		if (e != 0)
+			errno = e;
 	}
 	e = errno;
 	close(fd);
@@ -402,18 +404,9 @@ static int send_all(int fd, struct iovec *iov, int n, int64_t deadline)
 		ssize_t w = sendmsg(fd, &m, MSG_NOSIGNAL);
 
 		if (w < 0) {
-			int r;
-
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
+			if (errno != EINTR && ((errno != EAGAIN && errno != EWOULDBLOCK) ||
+			                       wait_fd(fd, POLLOUT, deadline) != 0))
 				return -1;
-			r = wait_fd(fd, POLLOUT, deadline);
-			if (r <= 0) {
-				if (r == 0)
-					errno = ETIMEDOUT;
-				return -1;
-			}
 			continue;
 		}
 		while (n > 0 && (size_t)w >= iov->iov_len) {
@@ -448,16 +441,9 @@ static ssize_t read_some(int fd, struct fl_buf *b, int64_t deadline)
 		}
 		if (n == 0)
 			return 0;
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
+		if (errno != EINTR && ((errno != EAGAIN && errno != EWOULDBLOCK) ||
+		                       wait_fd(fd, POLLIN, deadline) != 0))
 			return -1;
-		n = wait_fd(fd, POLLIN, deadline);
-		if (n <= 0) {
-			if (n == 0)
-				errno = ETIMEDOUT;
-			return -1;
-		}
 	}
 }
 

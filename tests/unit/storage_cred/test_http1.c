@@ -315,6 +315,41 @@ static int get(struct st_http1 *h, const char *url, bool retry_safe, const char 
 
 #define OK_ABC "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc"
 
+/* A server answering `answers`, and a client for it; url is the server's
+ * address with `path`. */
+struct live {
+	struct server s;
+	struct st_http1 *h;
+	struct fl_buf out;
+	struct fl_err err;
+	char url[96];
+	long status;
+	bool sent;
+};
+
+static void live_start(struct live *l, const char *const *answers, int per_conn, int piece_ms,
+                       const char *path)
+{
+	memset(l, 0, sizeof(*l));
+	server_start(&l->s, answers, per_conn);
+	l->s.piece_ms = piece_ms;
+	server_run(&l->s);
+	snprintf(l->url, sizeof(l->url), "http://127.0.0.1:%d%s", l->s.port, path);
+	assert_int_equal(st_http1_open(l->url, &l->h, &l->err), 0);
+}
+
+static int live_do(struct live *l, const char *url, bool retry_safe, const char *method)
+{
+	return get(l->h, url, retry_safe, method, &l->status, &l->out, &l->sent, &l->err);
+}
+
+static void live_stop(struct live *l)
+{
+	st_http1_close(l->h);
+	server_stop(&l->s);
+	fl_buf_free(&l->out);
+}
+
 static void test_keep_alive(void **state)
 {
 	static const char *const answers[] = {
@@ -322,86 +357,63 @@ static void test_keep_alive(void **state)
 	        "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n"
 	        "\r\n3\r\ndef\r\n2\r\ngh\r\n0\r\n\r\n",
 	        "HTTP/1.1 204 No Content\r\n\r\n", NULL};
-	struct server s;
-	struct st_http1 *h;
-	struct fl_buf out = FL_BUF_INIT;
-	struct fl_err err = {0};
-	char base[64], url[128];
-	long status = 0;
-	bool sent;
+	struct live l;
+	char url[128], host[48];
 
 	(void)state;
-	server_start(&s, answers, 0);
-	server_run(&s);
-	snprintf(base, sizeof(base), "http://127.0.0.1:%d", s.port);
-	assert_int_equal(st_http1_open(base, &h, &err), 0);
-	snprintf(url, sizeof(url), "%s/v1/config?warehouse=w", base);
-	assert_int_equal(get(h, url, true, "GET", &status, &out, &sent, &err), 0);
-	assert_int_equal(status, 200);
-	assert_string_equal(out.data, "abc");
-	assert_true(sent);
-	assert_non_null(strstr(s.last, "GET /v1/config?warehouse=w HTTP/1.1\r\n"));
-	char host[48];
-	snprintf(host, sizeof(host), "\r\nHost: 127.0.0.1:%d\r\n", s.port);
-	assert_non_null(strstr(s.last, host));
-	assert_non_null(strstr(s.last, "\r\nAccept: application/json\r\n"));
-	assert_int_equal(get(h, url, false, "POST", &status, &out, &sent, &err), 0);
-	assert_int_equal(status, 201);
-	assert_int_equal(out.len, 5);
-	assert_string_equal(out.data, "defgh");
-	assert_non_null(strstr(s.last, "\r\nContent-Length: 7\r\n\r\n{\"x\":1}"));
-	assert_int_equal(get(h, base, true, "GET", &status, &out, &sent, &err), 0);
-	assert_int_equal(status, 204);
-	assert_int_equal(out.len, 0);
-	assert_non_null(strstr(s.last, "GET / HTTP/1.1\r\n"));
+	live_start(&l, answers, 0, 0, "");
+	snprintf(url, sizeof(url), "%s/v1/config?warehouse=w", l.url);
+	assert_int_equal(live_do(&l, url, true, "GET"), 0);
+	assert_int_equal(l.status, 200);
+	assert_string_equal(l.out.data, "abc");
+	assert_true(l.sent);
+	assert_non_null(strstr(l.s.last, "GET /v1/config?warehouse=w HTTP/1.1\r\n"));
+	snprintf(host, sizeof(host), "\r\nHost: 127.0.0.1:%d\r\n", l.s.port);
+	assert_non_null(strstr(l.s.last, host));
+	assert_non_null(strstr(l.s.last, "\r\nAccept: application/json\r\n"));
+	assert_int_equal(live_do(&l, url, false, "POST"), 0);
+	assert_int_equal(l.status, 201);
+	assert_int_equal(l.out.len, 5);
+	assert_string_equal(l.out.data, "defgh");
+	assert_non_null(strstr(l.s.last, "\r\nContent-Length: 7\r\n\r\n{\"x\":1}"));
+	assert_int_equal(live_do(&l, l.url, true, "GET"), 0);
+	assert_int_equal(l.status, 204);
+	assert_int_equal(l.out.len, 0);
+	assert_non_null(strstr(l.s.last, "GET / HTTP/1.1\r\n"));
 	/* a URL on another origin is refused, not sent there */
-	assert_int_equal(get(h, "http://127.0.0.2:1/x", true, "GET", &status, &out, &sent, &err),
-	                 -1);
-	st_http1_close(h);
-	server_stop(&s);
-	assert_int_equal(s.accepted, 1); /* three requests, one connection */
-	assert_int_equal(s.requests, 3);
-	fl_buf_free(&out);
+	assert_int_equal(live_do(&l, "http://127.0.0.2:1/x", true, "GET"), -1);
+	live_stop(&l);
+	assert_int_equal(l.s.accepted, 1); /* three requests, one connection */
+	assert_int_equal(l.s.requests, 3);
 }
 
 /* The server closes every connection after one answer, without saying so. */
 static void test_stale_connection(void **state)
 {
 	static const char *const answers[] = {OK_ABC, OK_ABC, OK_ABC, NULL};
-	struct server s;
-	struct st_http1 *h;
-	struct fl_buf out = FL_BUF_INIT;
-	struct fl_err err = {0};
-	char url[64];
-	long status = 0;
-	bool sent;
+	struct live l;
 
 	(void)state;
-	server_start(&s, answers, 1);
-	server_run(&s);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/t", s.port);
-	assert_int_equal(st_http1_open(url, &h, &err), 0);
-	assert_int_equal(get(h, url, true, "GET", &status, &out, &sent, &err), 0);
+	live_start(&l, answers, 1, 0, "/t");
+	assert_int_equal(live_do(&l, l.url, true, "GET"), 0);
 	pause_ms(50); /* the server has closed its end */
 	/* a GET is sent again on a new connection */
-	assert_int_equal(get(h, url, true, "GET", &status, &out, &sent, &err), 0);
-	assert_int_equal(status, 200);
-	assert_string_equal(out.data, "abc");
+	assert_int_equal(live_do(&l, l.url, true, "GET"), 0);
+	assert_int_equal(l.status, 200);
+	assert_string_equal(l.out.data, "abc");
 	pause_ms(50);
 	/* a POST that may not be sent twice is not: the caller hears it may
 	 * have been sent */
-	assert_int_equal(get(h, url, false, "POST", &status, &out, &sent, &err), -1);
-	assert_true(sent);
-	assert_int_equal(err.kind, FL_ERR_UNAVAILABLE);
-	assert_non_null(strstr(err.msg, "POST http://127.0.0.1:"));
+	assert_int_equal(live_do(&l, l.url, false, "POST"), -1);
+	assert_true(l.sent);
+	assert_int_equal(l.err.kind, FL_ERR_UNAVAILABLE);
+	assert_non_null(strstr(l.err.msg, "POST http://127.0.0.1:"));
 	/* the next one connects anew */
-	assert_int_equal(get(h, url, false, "POST", &status, &out, &sent, &err), 0);
-	assert_int_equal(status, 200);
-	st_http1_close(h);
-	server_stop(&s);
-	assert_int_equal(s.accepted, 3);
-	assert_int_equal(s.requests, 3);
-	fl_buf_free(&out);
+	assert_int_equal(live_do(&l, l.url, false, "POST"), 0);
+	assert_int_equal(l.status, 200);
+	live_stop(&l);
+	assert_int_equal(l.s.accepted, 3);
+	assert_int_equal(l.s.requests, 3);
 }
 
 static void test_close_and_pieces(void **state)
@@ -411,32 +423,20 @@ static void test_close_and_pieces(void **state)
 	        "HTTP/1.1 409 Conflict\r\nContent-Type: application/json\r\n\r\n{\"until\":\"eof\"}",
 	        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\n0\r\n\r\n",
 	        NULL};
-	struct server s;
-	struct st_http1 *h;
-	struct fl_buf out = FL_BUF_INIT;
-	struct fl_err err = {0};
-	char url[64];
-	long status = 0;
-	bool sent;
+	struct live l;
 
 	(void)state;
-	server_start(&s, answers, 1);
-	s.piece_ms = 20;
-	server_run(&s);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", s.port);
-	assert_int_equal(st_http1_open(url, &h, &err), 0);
-	assert_int_equal(get(h, url, false, "POST", &status, &out, &sent, &err), 0);
-	assert_string_equal(out.data, "0123456789");
+	live_start(&l, answers, 1, 20, "/");
+	assert_int_equal(live_do(&l, l.url, false, "POST"), 0);
+	assert_string_equal(l.out.data, "0123456789");
 	/* Connection: close was heeded: a POST needs no retry to get through */
-	assert_int_equal(get(h, url, false, "POST", &status, &out, &sent, &err), 0);
-	assert_int_equal(status, 409);
-	assert_string_equal(out.data, "{\"until\":\"eof\"}");
-	assert_int_equal(get(h, url, false, "GET", &status, &out, &sent, &err), 0);
-	assert_string_equal(out.data, "abcd");
-	st_http1_close(h);
-	server_stop(&s);
-	assert_int_equal(s.accepted, 3);
-	fl_buf_free(&out);
+	assert_int_equal(live_do(&l, l.url, false, "POST"), 0);
+	assert_int_equal(l.status, 409);
+	assert_string_equal(l.out.data, "{\"until\":\"eof\"}");
+	assert_int_equal(live_do(&l, l.url, false, "GET"), 0);
+	assert_string_equal(l.out.data, "abcd");
+	live_stop(&l);
+	assert_int_equal(l.s.accepted, 3);
 }
 
 static void test_bad_answers(void **state)
@@ -447,29 +447,18 @@ static void test_bad_answers(void **state)
 	        NULL};
 	static const char *const why[] = {"connection closed inside the answer",
 	                                  "not an HTTP response", "malformed chunk size line"};
-	struct server s;
-	struct st_http1 *h;
-	struct fl_buf out = FL_BUF_INIT;
-	struct fl_err err = {0};
-	char url[64];
-	long status = 0;
-	bool sent;
+	struct live l;
 
 	(void)state;
-	server_start(&s, answers, 1);
-	server_run(&s);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", s.port);
-	assert_int_equal(st_http1_open(url, &h, &err), 0);
+	live_start(&l, answers, 1, 0, "/");
 	for (int i = 0; i < 3; i++) {
-		assert_int_equal(get(h, url, true, "GET", &status, &out, &sent, &err), -1);
-		assert_true(sent);
-		assert_int_equal(err.kind, FL_ERR_UNAVAILABLE);
-		if (strstr(err.msg, why[i]) == NULL)
-			fail_msg("answer %d: \"%s\" lacks \"%s\"", i, err.msg, why[i]);
+		assert_int_equal(live_do(&l, l.url, true, "GET"), -1);
+		assert_true(l.sent);
+		assert_int_equal(l.err.kind, FL_ERR_UNAVAILABLE);
+		if (strstr(l.err.msg, why[i]) == NULL)
+			fail_msg("answer %d: \"%s\" lacks \"%s\"", i, l.err.msg, why[i]);
 	}
-	st_http1_close(h);
-	server_stop(&s);
-	fl_buf_free(&out);
+	live_stop(&l);
 }
 
 static void test_refused(void **state)
