@@ -4,12 +4,10 @@
  * JSON)[0..16)).  The secret lives in the database (server_secret), so every
  * replica accepts every other replica's tokens, and a client cannot forge a
  * cursor to probe names it could not list. */
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "libcrypto.h"
 #include "db/db_int.h"
 #include "json.h"
 

@@ -4,13 +4,11 @@
  * (16 bytes) and hash (32 bytes) in unpadded base64url.  The iteration count
  * travels with the hash so it can be raised later without invalidating
  * existing secrets.  Nothing here can recover a secret from its hash. */
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "libcrypto.h"
 #include "access.h"
 #include "b64.h"
 

@@ -21,8 +21,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -31,6 +29,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "libcrypto.h"
 #include "access.h"
 #include "clock.h"
 #include "handlers.h"

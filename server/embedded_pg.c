@@ -41,7 +41,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -52,6 +51,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "libcrypto.h"
 #include "db/libpq.h"
 #include "log.h"
 #include "path.h"

@@ -37,7 +37,6 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "libcrypto.h"
 #include "batch.h"
 #include "clock.h"
 #include "inprocess.h"

@@ -5,12 +5,12 @@
  * loadTable answers with the stored metadata bytes spliced into the
  * LoadTableResult, so the hot read path parses no JSON.  Its ETag is a hash
  * of the metadata location: a new commit always writes a new file. */
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "libcrypto.h"
 #include "auth.h"
 #include "buf.h"
 #include "clock.h"

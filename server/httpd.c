@@ -22,8 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
+#include "libcrypto.h"
 #include "auth.h"
 #include "clock.h"
 #include "json.h"

@@ -9,16 +9,11 @@
 #include "jose.h"
 
 #include <errno.h>
-#include <openssl/bio.h>
-#include <openssl/core_names.h>
-#include <openssl/evp.h>
-#include <openssl/param_build.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "libcrypto.h"
 #include "b64.h"
 #include "json.h"
 #include "libjwt.h"

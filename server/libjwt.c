@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "dl.h"
+#include "libcrypto.h"
 
 static struct srv_libjwt jwt;
 
@@ -16,7 +17,9 @@ static const struct fl_dl_sym jwt_syms[] = {
 
 static struct fl_dl_lib jwt_lib = FL_DL_LIB(SRV_LIBJWT_SONAME, jwt_syms, &jwt, NULL);
 
+/* libjwt links libcrypto: loaded first, OpenSSL starts without an exit
+ * handler (libcrypto.c). */
 const struct srv_libjwt *srv_libjwt_load(struct fl_err *err)
 {
-	return fl_dl_lib_load(&jwt_lib, err) == 0 ? &jwt : NULL;
+	return fl_libcrypto_load(err) == 0 && fl_dl_lib_load(&jwt_lib, err) == 0 ? &jwt : NULL;
 }

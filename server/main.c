@@ -13,8 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/crypto.h>
-
+#include "libcrypto.h"
 #include "auth.h"
 #include "access.h"
 #include "catalog.h"
@@ -207,8 +206,8 @@ static int cmd_serve(struct srv_config *cfg)
 
 	/* The daemon needs every library it loads on first use (dl.h): load
 	 * them now, so that a missing one stops it here, not in a request. */
-	if (srv_libmhd_load(&err) == NULL || srv_libjwt_load(&err) == NULL ||
-	    st_libcurl_load(&err) == NULL)
+	if (fl_libcrypto_load(&err) != 0 || srv_libmhd_load(&err) == NULL ||
+	    srv_libjwt_load(&err) == NULL || st_libcurl_load(&err) == NULL)
 		goto fail;
 	if (prepare_data_dir(cfg, abs, &err) != 0 ||
 	    (cfg->port != 0 &&
@@ -448,12 +447,6 @@ int main(int argc, char **argv)
 	const char *name = argc > 1 ? argv[1] : "help";
 	const struct command *c;
 
-	/* No OpenSSL cleanup at exit: freeing the tables its initialisation built
-	 * (every algorithm name libpq's TLS set-up registers, providers, config)
-	 * was ~1 ms of each short command such as a cold `floe ingest`, for
-	 * memory the kernel takes back anyway.  Only the exit handler changes:
-	 * the configuration is still loaded on OpenSSL's first real use. */
-	OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL);
 	/* Memory freed stays in the process for the next allocation.  By
 	 * default glibc gives the top of a heap back once 128 KiB of it are
 	 * free, and serves blocks of 128 KiB and more (growing with use) with

@@ -42,7 +42,6 @@
  * insert released the stripe and removes it.  Which stripes can hold a
  * table is remembered in id_mask (a bit per stripe, set before the ring
  * check), so an invalidation visits only those. */
-#include <openssl/evp.h>
 #include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -50,6 +49,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "libcrypto.h"
 #include "clock.h"
 #include "db_int.h"
 

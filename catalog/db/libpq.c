@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "dl.h"
+#include "libcrypto.h"
 
 struct cat_libpq cat_pq;
 
@@ -19,9 +20,11 @@ static const struct fl_dl_sym pq_syms[] = {
 
 static struct fl_dl_lib pq_lib = FL_DL_LIB(CAT_LIBPQ_SONAME, pq_syms, &cat_pq, NULL);
 
+/* libpq links libcrypto: loaded first, OpenSSL starts without an exit
+ * handler (libcrypto.c). */
 int cat_libpq_load(struct fl_err *err)
 {
-	return fl_dl_lib_load(&pq_lib, err);
+	return fl_libcrypto_load(err) == 0 ? fl_dl_lib_load(&pq_lib, err) : -1;
 }
 
 /* A non-NULL connection or result came from the loaded library. */

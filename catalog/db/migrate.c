@@ -3,10 +3,10 @@
  * Invariants: migrations are applied in version order, each in its own
  * transaction together with its schema_migrations row, under a session-level
  * advisory lock; a database newer than the binary is never touched. */
-#include <openssl/rand.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "libcrypto.h"
 #include "db_int.h"
 #include "migrations.h"
 

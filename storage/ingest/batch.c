@@ -13,13 +13,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "libcrypto.h"
 #include "clock.h"
 #include "random.h"
 #include "feed/csv.h"
@@ -96,12 +96,18 @@ static int cmp_str(const void *a, const void *b)
 
 int st_batch_identity(const char *const *inputs, size_t n, char out[65], struct fl_err *err)
 {
-	EVP_MD_CTX *all = EVP_MD_CTX_new();
+	EVP_MD_CTX *all;
 	unsigned char h[32], buf[65536];
 	unsigned int hl;
-	const char **sorted = malloc(sizeof(char *) * (n ? n : 1));
+	const char **sorted;
 	int rc = -1;
 
+	/* Usually the first use of libcrypto in an ingest: a missing one is
+	 * this batch's error. */
+	if (fl_libcrypto_load(err) != 0)
+		return -1;
+	all = EVP_MD_CTX_new();
+	sorted = malloc(sizeof(char *) * (n ? n : 1));
 	if (all == NULL || sorted == NULL) {
 		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		goto out;

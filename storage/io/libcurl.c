@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "dl.h"
+#include "libcrypto.h"
 
 static struct st_libcurl curl;
 
@@ -28,7 +29,9 @@ static int curl_global(const void *table, struct fl_err *err)
 
 static struct fl_dl_lib curl_lib = FL_DL_LIB(ST_LIBCURL_SONAME, curl_syms, &curl, curl_global);
 
+/* libcurl links libcrypto: loaded first, OpenSSL starts without an exit
+ * handler (libcrypto.c). */
 const struct st_libcurl *st_libcurl_load(struct fl_err *err)
 {
-	return fl_dl_lib_load(&curl_lib, err) == 0 ? &curl : NULL;
+	return fl_libcrypto_load(err) == 0 && fl_dl_lib_load(&curl_lib, err) == 0 ? &curl : NULL;
 }

@@ -24,13 +24,13 @@
  *
  * Response bodies are bounded: error and control answers at CTRL_MAX,
  * listings at LIST_MAX, reads at the caller's bound. */
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "libcrypto.h"
 #include "clock.h"
 #include "random.h"
 #include "io_int.h"

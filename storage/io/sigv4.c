@@ -13,14 +13,12 @@
  * "aws4_request"; signature = hex(HMAC(key, string to sign)). */
 #include "sigv4.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 
+#include "libcrypto.h"
 #include "pct.h"
 
 static int nomem(struct fl_err *err)

@@ -18,12 +18,12 @@
  * fetched again (GET …/credentials) when they expire within refresh_s. */
 #include "rest.h"
 
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "libcrypto.h"
 #include "batch.h"
 #include "clock.h"
 #include "io/io.h"

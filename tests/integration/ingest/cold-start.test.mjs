@@ -1,12 +1,14 @@
 // What `floe` maps at process start (issue 9): libpq, libcurl, libmicrohttpd,
-// libjwt and libsnappy are loaded on first use (common/dl.h), so
+// libjwt, libcrypto and libsnappy are loaded on first use (common/dl.h), so
 // - `floe version` maps none of them, nor their chains (Kerberos, LDAP and
 //   GnuTLS for libpq; nghttp2, ssh2, rtmp, ... for libcurl; libstdc++ for
 //   snappy), which cost milliseconds of relocation on every cold start;
 // - an ingest into the default file:// warehouse with the default codec
-//   (zstd) maps libpq, once it connects, and none of the others;
-// - an ingest through an http:// catalog (--catalog-uri) maps neither libpq
-//   nor libcurl: Floe's own HTTP/1.1 client speaks to the catalog.
+//   (zstd) maps libpq, once it connects, and libcrypto (which libpq links and
+//   the batch identity hashes with), and none of the others;
+// - an ingest through an http:// catalog (--catalog-uri) maps libcrypto, on
+//   the thread that hashes its inputs, but neither libpq nor libcurl: Floe's
+//   own HTTP/1.1 client speaks to the catalog.
 // The dynamic loader itself reports what it maps, dlopen()ed or not
 // (LD_DEBUG=files), so a regression that links one of them again, directly
 // or through another library, fails here.  `floe serve` loads them at start
@@ -18,7 +20,7 @@ import path from 'node:path';
 import { runFloe } from '../lib/harness.mjs';
 import { startCatalog, createTable, ingest, show, loadTable, currentSnapshot, tmpDir } from './lib.mjs';
 
-const served = ['libpq', 'libcurl', 'libmicrohttpd', 'libjwt'];
+const served = ['libpq', 'libcurl', 'libmicrohttpd', 'libjwt', 'libcrypto'];
 // (Not libstdc++ itself, snappy's chain: a sanitizer build's libubsan maps it.)
 const lazy = [...served, 'libsnappy'];
 let ctx;
@@ -65,24 +67,25 @@ test('floe version maps none of the libraries loaded on first use', () => {
   assertMaps(mapped(r.stderr), 'floe version');
 });
 
-test('floe ingest of a local CSV into a file:// warehouse maps libpq, and none of the others', async () => {
+test('floe ingest of a local CSV into a file:// warehouse maps libpq and libcrypto, and none of the others', async () => {
   const r = await ingest(ctx, 'cold', [csv('rows.csv')], { env: { LD_DEBUG: 'files' } });
   assert.equal(r.code, 0, show(r));
-  assertMaps(mapped(r.stderr), 'floe ingest', { yes: ['libpq'], no: lazy.filter((l) => l !== 'libpq') });
+  const yes = ['libpq', 'libcrypto'];
+  assertMaps(mapped(r.stderr), 'floe ingest', { yes, no: lazy.filter((l) => !yes.includes(l)) });
   const meta = (await loadTable(ctx, 'cold')).metadata;
   assert.equal(currentSnapshot(meta).summary['added-records'], '1000');
 });
 
-test('floe ingest through an http:// catalog maps neither libpq nor libcurl', async () => {
+test('floe ingest through an http:// catalog maps libcrypto but neither libpq nor libcurl', async () => {
   const r = await ingest(ctx, 'cold', [csv('rows-rest.csv')], { rest: true, env: { LD_DEBUG: 'files' } });
   assert.equal(r.code, 0, show(r));
   assert.equal(r.out.status, 'committed', show(r));
-  assertMaps(mapped(r.stderr), 'floe ingest --catalog-uri');
+  assertMaps(mapped(r.stderr), 'floe ingest --catalog-uri', { yes: ['libcrypto'], no: lazy.filter((l) => l !== 'libcrypto') });
   const meta = (await loadTable(ctx, 'cold')).metadata;
   assert.equal(currentSnapshot(meta).summary['total-records'], '2000');
 });
 
-test('floe serve has libpq, libcurl, libmicrohttpd and libjwt mapped from its start', () => {
+test('floe serve has libpq, libcurl, libmicrohttpd, libjwt and libcrypto mapped from its start', () => {
   const maps = fs.readFileSync(`/proc/${ctx.floe.proc.pid}/maps`, 'utf8');
   for (const name of served) assert.match(maps, new RegExp(`/${name}[^/\\n]*\\.so`), `floe serve has no ${name} mapped`);
 });
