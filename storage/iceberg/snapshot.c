@@ -489,7 +489,7 @@ int st_snapshot_manifest_write_rewrite(const struct st_snapshot_table *t, int64_
 	if (rc != 0)
 		goto fail;
 	m->file.manifest_path = m->path;
-	if (st_io_write_new(t->io, m->path, buf.data, buf.len, err) != 0) {
+	if (st_io_write_new_pending(t->io, m->path, buf.data, buf.len, t->pending, err) != 0) {
 		fl_err_prefix(err, "snapshot: manifest");
 		goto fail;
 	}
@@ -1152,7 +1152,7 @@ static int write_list(const struct st_snapshot_opts *o, const struct parent *p, 
 	w = NULL;
 	if (rc != 0)
 		goto out;
-	rc = st_io_write_new(o->table->io, path, buf.data, buf.len, err);
+	rc = st_io_write_new_pending(o->table->io, path, buf.data, buf.len, o->table->pending, err);
 	if (rc != 0)
 		fl_err_prefix(err, "snapshot: manifest list");
 out:

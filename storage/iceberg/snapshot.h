@@ -46,6 +46,9 @@ struct st_snapshot_table {
 	int32_t spec_id;
 	const char *metadata_dir; /* "<table location>/metadata" as a URI */
 	struct st_io *io; /* the table's storage (borrowed) */
+	/* Where the syncs of the new files' names are left (io.h); NULL: each
+	 * is durable when written. */
+	struct st_io_pending *pending;
 	enum st_avro_codec codec; /* manifests and manifest lists */
 	size_t max_read_bytes; /* bound on each parent file read; 0: 64 MiB */
 	const struct st_alloc *alloc; /* NULL: the C library */

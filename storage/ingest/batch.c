@@ -36,6 +36,9 @@ struct run {
 	const struct st_batch_opts *o;
 	struct st_committer *c;
 	struct st_io *io; /* from the committer: refreshed before each write */
+	/* The syncs of what the run writes, made together before the commit
+	 * that refers to it (io.h). */
+	struct st_io_pending *pending;
 	const char *const *inputs;
 	size_t n;
 	const char *batch_id;
@@ -347,6 +350,7 @@ static int write_data(struct run *j, const json_t *meta, struct fl_err *err)
 	        .on_error = o->on_error,
 	        .new_columns = o->new_columns,
 	        .io = j->io,
+	        .pending = j->pending,
 	        .data_uri = data_uri,
 	        .codec = codec,
 	        .compression_level = level,
@@ -419,6 +423,7 @@ static int make_updates(struct run *j, const json_t *meta, json_t **out, struct 
 	        .spec_id = (int32_t)json_integer_value(json_object_get(meta, "default-spec-id")),
 	        .metadata_dir = mdir,
 	        .io = j->io,
+	        .pending = j->pending,
 	        .codec = ST_AVRO_CODEC_DEFLATE,
 	};
 	if (j->up != NULL) {
@@ -586,9 +591,17 @@ static int build(void *arg, const json_t *current, json_t **updates, struct fl_e
 		return *updates ? 0 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	}
 	/* The manifest list is written now: with fresh credentials. */
-	if (j->c->ops->io(j->c, current, &j->io, err) != 0)
+	if (j->c->ops->io(j->c, current, &j->io, err) != 0 ||
+	    make_updates(j, current, updates, err) != 0)
 		return -1;
-	return make_updates(j, current, updates, err);
+	/* Everything the commit refers to is durable before it is sent: the
+	 * data files, the manifest and the manifest list, synced together. */
+	if (st_io_pending_sync(j->pending, err) != 0) {
+		json_decref(*updates);
+		*updates = NULL;
+		return -1;
+	}
+	return 0;
 }
 
 /* Makes the columns o->key name the inferred schema's identifier fields
@@ -684,7 +697,8 @@ int st_batch_run(struct st_committer *c, const struct st_batch_opts *o, const ch
 		                  n == 0 ? "a batch needs at least one input"
 		                         : "a batch id must be 1-64 characters");
 	j.snapshot_id = fl_random_id();
-	if (load_or_create(c, &j, &meta, err) != 0 || c->ops->io(c, meta, &j.io, err) != 0)
+	if (st_io_pending_new(&j.pending, err) != 0 || load_or_create(c, &j, &meta, err) != 0 ||
+	    c->ops->io(c, meta, &j.io, err) != 0)
 		goto out;
 	j.meta = meta;
 	/* The gate is passed now, unless CSV or NDJSON rows can be read while
@@ -757,6 +771,7 @@ out:
 	st_upsert_finish(j.up, false, false);
 	json_decref(j.drop);
 	st_snapshot_manifest_free(j.manifest);
+	st_io_pending_free(j.pending);
 	json_decref(meta);
 	return rc;
 }

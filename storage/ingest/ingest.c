@@ -511,7 +511,7 @@ static int output_close(struct run *r, struct output *o, struct fl_err *err)
 	if (rc != 0) {
 		lazy_abort(o->lazy);
 	} else {
-		if (st_io_writer_close(o->lazy->file, NULL, err) != 0)
+		if (st_io_writer_close_pending(o->lazy->file, NULL, r->o->pending, err) != 0)
 			rc = -1;
 		free(o->lazy);
 	}

@@ -40,6 +40,9 @@ struct st_ingest_opts {
 	enum st_on_error on_error;
 	enum st_new_columns new_columns;
 	struct st_io *io; /* the table's storage (borrowed) */
+	/* Where the data files' syncs are left (io.h); NULL: each file is
+	 * durable when it is closed. */
+	struct st_io_pending *pending;
 	const char *data_uri; /* "<table location>/data": where Parquet files go */
 	const char *dead_letter_path; /* local file for rejected records (created when needed) */
 	enum st_parquet_codec codec;

@@ -5,7 +5,8 @@
  * place, which fails if the name exists: a reader never sees a partial
  * metadata file and two writers can never both "create" the same file.
  * Streamed data files are written in place, fdatasynced with their
- * directory when closed, and unlinked when aborted. */
+ * directory when closed, and unlinked when aborted.  Given a pending set
+ * (io.h), the directory syncs and a data file's fdatasync are left to it. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -144,8 +145,8 @@ static int write_named(int dfd, const char *name, const void *p, size_t n)
 	return 0;
 }
 
-static int file_write_new(struct st_io *io, const char *uri, const void *p, size_t n,
-                          struct fl_err *err)
+static int write_new(const char *uri, const void *p, size_t n, struct st_io_pending *pend,
+                     struct fl_err *err)
 {
 	char path[PATH_MAX], dir[PATH_MAX];
 	const char *name;
@@ -173,8 +174,9 @@ static int file_write_new(struct st_io *io, const char *uri, const void *p, size
 	rc = write_unnamed(dfd, name, p, n);
 	if (rc == 0)
 		rc = write_named(dfd, name, p, n);
-	/* The new name is durable in its directory before anything refers to it. */
-	if (rc >= 0 && fsync(dfd) != 0)
+	/* The new name is durable in its directory before anything refers to
+	 * it: now, or when pend is synced. */
+	if (rc >= 0 && pend == NULL && fsync(dfd) != 0)
 		rc = -1;
 	if (rc < 0) {
 		int e = errno;
@@ -186,7 +188,19 @@ static int file_write_new(struct st_io *io, const char *uri, const void *p, size
 		return fl_err_set(err, FL_ERR_IO, "cannot write %.200s: %s", path, strerror(e));
 	}
 	close(dfd);
-	return 0;
+	return pend != NULL ? st_io_pending_add_dir(pend, dir, err) : 0;
+}
+
+static int file_write_new(struct st_io *io, const char *uri, const void *p, size_t n,
+                          struct fl_err *err)
+{
+	return write_new(uri, p, n, NULL, err);
+}
+
+static int file_write_new_pending(struct st_io *io, const char *uri, const void *p, size_t n,
+                                  struct st_io_pending *pend, struct fl_err *err)
+{
+	return write_new(uri, p, n, pend, err);
 }
 
 /* Opens uri for reading; path (PATH_MAX bytes) receives the local path.
@@ -443,6 +457,29 @@ static int fw_close(struct st_io_writer *w, struct fl_err *err)
 	return 0;
 }
 
+/* The bytes and the name are left to pend; a failure to hand them over
+ * removes the file (it is then not part of the batch). */
+static int fw_close_pending(struct st_io_writer *w, struct st_io_pending *pend, struct fl_err *err)
+{
+	struct file_writer *f = (struct file_writer *)w;
+	char dir[PATH_MAX], *slash;
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s", f->path);
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	rc = st_io_pending_add_file(pend, f->fd, f->path, err);
+	if (rc == 0)
+		rc = st_io_pending_add_dir(pend, dir, err);
+	if (rc != 0)
+		unlink(f->path);
+	free(f);
+	return rc;
+}
+
 static int file_writer_open(struct st_io *io, const char *uri, struct st_io_writer **out,
                             struct fl_err *err)
 {
@@ -472,6 +509,7 @@ static int file_writer_open(struct st_io *io, const char *uri, struct st_io_writ
 	f->w.sink.write = fw_write;
 	f->w.sink.ctx = f;
 	f->w.close = fw_close;
+	f->w.close_pending = fw_close_pending;
 	f->w.abort = fw_abort;
 	*out = &f->w;
 	return 0;
@@ -495,6 +533,7 @@ static const struct st_io_ops file_ops = {
         .mkdirs = file_mkdirs,
         .writer_open = file_writer_open,
         .free = file_free,
+        .write_new_pending = file_write_new_pending,
 };
 
 int st_io_file_init(struct st_io *io, struct fl_err *err)

@@ -55,6 +55,32 @@ const struct st_profile *st_io_profile(const struct st_io *io);
 int st_io_write_new(struct st_io *io, const char *uri, const void *p, size_t n,
                     struct fl_err *err) FL_MUST_CHECK;
 
+/* ---- syncs made together ----
+ * A batch's data files, manifest and manifest list must be durable before
+ * the commit that refers to them, not each before the next one is written.
+ * Given a pending set, the file:// backend leaves what it would otherwise
+ * sync one at a time - a data file's bytes, the new names in a directory -
+ * to st_io_pending_sync, which syncs the files concurrently and then each
+ * directory once, concurrently.  A new object's own bytes are still synced
+ * before it gets its name, so no crash leaves half an object under a name.
+ * s3: an object is durable when its write returns; nothing is pending. */
+struct st_io_pending;
+
+int st_io_pending_new(struct st_io_pending **out, struct fl_err *err) FL_MUST_CHECK;
+
+/* st_io_write_new, the sync of the new name left to pend (NULL: synced
+ * before it returns, as st_io_write_new). */
+int st_io_write_new_pending(struct st_io *io, const char *uri, const void *p, size_t n,
+                            struct st_io_pending *pend, struct fl_err *err) FL_MUST_CHECK;
+
+/* Makes everything pending durable and empties the set, whatever the
+ * outcome.  Fails naming the first file or directory that could not be
+ * synced: what was written with the set must then not be referred to. */
+int st_io_pending_sync(struct st_io_pending *pend, struct fl_err *err) FL_MUST_CHECK;
+
+/* Frees the set, syncing nothing; accepts NULL. */
+void st_io_pending_free(struct st_io_pending *pend);
+
 /* Reads at most max bytes of uri into a malloc'd, NUL-terminated buffer.
  * FL_ERR_NOT_FOUND when absent, FL_ERR_TOO_LARGE when bigger than max. */
 int st_io_read(struct st_io *io, const char *uri, size_t max, char **out, size_t *n,
@@ -127,6 +153,11 @@ struct st_sink *st_io_writer_sink(struct st_io_writer *w);
 /* Finishes the object and frees w (also on failure, after which nothing is
  * visible).  *size = bytes written when size is not NULL. */
 int st_io_writer_close(struct st_io_writer *w, uint64_t *size, struct fl_err *err) FL_MUST_CHECK;
+
+/* st_io_writer_close, the syncs of the bytes and the name left to pend
+ * (NULL: as st_io_writer_close). */
+int st_io_writer_close_pending(struct st_io_writer *w, uint64_t *size, struct st_io_pending *pend,
+                               struct fl_err *err) FL_MUST_CHECK;
 
 /* Discards everything written and frees w; accepts NULL. */
 void st_io_writer_abort(struct st_io_writer *w);

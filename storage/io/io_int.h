@@ -23,6 +23,10 @@ struct st_io_ops {
 	int (*writer_open)(struct st_io *io, const char *uri, struct st_io_writer **out,
 	                   struct fl_err *err);
 	void (*free)(struct st_io *io);
+	/* Optional: write_new leaving the sync of the new name to pend (a
+	 * backend without it is durable when write_new returns). */
+	int (*write_new_pending)(struct st_io *io, const char *uri, const void *p, size_t n,
+	                         struct st_io_pending *pend, struct fl_err *err);
 };
 
 struct st_io {
@@ -38,7 +42,20 @@ struct st_io_writer {
 	uint64_t bytes;
 	int (*close)(struct st_io_writer *w, struct fl_err *err); /* frees w */
 	void (*abort)(struct st_io_writer *w); /* frees w */
+	/* Optional: close leaving the syncs to pend (see write_new_pending). */
+	int (*close_pending)(struct st_io_writer *w, struct st_io_pending *pend,
+	                     struct fl_err *err); /* frees w */
 };
+
+/* For backends: leave the fdatasync of fd (a file's bytes) to pend, which
+ * owns fd from then on, also when this fails; path names it in errors. */
+int st_io_pending_add_file(struct st_io_pending *pend, int fd, const char *path,
+                           struct fl_err *err) FL_MUST_CHECK;
+
+/* Leave the fsync of the directory at path to pend, once however often it
+ * is added. */
+int st_io_pending_add_dir(struct st_io_pending *pend, const char *path,
+                          struct fl_err *err) FL_MUST_CHECK;
 
 /* Backend constructors: fill io->ops and io->impl.  creds NULL: the s3
  * backend resolves the profile's keys. */

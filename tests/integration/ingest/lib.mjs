@@ -99,14 +99,16 @@ export const tableExists = async (ctx, name) => (await loadTable(ctx, name)) !==
 // Runs `floe ingest --table ns.name ... files` (in process unless rest) and
 // resolves {code, signal, out (the parsed JSON line or null), stdout, stderr}.
 // onSpawn(proc) lets a test kill it.
-export function ingest(ctx, name, files, { rest = false, args = [], onSpawn, env = {} } = {}) {
+// wrap: a command line that runs floe (e.g. ['strace', '-o', file, '--']).
+export function ingest(ctx, name, files, { rest = false, args = [], onSpawn, env = {}, wrap = [] } = {}) {
   const argv = ['ingest', '--table', [...ctx.ns, name].join('.')];
   if (rest) argv.push('--catalog-uri', ctx.base);
   else argv.push('--database-url', ctx.dbUrl);
   argv.push('--log-level', 'error', ...args, ...files);
   const childEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('FLOE_')) childEnv[k] = v;
-  const proc = spawn(floeBin, argv, { env: { ...childEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const [bin, ...pre] = [...wrap, floeBin];
+  const proc = spawn(bin, [...pre, ...argv], { env: { ...childEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   proc.stdout.on('data', (d) => { stdout += d; });

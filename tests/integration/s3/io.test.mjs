@@ -53,6 +53,7 @@ test('io.h on S3 (moto, signature checks on)', async (t) => {
   assert.match(r.out, /ok write_new refuses an existing object/);
   assert.match(r.out, /ok list follows continuation tokens/);
   assert.match(r.out, /ok delete_many of 1005 objects \(two batches\)/);
+  assert.match(r.out, /ok pending syncs/);
   assert.match(r.out, /0 failure\(s\)/);
   assert.deepEqual(await s3.list('iocheck', ''), [], 'the scratch objects are gone');
   assert.deepEqual(await s3.uploads('iocheck', ''), [], 'the aborted writer aborted its upload');
@@ -95,5 +96,7 @@ test('io.h on the local disk', async () => {
   const r = await run({ type: 'file', location: `file://${root}` }, `file://${root}/scratch`);
   assert.equal(r.code, 0, r.out);
   assert.match(r.out, /ok list follows continuation tokens/);
+  assert.match(r.out, /ok write_new with a pending set refuses an existing object/);
+  assert.match(r.out, /ok pending syncs/);
   assert.match(r.out, /0 failure\(s\)/);
 });

@@ -223,6 +223,36 @@ int main(int argc, char **argv)
 		free(big);
 	}
 
+	/* Syncs left to a pending set (a batch's files): readable under their
+	 * names at once; on S3 nothing is pending and the sync has nothing to
+	 * do. */
+	{
+		struct st_io_pending *pend = NULL;
+		int ok = st_io_pending_new(&pend, &err) == 0;
+		struct st_sink *s;
+
+		snprintf(uri, sizeof(uri), "%s/pend/d.parquet", root);
+		ok = ok && st_io_writer_open(io, uri, &w, &err) == 0;
+		s = ok ? st_io_writer_sink(w) : NULL;
+		ok = ok && s->write(s->ctx, "PAR1", 4, &err) == 0 &&
+		     st_io_writer_close_pending(w, &size, pend, &err) == 0 && size == 4;
+		w = NULL;
+		ok = ok && st_io_read(io, uri, 100, &data, &n, &err) == 0 && n == 4;
+		free(data);
+		data = NULL;
+		check(ok, "writer closed with a pending set: readable at once", &err);
+		snprintf(uri, sizeof(uri), "%s/pend/m.avro", root);
+		ok = st_io_write_new_pending(io, uri, "Obj", 3, pend, &err) == 0 &&
+		     st_io_stat(io, uri, &size, &err) == 0 && size == 3;
+		check(ok, "write_new with a pending set: readable at once", &err);
+		fl_err_clear(&err);
+		check(st_io_write_new_pending(io, uri, "Obj", 3, pend, &err) == -1 &&
+		              err.kind == FL_ERR_ALREADY_EXISTS,
+		      "write_new with a pending set refuses an existing object", &err);
+		check(st_io_pending_sync(pend, &err) == 0, "pending syncs", &err);
+		st_io_pending_free(pend);
+	}
+
 	check(st_io_delete_tree(io, root, &err) == 0, "delete_tree", &err);
 	{
 		struct count c = {0};
