@@ -75,19 +75,17 @@ static int scheme_ok(struct st_io *io, const char *uri, struct fl_err *err)
 
 int st_io_write_new(struct st_io *io, const char *uri, const void *p, size_t n, struct fl_err *err)
 {
-	if (scheme_ok(io, uri, err) != 0)
-		return -1;
-	return io->ops->write_new(io, uri, p, n, err);
+	return st_io_write_new_pending(io, uri, p, n, NULL, err);
 }
 
 int st_io_write_new_pending(struct st_io *io, const char *uri, const void *p, size_t n,
                             struct st_io_pending *pend, struct fl_err *err)
 {
-	if (pend == NULL || io->ops->write_new_pending == NULL)
-		return st_io_write_new(io, uri, p, n, err);
 	if (scheme_ok(io, uri, err) != 0)
 		return -1;
-	return io->ops->write_new_pending(io, uri, p, n, pend, err);
+	if (pend != NULL && io->ops->write_new_pending != NULL)
+		return io->ops->write_new_pending(io, uri, p, n, pend, err);
+	return io->ops->write_new(io, uri, p, n, err);
 }
 
 int st_io_read(struct st_io *io, const char *uri, size_t max, char **out, size_t *n,
@@ -205,23 +203,16 @@ struct st_sink *st_io_writer_sink(struct st_io_writer *w)
 
 int st_io_writer_close(struct st_io_writer *w, uint64_t *size, struct fl_err *err)
 {
-	uint64_t bytes = w->bytes;
-	int rc = w->close(w, err);
-
-	if (rc == 0 && size != NULL)
-		*size = bytes;
-	return rc;
+	return st_io_writer_close_pending(w, size, NULL, err);
 }
 
 int st_io_writer_close_pending(struct st_io_writer *w, uint64_t *size, struct st_io_pending *pend,
                                struct fl_err *err)
 {
 	uint64_t bytes = w->bytes;
-	int rc;
+	int rc = pend != NULL && w->close_pending != NULL ? w->close_pending(w, pend, err)
+	                                                  : w->close(w, err);
 
-	if (pend == NULL || w->close_pending == NULL)
-		return st_io_writer_close(w, size, err);
-	rc = w->close_pending(w, pend, err);
 	if (rc == 0 && size != NULL)
 		*size = bytes;
 	return rc;

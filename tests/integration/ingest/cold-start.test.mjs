@@ -17,7 +17,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { runFloe } from '../lib/harness.mjs';
+import { spawnSync } from 'node:child_process';
+import { runFloe, floeBin } from '../lib/harness.mjs';
 import { startCatalog, createTable, ingest, show, loadTable, currentSnapshot, tmpDir } from './lib.mjs';
 
 const served = ['libpq', 'libcurl', 'libmicrohttpd', 'libjwt', 'libcrypto'];
@@ -88,4 +89,30 @@ test('floe ingest through an http:// catalog maps libcrypto but neither libpq no
 test('floe serve has libpq, libcurl, libmicrohttpd, libjwt and libcrypto mapped from its start', () => {
   const maps = fs.readFileSync(`/proc/${ctx.floe.proc.pid}/maps`, 'utf8');
   for (const name of served) assert.match(maps, new RegExp(`/${name}[^/\\n]*\\.so`), `floe serve has no ${name} mapped`);
+});
+
+// libcrypto is loaded on first use too, so a broken one no longer stops
+// every command before main: an empty library under its name, found first
+// through LD_LIBRARY_PATH, leaves `floe version` working and makes an ingest
+// fail with an error that names it, committing nothing.
+test('an unusable libcrypto is named by the ingest that needs it, and stops nothing else', async (t) => {
+  const listed = path.join(path.dirname(path.dirname(floeBin)), 'dlopen-libs.txt');
+  const soname = fs.existsSync(listed)
+    ? fs.readFileSync(listed, 'utf8').split('\n').find((l) => l.startsWith('libcrypto.'))
+    : 'libcrypto.so.3';
+  const dir = tmpDir('fake-crypto');
+  const cc = spawnSync('cc', ['-shared', '-fPIC', '-o', path.join(dir, soname), '-x', 'c', '/dev/null'], { encoding: 'utf8' });
+  if (cc.error || cc.status !== 0) {
+    t.skip(`no C compiler to build a stand-in library: ${cc.error?.message ?? cc.stderr}`);
+    return;
+  }
+  const env = { LD_LIBRARY_PATH: dir };
+  const v = runFloe(['version'], { env });
+  assert.equal(v.code, 0, v.stderr.slice(0, 800));
+  const before = (await loadTable(ctx, 'cold')).metadata.snapshots.length;
+  const r = await ingest(ctx, 'cold', [csv('rows-nocrypto.csv')], { rest: true, env });
+  assert.notEqual(r.code, 0, show(r));
+  assert.equal(r.out?.status, 'failed', show(r));
+  assert.match(r.out.error, new RegExp(`cannot load ${soname.replace(/\./g, '\\.')}: symbol \\w+`), show(r));
+  assert.equal((await loadTable(ctx, 'cold')).metadata.snapshots.length, before, 'nothing was committed');
 });
