@@ -4,11 +4,10 @@
  * A set holds file descriptors whose bytes still need a sync (fdatasync:
  * the data files, written in place) and directory paths whose entries do
  * (fsync, each directory once).  st_io_pending_sync runs the files' syncs
- * concurrently, then the directories' - a directory is synced after the
- * files named in it, so a name never becomes durable before the bytes it
- * names do.  On the machine BENCHMARKS.md describes an fsync costs
- * 0.5-0.8 ms of waiting on the disk; a cold ingest made six of them one
- * after the other. */
+ * concurrently, then the directories', concurrently: when it returns, every
+ * byte and every name the set was given is durable.  On the machine
+ * BENCHMARKS.md describes an fsync costs 0.5-0.8 ms of waiting on the disk;
+ * a cold ingest made six of them one after the other. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
