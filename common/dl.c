@@ -48,6 +48,8 @@ int fl_dl_lib_load(struct fl_dl_lib *lib, struct fl_err *err)
 {
 	int state = __atomic_load_n(&lib->state, __ATOMIC_ACQUIRE);
 
+	if (state == 0 && lib->first != NULL && fl_dl_lib_load(lib->first, err) != 0)
+		return -1;
 	if (state == 0) {
 		pthread_mutex_lock(&lib->mu);
 		state = __atomic_load_n(&lib->state, __ATOMIC_RELAXED);

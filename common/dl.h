@@ -42,17 +42,24 @@ struct fl_dl_lib {
 	/* Optional, run once after the symbols resolved (e.g. a library's global
 	 * init); a failure makes the load fail. */
 	int (*init)(const void *table, struct fl_err *err);
+	/* Optional, loaded before this one: a library it links whose start
+	 * Floe sets up itself (libcrypto, for libpq, libcurl and libjwt). */
+	struct fl_dl_lib *first;
 	pthread_mutex_t mu;
 	int state; /* 0 not tried, 1 loaded, -1 failed (err says why); atomic */
 	struct fl_err err;
 };
 
-#define FL_DL_LIB(soname_, syms_, table_, init_)                                                   \
+/* A library loaded after first_ (a struct fl_dl_lib *, or NULL). */
+#define FL_DL_LIB_AFTER(first_, soname_, syms_, table_, init_)                                     \
 	{                                                                                          \
 		.soname = (soname_), .syms = (syms_), .nsyms = sizeof(syms_) / sizeof((syms_)[0]), \
-		.table = (table_), .init = (init_), .mu = PTHREAD_MUTEX_INITIALIZER, .state = 0,   \
+		.table = (table_), .init = (init_), .first = (first_),                             \
+		.mu = PTHREAD_MUTEX_INITIALIZER, .state = 0,                                       \
 		.err = { 0 }                                                                       \
 	}
+#define FL_DL_LIB(soname_, syms_, table_, init_) \
+	FL_DL_LIB_AFTER(NULL, soname_, syms_, table_, init_)
 
 /* Opens soname (RTLD_NOW | RTLD_LOCAL) and stores the address of each of the
  * n symbols (n <= FL_DL_MAX_SYMS) into its field of table.  On failure -
@@ -63,9 +70,9 @@ struct fl_dl_lib {
 int fl_dl_open(const char *soname, const struct fl_dl_sym *syms, size_t n, void *table,
                struct fl_err *err) FL_MUST_CHECK;
 
-/* Loads lib the first time it is called (fl_dl_open, then lib->init) and
- * remembers the outcome: every later call returns 0 at once, or -1 with the
- * same error (a missing library is not retried).  Thread-safe; after the
+/* Loads lib the first time it is called (lib->first, fl_dl_open, then
+ * lib->init) and remembers the outcome: every later call returns 0 at once,
+ * or -1 with the same error (a missing library is not retried).  Thread-safe; after the
  * first success the cost is one atomic load. */
 int fl_dl_lib_load(struct fl_dl_lib *lib, struct fl_err *err) FL_MUST_CHECK;
 

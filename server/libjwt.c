@@ -15,11 +15,12 @@ static const struct fl_dl_sym jwt_syms[] = {
 #undef SRV_LIBJWT_SYM
 };
 
-static struct fl_dl_lib jwt_lib = FL_DL_LIB(SRV_LIBJWT_SONAME, jwt_syms, &jwt, NULL);
+/* After libcrypto, which it links: OpenSSL starts without an exit handler
+ * (libcrypto.c). */
+static struct fl_dl_lib jwt_lib =
+        FL_DL_LIB_AFTER(&fl_crypto_lib, SRV_LIBJWT_SONAME, jwt_syms, &jwt, NULL);
 
-/* libjwt links libcrypto: loaded first, OpenSSL starts without an exit
- * handler (libcrypto.c). */
 const struct srv_libjwt *srv_libjwt_load(struct fl_err *err)
 {
-	return fl_libcrypto_load(err) == 0 && fl_dl_lib_load(&jwt_lib, err) == 0 ? &jwt : NULL;
+	return fl_dl_lib_load(&jwt_lib, err) == 0 ? &jwt : NULL;
 }

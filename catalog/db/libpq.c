@@ -18,13 +18,14 @@ static const struct fl_dl_sym pq_syms[] = {
 #undef CAT_LIBPQ_SYM
 };
 
-static struct fl_dl_lib pq_lib = FL_DL_LIB(CAT_LIBPQ_SONAME, pq_syms, &cat_pq, NULL);
+/* After libcrypto, which it links: OpenSSL starts without an exit handler
+ * (libcrypto.c). */
+static struct fl_dl_lib pq_lib =
+        FL_DL_LIB_AFTER(&fl_crypto_lib, CAT_LIBPQ_SONAME, pq_syms, &cat_pq, NULL);
 
-/* libpq links libcrypto: loaded first, OpenSSL starts without an exit
- * handler (libcrypto.c). */
 int cat_libpq_load(struct fl_err *err)
 {
-	return fl_libcrypto_load(err) == 0 ? fl_dl_lib_load(&pq_lib, err) : -1;
+	return fl_dl_lib_load(&pq_lib, err);
 }
 
 /* A non-NULL connection or result came from the loaded library. */

@@ -145,6 +145,16 @@ static int write_named(int dfd, const char *name, const void *p, size_t n)
 	return 0;
 }
 
+/* Fills dir (PATH_MAX bytes) with the directory of the absolute path ("/"
+ * at the root) and returns the name within it. */
+static const char *split_dir(const char *path, char *dir)
+{
+	const char *slash = strrchr(path, '/');
+
+	snprintf(dir, PATH_MAX, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	return slash + 1;
+}
+
 static int write_new(const char *uri, const void *p, size_t n, struct st_io_pending *pend,
                      struct fl_err *err)
 {
@@ -154,11 +164,7 @@ static int write_new(const char *uri, const void *p, size_t n, struct st_io_pend
 
 	if (local_path(uri, path, sizeof(path), err) != 0)
 		return -1;
-	snprintf(dir, sizeof(dir), "%s", path);
-	*strrchr(dir, '/') = '\0';
-	name = path + strlen(dir) + 1;
-	if (dir[0] == '\0')
-		snprintf(dir, sizeof(dir), "/");
+	name = split_dir(path, dir);
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	/* The directory is made (durably) only when missing: most writes go
 	 * to a table's existing data/ or metadata/ directory. */
@@ -462,15 +468,10 @@ static int fw_close(struct st_io_writer *w, struct fl_err *err)
 static int fw_close_pending(struct st_io_writer *w, struct st_io_pending *pend, struct fl_err *err)
 {
 	struct file_writer *f = (struct file_writer *)w;
-	char dir[PATH_MAX], *slash;
+	char dir[PATH_MAX];
 	int rc;
 
-	snprintf(dir, sizeof(dir), "%s", f->path);
-	slash = strrchr(dir, '/');
-	if (slash == dir)
-		slash[1] = '\0';
-	else
-		*slash = '\0';
+	split_dir(f->path, dir);
 	rc = st_io_pending_add_file(pend, f->fd, f->path, err);
 	if (rc == 0)
 		rc = st_io_pending_add_dir(pend, dir, err);

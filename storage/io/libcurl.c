@@ -27,11 +27,12 @@ static int curl_global(const void *table, struct fl_err *err)
 	return 0;
 }
 
-static struct fl_dl_lib curl_lib = FL_DL_LIB(ST_LIBCURL_SONAME, curl_syms, &curl, curl_global);
+/* After libcrypto, which it links: OpenSSL starts without an exit handler
+ * (libcrypto.c). */
+static struct fl_dl_lib curl_lib =
+        FL_DL_LIB_AFTER(&fl_crypto_lib, ST_LIBCURL_SONAME, curl_syms, &curl, curl_global);
 
-/* libcurl links libcrypto: loaded first, OpenSSL starts without an exit
- * handler (libcrypto.c). */
 const struct st_libcurl *st_libcurl_load(struct fl_err *err)
 {
-	return fl_libcrypto_load(err) == 0 && fl_dl_lib_load(&curl_lib, err) == 0 ? &curl : NULL;
+	return fl_dl_lib_load(&curl_lib, err) == 0 ? &curl : NULL;
 }
