@@ -134,6 +134,45 @@ static void test_lib_failure_is_remembered(void **state)
 	assert_string_equal(b.msg, "init refused");
 }
 
+/* A library declared after another loads that one first, and fails with
+ * its error when it cannot be loaded (nothing of its own is tried). */
+static int first_inits;
+static int note_first(const void *table, struct fl_err *err)
+{
+	(void)table;
+	(void)err;
+	first_inits++;
+	return 0;
+}
+static int check_first_loaded(const void *table, struct fl_err *err);
+static struct mathlib base_math, after_math, orphan_math;
+static struct fl_dl_lib base_lib = FL_DL_LIB(LIBM, math_syms, &base_math, note_first);
+static struct fl_dl_lib after_lib =
+        FL_DL_LIB_AFTER(&base_lib, LIBM, math_syms, &after_math, check_first_loaded);
+static struct fl_dl_lib orphan_lib =
+        FL_DL_LIB_AFTER(&absent_lib, LIBM, math_syms, &orphan_math, check_first_loaded);
+
+static int check_first_loaded(const void *table, struct fl_err *err)
+{
+	(void)table;
+	return first_inits == 1 ? 0 : fl_err_set(err, FL_ERR_INTERNAL, "loaded before its first");
+}
+
+static void test_lib_after_another(void **state)
+{
+	struct fl_err err = {0};
+
+	assert_int_equal(fl_dl_lib_load(&after_lib, &err), 0);
+	assert_int_equal(first_inits, 1);
+	assert_true(base_math.sqrt(4.0) == 2.0);
+	assert_int_equal(fl_dl_lib_load(&base_lib, &err), 0);
+	assert_int_equal(first_inits, 1);
+
+	assert_int_equal(fl_dl_lib_load(&orphan_lib, &err), -1);
+	assert_non_null(strstr(err.msg, "libfloe-test-absent.so.9"));
+	assert_int_equal(__atomic_load_n(&orphan_lib.state, __ATOMIC_RELAXED), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -142,6 +181,7 @@ int main(void)
 	        cmocka_unit_test(test_missing_symbol_leaves_the_table),
 	        cmocka_unit_test(test_lib_loads_once_across_threads),
 	        cmocka_unit_test(test_lib_failure_is_remembered),
+	        cmocka_unit_test(test_lib_after_another),
 	};
 
 	return cmocka_run_group_tests_name("common/dl", tests, NULL, NULL);
