@@ -13,10 +13,13 @@
 #   BENCH_HOT_SNAPSHOTS (0) grow the hot table to this many snapshots (one writer, one
 #                          commit at a time) before its run: the hot figure at that size
 #   FLOE_SERVE_ARGS        extra `floe serve` flags, e.g. "--threads 16 --db-pool-size 16"
+#   BENCH_WRITER (c)       the writers: c = commit_writer.c (built here; as lean as pgbench,
+#                          the ceilings' writer), node = bench_client.mjs (the figures before
+#                          December 2026). Same requests; see commit_writer.c for why.
 #
 # Steps: throwaway PostgreSQL with durable commits (fsync, synchronous_commit on),
 # `floe serve --port 0`, BENCH_TABLES tables plus one hot table, then
-#   1. bench_client.mjs commit across BENCH_TABLES tables (client k appends to tables
+#   1. the writers commit across BENCH_TABLES tables (client k appends to tables
 #      k, k+16, ... in turn: no two clients share a table);
 #   2. the same on one hot table (all clients race; 409 -> reload -> retry);
 #   3. pgbench -n -M prepared -c 16 -j 2 -T 15 with shared/bench/ceilings/cas.sql, hot.sql
@@ -36,6 +39,12 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bench_lib.sh"
 bench_init commit_bench
 bench_need curl jq node
+writer=${BENCH_WRITER:-c}
+case $writer in
+c) bench_need cc ;;
+node) ;;
+*) bench_die "BENCH_WRITER must be c or node, not '$writer'" ;;
+esac
 
 seconds=${BENCH_SECONDS:-15}
 grow=${BENCH_HOT_SNAPSHOTS:-0}
@@ -48,6 +57,10 @@ for f in schema.sql cas.sql hot.sql txn.sql; do
 	[ -f "$ceil/$f" ] || bench_die "no $ceil/$f"
 done
 
+if [ "$writer" = c ]; then
+	cc -O2 -pthread -o "$BT/commit_writer" "$bench_repo/tests/bench/commit_writer.c" ||
+		bench_die "could not compile commit_writer.c"
+fi
 bench_pg_start || bench_die "could not start PostgreSQL"
 [ -x "$PGT_BIN/pgbench" ] || bench_die "no $PGT_BIN/pgbench (postgresql-contrib)"
 # shellcheck disable=SC2086
@@ -64,13 +77,22 @@ bench_env_line
 echo "floe: $("$FLOE_BIN" version 2>/dev/null | head -n 1), serve flags: ${FLOE_SERVE_ARGS:-(defaults: --threads 0 --db-pool-size 20, i.e. 16 threads)}"
 echo "setup: $(jq -r '"\(.created) tables created in \(.seconds) s"' <<<"$created");" \
 	"$clients clients, ${seconds} s per run, Idempotency-Key on every commit: $([ "$idem" = 1 ] && echo yes || echo no)"
-echo "writer: bench_client.mjs (node, keep-alive), PyIceberg-style append; 409 -> reload -> retry at once"
+if [ "$writer" = c ]; then
+	echo "writer: commit_writer.c (C, one keep-alive connection per client), PyIceberg-style append; 409 -> reload -> retry at once"
+else
+	echo "writer: bench_client.mjs (node, keep-alive), PyIceberg-style append; 409 -> reload -> retry at once"
+fi
 echo
 
 run_floe()
 {
-	node "$here/bench_client.mjs" commit --base "$BASE" --p "$P" --ns "$1" --tables "$2" \
-		--clients "$clients" --duration "$seconds" --idempotency "$idem" || bench_die "commit run failed"
+	if [ "$writer" = c ]; then
+		"$BT/commit_writer" --port "${BASE##*:}" --prefix "$P" --ns "$1" --tables "$2" \
+			--clients "$clients" --duration "$seconds" --idempotency "$idem" || bench_die "commit run failed"
+	else
+		node "$here/bench_client.mjs" commit --base "$BASE" --p "$P" --ns "$1" --tables "$2" \
+			--clients "$clients" --duration "$seconds" --idempotency "$idem" || bench_die "commit run failed"
+	fi
 }
 # Mean time per commit stage (floe_commit_stage_seconds) between two /metrics scrapes.
 stage_scrape()
