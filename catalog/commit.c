@@ -1073,6 +1073,8 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	cat_stage_done(db, CAT_STAGE_WRITE, &t0);
 	row_stats(meta, &st);
 	struct cat_row_move mv = move_of(&row, ch, path, text, meta, &st, request_id, actor);
+	/* Noted before the move is sent (db_int.h, struct cat_fresh). */
+	unsigned long generation = cat_cache_generation(db->cache);
 	if (cat_scope_begin(db, tx, false, &sc, err) != 0)
 		goto out;
 	moved = cat_row_move_if(sc.c, &mv, row.ns_id, row.version, err);
@@ -1095,6 +1097,10 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	/* Committed by the statement itself; an unknown outcome may have applied. */
 	if (tx == NULL && (moved == 1 || err->kind == FL_ERR_COMMIT_STATE_UNKNOWN))
 		cat_scope_touched(&sc, row.id);
+	/* The reloads this commit causes find the version it wrote. */
+	if (moved == 1)
+		cat_scope_fresh(&sc, cat_fresh_new(db, wh->name, wh->storage_type, &ch->ns,
+		                                   ch->name, row.id, path, text, generation));
 	(void)cat_scope_end(&sc, true, err);
 	if (moved < 0)
 		goto out;

@@ -23,7 +23,19 @@
  *   - a commit through this process invalidates its tables synchronously
  *     after COMMIT, so a client reads its own writes on the replica it wrote
  *     to; other replicas see the change when the notification arrives
- *     (milliseconds).
+ *     (milliseconds);
+ *   - a single-table commit through this process then puts the version it
+ *     wrote in place (cat_cache_committed), so that the loads it causes are
+ *     hits: its own invalidation is recorded like any other, and the insert
+ *     overlooks that one only, so it is refused after any other
+ *     invalidation of the table since a generation noted before the
+ *     COMMIT was sent (a later commit elsewhere, whose notification came
+ *     first), and purged by one that comes after it;
+ *   - the listener ignores the notifications this process sent itself
+ *     (their backend is one of its pooled connections, cat_db_own_backend):
+ *     each has its match in this process's own invalidation of the table
+ *     (made before the commit's client is answered), and applying it again
+ *     would only drop the version put there.
  *
  * Layout: STRIPES independent chained hash tables, each under its own
  * rwlock (hits take it shared), chosen by the hash of the key.  The budget
@@ -103,6 +115,7 @@ struct cat_cache {
 	pthread_t thread;
 	bool started;
 	char *conninfo;
+	struct cat_db *db;
 };
 
 static uint64_t fnv(const char *p, size_t n)
@@ -172,8 +185,8 @@ static void entry_remove(struct cat_cache *c, struct stripe *s, struct entry **p
 }
 
 /* Records an invalidation of id_hash (or of everything) and returns the
- * stripes to purge as a mask. */
-static uint64_t record(struct cat_cache *c, uint64_t id_hash, bool all)
+ * stripes to purge as a mask; *seq (when not NULL) receives its number. */
+static uint64_t record(struct cat_cache *c, uint64_t id_hash, bool all, unsigned long *seq)
 {
 	unsigned long n;
 
@@ -183,6 +196,8 @@ static uint64_t record(struct cat_cache *c, uint64_t id_hash, bool all)
 	c->ring[n % RING].all = all;
 	atomic_store(&c->seq, n);
 	pthread_mutex_unlock(&c->ring_mu);
+	if (seq != NULL)
+		*seq = n;
 	return all ? ~0ULL : atomic_load(&c->id_mask[id_hash % ID_MASKS]);
 }
 
@@ -208,7 +223,7 @@ static void purge(struct cat_cache *c, uint64_t mask, const char *table_id, uint
 
 static void flush_all(struct cat_cache *c)
 {
-	purge(c, record(c, 0, true), NULL, 0);
+	purge(c, record(c, 0, true, NULL), NULL, 0);
 }
 
 void cat_cache_invalidate(struct cat_cache *c, const char *table_id)
@@ -222,7 +237,7 @@ void cat_cache_invalidate(struct cat_cache *c, const char *table_id)
 		return;
 	}
 	h = fnv(table_id, strlen(table_id));
-	purge(c, record(c, h, false), table_id, h);
+	purge(c, record(c, h, false, NULL), table_id, h);
 }
 
 unsigned long cat_cache_generation(struct cat_cache *c)
@@ -322,20 +337,24 @@ static void make_room(struct cat_cache *c, struct stripe *own, size_t need)
 }
 
 /* True when nothing since `generation` invalidated id_hash (ring_mu held). */
-static bool unchanged_since(struct cat_cache *c, unsigned long generation, uint64_t id_hash)
+/* No invalidation of id_hash (or of everything) since generation, but the
+ * one numbered own (0: none). */
+static bool unchanged_since(struct cat_cache *c, unsigned long generation, uint64_t id_hash,
+                            unsigned long own)
 {
 	unsigned long now = atomic_load(&c->seq);
 
 	if (now - generation >= RING)
 		return now == generation;
 	for (unsigned long n = generation + 1; n <= now; n++)
-		if (c->ring[n % RING].all || c->ring[n % RING].id_hash == id_hash)
+		if (n != own && (c->ring[n % RING].all || c->ring[n % RING].id_hash == id_hash))
 			return false;
 	return true;
 }
 
-void cat_cache_put(struct cat_cache *c, unsigned long generation, const char *key, size_t key_len,
-                   const char *table_id, struct cat_shared *sh, const char *storage_type)
+static void put(struct cat_cache *c, unsigned long generation, unsigned long own, const char *key,
+                size_t key_len, const char *table_id, struct cat_shared *sh,
+                const char *storage_type)
 {
 	size_t bytes = sizeof(struct entry) + key_len + strlen(sh->mloc) + sh->meta_len;
 	struct entry *e, **pp;
@@ -365,7 +384,7 @@ void cat_cache_put(struct cat_cache *c, unsigned long generation, const char *ke
 	/* Announce the stripe before looking at the ring (see the proof above). */
 	atomic_fetch_or(&c->id_mask[e->id_hash % ID_MASKS], 1ULL << (e->hash % STRIPES));
 	pthread_mutex_lock(&c->ring_mu);
-	ok = atomic_load(&c->live) && unchanged_since(c, generation, e->id_hash);
+	ok = atomic_load(&c->live) && unchanged_since(c, generation, e->id_hash, own);
 	pthread_mutex_unlock(&c->ring_mu);
 	if (ok && s->count >= s->nbuckets)
 		grow(s);
@@ -393,6 +412,61 @@ void cat_cache_put(struct cat_cache *c, unsigned long generation, const char *ke
 	pthread_rwlock_unlock(&s->lock);
 	if (e != NULL)
 		entry_free(e);
+}
+
+void cat_cache_put(struct cat_cache *c, unsigned long generation, const char *key, size_t key_len,
+                   const char *table_id, struct cat_shared *sh, const char *storage_type)
+{
+	put(c, generation, 0, key, key_len, table_id, sh, storage_type);
+}
+
+struct cat_fresh *cat_fresh_new(struct cat_db *db, const char *wh_name, const char *storage_type,
+                                const struct cat_ns *ns, const char *name, const char *table_id,
+                                const char *metadata_location, const char *metadata,
+                                unsigned long generation)
+{
+	struct cat_fresh *f;
+
+	if (db->cache == NULL || !atomic_load(&db->cache->live))
+		return NULL;
+	f = calloc(1, sizeof(*f));
+	if (f == NULL)
+		return NULL;
+	snprintf(f->table_id, sizeof(f->table_id), "%s", table_id);
+	snprintf(f->storage_type, sizeof(f->storage_type), "%s", storage_type);
+	f->generation = generation;
+	f->key = cat_table_key(wh_name, ns, name, &f->key_len);
+	f->sh = cat_shared_new(metadata_location, metadata, strlen(metadata));
+	if (f->key == NULL || f->sh == NULL) {
+		cat_fresh_free(f);
+		return NULL;
+	}
+	return f;
+}
+
+void cat_fresh_free(struct cat_fresh *f)
+{
+	if (f == NULL)
+		return;
+	free(f->key);
+	cat_table_bytes_release(f->sh);
+	free(f);
+}
+
+/* The invalidation comes first and is recorded like any other: a reader
+ * that read the table before this commit and inserts after it is refused
+ * by it.  Only this commit's own record is then overlooked by the insert
+ * of its version. */
+void cat_cache_committed(struct cat_cache *c, const struct cat_fresh *f)
+{
+	uint64_t h;
+	unsigned long own;
+
+	if (c == NULL)
+		return;
+	h = fnv(f->table_id, strlen(f->table_id));
+	purge(c, record(c, h, false, &own), f->table_id, h);
+	put(c, f->generation, own, f->key, f->key_len, f->table_id, f->sh, f->storage_type);
 }
 
 static void *listen_loop(void *arg)
@@ -437,9 +511,14 @@ static void *listen_loop(void *arg)
 			if (PQconsumeInput(pg) == 0 || PQstatus(pg) != CONNECTION_OK)
 				break;
 			while ((n = PQnotifies(pg)) != NULL) {
-				if (strcmp(n->relname, "floe_auth") == 0)
+				if (strcmp(n->relname, "floe_auth") == 0) {
 					atomic_fetch_add(&c->access_generation, 1);
-				else {
+				} else if (cat_db_own_backend(c->db, n->be_pid)) {
+					/* Sent by this process, which invalidated the
+					 * table itself or put the version it committed
+					 * there (tx.c): dropping that would only turn
+					 * the next load into a miss. */
+				} else {
 					cat_cache_invalidate(c, n->extra);
 					atomic_fetch_add(&c->notifications, 1);
 				}
@@ -453,25 +532,32 @@ static void *listen_loop(void *arg)
 	return NULL;
 }
 
-int cat_cache_start(struct cat_db *db, size_t max_bytes, struct fl_err *err)
+struct cat_cache *cat_cache_new(size_t max_bytes, bool live)
 {
 	struct cat_cache *c = calloc(1, sizeof(*c));
 
-	if (c == NULL || (c->conninfo = strdup(db->conninfo)) == NULL) {
-		free(c);
-		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-	}
+	if (c == NULL)
+		return NULL;
 	c->max_bytes = max_bytes;
 	c->max_entry = max_bytes / 32 > MIN_ENTRY_LIMIT ? max_bytes / 32 : MIN_ENTRY_LIMIT;
 	for (int i = 0; i < STRIPES; i++)
 		pthread_rwlock_init(&c->stripes[i].lock, NULL);
 	pthread_mutex_init(&c->ring_mu, NULL);
+	atomic_init(&c->live, live);
+	return c;
+}
+
+int cat_cache_start(struct cat_db *db, size_t max_bytes, struct fl_err *err)
+{
+	struct cat_cache *c = cat_cache_new(max_bytes, false);
+
+	if (c == NULL || (c->conninfo = strdup(db->conninfo)) == NULL) {
+		cat_cache_stop(c);
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	}
+	c->db = db;
 	if (pthread_create(&c->thread, NULL, listen_loop, c) != 0) {
-		for (int i = 0; i < STRIPES; i++)
-			pthread_rwlock_destroy(&c->stripes[i].lock);
-		pthread_mutex_destroy(&c->ring_mu);
-		free(c->conninfo);
-		free(c);
+		cat_cache_stop(c);
 		return fl_err_set(err, FL_ERR_INTERNAL, "cannot start the cache listener");
 	}
 	c->started = true;

@@ -23,7 +23,16 @@ struct cat_conn {
 	bool settings_pending; /* session settings not sent yet (cat_db_open_oneshot) */
 	int64_t retry_at_ns; /* no reconnect attempt before this (backoff) */
 	int64_t backoff_ns;
+	/* The process id of the connection's backend, once the server said
+	 * the same as the connection's start did (no pooler in between: it
+	 * would show a pid of its own); 0 otherwise (cat_db_own_backend). */
+	atomic_int own_pid;
 };
+
+/* Whether pid is the backend of one of this process's pooled connections
+ * now: a notification it sent (tx.c) has its match in this process's own
+ * invalidation of what it names, made before its client is answered. */
+bool cat_db_own_backend(struct cat_db *db, int pid);
 
 /* Threads reading loadTable misses in batches (table.c). */
 #define CAT_LOAD_READERS 2
@@ -141,6 +150,10 @@ static inline struct cat_shared *cat_shared_ref(struct cat_shared *s)
 /* The loadTable cache (cache.c). */
 struct cat_cache;
 int cat_cache_start(struct cat_db *db, size_t max_bytes, struct fl_err *err) FL_MUST_CHECK;
+/* The cache alone, without the listener that cat_cache_start runs (which
+ * makes it live while connected): for that, and for tests.  NULL when out
+ * of memory.  cat_cache_stop frees either. */
+struct cat_cache *cat_cache_new(size_t max_bytes, bool live);
 void cat_cache_stop(struct cat_cache *c);
 /* 1 = hit with a new reference to the entry's bytes, 0 = miss or cache not
  * live. */
@@ -152,13 +165,42 @@ void cat_cache_put(struct cat_cache *c, unsigned long generation, const char *ke
                    const char *table_id, struct cat_shared *sh, const char *storage_type);
 void cat_cache_invalidate(struct cat_cache *c, const char *table_id);
 
+/* The version a commit of this process wrote: once its COMMIT is done, it
+ * takes the place of whatever the loadTable cache holds of its table, so
+ * that the reloads a commit causes (its writer's next load, the losers of
+ * a race after their 409) are hits.  generation was noted before the COMMIT
+ * was sent: a commit of the table by anyone after this one is then either
+ * in the ring since generation (the insert is refused) or purges what was
+ * inserted, as for a reader (cache.c). */
+struct cat_fresh {
+	char table_id[40];
+	char *key; /* cat_table_key of the warehouse's name, as loadTable reads it */
+	size_t key_len;
+	struct cat_shared *sh;
+	char storage_type[16];
+	unsigned long generation;
+};
+/* NULL without a cache, or when out of memory (the table is then only
+ * invalidated, as before). */
+struct cat_fresh *cat_fresh_new(struct cat_db *db, const char *wh_name, const char *storage_type,
+                                const struct cat_ns *ns, const char *name, const char *table_id,
+                                const char *metadata_location, const char *metadata,
+                                unsigned long generation);
+void cat_fresh_free(struct cat_fresh *f);
+/* Invalidates f's table as cat_cache_invalidate does, then inserts f's
+ * version unless another invalidation of the table came after
+ * f->generation (not the one made here). */
+void cat_cache_committed(struct cat_cache *c, const struct cat_fresh *f);
+
 /* Tables changed inside a transaction: invalidated in this process's cache
- * right after COMMIT (other processes learn through NOTIFY). */
+ * right after COMMIT (other processes learn through NOTIFY), or replaced by
+ * the version a single-table commit wrote (fresh). */
 #define CAT_TOUCH_MAX 16
 struct cat_touched {
 	char ids[CAT_TOUCH_MAX][40];
 	int n;
 	bool overflow; /* more than CAT_TOUCH_MAX: flush everything */
+	struct cat_fresh *fresh; /* owned; NULL for most changes */
 };
 
 /* Takes a connected connection from the pool, waiting up to a few seconds for
@@ -242,6 +284,12 @@ struct cat_scope {
  * the outer transaction) is done, whatever the outcome, the table leaves
  * this process's cache and NOTIFY floe_table tells the other processes. */
 void cat_scope_touched(struct cat_scope *s, const char *table_id);
+
+/* Gives f (owned from now) to the change recorded by cat_scope_touched of
+ * f->table_id: once committed, f's version replaces the cache's entry of the
+ * table instead of only dropping it; freed unused when the change is not
+ * committed, or when the scope has a fresh version already. */
+void cat_scope_fresh(struct cat_scope *s, struct cat_fresh *f);
 
 int cat_scope_begin(struct cat_db *db, struct cat_tx *tx, bool write, struct cat_scope *s,
                     struct fl_err *err) FL_MUST_CHECK;

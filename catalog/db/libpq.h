@@ -26,6 +26,7 @@
 #include "err.h"
 
 #define CAT_LIBPQ_FUNCS(X)      \
+	X(PQbackendPID)         \
 	X(PQclear)              \
 	X(PQcmdStatus)          \
 	X(PQcmdTuples)          \
@@ -87,6 +88,7 @@ ExecStatusType cat_pq_result_status(const PGresult *r);
 char *cat_pq_result_error_message(const PGresult *r);
 
 #ifndef CAT_LIBPQ_TABLE
+#define PQbackendPID (*cat_pq.PQbackendPID)
 #define PQclear cat_pq_clear
 #define PQcmdStatus (*cat_pq.PQcmdStatus)
 #define PQcmdTuples (*cat_pq.PQcmdTuples)

@@ -181,6 +181,34 @@ PGconn *cat_pg_connect(const char *conninfo)
 	return pg;
 }
 
+/* Sets c->own_pid when the server names the backend the connection's
+ * start named (cat_db_own_backend). */
+static void backend_check(struct cat_conn *c)
+{
+	PGresult *r = PQexec(c->pg, "SELECT pg_backend_pid()");
+	int pid = PQbackendPID(c->pg);
+
+	if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && pid > 0 &&
+	    strtol(PQgetvalue(r, 0, 0), NULL, 10) == pid)
+		atomic_store(&c->own_pid, pid);
+	PQclear(r);
+}
+
+static void conn_close(struct cat_conn *c)
+{
+	atomic_store(&c->own_pid, 0);
+	PQfinish(c->pg);
+	c->pg = NULL;
+}
+
+bool cat_db_own_backend(struct cat_db *db, int pid)
+{
+	for (int i = 0; pid > 0 && db->conns != NULL && i < db->size; i++)
+		if (atomic_load(&db->conns[i].own_pid) == pid)
+			return true;
+	return false;
+}
+
 static int conn_open(struct cat_db *db, struct cat_conn *c, struct fl_err *err)
 {
 	int64_t now = fl_mono_ns();
@@ -208,8 +236,11 @@ static int conn_open(struct cat_db *db, struct cat_conn *c, struct fl_err *err)
 	c->retry_at_ns = 0;
 	/* A short-lived command sends them with its first pipeline instead. */
 	c->settings_pending = db->settings_deferred;
-	if (!c->settings_pending)
+	if (!c->settings_pending) {
 		session_settings(c->pg);
+		/* For the cache's listener, which may start after this. */
+		backend_check(c);
+	}
 	return 0;
 }
 
@@ -289,7 +320,7 @@ void cat_db_close(struct cat_db *db)
 	cat_gates_free(db->gates);
 	for (int i = 0; i < db->size; i++)
 		if (db->conns[i].pg != NULL)
-			PQfinish(db->conns[i].pg);
+			conn_close(&db->conns[i]);
 	if (db->conns != NULL) {
 		pthread_mutex_destroy(&db->mu);
 		pthread_cond_destroy(&db->cv);
@@ -365,10 +396,8 @@ int cat_conn_get(struct cat_db *db, struct cat_conn **out, struct fl_err *err)
 	db->in_use++;
 	pthread_mutex_unlock(&db->mu);
 
-	if (c->pg != NULL && PQstatus(c->pg) != CONNECTION_OK) {
-		PQfinish(c->pg);
-		c->pg = NULL;
-	}
+	if (c->pg != NULL && PQstatus(c->pg) != CONNECTION_OK)
+		conn_close(c);
 	if (c->pg == NULL && conn_open(db, c, err) != 0) {
 		cat_conn_put(db, c);
 		return -1;
@@ -380,10 +409,8 @@ int cat_conn_get(struct cat_db *db, struct cat_conn **out, struct fl_err *err)
 void cat_conn_put(struct cat_db *db, struct cat_conn *c)
 {
 	if (c->pg != NULL &&
-	    (PQstatus(c->pg) != CONNECTION_OK || PQtransactionStatus(c->pg) != PQTRANS_IDLE)) {
-		PQfinish(c->pg);
-		c->pg = NULL;
-	}
+	    (PQstatus(c->pg) != CONNECTION_OK || PQtransactionStatus(c->pg) != PQTRANS_IDLE))
+		conn_close(c);
 	pthread_mutex_lock(&db->mu);
 	c->busy = false;
 	db->in_use--;

@@ -134,7 +134,9 @@ static bool notify_pooled(struct cat_db *db, const struct cat_touched *t)
 }
 
 /* Ends the use of c after its COMMIT (or its unknown outcome): drops the
- * tables it changed from this process's cache, returns c to the pool, and
+ * tables it changed from this process's cache (when committed, a
+ * single-table commit's table takes the version it wrote instead: struct
+ * cat_fresh), returns c to the pool, and
  * tells the other processes' cache listeners (cache.c), before the caller
  * answers its client; sent says the COMMIT carried the notification behind
  * it already (commit_notify).  The notification follows the COMMIT, not in
@@ -144,13 +146,21 @@ static bool notify_pooled(struct cat_db *db, const struct cat_touched *t)
  * the number of clients.  Sent on c when it is usable, else on another
  * connection of the pool (best effort: a listener that lost its connection
  * flushes all anyway). */
-static void put_and_notify(struct cat_db *db, struct cat_conn *c, struct cat_touched *t, bool sent)
+static void put_and_notify(struct cat_db *db, struct cat_conn *c, struct cat_touched *t, bool sent,
+                           bool committed)
 {
 	sent = sent || touched_none(t);
 	if (t->overflow)
 		cat_cache_invalidate(db->cache, "*");
-	for (int i = 0; i < t->n; i++)
-		cat_cache_invalidate(db->cache, t->ids[i]);
+	for (int i = 0; i < t->n; i++) {
+		if (committed && !t->overflow && t->fresh != NULL &&
+		    strcmp(t->fresh->table_id, t->ids[i]) == 0)
+			cat_cache_committed(db->cache, t->fresh);
+		else
+			cat_cache_invalidate(db->cache, t->ids[i]);
+	}
+	cat_fresh_free(t->fresh);
+	t->fresh = NULL;
 	if (!sent)
 		sent = notify_on(c, t);
 	cat_conn_put(db, c);
@@ -163,6 +173,17 @@ static void put_and_notify(struct cat_db *db, struct cat_conn *c, struct cat_tou
 void cat_scope_touched(struct cat_scope *s, const char *table_id)
 {
 	touched_add(s->outer ? &s->outer->touched : &s->touched, table_id);
+}
+
+void cat_scope_fresh(struct cat_scope *s, struct cat_fresh *f)
+{
+	struct cat_touched *t = s->outer ? &s->outer->touched : &s->touched;
+
+	if (t->fresh != NULL) {
+		cat_fresh_free(f);
+		return;
+	}
+	t->fresh = f;
 }
 
 int cat_db_notify_all(struct cat_db *db)
@@ -323,7 +344,7 @@ static int tx_commit(struct cat_tx *tx, const struct cat_pipe_q *last, struct fl
 	}
 	after_run(&tx->after, rc == 0);
 	/* Even an unknown outcome may have applied: invalidate either way. */
-	put_and_notify(tx->db, tx->c, &tx->touched, sent);
+	put_and_notify(tx->db, tx->c, &tx->touched, sent, rc == 0);
 	free(tx);
 	return rc;
 }
@@ -343,6 +364,7 @@ void cat_tx_abort(struct cat_tx *tx)
 	if (tx == NULL)
 		return;
 	after_run(&tx->after, false);
+	cat_fresh_free(tx->touched.fresh);
 	if (tx->begun && PQstatus(tx->c->pg) == CONNECTION_OK)
 		PQclear(PQexec(tx->c->pg, "ROLLBACK"));
 	cat_conn_put(tx->db, tx->c);
@@ -410,6 +432,7 @@ int cat_scope_begin(struct cat_db *db, struct cat_tx *tx, bool write, struct cat
 	s->after = NULL;
 	s->touched.n = 0;
 	s->touched.overflow = false;
+	s->touched.fresh = NULL;
 	if (tx != NULL) {
 		s->c = tx->c;
 		return write ? savepoint_cmd(tx, "SAVEPOINT cat_call", err) : tx_started(tx, err);
@@ -459,7 +482,7 @@ int cat_scope_end(struct cat_scope *s, bool ok, struct fl_err *err)
 	}
 	/* A read scope touches a table only by a statement that committed by
 	 * itself (an optimistic commit's pointer move). */
-	put_and_notify(s->db, s->c, &s->touched, sent);
+	put_and_notify(s->db, s->c, &s->touched, sent, rc == 0);
 	after_run(&s->after, s->write && rc == 0);
 	return rc;
 }

@@ -6,7 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from '../lib/harness.mjs';
 import { parse, sum } from '../lib/prom.mjs';
-import { startCatalog, call, tablePath, createBody, appendCommit } from './lib.mjs';
+import { startCatalog, call, tablePath, createBody, appendCommit, uuidv7 } from './lib.mjs';
 
 const BUDGET = 60000;
 const NS = ['cachens'];
@@ -136,4 +136,30 @@ test('a table of more than 512 KB of metadata (a hot table of ~1,000 snapshots) 
   } finally {
     await big.floe.stop();
   }
+});
+
+test('a commit through this daemon puts the version it wrote in the cache: the next load is a hit that answers it, with and without an Idempotency-Key', async () => {
+  await call(c.base, 'POST', `${c.p}/namespaces/${NS[0]}/tables`, { body: createBody('w0'), expect: 200 });
+  const path = tablePath(c.p, NS, 'w0');
+  let meta = (await call(c.base, 'GET', path, { expect: 200 })).json.metadata;
+  for (const headers of [{}, { 'Idempotency-Key': uuidv7() }]) {
+    const { body, snapshotId } = appendCommit(meta, { ns: NS, name: 'w0' });
+    const res = await call(c.base, 'POST', path, { body, headers, expect: 200 });
+    const m0 = await metrics();
+    const load = await call(c.base, 'GET', path, { expect: 200 });
+    const m1 = await metrics();
+    const d = (name) => sum(m1, name) - sum(m0, name);
+    assert.equal(load.json.metadata['current-snapshot-id'], snapshotId, 'the load answers the commit');
+    assert.equal(load.json['metadata-location'], res.json['metadata-location']);
+    assert.equal(d('floe_table_cache_hits_total'), 1, `a hit (${JSON.stringify(headers)})`);
+    assert.equal(d('floe_table_cache_misses_total'), 0, 'and no miss');
+    meta = load.json.metadata;
+  }
+  // a commit that loses (409) leaves the entry as it is: still a hit with the current version
+  const { body } = appendCommit({ ...meta, 'current-snapshot-id': 12345 }, { ns: NS, name: 'w0' });
+  await call(c.base, 'POST', path, { body, expect: 409 });
+  const m0 = await metrics();
+  const load = await call(c.base, 'GET', path, { expect: 200 });
+  assert.equal(load.json.metadata['current-snapshot-id'], meta['current-snapshot-id']);
+  assert.equal(sum(await metrics(), 'floe_table_cache_hits_total') - sum(m0, 'floe_table_cache_hits_total'), 1);
 });

@@ -145,6 +145,39 @@ test('a commit on one replica is never served stale by another after the notific
   assert.ok(seen.some((s) => s.status === 304), 'some loads were answered 304');
 });
 
+test('commits racing through both replicas on one table: each converges on the last committed version and keeps it', async () => {
+  // Each replica puts the version it commits into its own cache (the next loads are hits).
+  // A commit through the other replica right after must still replace it there, through
+  // its notification, even when that notification is applied before the first replica's
+  // insert: such an insert is refused. Rounds of racing writers on both, then both replicas
+  // must answer what PostgreSQL holds, and keep answering it.
+  const name = 'both';
+  const path = tablePath(a.p, NS, name);
+  await call(a.base, 'POST', `${a.p}/namespaces/repl/tables`, { body: createBody(name), expect: 200 });
+  const writer = async (base, commits) => {
+    let meta = (await call(base, 'GET', path, { expect: 200 })).json.metadata;
+    for (let i = 0; i < commits; i++)
+      for (;;) {
+        const { body } = appendCommit(meta, { ns: NS, name });
+        const res = await call(base, 'POST', path, { body, expect: [200, 409] });
+        if (res.status === 200) break;
+        meta = (await call(base, 'GET', path, { expect: 200 })).json.metadata;
+      }
+  };
+  const answers = async (base) => (await call(base, 'GET', path, { expect: 200 })).json['metadata-location'];
+  for (let round = 0; round < 8; round++) {
+    await Promise.all([writer(a.base, 3), writer(a.base, 3), writer(b.baseUrl, 3), writer(b.baseUrl, 3)]);
+    const truth = psql(a.dbUrl, `SELECT metadata_location FROM table_entry WHERE name = '${name}'`);
+    for (const [label, base] of [['A', a.base], ['B', b.baseUrl]])
+      await waitFor(async () => (await answers(base)) === truth, {
+        timeoutMs: NOTIFY_BOUND_MS,
+        what: `replica ${label} to answer the last committed version (round ${round})`,
+      });
+    for (const until = performance.now() + 100; performance.now() < until; )
+      for (const base of [a.base, b.baseUrl]) assert.equal(await answers(base), truth, 'and to keep answering it');
+  }
+});
+
 test('a replica that starts tells the others to drop their cached tables', async () => {
   // A daemon that dies between a pointer move that committed by itself (an optimistic
   // commit) and its NOTIFY (sent right after, before the client is answered) leaves the
