@@ -199,30 +199,53 @@ static int metadata_dir_check(const json_t *meta, struct fl_err *err)
 	                  loc != NULL ? loc : "");
 }
 
-int cat_write_metadata(const json_t *meta, int64_t version, struct cat_written *w, char **path,
-                       char **text, struct fl_err *err)
+/* The text and the new file's name of version `version` of meta, the name
+ * recorded in w; nothing is written yet (metadata_put). */
+static int metadata_text(const json_t *meta, int64_t version, struct cat_written *w, char **path,
+                         char **text, size_t *len, struct fl_err *err)
 {
 	char *t, *p;
-	size_t n;
 
 	if (w->io == NULL)
 		return fl_err_set(err, FL_ERR_INTERNAL, "no storage handle for the warehouse");
 	if (metadata_dir_check(meta, err) != 0)
 		return -1;
-	t = fl_json_dump(meta, &n);
+	t = fl_json_dump(meta, len);
 	p = metadata_file(meta, version);
 	if (t == NULL || p == NULL || written_add(w, p) != 0) {
 		free(t);
 		free(p);
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	}
-	if (st_io_write_new(w->io, p, t, n, err) != 0) {
-		w->n--;
-		free(w->paths[w->n]);
-		free(t);
-		free(p);
+	*path = p;
+	*text = t;
+	return 0;
+}
+
+/* Writes the file metadata_text named, durable when this returns; on
+ * failure w forgets the name (and path and text are freed, set to NULL). */
+static int metadata_put(struct cat_written *w, char **path, char **text, size_t len,
+                        struct fl_err *err)
+{
+	if (st_io_write_new(w->io, *path, *text, len, err) == 0)
+		return 0;
+	w->n--;
+	free(w->paths[w->n]);
+	free(*text);
+	free(*path);
+	*path = *text = NULL;
+	return -1;
+}
+
+int cat_write_metadata(const json_t *meta, int64_t version, struct cat_written *w, char **path,
+                       char **text, struct fl_err *err)
+{
+	char *p, *t;
+	size_t n;
+
+	if (metadata_text(meta, version, w, &p, &t, &n, err) != 0 ||
+	    metadata_put(w, &p, &t, n, err) != 0)
 		return -1;
-	}
 	*path = p;
 	*text = t;
 	return 0;
@@ -965,6 +988,40 @@ out:
 	return rc;
 }
 
+/* From this size on, a commit's metadata file is written while PostgreSQL
+ * runs the pointer move (move_ahead): writing, syncing and storing a large
+ * document each take milliseconds, and a contended table's commits follow
+ * one another only as fast as one of them gets through both. */
+#define AHEAD_BYTES (64 * 1024)
+
+/* The move of mv sent ahead of its file, in sc (a transaction of its own
+ * or a savepoint of the outer one): PostgreSQL runs the UPDATE, taking the
+ * row lock, while the file is written and synced here; the COMMIT that
+ * makes the move visible comes after both (the scope's end, or the outer
+ * transaction's), so the file is durable before the pointer moves, as
+ * ever.  Returns what cat_row_move_if returns; -1 with the file's error
+ * when the file could not be written, and the caller then rolls the
+ * scope back. */
+static int move_ahead(struct cat_db *db, struct cat_scope *sc, const struct cat_row_move *mv,
+                      const char *ns_id, int64_t expected, struct cat_written *w, char **path,
+                      char **text, size_t len, int64_t *t0, struct fl_err *err)
+{
+	struct fl_err ferr = {0};
+	int moved, put;
+
+	if (cat_row_move_if_send(sc->c, mv, ns_id, expected, err) != 0)
+		return -1;
+	put = metadata_put(w, path, text, len, &ferr);
+	cat_stage_done(db, CAT_STAGE_WRITE, t0);
+	moved = cat_row_move_if_recv(sc->c, err);
+	cat_stage_done(db, CAT_STAGE_UPDATE, t0);
+	if (put != 0) {
+		*err = ferr;
+		return -1;
+	}
+	return moved;
+}
+
 /* How often a single-table commit is tried optimistically before it takes
  * the row lock for its requirements, builder and file (commit_locked).  The
  * bound keeps a table that changes faster than a commit can be built from
@@ -999,9 +1056,10 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	struct cat_row_stats st;
 	struct cat_scope sc;
 	size_t key_len = 0;
-	bool changed = false, fetched = false;
+	bool changed = false, fetched = false, ahead;
 	int64_t t0 = fl_mono_ns();
 	int found, moved = 0, rc = -1;
+	size_t len;
 
 	/* A version this process holds parsed is neither fetched nor parsed. */
 	key = cat_table_key(wh->id, &ch->ns, ch->name, &key_len);
@@ -1068,24 +1126,36 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	if (cat_write_metadata(meta, row.version + 1, &w, &path, &text, err) != 0)
+	if (metadata_text(meta, row.version + 1, &w, &path, &text, &len, err) != 0)
 		goto out;
-	cat_stage_done(db, CAT_STAGE_WRITE, &t0);
+	ahead = len >= AHEAD_BYTES;
+	if (!ahead) {
+		if (metadata_put(&w, &path, &text, len, err) != 0)
+			goto out;
+		cat_stage_done(db, CAT_STAGE_WRITE, &t0);
+	}
 	row_stats(meta, &st);
 	struct cat_row_move mv = move_of(&row, ch, path, text, meta, &st, request_id, actor);
 	/* Noted before the move is sent (db_int.h, struct cat_fresh). */
 	unsigned long generation = cat_cache_generation(db->cache);
-	if (cat_scope_begin(db, tx, false, &sc, err) != 0)
+	/* Sent ahead, the move needs a transaction (or a savepoint of the
+	 * outer one) that can still be rolled back when the file fails. */
+	if (cat_scope_begin(db, tx, ahead, &sc, err) != 0)
 		goto out;
-	moved = cat_row_move_if(sc.c, &mv, row.ns_id, row.version, err);
+	if (ahead)
+		moved = move_ahead(db, &sc, &mv, row.ns_id, row.version, &w, &path, &text, len, &t0,
+		                   err);
+	else
+		moved = cat_row_move_if(sc.c, &mv, row.ns_id, row.version, err);
 	/* A table already in the base cache is contended: the version written
 	 * here is the base of the next tries, kept once it is committed (so
 	 * that they neither fetch nor parse it).  meta is built, not parsed,
 	 * but it is the document that text serializes. */
 	if (moved == 1 && kloc != NULL)
 		kept = base_kept_new(db, key, key_len, row.id, row.version + 1, path, text, meta);
-	if (moved == 1 && tx != NULL) {
-		/* The outer transaction's COMMIT makes it durable. */
+	if (moved == 1 && (tx != NULL || ahead)) {
+		/* The COMMIT of the scope or of the outer transaction makes it
+		 * durable and visible. */
 		cat_scope_touched(&sc, row.id);
 		cat_scope_timed(&sc);
 		cat_scope_after_commit(&sc, stale_delete, stale);
@@ -1095,20 +1165,24 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 		kept = NULL;
 	}
 	/* Committed by the statement itself; an unknown outcome may have applied. */
-	if (tx == NULL && (moved == 1 || err->kind == FL_ERR_COMMIT_STATE_UNKNOWN))
+	if (tx == NULL && !ahead && (moved == 1 || err->kind == FL_ERR_COMMIT_STATE_UNKNOWN))
 		cat_scope_touched(&sc, row.id);
 	/* The reloads this commit causes find the version it wrote. */
 	if (moved == 1)
 		cat_scope_fresh(&sc, cat_fresh_new(db, wh->name, wh->storage_type, &ch->ns,
 		                                   ch->name, row.id, path, text, generation));
-	(void)cat_scope_end(&sc, true, err);
+	if (!ahead)
+		(void)cat_scope_end(&sc, true, err); /* a read scope: nothing to commit */
+	else if (cat_scope_end(&sc, moved >= 0, err) != 0 && moved >= 0)
+		moved = -1; /* the COMMIT failed: err says whether it may have applied */
 	if (moved < 0)
 		goto out;
 	if (moved == 0) {
 		rc = TRY_RACED;
 		goto out;
 	}
-	cat_stage_done(db, CAT_STAGE_UPDATE, &t0);
+	if (!ahead)
+		cat_stage_done(db, CAT_STAGE_UPDATE, &t0);
 	if (stale != NULL) { /* committed by the statement itself */
 		stale_delete(stale, true);
 		stale = NULL;

@@ -21,6 +21,7 @@ struct cat_conn {
 	bool busy;
 	bool unprepared; /* cat_db_oneshot: never prepare */
 	bool settings_pending; /* session settings not sent yet (cat_db_open_oneshot) */
+	size_t pipe_set_syncs; /* settings sent by cat_pipeline_send, not read yet */
 	int64_t retry_at_ns; /* no reconnect attempt before this (backoff) */
 	int64_t backoff_ns;
 	/* The process id of the connection's backend, once the server said
@@ -246,6 +247,15 @@ struct cat_pipe_q {
  * statement after a failed one is not run (PGRES_PIPELINE_ABORTED).  true
  * when the whole pipeline was answered and the connection left it. */
 bool cat_pipeline(struct cat_conn *c, int k, const struct cat_pipe_q *q, PGresult **res);
+/* cat_pipeline in two halves, so that the caller works while PostgreSQL
+ * runs the statements: _send queues and flushes them (false: not sent, and
+ * the connection unusable); _recv then waits for their results, as
+ * cat_pipeline returns them.  Nothing else may use c in between. */
+bool cat_pipeline_send(struct cat_conn *c, int k, const struct cat_pipe_q *q);
+bool cat_pipeline_recv(struct cat_conn *c, int k, PGresult **res);
+/* cat_exec in the same two halves. */
+bool cat_exec_send(struct cat_conn *c, const char *sql, int n, const char *const *params);
+PGresult *cat_exec_recv(struct cat_conn *c, struct fl_err *err);
 
 /* BEGIN, then sql as cat_exec runs it, in one round trip (libpq pipeline
  * mode): opens a transaction with its first statement.  Returns the
@@ -394,6 +404,17 @@ int cat_row_move(struct cat_conn *c, const struct cat_row_move *m,
  * during it is FL_ERR_COMMIT_STATE_UNKNOWN. */
 int cat_row_move_if(struct cat_conn *c, const struct cat_row_move *m, const char *ns_id,
                     int64_t expected, struct fl_err *err) FL_MUST_CHECK;
+
+/* cat_row_move_if in two halves, inside a transaction (c's own, begun, or
+ * a savepoint of the caller's): _send sends the statement without waiting
+ * (0, or -1 with err when it could not be sent); _recv waits for it and
+ * returns what cat_row_move_if returns.  The caller does its own work in
+ * between (commit.c: the metadata file is written while PostgreSQL runs
+ * the UPDATE) and uses nothing else on c; the move is visible only once
+ * the transaction commits. */
+int cat_row_move_if_send(struct cat_conn *c, const struct cat_row_move *m, const char *ns_id,
+                         int64_t expected, struct fl_err *err) FL_MUST_CHECK;
+int cat_row_move_if_recv(struct cat_conn *c, struct fl_err *err) FL_MUST_CHECK;
 
 /* Takes the warehouse's transaction advisory lock, which serializes table
  * creation and location changes within a warehouse. */

@@ -487,21 +487,17 @@ PGresult *cat_exec(struct cat_conn *c, const char *sql, int n, const char *const
 	               err);
 }
 
-bool cat_pipeline(struct cat_conn *c, int k, const struct cat_pipe_q *q, PGresult **res)
+bool cat_pipeline_send(struct cat_conn *c, int k, const struct cat_pipe_q *q)
 {
-	bool synced = false;
-	size_t set_syncs = 0;
-	PGresult *r;
 	int i;
 
-	for (i = 0; i < k; i++)
-		res[i] = NULL;
+	c->pipe_set_syncs = 0;
 	if (PQenterPipelineMode(c->pg) != 1)
 		return false;
 	/* Pending session settings ride in front, each in its own sync. */
 	if (c->settings_pending) {
 		c->settings_pending = false;
-		set_syncs = settings_send(c->pg);
+		c->pipe_set_syncs = settings_send(c->pg);
 	}
 	for (i = 0; i < k; i++)
 		if ((q[i].stmt ? PQsendQueryPrepared(c->pg, q[i].stmt, q[i].n, q[i].params,
@@ -509,9 +505,23 @@ bool cat_pipeline(struct cat_conn *c, int k, const struct cat_pipe_q *q, PGresul
 		               : PQsendQueryParams(c->pg, q[i].sql, q[i].n, NULL, q[i].params,
 		                                   q[i].lengths, q[i].formats, 0)) != 1)
 			break;
-	if (i < k || PQpipelineSync(c->pg) != 1)
-		goto out;
-	settings_drain(c->pg, set_syncs);
+	if (i == k && PQpipelineSync(c->pg) == 1)
+		return true;
+	/* A connection left in pipeline mode is not idle: cat_conn_put drops it. */
+	(void)PQexitPipelineMode(c->pg);
+	return false;
+}
+
+bool cat_pipeline_recv(struct cat_conn *c, int k, PGresult **res)
+{
+	bool synced = false;
+	PGresult *r;
+	int i;
+
+	for (i = 0; i < k; i++)
+		res[i] = NULL;
+	settings_drain(c->pg, c->pipe_set_syncs);
+	c->pipe_set_syncs = 0;
 	/* Each statement's result, then NULL; then the sync.  A lost
 	 * connection ends the sequence early. */
 	for (i = 0; i < k; i++) {
@@ -530,6 +540,38 @@ bool cat_pipeline(struct cat_conn *c, int k, const struct cat_pipe_q *q, PGresul
 out:
 	/* A connection left in pipeline mode is not idle: cat_conn_put drops it. */
 	return PQexitPipelineMode(c->pg) == 1 && synced;
+}
+
+bool cat_exec_send(struct cat_conn *c, const char *sql, int n, const char *const *params)
+{
+	char name[16];
+	const struct cat_pipe_q q = {
+	        .sql = sql,
+	        .stmt = n > 0 ? cat_prepared(c, sql, name) : NULL,
+	        .n = n,
+	        .params = params,
+	};
+
+	return cat_pipeline_send(c, 1, &q);
+}
+
+PGresult *cat_exec_recv(struct cat_conn *c, struct fl_err *err)
+{
+	PGresult *r;
+
+	/* A sync that never came shows at the connection's next use. */
+	(void)cat_pipeline_recv(c, 1, &r);
+	return checked(c, r, err);
+}
+
+bool cat_pipeline(struct cat_conn *c, int k, const struct cat_pipe_q *q, PGresult **res)
+{
+	if (!cat_pipeline_send(c, k, q)) {
+		for (int i = 0; i < k; i++)
+			res[i] = NULL;
+		return false;
+	}
+	return cat_pipeline_recv(c, k, res);
 }
 
 PGresult *cat_exec_begin(struct cat_conn *c, const char *sql, int n, const char *const *params,

@@ -185,35 +185,58 @@ int cat_view_row_move(struct cat_conn *c, const char *id, int64_t expected,
 	return 0;
 }
 
-/* Runs sql, an UPDATE of the row with the commit event, with
- * the parameters of m ($1-$14) and, when ns_id is not NULL, the expected
- * version and namespace ($15, $16).  The number of rows moved (0 or 1). */
+/* The parameters of a pointer move: those of m ($1-$14) and, when ns_id
+ * is not NULL, the expected version and namespace ($15, $16).  p->arr is
+ * malloc'd (move_params_free). */
+struct move_params {
+	char v[24], a[24], b[24], d[24], snap[24], ev[24];
+	char *arr;
+	const char *p[16];
+	int n;
+};
+
+static int move_params(struct move_params *mp, const struct cat_row_move *m, const char *ns_id,
+                       int64_t expected, struct fl_err *err)
+{
+	mp->arr = cat_text_array(m->ns, m->ns->n);
+	if (mp->arr == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	snprintf(mp->v, sizeof(mp->v), "%lld", (long long)m->version);
+	mp->p[0] = m->id;
+	mp->p[1] = m->metadata_location;
+	mp->p[2] = m->metadata;
+	mp->p[3] = mp->v;
+	mp->p[4] = m->location;
+	stat_text(m->stats->records, mp->a, sizeof(mp->a), &mp->p[5]);
+	stat_text(m->stats->files, mp->b, sizeof(mp->b), &mp->p[6]);
+	stat_text(m->stats->bytes, mp->d, sizeof(mp->d), &mp->p[7]);
+	snprintf(mp->snap, sizeof(mp->snap), "%lld", (long long)m->snapshot_id);
+	snprintf(mp->ev, sizeof(mp->ev), "%lld", (long long)expected);
+	mp->p[8] = mp->arr;
+	mp->p[9] = m->name;
+	mp->p[10] = m->snapshot_id >= 0 ? mp->snap : NULL;
+	mp->p[11] = m->operation;
+	mp->p[12] = m->request_id;
+	mp->p[13] = m->actor;
+	mp->p[14] = mp->ev;
+	mp->p[15] = ns_id;
+	mp->n = ns_id != NULL ? 16 : 14;
+	return 0;
+}
+
+/* Runs sql, an UPDATE of the row with the commit event, with the
+ * parameters of move_params.  The number of rows moved (0 or 1). */
 static int row_move(struct cat_conn *c, const char *sql, const struct cat_row_move *m,
                     const char *ns_id, int64_t expected, struct fl_err *err)
 {
-	char v[24], a[24], b[24], d[24], snap[24], ev[24], *arr = cat_text_array(m->ns, m->ns->n);
-	const char *params[16] = {m->id, m->metadata_location, m->metadata, v, m->location};
+	struct move_params mp;
 	PGresult *r;
 	int n;
 
-	if (arr == NULL)
-		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-	snprintf(v, sizeof(v), "%lld", (long long)m->version);
-	stat_text(m->stats->records, a, sizeof(a), &params[5]);
-	stat_text(m->stats->files, b, sizeof(b), &params[6]);
-	stat_text(m->stats->bytes, d, sizeof(d), &params[7]);
-	snprintf(snap, sizeof(snap), "%lld", (long long)m->snapshot_id);
-	snprintf(ev, sizeof(ev), "%lld", (long long)expected);
-	params[8] = arr;
-	params[9] = m->name;
-	params[10] = m->snapshot_id >= 0 ? snap : NULL;
-	params[11] = m->operation;
-	params[12] = m->request_id;
-	params[13] = m->actor;
-	params[14] = ev;
-	params[15] = ns_id;
-	r = cat_exec(c, sql, ns_id != NULL ? 16 : 14, params, err);
-	free(arr);
+	if (move_params(&mp, m, ns_id, expected, err) != 0)
+		return -1;
+	r = cat_exec(c, sql, mp.n, mp.p, err);
+	free(mp.arr);
 	if (r == NULL)
 		return -1;
 	n = PQntuples(r);
@@ -243,32 +266,60 @@ int cat_row_move(struct cat_conn *c, const struct cat_row_move *m, struct fl_err
 	return 0;
 }
 
+/* The row keeps its id through a rename, so the name and namespace are
+ * compared too: a commit never lands on a table renamed under it.  One
+ * array: the statement cache is keyed by the text's address. */
+static const char move_if_sql[] =
+        "WITH u AS (UPDATE table_entry SET metadata_location = $2, metadata = $3,"
+        "   version = $4::bigint, location = $5, updated_at = now(), last_commit_at = now(),"
+        "   total_records = $6::bigint, total_data_files = $7::bigint, total_files_size = $8::bigint"
+        "   WHERE id = $1 AND version = $15::bigint AND namespace_id = $16::bigint"
+        "   AND name = $10 AND kind = 'TABLE' RETURNING id, warehouse_id),"
+        " e AS (INSERT INTO commit_event (table_id, warehouse_id, namespace, table_name, version,"
+        "   metadata_location, snapshot_id, operation, request_id, actor)"
+        "   SELECT id, warehouse_id, $9::text[], $10, $4::bigint, $2, $11::bigint, $12, $13, $14"
+        "   FROM u)"
+        " SELECT id FROM u";
+
 int cat_row_move_if(struct cat_conn *c, const struct cat_row_move *m, const char *ns_id,
                     int64_t expected, struct fl_err *err)
 {
 	/* Outside a transaction the statement commits by itself. */
 	bool autocommit = PQtransactionStatus(c->pg) == PQTRANS_IDLE;
-	int n;
+	int n = row_move(c, move_if_sql, m, ns_id, expected, err);
 
-	/* The row keeps its id through a rename, so the name and namespace are
-	 * compared too: a commit never lands on a table renamed under it. */
-	n = row_move(
-	        c,
-	        "WITH u AS (UPDATE table_entry SET metadata_location = $2, metadata = $3,"
-	        "   version = $4::bigint, location = $5, updated_at = now(), last_commit_at = now(),"
-	        "   total_records = $6::bigint, total_data_files = $7::bigint, total_files_size = $8::bigint"
-	        "   WHERE id = $1 AND version = $15::bigint AND namespace_id = $16::bigint"
-	        "   AND name = $10 AND kind = 'TABLE' RETURNING id, warehouse_id),"
-	        " e AS (INSERT INTO commit_event (table_id, warehouse_id, namespace, table_name, version,"
-	        "   metadata_location, snapshot_id, operation, request_id, actor)"
-	        "   SELECT id, warehouse_id, $9::text[], $10, $4::bigint, $2, $11::bigint, $12, $13, $14"
-	        "   FROM u)"
-	        " SELECT id FROM u",
-	        m, ns_id, expected, err);
 	if (n < 0 && autocommit && PQstatus(c->pg) != CONNECTION_OK)
 		return fl_err_set(err, FL_ERR_COMMIT_STATE_UNKNOWN,
 		                  "database connection lost during the commit; the change may "
 		                  "or may not have been applied");
+	return n;
+}
+
+int cat_row_move_if_send(struct cat_conn *c, const struct cat_row_move *m, const char *ns_id,
+                         int64_t expected, struct fl_err *err)
+{
+	struct move_params mp;
+	bool sent;
+
+	if (PQtransactionStatus(c->pg) != PQTRANS_INTRANS)
+		return fl_err_set(err, FL_ERR_INTERNAL,
+		                  "a pointer move sent ahead needs a transaction");
+	if (move_params(&mp, m, ns_id, expected, err) != 0)
+		return -1;
+	sent = cat_exec_send(c, move_if_sql, mp.n, mp.p);
+	free(mp.arr);
+	return sent ? 0 : fl_err_set(err, FL_ERR_UNAVAILABLE, "database connection lost");
+}
+
+int cat_row_move_if_recv(struct cat_conn *c, struct fl_err *err)
+{
+	PGresult *r = cat_exec_recv(c, err);
+	int n;
+
+	if (r == NULL)
+		return -1;
+	n = PQntuples(r);
+	PQclear(r);
 	return n;
 }
 

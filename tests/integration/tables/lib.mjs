@@ -151,9 +151,9 @@ export function uuidv7() {
 }
 
 // A fresh database + floe + the default warehouse's prefix (from /v1/config).
-export async function startCatalog(tag, { args = [], databaseUrl } = {}) {
+export async function startCatalog(tag, { args = [], databaseUrl, env = {} } = {}) {
   const url = databaseUrl ?? (await freshDatabase(tag)).url;
-  const floe = await startFloe({ databaseUrl: url, args });
+  const floe = await startFloe({ databaseUrl: url, args, env });
   const cfg = await call(floe.baseUrl, 'GET', '/v1/config?warehouse=default', { expect: 200 });
   const prefix = cfg.json.overrides.prefix;
   assert.ok(prefix, 'config names a prefix');
