@@ -336,9 +336,8 @@ static void make_room(struct cat_cache *c, struct stripe *own, size_t need)
 	}
 }
 
-/* True when nothing since `generation` invalidated id_hash (ring_mu held). */
-/* No invalidation of id_hash (or of everything) since generation, but the
- * one numbered own (0: none). */
+/* True when nothing since `generation` invalidated id_hash (or everything)
+ * but the invalidation numbered own (0: none); ring_mu held. */
 static bool unchanged_since(struct cat_cache *c, unsigned long generation, uint64_t id_hash,
                             unsigned long own)
 {
@@ -498,7 +497,10 @@ static void *listen_loop(void *arg)
 		}
 		PQclear(r);
 		backoff_ms = 100;
-		/* Whatever happened while we were not listening is unknown. */
+		/* Whatever happened while we were not listening is unknown, and
+		 * so is whose backend a pid names now (the server may have
+		 * restarted): the pooled connections are checked again. */
+		atomic_fetch_add(&c->db->listen_epoch, 1);
 		flush_all(c);
 		atomic_fetch_add(&c->access_generation, 1);
 		atomic_store(&c->live, true);

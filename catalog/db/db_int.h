@@ -26,8 +26,10 @@ struct cat_conn {
 	int64_t backoff_ns;
 	/* The process id of the connection's backend, once the server said
 	 * the same as the connection's start did (no pooler in between: it
-	 * would show a pid of its own); 0 otherwise (cat_db_own_backend). */
+	 * would show a pid of its own); 0 otherwise.  Checked in listener
+	 * epoch pid_epoch (cat_db_own_backend). */
 	atomic_int own_pid;
+	atomic_uint pid_epoch;
 };
 
 /* Whether pid is the backend of one of this process's pooled connections
@@ -50,6 +52,11 @@ struct cat_db {
 	bool have_secret;
 	bool settings_deferred; /* a new connection leaves its settings pending */
 	struct cat_cache *cache; /* NULL until cat_db_enable_cache */
+	/* Bumped by the cache's listener each time it (re)connects: a pooled
+	 * connection's backend pid is trusted only when checked since
+	 * (cat_db_own_backend), as a server that restarted may give a pid
+	 * again to another client's backend. */
+	atomic_uint listen_epoch;
 	struct cat_base_cache *bases; /* NULL when out of memory at open */
 	struct cat_gates *gates; /* likewise */
 	cat_stage_fn on_stage; /* commit stage timings; may be NULL */

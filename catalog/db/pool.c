@@ -182,29 +182,37 @@ PGconn *cat_pg_connect(const char *conninfo)
 }
 
 /* Sets c->own_pid when the server names the backend the connection's
- * start named (cat_db_own_backend). */
-static void backend_check(struct cat_conn *c)
+ * start named, for the listener's current epoch (cat_db_own_backend). */
+static void backend_check(struct cat_db *db, struct cat_conn *c)
 {
+	unsigned epoch = atomic_load(&db->listen_epoch);
 	PGresult *r = PQexec(c->pg, "SELECT pg_backend_pid()");
 	int pid = PQbackendPID(c->pg);
 
 	if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && pid > 0 &&
 	    strtol(PQgetvalue(r, 0, 0), NULL, 10) == pid)
 		atomic_store(&c->own_pid, pid);
+	else
+		atomic_store(&c->own_pid, 0);
+	atomic_store(&c->pid_epoch, epoch);
 	PQclear(r);
 }
 
 static void conn_close(struct cat_conn *c)
 {
 	atomic_store(&c->own_pid, 0);
+	atomic_store(&c->pid_epoch, 0); /* checked again once reopened */
 	PQfinish(c->pg);
 	c->pg = NULL;
 }
 
 bool cat_db_own_backend(struct cat_db *db, int pid)
 {
+	unsigned epoch = atomic_load(&db->listen_epoch);
+
 	for (int i = 0; pid > 0 && db->conns != NULL && i < db->size; i++)
-		if (atomic_load(&db->conns[i].own_pid) == pid)
+		if (atomic_load(&db->conns[i].own_pid) == pid &&
+		    atomic_load(&db->conns[i].pid_epoch) == epoch)
 			return true;
 	return false;
 }
@@ -236,11 +244,8 @@ static int conn_open(struct cat_db *db, struct cat_conn *c, struct fl_err *err)
 	c->retry_at_ns = 0;
 	/* A short-lived command sends them with its first pipeline instead. */
 	c->settings_pending = db->settings_deferred;
-	if (!c->settings_pending) {
+	if (!c->settings_pending)
 		session_settings(c->pg);
-		/* For the cache's listener, which may start after this. */
-		backend_check(c);
-	}
 	return 0;
 }
 
@@ -402,6 +407,9 @@ int cat_conn_get(struct cat_db *db, struct cat_conn **out, struct fl_err *err)
 		cat_conn_put(db, c);
 		return -1;
 	}
+	/* Once per connection and listener connection (none without a cache). */
+	if (atomic_load(&c->pid_epoch) != atomic_load(&db->listen_epoch) && !c->settings_pending)
+		backend_check(db, c);
 	*out = c;
 	return 0;
 }

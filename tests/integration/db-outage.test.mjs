@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { startPgCluster, startFloe, request, psql, withDatabase, waitFor } from './lib/harness.mjs';
 import { expectJson, expectError, expectNoContent } from './lib/checks.mjs';
 import { parse, sum } from './lib/prom.mjs';
+import { createBody, appendCommit, tablePath } from './tables/lib.mjs';
 
 let cluster;
 let floe;
@@ -84,4 +85,41 @@ test('PostgreSQL down -> 503 + Retry-After; back -> served again without restart
   expectJson(await request(base, 'GET', '/readyz'), 200);
   await waitFor(async () => (await listening()) === 1, { timeoutMs: 15000, what: 'the cache to listen again' });
   expectNoContent(await request(base, 'DELETE', '/v1/namespaces/after0'));
+});
+
+test('after PostgreSQL restarts, a commit through floe is still read back from its cache, and a change made by another client is still seen', async () => {
+  // Each pooled connection's backend pid is checked again once the listener is back (a
+  // restarted server gives pids out anew): floe's own notifications are still recognised,
+  // and another client's still invalidate.
+  const counters = async () => parse((await request(base, 'GET', '/metrics')).text);
+  expectJson(await request(base, 'POST', '/v1/namespaces', { body: { namespace: ['epoch'] } }), 200);
+  expectJson(await request(base, 'POST', '/v1/namespaces/epoch/tables', { body: createBody('t') }), 200);
+  const path = tablePath('/v1', ['epoch'], 't');
+  cluster.stop('fast');
+  await waitFor(async () => (await listening()) === 0, { timeoutMs: 10000, what: 'the cache to stop listening' });
+  cluster.start();
+  await waitFor(async () => (await listening()) === 1 && (await request(base, 'GET', path)).status === 200, {
+    timeoutMs: 20000,
+    what: 'floe to listen and serve again',
+  });
+  const meta = expectJson(await request(base, 'GET', path), 200).metadata;
+  const { body, snapshotId } = appendCommit(meta, { ns: ['epoch'], name: 't' });
+  const committed = expectJson(await request(base, 'POST', path, { body }), 200);
+  const m0 = await counters();
+  const load = expectJson(await request(base, 'GET', path), 200);
+  const m1 = await counters();
+  assert.equal(load.metadata['current-snapshot-id'], snapshotId);
+  assert.equal(sum(m1, 'floe_table_cache_hits_total') - sum(m0, 'floe_table_cache_hits_total'), 1, 'the load after the commit is a hit');
+  assert.equal(sum(m1, 'floe_table_cache_misses_total') - sum(m0, 'floe_table_cache_misses_total'), 0, 'and no miss');
+  // another client moves the row and notifies, from a backend of its own
+  const moved = committed['metadata-location'].replace(/\.metadata\.json$/, '-moved.metadata.json');
+  psql(
+    withDatabase(cluster.url, 'floe_outage'),
+    `UPDATE table_entry SET metadata_location = '${moved}', version = version + 1 WHERE name = 't'; ` +
+      `SELECT pg_notify('floe_table', id::text) FROM table_entry WHERE name = 't'`,
+  );
+  await waitFor(async () => expectJson(await request(base, 'GET', path), 200)['metadata-location'] === moved, {
+    timeoutMs: 10000,
+    what: "floe's cache to drop the table when another client's notification came",
+  });
 });
