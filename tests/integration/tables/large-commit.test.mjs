@@ -9,14 +9,14 @@
 // synced before the COMMIT is sent.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { psql, sleep, tmpDir } from '../lib/harness.mjs';
 import { startCatalog, call, tablePath, createBody, appendCommit, uuidv7, localPath } from './lib.mjs';
+import { haveStrace, parseStrace } from '../lib/strace.mjs';
 
 const NS = ['big'];
-const haveStrace = spawnSync('strace', ['-V']).status === 0;
 // ~100 KB of properties: above the 64 KiB from which the move is sent ahead.
 const properties = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`p.${i}`, String(i % 10).repeat(1000)]));
 let c;
@@ -88,36 +88,6 @@ test('a large commit whose file cannot be written rolls its move back: 5xx, noth
     assert.equal(again.headers['idempotent-replayed'], undefined, 'executed, not replayed');
   }
 });
-
-// strace's lines as calls {pid, call, args, ret, start, end}: start and end are the line
-// numbers where the call began and returned (a call another thread interrupted is split
-// in two lines, "<unfinished ...>" then "<... call resumed>").
-function parseStrace(text) {
-  const open = new Map();
-  const calls = [];
-  text.split('\n').forEach((line, i) => {
-    let m = /^(\d+)\s+(.*)$/.exec(line);
-    if (!m) return;
-    const [, pid, rest] = m;
-    if (rest.endsWith('<unfinished ...>')) {
-      open.set(pid, { text: rest.slice(0, -'<unfinished ...>'.length), start: i });
-      return;
-    }
-    let body = rest;
-    let start = i;
-    m = /^<\.\.\. \w+ resumed>(.*)$/.exec(rest);
-    if (m) {
-      const begun = open.get(pid);
-      if (!begun) return;
-      open.delete(pid);
-      body = begun.text + m[1];
-      start = begun.start;
-    }
-    m = /^(\w+)\((.*)\)\s+=\s+(.*)$/.exec(body);
-    if (m) calls.push({ pid, call: m[1], args: m[2], ret: m[3], start, end: i });
-  });
-  return calls;
-}
 
 test('a large commit sends its move before the file is synced, and its COMMIT only after the file, its name and its directory are', { skip: !haveStrace && 'strace is not installed' }, async () => {
   const meta = await create('ls');
