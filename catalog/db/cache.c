@@ -226,18 +226,25 @@ static void flush_all(struct cat_cache *c)
 	purge(c, record(c, 0, true, NULL), NULL, 0);
 }
 
+/* Records an invalidation of table_id, purges its entries and returns the
+ * invalidation's number. */
+static unsigned long invalidate_table(struct cat_cache *c, const char *table_id)
+{
+	uint64_t h = fnv(table_id, strlen(table_id));
+	unsigned long seq;
+
+	purge(c, record(c, h, false, &seq), table_id, h);
+	return seq;
+}
+
 void cat_cache_invalidate(struct cat_cache *c, const char *table_id)
 {
-	uint64_t h;
-
 	if (c == NULL)
 		return;
-	if (strcmp(table_id, "*") == 0) {
+	if (strcmp(table_id, "*") == 0)
 		flush_all(c);
-		return;
-	}
-	h = fnv(table_id, strlen(table_id));
-	purge(c, record(c, h, false, NULL), table_id, h);
+	else
+		(void)invalidate_table(c, table_id);
 }
 
 unsigned long cat_cache_generation(struct cat_cache *c)
@@ -458,13 +465,11 @@ void cat_fresh_free(struct cat_fresh *f)
  * of its version. */
 void cat_cache_committed(struct cat_cache *c, const struct cat_fresh *f)
 {
-	uint64_t h;
 	unsigned long own;
 
 	if (c == NULL)
 		return;
-	h = fnv(f->table_id, strlen(f->table_id));
-	purge(c, record(c, h, false, &own), f->table_id, h);
+	own = invalidate_table(c, f->table_id);
 	put(c, f->generation, own, f->key, f->key_len, f->table_id, f->sh, f->storage_type);
 }
 
