@@ -471,7 +471,12 @@ int meta_key_check(const json_t *k, const char *what, struct fl_err *err)
 	return 0;
 }
 
-/* Deep-copies an optional array member after checking each element. */
+/* Copies an optional array member after checking each element.  The copy
+ * is shallow, as the snapshots are shared: the builder adds and removes
+ * whole entries of these lists (the snapshot and metadata logs, the
+ * statistics, the encryption keys) and never modifies one in place, and
+ * doc is not modified either.  A deep copy of a 1,000-entry snapshot log
+ * was a third of a commit's build. */
 static int load_list(const json_t *doc, const char *key, json_t **dst,
                      int (*check)(const json_t *, const char *, struct fl_err *),
                      struct fl_err *err)
@@ -491,7 +496,7 @@ static int load_list(const json_t *doc, const char *key, json_t **dst,
 			return -1;
 	}
 	json_decref(*dst);
-	*dst = json_deep_copy(arr);
+	*dst = json_copy(arr);
 	return *dst ? 0 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 }
 
