@@ -95,22 +95,20 @@ int main(int argc, char **argv)
 	}
 	json_decref(req);
 	printf("snapshots  bytes     build_ms  dump_ms  jansson_dumps_ms  jansson_loads_ms\n");
-	for (int next = target < 100 ? target : 100;
-	     size<target; next = next * 2> target ? target : next * 2) {
+	/* Each size is reached by untimed appends, then timed ones up to it. */
+	for (int next = 100; size < target; next *= 2) {
 		int64_t a = 0, d = 0, jd, jl;
+		int stop = next < target ? next : target,
+		    from = stop - rounds > size ? stop - rounds : size;
 		size_t len = 0;
-		int timed = 0;
 		char *text;
 
-		while (size < next - rounds) /* grow, untimed */
+		for (; size < stop; size++) {
+			if (size == from)
+				a = d = 0;
 			if (step(&meta, id++, now_ms++, &a, &d, &len) != 0)
 				return 1;
-			else
-				size++;
-		a = d = 0;
-		for (; timed < rounds && size < next; timed++, size++)
-			if (step(&meta, id++, now_ms++, &a, &d, &len) != 0)
-				return 1;
+		}
 		jd = fl_mono_ns();
 		text = json_dumps(meta, JSON_COMPACT);
 		jd = fl_mono_ns() - jd;
@@ -118,8 +116,8 @@ int main(int argc, char **argv)
 		json_decref(text ? json_loads(text, 0, NULL) : NULL);
 		jl = fl_mono_ns() - jl;
 		free(text);
-		printf("%9d  %8zu  %8.3f  %7.3f  %16.3f  %16.3f\n", size, len, a / 1e6 / timed,
-		       d / 1e6 / timed, jd / 1e6, jl / 1e6);
+		printf("%9d  %8zu  %8.3f  %7.3f  %16.3f  %16.3f\n", size, len,
+		       a / 1e6 / (stop - from), d / 1e6 / (stop - from), jd / 1e6, jl / 1e6);
 	}
 	json_decref(meta);
 	return 0;
