@@ -1,9 +1,11 @@
 /* file.c - the file:// backend of io.h.
  *
- * New objects are written to an unnamed file in their directory (O_TMPFILE;
- * a temporary name where the filesystem has none), fsynced, then linked into
- * place, which fails if the name exists: a reader never sees a partial
- * metadata file and two writers can never both "create" the same file.
+ * New objects are written whole to an unnamed file in their directory
+ * (O_TMPFILE; a temporary name where the filesystem has none), linked into
+ * place, which fails if the name exists, then fsynced with their link: a
+ * reader never sees a partial metadata file, two writers can never both
+ * "create" the same file, and once the directory is synced the name and the
+ * inode it names are both on disk.
  * Streamed data files are written in place, fdatasynced with their
  * directory when closed, and unlinked when aborted.  Given a pending set
  * (io.h), the directory syncs and a data file's fdatasync are left to it. */
@@ -89,8 +91,16 @@ static int link_unnamed(int fd, int dfd, const char *name)
  * object twice. */
 static atomic_bool unnamed_unusable;
 
-/* The bytes, durable, in an unnamed file (O_TMPFILE) that is then given
- * its name: nothing half-written ever has a name, not even after a crash.
+/* The bytes in an unnamed file (O_TMPFILE), given their name, then synced:
+ * nothing half-written ever has a name while the process runs, and the
+ * sync comes after the link so that it writes the inode with its new link
+ * count.  Synced before the link, as it once was, the inode went to disk
+ * with no links; where the file system has no journal (ext2, ext4 without
+ * one) the directory's sync then wrote the name but not the count, and a
+ * crash before writeback left a committed table pointing at a name whose
+ * inode the kernel refuses to read until fsck.  A crash between the link
+ * and the sync can leave a name with partial bytes, but nothing refers to
+ * it: the commit that would needs this function to have returned.
  * 1 = done, 0 = not possible here (no O_TMPFILE on this filesystem, no way
  * to name the file; remembered), -1 = failed (errno). */
 static int write_unnamed(int dfd, const char *name, const void *p, size_t n)
@@ -106,7 +116,7 @@ static int write_unnamed(int dfd, const char *name, const void *p, size_t n)
 		atomic_store_explicit(&unnamed_unusable, true, memory_order_relaxed);
 		return 0;
 	}
-	if (write_all(fd, p, n) != 0 || fsync(fd) != 0) {
+	if (write_all(fd, p, n) != 0) {
 		e = errno;
 		close(fd);
 		errno = e;
@@ -121,7 +131,16 @@ static int write_unnamed(int dfd, const char *name, const void *p, size_t n)
 		atomic_store_explicit(&unnamed_unusable, true, memory_order_relaxed);
 		return 0;
 	}
-	return close(fd) == 0 ? 1 : -1;
+	/* close releases fd even when it fails: never closed twice. */
+	e = fsync(fd) != 0 ? errno : 0;
+	if (close(fd) != 0 && e == 0)
+		e = errno;
+	if (e != 0) {
+		unlinkat(dfd, name, 0); /* ours, and referenced by nothing */
+		errno = e;
+		return -1;
+	}
+	return 1;
 }
 
 /* The same through a temporary name in the directory, linked into place. */

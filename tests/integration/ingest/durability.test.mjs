@@ -4,9 +4,11 @@
 // survive a power loss:
 // - the data file's bytes are synced (fdatasync) and its directory is synced
 //   after the file was created;
-// - a manifest and a manifest list are written unnamed (O_TMPFILE), synced,
-//   and only then linked under their names, and the metadata directory is
-//   synced after the last link;
+// - a manifest and a manifest list are written whole to an unnamed file
+//   (O_TMPFILE), linked under their names, and only then synced, so that the
+//   sync writes the inode with its link (on a file system without a journal
+//   a sync before the link leaves the name pointing at an inode with no
+//   links on disk); the metadata directory is synced after the last link;
 // - all of that has returned before the commit request starts.
 // The syncs are made together (storage/io/pending.c): concurrently, on more
 // than one thread, each directory once.  strace sees every thread (-f), and
@@ -69,7 +71,7 @@ test('through a catalog, every file the commit refers to is durable, with its na
   assert.ok(synced.some((s) => s.path === data.path && s.end < commit.start), `the data file ${data.path} was not synced before the commit`);
   assert.ok(synced.some((s) => s.path === dataDir && s.end > created[0].end && s.end < commit.start), `${dataDir} was not synced after the data file was created and before the commit`);
 
-  // The manifest and the manifest list: synced unnamed, then linked, then their directory synced.
+  // The manifest and the manifest list: written unnamed, linked, then synced, then their directory synced.
   const links = calls.filter((c) => c.call === 'linkat' && c.ret === '0' && /\.avro"/.test(c.args));
   assert.equal(links.length, 2, `Avro files linked: ${links.map((c) => c.args).join('\n')}`);
   for (const link of links) {
@@ -79,7 +81,8 @@ test('through a catalog, every file the commit refers to is durable, with its na
     const into = fdOf(m[2]).path;
     const opened = calls.filter((c) => c.call === 'openat' && /O_TMPFILE/.test(c.args) && c.end < link.start && fdOf(c.ret)?.fd === fd).at(-1);
     assert.ok(opened, `${m[3]} was not written unnamed`);
-    assert.ok(synced.some((s) => s.fd === fd && s.end > opened.end && s.end < link.start), `${m[3]} was linked before its bytes were synced`);
+    assert.ok(!synced.some((s) => s.pid === link.pid && s.fd === fd && s.end > opened.end && s.end < link.start), `${m[3]} was synced before it was linked (its inode would reach the disk with no links)`);
+    assert.ok(synced.some((s) => s.pid === link.pid && s.fd === fd && s.start > link.end && s.end < commit.start), `${m[3]} was not synced after it was linked and before the commit`);
     assert.ok(synced.some((s) => s.path === into && s.end > link.end && s.end < commit.start), `${into} was not synced after ${m[3]} was linked and before the commit`);
   }
 

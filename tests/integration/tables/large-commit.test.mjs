@@ -115,13 +115,16 @@ test('a large commit sends its move before the file is synced, and its COMMIT on
     const link = calls.find((x) => x.call === 'linkat' && x.ret === '0' && x.args.includes(`"${name}"`));
     assert.ok(link, `the file ${name} was not linked:\n${calls.map((x) => `${x.call}(${x.args.slice(0, 100)})`).join('\n')}`);
     const fd = Number(/"\/proc\/self\/fd\/(\d+)"/.exec(link.args)?.[1]);
-    const bytes = calls.find((x) => x.call === 'fsync' && x.ret === '0' && x.pid === link.pid && x.args.startsWith(`${fd}<`) && x.end < link.start);
+    const early = calls.find((x) => x.call === 'fsync' && x.pid === link.pid && x.args.startsWith(`${fd}<`) && x.end < link.start);
+    const bytes = calls.find((x) => x.call === 'fsync' && x.ret === '0' && x.pid === link.pid && x.args.startsWith(`${fd}<`) && x.start > link.end);
     const dirSync = calls.find((x) => x.call === 'fsync' && x.ret === '0' && x.args.endsWith(`<${metaDir}>`) && x.start > link.end);
     const commit = on(/COMMIT/).find((x) => x.start > link.end);
-    assert.ok(bytes, `the bytes of ${name} were not synced before it was linked`);
+    assert.ok(!early, `${name} was synced before it was linked (its inode would reach the disk with no links)`);
+    assert.ok(bytes, `${name} was not synced after it was linked`);
     assert.ok(dirSync, `${metaDir} was not synced after ${name} was linked`);
     assert.ok(commit, 'no COMMIT after the link');
-    assert.ok(dirSync.end < commit.start, 'the directory was synced before the COMMIT was sent');
+    assert.ok(bytes.end < commit.start, `${name} was synced after the COMMIT was sent`);
+    assert.ok(dirSync.end < commit.start, 'the directory was synced only after the COMMIT was sent');
     const moveSent = update.find((x) => x.pid === link.pid && x.end < bytes.start);
     assert.ok(moveSent, `the move was not sent before the file was synced: ${update.map((x) => x.args.slice(0, 60)).join(' | ')}`);
   } finally {
