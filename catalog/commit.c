@@ -1052,6 +1052,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	struct cat_written *stale = NULL;
 	struct base_kept *kept = NULL;
 	struct cat_row row = {0};
+	struct cat_table_bytes held = {0};
 	json_t *base = NULL, *meta = NULL, *filled = NULL;
 	struct cat_row_stats st;
 	struct cat_scope sc;
@@ -1065,15 +1066,33 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	key = cat_table_key(wh->id, &ch->ns, ch->name, &key_len);
 	if (!cat_base_get(db->bases, key, key_len, &kloc, NULL, &base))
 		kloc = NULL;
+	/* Else the loadTable cache may hold the text of the row's version (a
+	 * commit leaves the version it wrote there): the row is then read
+	 * without its metadata, which PostgreSQL would detoast and send again. */
+	if (kloc == NULL && !cat_table_cached(db, wh->name, &ch->ns, ch->name, &held))
+		held.hold = NULL;
 	if (cat_scope_begin(db, tx, false, &sc, err) != 0)
 		goto out;
-	found = cat_row_read(sc.c, wh->id, &ch->ns, ch->name, kloc, &row, err);
+	found = cat_row_read(sc.c, wh->id, &ch->ns, ch->name,
+	                     kloc != NULL        ? kloc
+	                     : held.hold != NULL ? held.metadata_location
+	                                         : NULL,
+	                     &row, err);
 	(void)cat_scope_end(&sc, true, err); /* a read scope: nothing to commit */
 	if (found <= 0) {
 		rc = found < 0 ? -1 : TRY_LOCKED;
 		goto out;
 	}
 	cat_stage_done(db, CAT_STAGE_LOCK, &t0);
+	if (row.metadata == NULL && held.hold != NULL) {
+		/* Unchanged since the cache took it: the same text (a location
+		 * names one immutable version), parsed as a fetched one would be. */
+		row.metadata = strndup(held.metadata, held.metadata_len);
+		if (row.metadata == NULL) {
+			fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+			goto out;
+		}
+	}
 	if (row.metadata != NULL) {
 		json_decref(base);
 		base = json_loads(row.metadata, 0, NULL);
@@ -1213,6 +1232,8 @@ out:
 	if (kept != NULL)
 		base_kept_run(kept, false);
 	cat_row_free(&row);
+	if (held.hold != NULL)
+		cat_table_bytes_release(held.hold);
 	json_decref(base);
 	json_decref(meta);
 	json_decref(filled);

@@ -6,15 +6,23 @@
 // succeed on A, and A's new metadata must be built on B's version, not on the one A held.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { request, startFloe } from '../lib/harness.mjs';
+import { request, startFloe, psql } from '../lib/harness.mjs';
 import { startCatalog, call, tablePath, createBody, appendCommit, assertError, readMetadataFile, uuidv7 } from './lib.mjs';
 
 const NS = ['rbase'];
 let a;
 let b;
+let aListener; // the PostgreSQL backend that delivers A's cache notifications
+
+const listeners = (url) =>
+  psql(url, "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN floe_table%'")
+    .split('\n')
+    .filter(Boolean)
+    .map(Number);
 
 before(async () => {
   a = await startCatalog('tbl_replica_base');
+  [aListener] = listeners(a.dbUrl); // before B starts: A's is the only one
   b = await startFloe({ databaseUrl: a.dbUrl });
   await call(a.base, 'POST', `${a.p}/namespaces`, { body: { namespace: NS }, expect: 200 });
 });
@@ -69,5 +77,46 @@ test('a version held parsed by one replica never judges a commit after another r
     const noop = await call(a.base, 'POST', path, { body: { requirements: [], updates: [] }, headers: headers(), expect: 200 });
     assert.equal(noop.json['metadata-location'], v5['metadata-location']);
     assert.deepEqual(noop.json.metadata, v5.metadata);
+  }
+});
+
+// A commit reads the table's row without its metadata when the row still names the version
+// whose text the daemon holds in its loadTable cache (where its own last commit left it).
+// Here A's listening backend is stopped while B commits, so A's cached text is one version
+// behind when the next commits arrive: the row's own text must then be the base, never the
+// cached one (reading the cached text whenever A holds one fails every check below).
+test('text a replica cached for a table never stands in for a version another replica committed', async () => {
+  assert.ok(aListener > 0, 'A listens for cache notifications');
+  const name = 'cached';
+  const path = tablePath(a.p, NS, name);
+  let v = (await call(a.base, 'POST', `${a.p}/namespaces/rbase/tables`, { body: createBody(name), expect: 200 })).json;
+  const ids = [];
+  for (let i = 0; i < 3; i++) {
+    // A commits, and its loadTable cache holds what it wrote.
+    const ca = appendCommit(v.metadata, { ns: NS, name });
+    const va = (await call(a.base, 'POST', path, { body: ca.body, headers: { 'Idempotency-Key': uuidv7() }, expect: 200 })).json;
+    process.kill(aListener, 'SIGSTOP');
+    let cb;
+    let vb;
+    try {
+      // B moves the table on; A cannot hear of it yet.
+      cb = appendCommit(va.metadata, { ns: NS, name });
+      vb = (await call(b.baseUrl, 'POST', path, { body: cb.body, expect: 200 })).json;
+      const cached = (await call(a.base, 'GET', path, { expect: 200 })).json;
+      assert.equal(cached['metadata-location'], va['metadata-location'], `round ${i}: A still serves its own version from its cache`);
+      // A client that saw only A's version commits through A: 409, nothing changes.
+      const stale = appendCommit(va.metadata, { ns: NS, name });
+      assertError(await request(a.base, 'POST', path, { body: stale.body, headers: { 'Idempotency-Key': uuidv7() } }), 409, 'CommitFailedException', 'main');
+      // A client that saw B's version commits through A: built on it.
+      const cf = appendCommit(vb.metadata, { ns: NS, name });
+      v = (await call(a.base, 'POST', path, { body: cf.body, expect: 200 })).json;
+      ids.push(ca.snapshotId, cb.snapshotId, cf.snapshotId);
+    } finally {
+      process.kill(aListener, 'SIGCONT');
+    }
+    assert.deepEqual(v.metadata.snapshots.map((s) => s['snapshot-id']), ids, `round ${i}: every snapshot, in order`);
+    assert.equal(v.metadata.snapshots.at(-1)['parent-snapshot-id'], cb.snapshotId);
+    assert.equal(v.metadata['metadata-log'].at(-1)['metadata-file'], vb['metadata-location'], `round ${i}: the metadata log ends with B's version`);
+    assert.deepEqual(readMetadataFile(v['metadata-location']), v.metadata, 'the file holds what was answered');
   }
 });
