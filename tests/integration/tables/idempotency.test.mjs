@@ -4,6 +4,7 @@
 // concurrent duplicates execute once, and floe_idempotent_replays_total counts.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { parse, sum } from '../lib/prom.mjs';
 import { request, psql } from '../lib/harness.mjs';
@@ -251,4 +252,41 @@ test('namespaces: create twice with one key → both 200, identical, one namespa
   const res = await Promise.all(Array.from({ length: 5 }, () => keyed('POST', `${c.p}/namespaces`, body2, k2)));
   for (const r of res) assert.equal(r.status, 200, r.text);
   assert.equal(new Set(res.map((r) => r.text)).size, 1);
+});
+
+// A keyed commit's record is its answer byte for byte, ETag included, for a small table, a
+// large one (whose pointer move is sent before its metadata file is written) and names
+// whose location needs JSON escapes; a stale keyed commit's 409 is stored and replayed
+// and moves nothing.
+test('a keyed commit stores its answer as its record and replays it byte for byte, small or large, any name', async () => {
+  const big = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`p.${i}`, String(i % 10).repeat(1000)]));
+  for (const [name, properties] of [
+    ['plain', {}],
+    ['qu"ote\\back é ✓', {}],
+    ['large', big],
+  ]) {
+    const created = await call(c.base, 'POST', `${c.p}/namespaces/idem/tables`, { body: createBody(name, { properties }), expect: 200 });
+    const p = tablePath(c.p, NS, name);
+    let meta = created.json.metadata;
+    for (let i = 0; i < 2; i++) {
+      const key = uuidv7();
+      const body = JSON.stringify(appendCommit(meta, { ns: NS, name }).body);
+      const first = await keyed('POST', p, body, key);
+      assert.equal(first.status, 200, first.text);
+      if (name === 'large') assert.ok(first.text.length > 64 * 1024, 'the large table is sent ahead');
+      assert.ok(first.headers.etag, 'a commit answers with an ETag');
+      assertReplay(first, await keyed('POST', p, body, key));
+      const stored = psql(c.dbUrl, `SELECT status || ' ' || content_type || ' ' || etag || ' ' || md5(body) FROM idempotency_record WHERE key = '${key}'`);
+      const md5 = crypto.createHash('md5').update(first.text).digest('hex');
+      assert.equal(stored, `200 application/json ${first.headers.etag} ${md5}`, 'the record is the answer');
+      meta = first.json.metadata;
+    }
+    // A stale keyed commit: 409 stored and replayed; the table did not move.
+    const key = uuidv7();
+    const stale = JSON.stringify(appendCommit(created.json.metadata, { ns: NS, name }).body);
+    const lost = await keyed('POST', p, stale, key);
+    assertError(lost, 409, 'CommitFailedException');
+    assertReplay(lost, await keyed('POST', p, stale, key));
+    assert.equal((await load(name)).metadata.snapshots.length, 2);
+  }
 });
