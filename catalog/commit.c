@@ -1053,6 +1053,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	struct base_kept *kept = NULL;
 	struct cat_row row = {0};
 	struct cat_table_bytes held = {0};
+	const char *known;
 	json_t *base = NULL, *meta = NULL, *filled = NULL;
 	struct cat_row_stats st;
 	struct cat_scope sc;
@@ -1069,15 +1070,12 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	/* Else the loadTable cache may hold the text of the row's version (a
 	 * commit leaves the version it wrote there): the row is then read
 	 * without its metadata, which PostgreSQL would detoast and send again. */
-	if (kloc == NULL && !cat_table_cached(db, wh->name, &ch->ns, ch->name, &held))
-		held.hold = NULL;
+	known = kloc;
+	if (known == NULL && cat_table_cached(db, wh->name, &ch->ns, ch->name, &held))
+		known = held.metadata_location;
 	if (cat_scope_begin(db, tx, false, &sc, err) != 0)
 		goto out;
-	found = cat_row_read(sc.c, wh->id, &ch->ns, ch->name,
-	                     kloc != NULL        ? kloc
-	                     : held.hold != NULL ? held.metadata_location
-	                                         : NULL,
-	                     &row, err);
+	found = cat_row_read(sc.c, wh->id, &ch->ns, ch->name, known, &row, err);
 	(void)cat_scope_end(&sc, true, err); /* a read scope: nothing to commit */
 	if (found <= 0) {
 		rc = found < 0 ? -1 : TRY_LOCKED;
