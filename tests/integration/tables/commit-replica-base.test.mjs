@@ -6,7 +6,7 @@
 // succeed on A, and A's new metadata must be built on B's version, not on the one A held.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { request, startFloe, psql } from '../lib/harness.mjs';
+import { request, startFloe, psql, waitFor } from '../lib/harness.mjs';
 import { startCatalog, call, tablePath, createBody, appendCommit, assertError, readMetadataFile, uuidv7 } from './lib.mjs';
 
 const NS = ['rbase'];
@@ -22,7 +22,8 @@ const listeners = (url) =>
 
 before(async () => {
   a = await startCatalog('tbl_replica_base');
-  [aListener] = listeners(a.dbUrl); // before B starts: A's is the only one
+  // Before B starts, A's is the only one (A's listener connects on a thread of its own).
+  [aListener] = await waitFor(() => { const l = listeners(a.dbUrl); return l.length === 1 && l; }, { what: "A's LISTEN backend" });
   b = await startFloe({ databaseUrl: a.dbUrl });
   await call(a.base, 'POST', `${a.p}/namespaces`, { body: { namespace: NS }, expect: 200 });
 });
