@@ -7,6 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { request, startFloe, psql, waitFor } from '../lib/harness.mjs';
+import { parse, sum } from '../lib/prom.mjs';
 import { startCatalog, call, tablePath, createBody, appendCommit, assertError, readMetadataFile, uuidv7 } from './lib.mjs';
 
 const NS = ['rbase'];
@@ -92,10 +93,13 @@ test('text a replica cached for a table never stands in for a version another re
   const path = tablePath(a.p, NS, name);
   let v = (await call(a.base, 'POST', `${a.p}/namespaces/rbase/tables`, { body: createBody(name), expect: 200 })).json;
   const ids = [];
+  // Notifications from another process that A has applied.
+  const applied = async () => sum(parse((await request(a.base, 'GET', '/metrics')).text), 'floe_table_cache_notifications_total');
   for (let i = 0; i < 3; i++) {
     // A commits, and its loadTable cache holds what it wrote.
     const ca = appendCommit(v.metadata, { ns: NS, name });
     const va = (await call(a.base, 'POST', path, { body: ca.body, headers: { 'Idempotency-Key': uuidv7() }, expect: 200 })).json;
+    const n0 = await applied();
     process.kill(aListener, 'SIGSTOP');
     let cb;
     let vb;
@@ -115,6 +119,9 @@ test('text a replica cached for a table never stands in for a version another re
     } finally {
       process.kill(aListener, 'SIGCONT');
     }
+    // B's notification reaches A now; the next round starts once A has applied it, so that
+    // it cannot land on A's next commit and keep that one out of A's cache.
+    await waitFor(async () => (await applied()) > n0, { what: "B's notification applied on A" });
     assert.deepEqual(v.metadata.snapshots.map((s) => s['snapshot-id']), ids, `round ${i}: every snapshot, in order`);
     assert.equal(v.metadata.snapshots.at(-1)['parent-snapshot-id'], cb.snapshotId);
     assert.equal(v.metadata['metadata-log'].at(-1)['metadata-file'], vb['metadata-location'], `round ${i}: the metadata log ends with B's version`);
