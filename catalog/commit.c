@@ -200,26 +200,41 @@ static int metadata_dir_check(const json_t *meta, struct fl_err *err)
 }
 
 /* The text and the new file's name of version `version` of meta, the name
- * recorded in w; nothing is written yet (metadata_put). */
-static int metadata_text(const json_t *meta, int64_t version, struct cat_written *w, char **path,
-                         char **text, size_t *len, struct fl_err *err)
+ * recorded in w; nothing is written yet (metadata_put).  The snapshots that
+ * prev (the memo of the base's text, or NULL) holds are copied from it;
+ * *next (when next is not NULL) receives the memo of the new text, or NULL. */
+static int metadata_text_memo(const json_t *meta, int64_t version, const struct fl_json_memo *prev,
+                              struct fl_json_memo **next, struct cat_written *w, char **path,
+                              char **text, size_t *len, struct fl_err *err)
 {
 	char *t, *p;
 
+	if (next != NULL)
+		*next = NULL;
 	if (w->io == NULL)
 		return fl_err_set(err, FL_ERR_INTERNAL, "no storage handle for the warehouse");
 	if (metadata_dir_check(meta, err) != 0)
 		return -1;
-	t = fl_json_dump(meta, len);
+	t = fl_json_dump_memo(meta, "snapshots", prev, next, len);
 	p = metadata_file(meta, version);
 	if (t == NULL || p == NULL || written_add(w, p) != 0) {
 		free(t);
 		free(p);
+		if (next != NULL) {
+			fl_json_memo_unref(*next);
+			*next = NULL;
+		}
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	}
 	*path = p;
 	*text = t;
 	return 0;
+}
+
+static int metadata_text(const json_t *meta, int64_t version, struct cat_written *w, char **path,
+                         char **text, size_t *len, struct fl_err *err)
+{
+	return metadata_text_memo(meta, version, NULL, NULL, w, path, text, len, err);
 }
 
 /* Writes the file metadata_text named, durable when this returns; on
@@ -760,8 +775,9 @@ struct base_kept {
 	char id[40];
 	int64_t version;
 	char *location;
-	char *text;
+	char *text; /* NULL when memo holds it */
 	json_t *doc;
+	struct fl_json_memo *memo;
 };
 
 static void base_kept_run(void *arg, bool committed)
@@ -770,31 +786,36 @@ static void base_kept_run(void *arg, bool committed)
 
 	if (committed)
 		cat_base_put(k->bases, k->key, k->key_len, k->id, k->version, k->location, k->text,
-		             k->doc);
+		             k->doc, k->memo);
 	free(k->key);
 	free(k->location);
 	free(k->text);
 	json_decref(k->doc);
+	fl_json_memo_unref(k->memo);
 	free(k);
 }
 
 /* A NULL-safe record of version `version` (location, text, doc) of table
  * id for base_kept_run; NULL when out of memory (the cache is best effort).
- * doc must not be modified from now on. */
+ * doc must not be modified from now on.  memo (the dump of doc that wrote
+ * text, or NULL) is taken over, and holds the text when there. */
 static struct base_kept *base_kept_new(struct cat_db *db, const char *key, size_t key_len,
                                        const char *id, int64_t version, const char *location,
-                                       const char *text, json_t *doc)
+                                       const char *text, json_t *doc, struct fl_json_memo *memo)
 {
 	struct base_kept *k = calloc(1, sizeof(*k));
 
-	if (k == NULL)
+	if (k == NULL) {
+		fl_json_memo_unref(memo);
 		return NULL;
+	}
 	k->bases = db->bases;
+	k->memo = memo;
 	k->key = malloc(key_len);
 	k->key_len = key_len;
 	k->location = strdup(location);
-	k->text = strdup(text);
-	if (k->key == NULL || k->location == NULL || k->text == NULL) {
+	k->text = memo == NULL ? strdup(text) : NULL;
+	if (k->key == NULL || k->location == NULL || (memo == NULL && k->text == NULL)) {
 		base_kept_run(k, false);
 		return NULL;
 	}
@@ -1053,6 +1074,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	struct base_kept *kept = NULL;
 	struct cat_row row = {0};
 	struct cat_table_bytes held = {0};
+	struct fl_json_memo *memo = NULL, *next_memo = NULL;
 	const char *known;
 	json_t *base = NULL, *meta = NULL, *filled = NULL;
 	struct cat_row_stats st;
@@ -1065,7 +1087,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 
 	/* A version this process holds parsed is neither fetched nor parsed. */
 	key = cat_table_key(wh->id, &ch->ns, ch->name, &key_len);
-	if (!cat_base_get(db->bases, key, key_len, &kloc, NULL, &base))
+	if (!cat_base_get(db->bases, key, key_len, &kloc, NULL, &base, &memo))
 		kloc = NULL;
 	/* Else the loadTable cache may hold the text of the row's version (a
 	 * commit leaves the version it wrote there): the row is then read
@@ -1122,7 +1144,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 		char *loc = NULL;
 
 		if (row.metadata == NULL &&
-		    (!cat_base_get(db->bases, key, key_len, &loc, &row.metadata, &doc) ||
+		    (!cat_base_get(db->bases, key, key_len, &loc, &row.metadata, &doc, NULL) ||
 		     strcmp(loc, row.metadata_location) != 0)) {
 			rc = TRY_LOCKED;
 		} else {
@@ -1143,7 +1165,11 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	if (metadata_text(meta, row.version + 1, &w, &path, &text, &len, err) != 0)
+	/* A contended table (one the base cache holds) keeps the memo of the
+	 * new text for its next commit, whose dump then copies the snapshots
+	 * this one shares with it instead of writing them again. */
+	if (metadata_text_memo(meta, row.version + 1, fetched ? NULL : memo,
+	                       kloc != NULL ? &next_memo : NULL, &w, &path, &text, &len, err) != 0)
 		goto out;
 	ahead = len >= AHEAD_BYTES;
 	if (!ahead) {
@@ -1168,8 +1194,11 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	 * here is the base of the next tries, kept once it is committed (so
 	 * that they neither fetch nor parse it).  meta is built, not parsed,
 	 * but it is the document that text serializes. */
-	if (moved == 1 && kloc != NULL)
-		kept = base_kept_new(db, key, key_len, row.id, row.version + 1, path, text, meta);
+	if (moved == 1 && kloc != NULL) {
+		kept = base_kept_new(db, key, key_len, row.id, row.version + 1, path, text, meta,
+		                     next_memo);
+		next_memo = NULL; /* taken over */
+	}
 	if (moved == 1 && (tx != NULL || ahead)) {
 		/* The COMMIT of the scope or of the outer transaction makes it
 		 * durable and visible. */
@@ -1220,7 +1249,7 @@ out:
 	 * the copies cost more than the parse they would save. */
 	if (fetched && (rc == TRY_RACED || (rc < 0 && err->kind == FL_ERR_COMMIT_FAILED)))
 		cat_base_put(db->bases, key, key_len, row.id, row.version, row.metadata_location,
-		             row.metadata, base);
+		             row.metadata, base, NULL);
 	/* Not applied: the file is referenced by nothing (best effort, as ever). */
 	cat_written_done(&w, rc > 0 || (rc < 0 && err->kind != FL_ERR_COMMIT_STATE_UNKNOWN));
 	if (stale != NULL) {
@@ -1232,6 +1261,8 @@ out:
 	cat_row_free(&row);
 	if (held.hold != NULL)
 		cat_table_bytes_release(held.hold);
+	fl_json_memo_unref(memo);
+	fl_json_memo_unref(next_memo);
 	json_decref(base);
 	json_decref(meta);
 	json_decref(filled);

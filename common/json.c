@@ -5,6 +5,7 @@
  * body never reaches the recursive parser at a depth we did not allow. */
 #include "json.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,15 +190,40 @@ json_t *fl_json_find_int(const json_t *arr, const char *key, json_int_t id)
 
 #define DUMP_MAX_DEPTH 2048
 
+/* Where one element of a memo's array lies in its text. */
+struct memo_span {
+	const json_t *v;
+	size_t off, len;
+};
+
+struct fl_json_memo {
+	atomic_int refs;
+	json_t *doc; /* keeps the elements alive */
+	char *text;
+	size_t len;
+	struct memo_span *spans; /* in array order */
+	size_t n;
+};
+
 /* The text comes from jansson's allocator, as json_dumps' does: whoever
  * frees it with json_get_alloc_funcs' free (or free(), the default) still
- * may, and a test that fails jansson's allocations fails these too. */
+ * may, and a test that fails jansson's allocations fails these too.  With
+ * arr set, the elements of that array are copied from prev where it holds
+ * them (cursor: where the last one was found) and recorded in spans. */
 struct dump {
 	char *p;
 	size_t n, cap;
 	json_malloc_t alloc;
 	json_free_t free;
+	const json_t *arr;
+	const struct fl_json_memo *prev;
+	size_t cursor, misses;
+	struct memo_span *spans;
 };
+
+/* Elements written anew before prev is given up: a document that shares
+ * few of them with prev would otherwise search all of prev for each. */
+#define MEMO_MAX_MISSES 64
 
 static bool dump_room(struct dump *d, size_t k)
 {
@@ -294,6 +320,47 @@ static bool dump_int(struct dump *d, json_int_t v)
 	return dump_put(d, q, (size_t)(buf + sizeof(buf) - q));
 }
 
+static bool dump_value(struct dump *d, const json_t *v, int depth);
+
+/* Where prev's text holds e, or NULL.  Elements mostly keep their order
+ * from one version to the next (new ones appended, old ones dropped from
+ * the front), so the search starts where the last one was found. */
+static const struct memo_span *memo_find(struct dump *d, const json_t *e)
+{
+	const struct fl_json_memo *m = d->prev;
+
+	if (m == NULL)
+		return NULL;
+	for (size_t k = d->cursor; k < m->n; k++)
+		if (m->spans[k].v == e) {
+			d->cursor = k + 1;
+			return &m->spans[k];
+		}
+	for (size_t k = 0; k < d->cursor && k < m->n; k++)
+		if (m->spans[k].v == e) {
+			d->cursor = k + 1;
+			return &m->spans[k];
+		}
+	if (++d->misses > MEMO_MAX_MISSES)
+		d->prev = NULL;
+	return NULL;
+}
+
+/* Element i of the memoized array: prev's bytes when it holds e, else
+ * written; its place is recorded for the next memo. */
+static bool dump_element(struct dump *d, const json_t *e, size_t i, int depth)
+{
+	const struct memo_span *hit = memo_find(d, e);
+	size_t off = d->n;
+
+	if (hit != NULL ? !dump_put(d, d->prev->text + hit->off, hit->len)
+	                : !dump_value(d, e, depth))
+		return false;
+	if (d->spans != NULL)
+		d->spans[i] = (struct memo_span){e, off, d->n - off};
+	return true;
+}
+
 static bool dump_value(struct dump *d, const json_t *v, int depth)
 {
 	if (depth > DUMP_MAX_DEPTH)
@@ -321,10 +388,13 @@ static bool dump_value(struct dump *d, const json_t *v, int depth)
 
 		if (!dump_put(d, "[", 1))
 			return false;
-		for (size_t i = 0; i < n; i++)
-			if ((i > 0 && !dump_put(d, ",", 1)) ||
-			    !dump_value(d, json_array_get(v, i), depth + 1))
+		for (size_t i = 0; i < n; i++) {
+			if (i > 0 && !dump_put(d, ",", 1))
 				return false;
+			if (v == d->arr ? !dump_element(d, json_array_get(v, i), i, depth + 1)
+			                : !dump_value(d, json_array_get(v, i), depth + 1))
+				return false;
+		}
 		return dump_put(d, "]", 1);
 	}
 	case JSON_STRING: return dump_string(d, json_string_value(v), json_string_length(v));
@@ -357,6 +427,71 @@ char *fl_json_dump(const json_t *v, size_t *len)
 	if (len != NULL)
 		*len = d.n - 1;
 	return d.p;
+}
+
+char *fl_json_dump_memo(const json_t *v, const char *key, const struct fl_json_memo *prev,
+                        struct fl_json_memo **memo, size_t *len)
+{
+	struct dump d = {0};
+	struct fl_json_memo *m = NULL;
+	const json_t *arr = json_is_object(v) ? json_object_get(v, key) : NULL;
+	size_t n = json_array_size(arr);
+
+	if (memo != NULL)
+		*memo = NULL;
+	json_get_alloc_funcs(&d.alloc, &d.free);
+	d.arr = json_is_array(arr) ? arr : NULL;
+	d.prev = prev;
+	/* Spans of each element when a memo is asked for; none is best effort. */
+	if (memo != NULL && d.arr != NULL && n > 0)
+		d.spans = malloc(n * sizeof(*d.spans));
+	if (v == NULL || !dump_value(&d, v, 0) || !dump_put(&d, "", 1)) {
+		if (d.p != NULL)
+			d.free(d.p);
+		free(d.spans);
+		return NULL;
+	}
+	if (len != NULL)
+		*len = d.n - 1;
+	if (memo != NULL && (d.arr == NULL || n == 0 || d.spans != NULL) &&
+	    (m = calloc(1, sizeof(*m))) != NULL && (m->text = malloc(d.n)) != NULL) {
+		memcpy(m->text, d.p, d.n);
+		m->len = d.n - 1;
+		m->spans = d.spans;
+		m->n = d.spans != NULL ? n : 0;
+		m->doc = json_incref((json_t *)v);
+		atomic_init(&m->refs, 1);
+		*memo = m;
+		d.spans = NULL;
+	} else {
+		free(m);
+	}
+	free(d.spans);
+	return d.p;
+}
+
+struct fl_json_memo *fl_json_memo_ref(struct fl_json_memo *m)
+{
+	if (m != NULL)
+		atomic_fetch_add(&m->refs, 1);
+	return m;
+}
+
+void fl_json_memo_unref(struct fl_json_memo *m)
+{
+	if (m == NULL || atomic_fetch_sub(&m->refs, 1) != 1)
+		return;
+	json_decref(m->doc);
+	free(m->text);
+	free(m->spans);
+	free(m);
+}
+
+const char *fl_json_memo_text(const struct fl_json_memo *m, size_t *len)
+{
+	if (len != NULL)
+		*len = m->len;
+	return m->text;
 }
 
 void fl_json_decref(void *v)

@@ -45,6 +45,25 @@ int fl_json_check_str_map(const json_t *obj, const char *what, struct fl_err *er
  * 2048 levels (a cycle included). */
 char *fl_json_dump(const json_t *v, size_t *len);
 
+/* A document's text and where the elements of one of its arrays lie in
+ * it, so that the dump of a later document that shares those elements
+ * (the same json_t, as a table's next metadata shares its snapshots with
+ * the last one) copies their bytes instead of writing them again.  It
+ * holds the document, so those elements stay alive; nothing may modify
+ * them.  Shared between threads by reference count. */
+struct fl_json_memo;
+
+/* fl_json_dump of object v whose member `key` is an array: each element
+ * that prev (NULL for none) holds is copied from prev's text.  When memo
+ * is not NULL it receives a new memo of v and the returned text (a copy
+ * of it; NULL when out of memory, which fails nothing else). */
+char *fl_json_dump_memo(const json_t *v, const char *key, const struct fl_json_memo *prev,
+                        struct fl_json_memo **memo, size_t *len);
+struct fl_json_memo *fl_json_memo_ref(struct fl_json_memo *m);
+void fl_json_memo_unref(struct fl_json_memo *m);
+/* The text a memo holds (NUL-terminated) and its length. */
+const char *fl_json_memo_text(const struct fl_json_memo *m, size_t *len);
+
 /* True when the n bytes at s are well-formed UTF-8 (no overlongs, no
  * surrogates, nothing past U+10FFFF). */
 bool fl_utf8_valid(const char *s, size_t n);

@@ -31,11 +31,17 @@ struct base_slot {
 	char id[40]; /* the table's */
 	int64_t version;
 	char *location;
-	char *text;
+	char *text; /* NULL when memo holds it */
 	size_t text_len;
 	json_t *doc;
+	struct fl_json_memo *memo; /* the dump that wrote text, or NULL */
 	uint64_t used;
 };
+
+static const char *slot_text(const struct base_slot *s)
+{
+	return s->text != NULL ? s->text : fl_json_memo_text(s->memo, NULL);
+}
 
 struct cat_base_cache {
 	pthread_mutex_t mu;
@@ -59,6 +65,7 @@ static void slot_clear(struct base_slot *s)
 	free(s->location);
 	free(s->text);
 	json_decref(s->doc);
+	fl_json_memo_unref(s->memo);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -84,7 +91,7 @@ static struct base_slot *find(struct cat_base_cache *c, const char *key, size_t 
 }
 
 bool cat_base_get(struct cat_base_cache *c, const char *key, size_t key_len, char **location,
-                  char **text, json_t **doc)
+                  char **text, json_t **doc, struct fl_json_memo **memo)
 {
 	struct base_slot *s;
 	bool hit = false;
@@ -94,13 +101,15 @@ bool cat_base_get(struct cat_base_cache *c, const char *key, size_t key_len, cha
 	pthread_mutex_lock(&c->mu);
 	s = find(c, key, key_len);
 	if (s != NULL) {
-		char *l = strdup(s->location), *t = text != NULL ? strdup(s->text) : NULL;
+		char *l = strdup(s->location), *t = text != NULL ? strdup(slot_text(s)) : NULL;
 
 		if (l != NULL && (text == NULL || t != NULL)) {
 			*location = l;
 			if (text != NULL)
 				*text = t;
 			*doc = json_incref(s->doc);
+			if (memo != NULL)
+				*memo = fl_json_memo_ref(s->memo);
 			s->used = ++c->tick;
 			hit = true;
 		} else {
@@ -113,25 +122,32 @@ bool cat_base_get(struct cat_base_cache *c, const char *key, size_t key_len, cha
 }
 
 void cat_base_put(struct cat_base_cache *c, const char *key, size_t key_len, const char *id,
-                  int64_t version, const char *location, const char *text, json_t *doc)
+                  int64_t version, const char *location, const char *text, json_t *doc,
+                  struct fl_json_memo *memo)
 {
 	struct base_slot *s, fresh = {0}, old[BASE_SLOTS];
-	size_t n = strlen(text);
+	size_t n = 0;
 	int nold = 0;
 
-	if (c == NULL || key == NULL || n > BASE_MAX_TEXT)
+	if (memo != NULL)
+		(void)fl_json_memo_text(memo, &n);
+	else if (text != NULL)
+		n = strlen(text);
+	if (c == NULL || key == NULL || (text == NULL && memo == NULL) || n > BASE_MAX_TEXT)
 		return;
 	/* Copied outside the lock: a text is up to megabytes. */
 	fresh.key = malloc(key_len);
 	fresh.location = strdup(location);
-	fresh.text = malloc(n + 1);
-	if (fresh.key == NULL || fresh.location == NULL || fresh.text == NULL) {
+	fresh.memo = fl_json_memo_ref(memo);
+	fresh.text = memo == NULL ? malloc(n + 1) : NULL;
+	if (fresh.key == NULL || fresh.location == NULL || (memo == NULL && fresh.text == NULL)) {
 		slot_clear(&fresh);
 		return;
 	}
 	memcpy(fresh.key, key, key_len);
 	fresh.key_len = key_len;
-	memcpy(fresh.text, text, n + 1);
+	if (memo == NULL)
+		memcpy(fresh.text, text, n + 1);
 	fresh.text_len = n;
 	fresh.doc = json_incref(doc);
 	snprintf(fresh.id, sizeof(fresh.id), "%s", id);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "catalog.h"
+#include "json.h"
 #include "libpq.h"
 
 #define CAT_STMT_CACHE 96
@@ -93,19 +94,22 @@ struct cat_base_cache;
 struct cat_base_cache *cat_base_cache_new(void);
 void cat_base_cache_free(struct cat_base_cache *c);
 /* true with copies of the entry's location and text (not copied when text
- * is NULL: it is up to megabytes) and a new reference to its parsed
- * document (never to be modified); false on a miss or without a cache or
- * key, the out-parameters untouched. */
+ * is NULL: it is up to megabytes), a new reference to its parsed document
+ * (never to be modified) and, when memo is not NULL, one to the memo of
+ * the dump that wrote it (NULL when it was read, not written here); false
+ * on a miss or without a cache or key, the out-parameters untouched. */
 bool cat_base_get(struct cat_base_cache *c, const char *key, size_t key_len, char **location,
-                  char **text, json_t **doc);
+                  char **text, json_t **doc, struct fl_json_memo **memo);
 /* Keeps doc (a reference is taken; the caller must not modify doc from
  * now on) and a copy of text as version `version` of table id, stored at
  * location; a newer version of the same table already held is kept
  * instead.  Only committed versions belong here: as read, or as written
  * by a commit whose COMMIT succeeded (doc then built, not parsed, but the
- * document that text serializes). */
+ * document that text serializes).  With memo (the dump of doc that wrote
+ * text: a reference is taken) text is NULL and the memo's is kept. */
 void cat_base_put(struct cat_base_cache *c, const char *key, size_t key_len, const char *id,
-                  int64_t version, const char *location, const char *text, json_t *doc);
+                  int64_t version, const char *location, const char *text, json_t *doc,
+                  struct fl_json_memo *memo);
 
 /* One optimistic commit per table at a time in this process (gate.c). */
 struct cat_gates;

@@ -6,8 +6,10 @@
  * the time each commit holds the table.  This program grows one table by
  * PyIceberg-style appends (add-snapshot + set-snapshot-ref main, one
  * snapshot each) and prints, at each size, the mean time of the build and
- * of the serialization, beside jansson's own json_dumps and json_loads of
- * the same document for scale.  No database, no files: the document alone.
+ * of the serialization, of the serialization as a contended table's commit
+ * runs it (fl_json_dump_memo with the last version's memo; the two texts
+ * must be equal), and of jansson's own json_dumps and json_loads of the
+ * same document for scale.  No database, no files: the document alone.
  *
  * Usage: meta_build_bench [snapshots (default 1000)] [rounds per size (50)] */
 #include <inttypes.h>
@@ -42,14 +44,15 @@ static json_t *append_updates(const json_t *meta, int64_t id, int64_t now_ms)
 	                 (json_int_t)id, "type", "branch");
 }
 
-static int step(json_t **meta, int64_t id, int64_t now_ms, int64_t *apply_ns, int64_t *dump_ns,
-                size_t *len)
+static int step(json_t **meta, struct fl_json_memo **memo, int64_t id, int64_t now_ms,
+                int64_t *apply_ns, int64_t *dump_ns, int64_t *memo_ns, size_t *len)
 {
 	json_t *up = append_updates(*meta, id, now_ms), *out = NULL;
+	struct fl_json_memo *next = NULL;
 	struct fl_err err = {0};
 	bool changed = false;
-	int64_t t0 = fl_mono_ns(), t1, t2;
-	char *text;
+	int64_t t0 = fl_mono_ns(), t1, t2, t3;
+	char *text, *fast;
 
 	if (up == NULL || cat_meta_apply(*meta, "s3://bench/t/metadata/00001.metadata.json", up,
 	                                 now_ms, 100, &out, &changed, &err) != 0) {
@@ -60,16 +63,28 @@ static int step(json_t **meta, int64_t id, int64_t now_ms, int64_t *apply_ns, in
 	t1 = fl_mono_ns();
 	text = fl_json_dump(out, len);
 	t2 = fl_mono_ns();
+	/* As a contended table's commit dumps it: copying what the base shares. */
+	fast = fl_json_dump_memo(out, "snapshots", *memo, &next, NULL);
+	t3 = fl_mono_ns();
 	json_decref(up);
-	if (text == NULL) {
+	if (text == NULL || fast == NULL || strcmp(text, fast) != 0) {
+		fprintf(stderr, "meta_build: %s\n",
+		        text && fast ? "the memo's dump differs" : "out of memory");
+		free(text);
+		free(fast);
+		fl_json_memo_unref(next);
 		json_decref(out);
 		return -1;
 	}
 	free(text);
+	free(fast);
+	fl_json_memo_unref(*memo);
+	*memo = next;
 	json_decref(*meta);
 	*meta = out;
 	*apply_ns += t1 - t0;
 	*dump_ns += t2 - t1;
+	*memo_ns += t3 - t2;
 	return 0;
 }
 
@@ -94,10 +109,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	json_decref(req);
-	printf("snapshots  bytes     build_ms  dump_ms  jansson_dumps_ms  jansson_loads_ms\n");
+	struct fl_json_memo *memo = NULL;
+
+	printf("snapshots  bytes     build_ms  dump_ms  memo_dump_ms  jansson_dumps_ms  "
+	       "jansson_loads_ms\n");
 	/* Each size is reached by untimed appends, then timed ones up to it. */
 	for (int next = 100; size < target; next *= 2) {
-		int64_t a = 0, d = 0, jd, jl;
+		int64_t a = 0, d = 0, m = 0, jd, jl;
 		int stop = next < target ? next : target,
 		    from = stop - rounds > size ? stop - rounds : size;
 		size_t len = 0;
@@ -105,8 +123,8 @@ int main(int argc, char **argv)
 
 		for (; size < stop; size++) {
 			if (size == from)
-				a = d = 0;
-			if (step(&meta, id++, now_ms++, &a, &d, &len) != 0)
+				a = d = m = 0;
+			if (step(&meta, &memo, id++, now_ms++, &a, &d, &m, &len) != 0)
 				return 1;
 		}
 		jd = fl_mono_ns();
@@ -116,9 +134,11 @@ int main(int argc, char **argv)
 		json_decref(text ? json_loads(text, 0, NULL) : NULL);
 		jl = fl_mono_ns() - jl;
 		free(text);
-		printf("%9d  %8zu  %8.3f  %7.3f  %16.3f  %16.3f\n", size, len,
-		       a / 1e6 / (stop - from), d / 1e6 / (stop - from), jd / 1e6, jl / 1e6);
+		printf("%9d  %8zu  %8.3f  %7.3f  %12.3f  %16.3f  %16.3f\n", size, len,
+		       a / 1e6 / (stop - from), d / 1e6 / (stop - from), m / 1e6 / (stop - from),
+		       jd / 1e6, jl / 1e6);
 	}
+	fl_json_memo_unref(memo);
 	json_decref(meta);
 	return 0;
 }

@@ -32,7 +32,7 @@ static void put(struct cat_base_cache *c, int i, const char *text)
 	json_t *doc = json_pack("{s:i}", "t", i);
 
 	snprintf(loc, sizeof(loc), "loc%d", i);
-	cat_base_put(c, key, len, "id", 1, loc, text, doc);
+	cat_base_put(c, key, len, "id", 1, loc, text, doc, NULL);
 	json_decref(doc);
 	free(key);
 }
@@ -43,7 +43,7 @@ static bool held(struct cat_base_cache *c, int i)
 	size_t len;
 	char *key = key_of(i, &len), *loc = NULL, *text = NULL, want[16];
 	json_t *doc = NULL;
-	bool hit = cat_base_get(c, key, len, &loc, &text, &doc);
+	bool hit = cat_base_get(c, key, len, &loc, &text, &doc, NULL);
 
 	if (hit) {
 		snprintf(want, sizeof(want), "loc%d", i);
@@ -66,30 +66,30 @@ static void test_get_answers_its_key_only(void **state)
 
 	(void)state;
 	assert_false(held(c, 1));
-	cat_base_put(c, key, len, "id", 1, "file:///m/00001-x.metadata.json", "{\"a\":\"b\"}",
-	             mine);
-	assert_true(cat_base_get(c, key, len, &loc, &text, &doc));
+	cat_base_put(c, key, len, "id", 1, "file:///m/00001-x.metadata.json", "{\"a\":\"b\"}", mine,
+	             NULL);
+	assert_true(cat_base_get(c, key, len, &loc, &text, &doc, NULL));
 	assert_string_equal(loc, "file:///m/00001-x.metadata.json");
 	assert_string_equal(text, "{\"a\":\"b\"}");
 	assert_ptr_equal(doc, mine); /* shared, not copied */
 	assert_false(held(c, 2));
 	/* A newer version of the same table replaces the entry; an older one,
 	 * read before that version was committed, does not. */
-	cat_base_put(c, key, len, "id", 2, "file:///m/00002-y.metadata.json", "{}", mine);
-	cat_base_put(c, key, len, "id", 1, "file:///m/00001-x.metadata.json", "{\"a\":\"b\"}",
-	             mine);
+	cat_base_put(c, key, len, "id", 2, "file:///m/00002-y.metadata.json", "{}", mine, NULL);
+	cat_base_put(c, key, len, "id", 1, "file:///m/00001-x.metadata.json", "{\"a\":\"b\"}", mine,
+	             NULL);
 	free(loc);
 	free(text);
 	json_decref(doc);
-	assert_true(cat_base_get(c, key, len, &loc, &text, &doc));
+	assert_true(cat_base_get(c, key, len, &loc, &text, &doc, NULL));
 	assert_string_equal(loc, "file:///m/00002-y.metadata.json");
 	assert_string_equal(text, "{}");
 	free(loc);
 	free(text);
 	json_decref(doc);
 	/* Another table of that name (dropped and created again) starts over. */
-	cat_base_put(c, key, len, "id2", 0, "file:///n/00000-z.metadata.json", "[]", mine);
-	assert_true(cat_base_get(c, key, len, &loc, &text, &doc));
+	cat_base_put(c, key, len, "id2", 0, "file:///n/00000-z.metadata.json", "[]", mine, NULL);
+	assert_true(cat_base_get(c, key, len, &loc, &text, &doc, NULL));
 	assert_string_equal(loc, "file:///n/00000-z.metadata.json");
 	free(loc);
 	free(text);
@@ -97,7 +97,7 @@ static void test_get_answers_its_key_only(void **state)
 	/* Without text only the location and the document are given. */
 	loc = NULL;
 	doc = NULL;
-	assert_true(cat_base_get(c, key, len, &loc, NULL, &doc));
+	assert_true(cat_base_get(c, key, len, &loc, NULL, &doc, NULL));
 	assert_string_equal(loc, "file:///n/00000-z.metadata.json");
 	assert_ptr_equal(doc, mine);
 	free(loc);
@@ -105,7 +105,7 @@ static void test_get_answers_its_key_only(void **state)
 	json_decref(mine);
 	free(key);
 	cat_base_cache_free(c);
-	assert_false(cat_base_get(NULL, "k", 1, &loc, &text, &doc));
+	assert_false(cat_base_get(NULL, "k", 1, &loc, &text, &doc, NULL));
 }
 
 static void test_least_recently_used_goes_first(void **state)

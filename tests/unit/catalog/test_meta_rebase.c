@@ -31,6 +31,16 @@ static char *random_updates(const json_t *base, uint64_t *s, int64_t *cur, int64
 	int64_t id = 1000 + step;
 
 	assert_non_null(out);
+	/* Now and then the oldest snapshot expires (not the current one). */
+	const json_t *snaps = json_object_get(base, "snapshots");
+	json_int_t oldest =
+	        json_integer_value(json_object_get(json_array_get(snaps, 0), "snapshot-id"));
+
+	if (json_array_size(snaps) > 3 && oldest != *cur && rnd(s) % 6 == 0) {
+		snprintf(out, 2048, "[{'action':'remove-snapshots','snapshot-ids':[%lld]}]",
+		         (long long)oldest);
+		return out;
+	}
 	switch (rnd(s) % 5) {
 	case 0:
 	case 1: /* an append, as most commits are */
@@ -92,6 +102,66 @@ static json_t *apply(const json_t *base, const char *loc, const char *updates, i
 	return out;
 }
 
+/* The dump of each new version that copies from the memo of the last one
+ * (commit.c: the snapshots a version shares with its base) writes the
+ * bytes fl_json_dump writes, over appends, expiries and the rest. */
+static void test_memo_dumps_equal_plain_dumps(void **state)
+{
+	(void)state;
+	for (uint64_t seed = 1; seed <= 8; seed++) {
+		uint64_t s = seed * 0xD1B54A32D192ED03ULL;
+		int64_t cur = 0, seq = 0;
+		json_t *doc = tm_table(seed % 2 ? 2 : 3);
+		struct fl_json_memo *memo = NULL;
+		size_t copied = 0;
+
+		for (int step = 0; step < 80; step++) {
+			char loc[96], *ups = random_updates(doc, &s, &cur, &seq, step);
+			struct fl_json_memo *next = NULL;
+			json_t *nd;
+			char *plain, *fast;
+			size_t n;
+
+			snprintf(loc, sizeof(loc),
+			         "s3://bucket/wh/ns/t/metadata/%05d-x.metadata.json", step);
+			nd = apply(doc, loc, ups, TM_NOW + 1000 + step);
+			plain = fl_json_dump(nd, NULL);
+			fast = fl_json_dump_memo(nd, "snapshots", memo, &next, &n);
+			assert_non_null(plain);
+			assert_non_null(fast);
+			assert_non_null(next);
+			if (strcmp(plain, fast) != 0 || n != strlen(plain))
+				fail_msg("seed %llu step %d: the memo's dump differs after %s",
+				         (unsigned long long)seed, step, ups);
+			assert_string_equal(fl_json_memo_text(next, NULL), plain);
+			if (memo != NULL)
+				copied += json_array_size(json_object_get(nd, "snapshots")) > 0;
+			fl_json_memo_unref(memo);
+			memo = next;
+			/* The base is released: the memo keeps its snapshots alive. */
+			json_decref(doc);
+			doc = nd;
+			free(plain);
+			free(fast);
+			free(ups);
+		}
+		assert_true(copied > 0);
+		/* A memo that shares nothing with the document (a deep copy's
+		 * elements are new objects) changes nothing either. */
+		json_t *copy = json_deep_copy(doc);
+		char *plain = fl_json_dump(copy, NULL),
+		     *fast = fl_json_dump_memo(copy, "snapshots", memo, NULL, NULL);
+
+		assert_non_null(fast);
+		assert_string_equal(fast, plain);
+		free(plain);
+		free(fast);
+		json_decref(copy);
+		fl_json_memo_unref(memo);
+		json_decref(doc);
+	}
+}
+
 static void test_built_and_parsed_bases_emit_the_same_bytes(void **state)
 {
 	(void)state;
@@ -140,6 +210,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_built_and_parsed_bases_emit_the_same_bytes),
+	        cmocka_unit_test(test_memo_dumps_equal_plain_dumps),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
