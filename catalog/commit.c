@@ -775,9 +775,8 @@ struct base_kept {
 	char id[40];
 	int64_t version;
 	char *location;
-	char *text; /* NULL when memo holds it */
 	json_t *doc;
-	struct fl_json_memo *memo;
+	struct fl_json_memo *memo; /* holds the text */
 };
 
 static void base_kept_run(void *arg, bool committed)
@@ -785,25 +784,24 @@ static void base_kept_run(void *arg, bool committed)
 	struct base_kept *k = arg;
 
 	if (committed)
-		cat_base_put(k->bases, k->key, k->key_len, k->id, k->version, k->location, k->text,
+		cat_base_put(k->bases, k->key, k->key_len, k->id, k->version, k->location, NULL,
 		             k->doc, k->memo);
 	free(k->key);
 	free(k->location);
-	free(k->text);
 	json_decref(k->doc);
 	fl_json_memo_unref(k->memo);
 	free(k);
 }
 
-/* A NULL-safe record of version `version` (location, text, doc) of table
- * id for base_kept_run; NULL when out of memory (the cache is best effort).
- * doc must not be modified from now on.  memo (the dump of doc that wrote
- * text, or NULL) is taken over, and holds the text when there. */
+/* A NULL-safe record of version `version` (location, doc, and memo, the
+ * dump of doc that wrote its text, taken over) of table id for
+ * base_kept_run; NULL when out of memory, the memo included (the cache is
+ * best effort).  doc must not be modified from now on. */
 static struct base_kept *base_kept_new(struct cat_db *db, const char *key, size_t key_len,
                                        const char *id, int64_t version, const char *location,
-                                       const char *text, json_t *doc, struct fl_json_memo *memo)
+                                       json_t *doc, struct fl_json_memo *memo)
 {
-	struct base_kept *k = calloc(1, sizeof(*k));
+	struct base_kept *k = memo != NULL ? calloc(1, sizeof(*k)) : NULL;
 
 	if (k == NULL) {
 		fl_json_memo_unref(memo);
@@ -814,8 +812,7 @@ static struct base_kept *base_kept_new(struct cat_db *db, const char *key, size_
 	k->key = malloc(key_len);
 	k->key_len = key_len;
 	k->location = strdup(location);
-	k->text = memo == NULL ? strdup(text) : NULL;
-	if (k->key == NULL || k->location == NULL || (memo == NULL && k->text == NULL)) {
+	if (k->key == NULL || k->location == NULL) {
 		base_kept_run(k, false);
 		return NULL;
 	}
@@ -1195,7 +1192,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	 * that they neither fetch nor parse it).  meta is built, not parsed,
 	 * but it is the document that text serializes. */
 	if (moved == 1 && kloc != NULL) {
-		kept = base_kept_new(db, key, key_len, row.id, row.version + 1, path, text, meta,
+		kept = base_kept_new(db, key, key_len, row.id, row.version + 1, path, meta,
 		                     next_memo);
 		next_memo = NULL; /* taken over */
 	}

@@ -331,16 +331,14 @@ static const struct memo_span *memo_find(struct dump *d, const json_t *e)
 
 	if (m == NULL)
 		return NULL;
-	for (size_t k = d->cursor; k < m->n; k++)
+	for (size_t j = 0, k = d->cursor; j < m->n; j++, k++) {
+		if (k >= m->n)
+			k = 0;
 		if (m->spans[k].v == e) {
 			d->cursor = k + 1;
 			return &m->spans[k];
 		}
-	for (size_t k = 0; k < d->cursor && k < m->n; k++)
-		if (m->spans[k].v == e) {
-			d->cursor = k + 1;
-			return &m->spans[k];
-		}
+	}
 	if (++d->misses > MEMO_MAX_MISSES)
 		d->prev = NULL;
 	return NULL;
@@ -414,19 +412,26 @@ static bool dump_value(struct dump *d, const json_t *v, int depth)
 	return false;
 }
 
+/* Writes v into d (set up but for its allocator) and returns the text, or
+ * NULL with nothing left allocated but d->spans. */
+static char *dump_run(struct dump *d, const json_t *v, size_t *len)
+{
+	json_get_alloc_funcs(&d->alloc, &d->free);
+	if (v == NULL || !dump_value(d, v, 0) || !dump_put(d, "", 1)) {
+		if (d->p != NULL)
+			d->free(d->p);
+		return NULL;
+	}
+	if (len != NULL)
+		*len = d->n - 1;
+	return d->p;
+}
+
 char *fl_json_dump(const json_t *v, size_t *len)
 {
 	struct dump d = {0};
 
-	json_get_alloc_funcs(&d.alloc, &d.free);
-	if (v == NULL || !dump_value(&d, v, 0) || !dump_put(&d, "", 1)) {
-		if (d.p != NULL)
-			d.free(d.p);
-		return NULL;
-	}
-	if (len != NULL)
-		*len = d.n - 1;
-	return d.p;
+	return dump_run(&d, v, len);
 }
 
 char *fl_json_dump_memo(const json_t *v, const char *key, const struct fl_json_memo *prev,
@@ -439,20 +444,15 @@ char *fl_json_dump_memo(const json_t *v, const char *key, const struct fl_json_m
 
 	if (memo != NULL)
 		*memo = NULL;
-	json_get_alloc_funcs(&d.alloc, &d.free);
 	d.arr = json_is_array(arr) ? arr : NULL;
 	d.prev = prev;
 	/* Spans of each element when a memo is asked for; none is best effort. */
 	if (memo != NULL && d.arr != NULL && n > 0)
 		d.spans = malloc(n * sizeof(*d.spans));
-	if (v == NULL || !dump_value(&d, v, 0) || !dump_put(&d, "", 1)) {
-		if (d.p != NULL)
-			d.free(d.p);
+	if (dump_run(&d, v, len) == NULL) {
 		free(d.spans);
 		return NULL;
 	}
-	if (len != NULL)
-		*len = d.n - 1;
 	if (memo != NULL && (d.arr == NULL || n == 0 || d.spans != NULL) &&
 	    (m = calloc(1, sizeof(*m))) != NULL && (m->text = malloc(d.n)) != NULL) {
 		memcpy(m->text, d.p, d.n);
