@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+_Thread_local bool fl_no_wait;
+
 void fl_err_put(struct fl_err *err, enum fl_err_kind kind, const char *fmt, ...)
 {
 	va_list ap;
@@ -78,6 +80,7 @@ const char *fl_err_kind_name(enum fl_err_kind kind)
 	        [FL_ERR_IO] = "io",
 	        [FL_ERR_INTERNAL] = "internal",
 	        [FL_ERR_NOMEM] = "nomem",
+	        [FL_ERR_WOULD_BLOCK] = "would-block",
 	};
 
 	if ((unsigned)kind >= FL_ERR_KIND_COUNT)

@@ -7,6 +7,7 @@
 #ifndef FL_ERR_H
 #define FL_ERR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define FL_MUST_CHECK __attribute__((warn_unused_result))
@@ -36,6 +37,7 @@ enum fl_err_kind {
 	FL_ERR_IO, /* storage failure */
 	FL_ERR_INTERNAL, /* a bug or an unexpected failure */
 	FL_ERR_NOMEM,
+	FL_ERR_WOULD_BLOCK, /* this thread may not wait (fl_may_wait); never answered */
 	FL_ERR_KIND_COUNT
 };
 
@@ -64,6 +66,19 @@ int fl_err_prefix(struct fl_err *err, const char *fmt, ...) FL_PRINTF(2, 3);
 
 /* Resets err to FL_ERR_NONE with an empty message. */
 void fl_err_clear(struct fl_err *err);
+
+/* A thread that must never wait, such as an HTTP front thread serving from
+ * memory (server/httpd.c), sets fl_no_wait.  Whatever would then wait for
+ * PostgreSQL, the network or another thread calls fl_may_wait first, which
+ * fails with FL_ERR_WOULD_BLOCK: the caller gives the work to a thread that
+ * may wait, which does it again from the start.  Work done before such a
+ * point is therefore done twice, so only reads run where fl_no_wait is set. */
+extern _Thread_local bool fl_no_wait;
+
+static inline int fl_may_wait(struct fl_err *err)
+{
+	return fl_no_wait ? fl_err_set(err, FL_ERR_WOULD_BLOCK, "this thread may not wait") : 0;
+}
 
 /* The stable short name of a kind, for logs ("commit-failed"). */
 const char *fl_err_kind_name(enum fl_err_kind kind);

@@ -301,7 +301,7 @@ static int fetch_url(const char *url, char **out, size_t *n, struct fl_err *err)
 	CURLcode rc;
 	CURL *c;
 
-	if (cu == NULL)
+	if (fl_may_wait(err) != 0 || cu == NULL)
 		return -1;
 	if ((c = cu->easy_init()) == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
@@ -625,7 +625,10 @@ static int verify_token(struct srv_auth *a, const char *tok, struct token_slot *
 	} else if (cfg->oidc_issuer[0] != '\0' && strcmp(iss, cfg->oidc_issuer) == 0) {
 		x.issuer = cfg->oidc_issuer;
 		x.audience = cfg->oidc_audience;
-		pthread_mutex_lock(&a->ext_mu);
+		/* A worker may hold ext_mu while it fetches the JWKS. */
+		if (fl_no_wait ? pthread_mutex_trylock(&a->ext_mu) != 0
+		               : pthread_mutex_lock(&a->ext_mu) != 0)
+			return fl_err_set(err, FL_ERR_WOULD_BLOCK, "the JWKS is being fetched");
 		rc = srv_jwt_verify(tok, &a->ext, &x, &c, &unknown_kid, err);
 		/* A new kid may mean the issuer rotated its keys: look again, but
 		 * never more often than oidc-jwks-refresh. */
@@ -634,6 +637,10 @@ static int verify_token(struct srv_auth *a, const char *tok, struct token_slot *
 		     fl_mono_ns() - a->ext_fetched_ns >= cfg->oidc_jwks_refresh * 1000000000LL)) {
 			struct fl_err ferr = {0};
 
+			if (fl_may_wait(err) != 0) {
+				pthread_mutex_unlock(&a->ext_mu);
+				return -1;
+			}
 			if (refresh_jwks(a, &ferr) != 0)
 				fl_warn(NULL, "auth: %s", ferr.msg);
 			else

@@ -470,7 +470,12 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 out:
 	json_decref(extra);
 	free(filtered);
-	cat_table_bytes_release(t.hold);
+	/* Extras that would wait (httpd.c) are made by a worker, which runs
+	 * this again: it answers with the same bytes. */
+	if (rc != 0 && err->kind == FL_ERR_WOULD_BLOCK)
+		r->loaded = t;
+	else
+		cat_table_bytes_release(t.hold);
 	return rc;
 }
 

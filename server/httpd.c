@@ -1,13 +1,25 @@
-/* httpd.c - the HTTP front: libmicrohttpd with an epoll thread pool.
+/* httpd.c - the HTTP front: libmicrohttpd's epoll threads, and workers.
+ *
+ * Two kinds of threads.  libmicrohttpd's (http-threads, one per CPU) read
+ * requests, write responses and answer what is served from memory; they
+ * never wait (fl_no_wait, err.h).  The workers (threads) run everything
+ * else: whatever waits on PostgreSQL, storage, a lock held across a
+ * commit.  So a commit holding a worker for milliseconds never delays a
+ * cached loadTable, and the cores serve cached reads with as few threads
+ * as mhd_hello, the ceiling, does.
  *
  * Request life: the first access-handler call allocates struct srv_req (and
  * its arena) and returns; later calls append upload data to the body, which
  * is bounded by max-body-bytes (past it the data is dropped and the request
- * answered 413); the final call routes and runs the handler, and the response
- * is queued on that call — never on the first one, which would cost
- * keep-alive.  A loadTable that misses the cache parks instead: its
- * connection is suspended until a loader thread has read the table, then
- * the handler runs again on the resumed call.  The completion callback
+ * answered 413); the final call routes it.  A loadTable (or /healthz) then
+ * runs there; any other route, or a loadTable that would wait after all
+ * (FL_ERR_WOULD_BLOCK: its warehouse, principal or credentials not cached),
+ * is handed to a worker: the connection is suspended and queued, and the
+ * worker's response is queued once the worker has resumed it.  A loadTable
+ * that misses the cache parks instead: its connection is suspended until a
+ * loader thread has read the table, then the handler runs again on the
+ * resumed call.  A response is queued on a call after the first, never on
+ * the first one, which would cost keep-alive.  The completion callback
  * records metrics and frees the arena.
  *
  * Paths arrive raw (the unescape callback is a no-op) and are split on '/'
@@ -16,6 +28,8 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,9 +53,16 @@ struct srv_httpd {
 	struct MHD_Daemon *d;
 	struct srv_ctx *ctx;
 	atomic_int active;
-	atomic_int parked; /* connections suspended for a read */
+	atomic_int parked; /* connections suspended for a read or a worker */
 	atomic_bool stopping;
 	atomic_uint_least64_t next_id; /* request ids: a random start, then counted */
+	/* The workers and their queue, oldest first. */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct srv_req *head, *tail;
+	bool quit;
+	pthread_t *workers;
+	unsigned nworkers;
 };
 
 static size_t no_unescape(void *cls, struct MHD_Connection *c, char *s)
@@ -121,9 +142,11 @@ static bool mutating(const char *method)
 	       strcmp(method, "PUT") == 0;
 }
 
+/* Parked only from an HTTP thread: a worker's connection is suspended
+ * already, and a worker may wait for the read. */
 bool srv_can_park(const struct srv_req *r)
 {
-	return r->httpd != NULL && !r->resumed && r->tx == NULL &&
+	return r->httpd != NULL && fl_no_wait && !r->resumed && r->tx == NULL &&
 	       !atomic_load(&r->httpd->stopping);
 }
 
@@ -157,13 +180,20 @@ int srv_park_table_load(struct srv_req *r, const char *wh, const struct cat_ns *
 	return 0;
 }
 
-/* Runs the route's handler; a failure becomes the error model. */
+/* Runs the route's handler; a failure becomes the error model, except
+ * FL_ERR_WOULD_BLOCK, which leaves r without a response for a worker. */
 static void run_handler(struct srv_req *r)
 {
 	struct fl_err err = {0};
 
 	if (r->route->handler(r, &err) == 0 && (r->resp != NULL || r->parked))
 		return;
+	if (err.kind == FL_ERR_WOULD_BLOCK) {
+		if (r->resp != NULL)
+			srv_libmhd()->destroy_response(r->resp);
+		r->resp = NULL;
+		return;
+	}
 	if (err.kind == FL_ERR_NONE)
 		fl_err_set(&err, r->resp == NULL ? FL_ERR_NOMEM : FL_ERR_INTERNAL,
 		           "handler failed without a reason");
@@ -235,26 +265,39 @@ fail:
 	srv_reply_error(r, &err, NULL);
 }
 
-static void dispatch(struct srv_req *r)
+/* Routes r; an error (413, 404, 405, a malformed path) is its response. */
+static void route(struct srv_req *r)
 {
 	struct fl_err err = {0};
-	const char *key;
 	char allow[64];
 
 	if (r->body_too_large) {
 		fl_err_set(&err, FL_ERR_TOO_LARGE,
 		           "request body exceeds the limit of %lld bytes (max-body-bytes)",
 		           (long long)r->ctx->cfg->max_body_bytes);
-		goto fail;
-	}
-	if (srv_path_split(r->arena, r->raw_path, r->segs, SRV_MAX_SEGS, &r->nsegs, &err) != 0)
-		goto fail;
-	if (srv_route_match(r, allow, sizeof(allow), &err) != 0) {
+		srv_reply_error(r, &err, NULL);
+	} else if (srv_path_split(r->arena, r->raw_path, r->segs, SRV_MAX_SEGS, &r->nsegs, &err) !=
+	           0) {
+		srv_reply_error(r, &err, NULL);
+	} else if (srv_route_match(r, allow, sizeof(allow), &err) != 0) {
 		srv_reply_error(r, &err, allow);
+	}
+}
+
+/* Authorizes and runs a routed request (on an HTTP thread, it may end
+ * without a response: see run_handler). */
+static void dispatch(struct srv_req *r)
+{
+	struct fl_err err = {0};
+	const char *key;
+
+	if (srv_auth_request(r, &err) != 0) {
+		if (err.kind == FL_ERR_NONE)
+			fl_err_set(&err, FL_ERR_INTERNAL, "authorization failed without a reason");
+		if (err.kind != FL_ERR_WOULD_BLOCK)
+			srv_reply_error(r, &err, NULL);
 		return;
 	}
-	if (srv_auth_request(r, &err) != 0)
-		goto fail;
 	key = srv_header(r, "Idempotency-Key");
 	/* Responses of the token endpoint and of the access management API may
 	 * carry a token or a secret, which must never be stored: those routes
@@ -264,11 +307,54 @@ static void dispatch(struct srv_req *r)
 		run_idempotent(r, key);
 	else
 		run_handler(r);
-	return;
-fail:
-	if (err.kind == FL_ERR_NONE)
-		fl_err_set(&err, FL_ERR_INTERNAL, "handler failed without a reason");
-	srv_reply_error(r, &err, NULL);
+}
+
+/* Suspends r's connection and queues r for a worker. */
+static enum MHD_Result hand_over(struct srv_req *r)
+{
+	struct srv_httpd *h = r->httpd;
+
+	atomic_fetch_add(&h->parked, 1);
+	srv_libmhd()->suspend_connection(r->conn);
+	pthread_mutex_lock(&h->mu);
+	r->next = NULL;
+	if (h->tail != NULL)
+		h->tail->next = r;
+	else
+		h->head = r;
+	h->tail = r;
+	pthread_cond_signal(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+	return MHD_YES;
+}
+
+/* A worker: runs what was handed over (the handler alone when it had run
+ * once already, after a park), then resumes the connection, whose next
+ * access-handler call queues the response.  r may end once resumed. */
+static void *worker_main(void *arg)
+{
+	struct srv_httpd *h = arg;
+	struct srv_req *r;
+
+	pthread_setname_np(pthread_self(), "floe-worker");
+	for (;;) {
+		pthread_mutex_lock(&h->mu);
+		while (h->head == NULL && !h->quit)
+			pthread_cond_wait(&h->cv, &h->mu);
+		r = h->head;
+		if (r != NULL && (h->head = r->next) == NULL)
+			h->tail = NULL;
+		pthread_mutex_unlock(&h->mu);
+		if (r == NULL)
+			return NULL;
+		if (r->resumed)
+			run_handler(r);
+		else
+			dispatch(r);
+		r->worked = true;
+		srv_libmhd()->resume_connection(r->conn);
+		atomic_fetch_sub(&h->parked, 1);
+	}
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -307,7 +393,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (cl != NULL &&
 		    strtoull(cl, NULL, 10) > (unsigned long long)h->ctx->cfg->max_body_bytes) {
 			r->body_too_large = true;
-			dispatch(r);
+			route(r);
 			return r->resp ? srv_libmhd()->queue_response(conn, r->status, r->resp)
 			               : MHD_NO;
 		}
@@ -325,15 +411,26 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_size = 0;
 		return MHD_YES;
 	}
-	if (r->parked) {
+	fl_no_wait = true;
+	if (r->worked) {
+		/* Resumed by the worker that answered it. */
+	} else if (r->parked) {
 		/* Resumed: routed and authorized already, the handler runs again. */
 		r->parked = false;
 		r->resumed = true;
 		run_handler(r);
+		if (r->resp == NULL)
+			return hand_over(r);
 	} else {
-		dispatch(r);
+		route(r);
+		if (r->resp == NULL && !srv_route_from_memory(r->route))
+			return hand_over(r);
+		if (r->resp == NULL)
+			dispatch(r);
 		if (r->parked)
 			return MHD_YES;
+		if (r->resp == NULL)
+			return hand_over(r);
 	}
 	if (r->resp == NULL)
 		return MHD_NO;
@@ -395,6 +492,48 @@ static unsigned worker_threads(const struct srv_config *cfg)
 	return n < 4 && cfg->threads == 0 ? 4u : n > 256 ? 256u : (unsigned)n;
 }
 
+/* libmicrohttpd's threads: the setting, or one per CPU this process may
+ * run on, at most 8 (they never wait, so more than the cores only adds
+ * switches). */
+static unsigned http_threads(const struct srv_config *cfg)
+{
+	cpu_set_t set;
+	int n;
+
+	if (cfg->http_threads > 0)
+		return (unsigned)cfg->http_threads;
+	n = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+	return n < 1 ? 1u : n > 8 ? 8u : (unsigned)n;
+}
+
+/* Tells the workers to leave once the queue is empty, and joins them. */
+static void workers_stop(struct srv_httpd *h)
+{
+	pthread_mutex_lock(&h->mu);
+	h->quit = true;
+	pthread_cond_broadcast(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+	for (unsigned i = 0; i < h->nworkers; i++)
+		pthread_join(h->workers[i], NULL);
+	free(h->workers);
+	pthread_cond_destroy(&h->cv);
+	pthread_mutex_destroy(&h->mu);
+}
+
+static int workers_start(struct srv_httpd *h, unsigned n, struct fl_err *err)
+{
+	pthread_mutex_init(&h->mu, NULL);
+	pthread_cond_init(&h->cv, NULL);
+	h->workers = calloc(n, sizeof(*h->workers));
+	for (; h->workers != NULL && h->nworkers < n; h->nworkers++)
+		if (pthread_create(&h->workers[h->nworkers], NULL, worker_main, h) != 0)
+			break;
+	if (h->nworkers == n)
+		return 0;
+	workers_stop(h);
+	return fl_err_set(err, FL_ERR_NOMEM, "cannot start %u worker threads", n);
+}
+
 int srv_httpd_start(struct srv_ctx *ctx, struct srv_httpd **out, unsigned *port, struct fl_err *err)
 {
 	struct srv_httpd *h = calloc(1, sizeof(*h));
@@ -419,15 +558,20 @@ int srv_httpd_start(struct srv_ctx *ctx, struct srv_httpd **out, unsigned *port,
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "setting host: '%s' is not an IPv4 address", ctx->cfg->host);
 	}
+	if (workers_start(h, worker_threads(ctx->cfg), err) != 0) {
+		free(h);
+		return -1;
+	}
 	h->d = srv_libmhd()->start_daemon(
 	        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
 	        (uint16_t)ctx->cfg->port, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER,
 	        mhd_log, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-	        MHD_OPTION_THREAD_POOL_SIZE, worker_threads(ctx->cfg), MHD_OPTION_CONNECTION_LIMIT,
+	        MHD_OPTION_THREAD_POOL_SIZE, http_threads(ctx->cfg), MHD_OPTION_CONNECTION_LIMIT,
 	        4096u, MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
 	        MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL, MHD_OPTION_NOTIFY_COMPLETED,
 	        on_completed, h, MHD_OPTION_END);
 	if (h->d == NULL) {
+		workers_stop(h);
 		free(h);
 		return fl_err_set(err, FL_ERR_UNAVAILABLE, "cannot listen on %s:%lld (in use?)",
 		                  ctx->cfg->host, (long long)ctx->cfg->port);
@@ -453,10 +597,12 @@ void srv_httpd_stop(struct srv_httpd *h, int64_t grace_s)
 	until = fl_mono_ns() + grace_s * 1000000000LL;
 	while (atomic_load(&h->active) > 0 && fl_mono_ns() < until)
 		usleep(10000);
-	/* A parked connection is resumed by a loader thread, which must not
-	 * find the daemon gone; a read ends within the statement timeout. */
+	/* A suspended connection is resumed by a loader or a worker, which
+	 * must not find the daemon gone; a read ends within the statement
+	 * timeout, a worker's request as it would have on an HTTP thread. */
 	while (atomic_load(&h->parked) > 0)
 		usleep(1000);
 	srv_libmhd()->stop_daemon(h->d);
+	workers_stop(h);
 	free(h);
 }

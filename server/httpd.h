@@ -6,8 +6,9 @@
 
 struct srv_httpd;
 
-/* Starts listening on cfg->host:cfg->port with cfg->threads worker threads
- * (epoll; 0 = derived from cfg->db_pool_size).  *port receives the bound port (useful with port 0). */
+/* Starts listening on cfg->host:cfg->port with cfg->http_threads epoll
+ * threads (0 = one per CPU) and cfg->threads worker threads (0 = derived
+ * from cfg->db_pool_size).  *port receives the bound port (useful with port 0). */
 int srv_httpd_start(struct srv_ctx *ctx, struct srv_httpd **out, unsigned *port,
                     struct fl_err *err) FL_MUST_CHECK;
 

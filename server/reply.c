@@ -43,6 +43,7 @@ static const struct err_map err_table[FL_ERR_KIND_COUNT] = {
 	[FL_ERR_IO]                   = {500, "ServerErrorException"},
 	[FL_ERR_INTERNAL]             = {500, "ServerErrorException"},
 	[FL_ERR_NOMEM]                = {503, "ServiceUnavailableException"},
+	[FL_ERR_WOULD_BLOCK]          = {503, "ServiceUnavailableException"}, /* handed to a worker, never sent */
 };
 /* clang-format on */
 

@@ -58,6 +58,11 @@ const char *srv_priv_name(enum srv_priv p);
  * (`floe routes --json`), so tests can cover every route. */
 void srv_routes_json(FILE *f);
 
+/* Whether the route is usually answered from memory, and so is run on the
+ * HTTP thread that read it (httpd.c): loadTable, from the table cache, and
+ * the liveness probe.  Any route may be given; every other goes to a worker. */
+bool srv_route_from_memory(const struct srv_route *route);
+
 /* Index of r->route in srv_routes (for metrics); srv_route_count when none. */
 int srv_route_index(const struct srv_route *route);
 

@@ -27,6 +27,7 @@ struct srv_config {
 	char *warehouse;
 	char *warehouse_location;
 	int64_t threads;
+	int64_t http_threads;
 	int64_t db_pool_size;
 	int64_t max_body_bytes;
 	int64_t max_json_depth;
@@ -124,9 +125,11 @@ struct srv_req {
 	 * reach PostgreSQL; NULL = out_body. */
 	const char *idem_body;
 	size_t idem_len;
-	/* A request parked while its table is read (srv_park_table_load). */
+	/* A request parked while its table is read (srv_park_table_load), or
+	 * handed to a worker thread (httpd.c); next links the workers' queue. */
 	struct srv_httpd *httpd; /* NULL outside the HTTP front */
-	bool parked, resumed;
+	bool parked, resumed, worked;
+	struct srv_req *next;
 	struct cat_table_bytes loaded; /* the bytes read meanwhile; hold NULL if none */
 };
 

@@ -220,6 +220,10 @@ static int vend(struct srv_req *r, const struct cat_warehouse *wh, const char *l
 	snprintf(key, sizeof(key), "%s\n%s\n%s", wh->id, location, st_access_name(access));
 	if (srv_vend_cached(r->ctx->vend, key, fl_now_ms(), out))
 		return 0;
+	/* Before anything is counted or logged: on an HTTP thread this stops
+	 * here, and a worker vends. */
+	if (fl_may_wait(err) != 0)
+		return -1;
 	if (st_s3_loc_parse(location, &loc, err) != 0 ||
 	    st_policy_session(&loc, access, &policy, &plen, err) != 0)
 		return -1;

@@ -374,6 +374,8 @@ int cat_conn_get(struct cat_db *db, struct cat_conn **out, struct fl_err *err)
 	struct cat_conn *c = NULL;
 	struct timespec until;
 
+	if (fl_may_wait(err) != 0)
+		return -1;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += POOL_WAIT_S;
 	pthread_mutex_lock(&db->mu);

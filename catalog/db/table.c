@@ -748,6 +748,9 @@ static int load_batched(struct cat_db *db, const char *wh, const struct cat_ns *
 	struct cat_load_wait me = {
 	        .done = wake_waiter, .wh = wh, .name = name, .key = key, .key_len = key_len};
 
+	/* A thread that may not wait reads alone, where fl_may_wait stops it. */
+	if (fl_no_wait)
+		return 0;
 	me.levels = cat_text_array(ns, ns->n);
 	if (me.levels == NULL)
 		return 0;

@@ -180,6 +180,8 @@ int st_sts_assume_role(const struct st_sts_assume *a, struct st_sts_creds *out, 
 	long status = 0;
 	int rc = -1;
 
+	if (fl_may_wait(err) != 0)
+		return -1;
 	if (a->role_arn == NULL || strncmp(a->role_arn, "arn:", 4) != 0)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "sts-role-arn must be an ARN");
 	if (!session_name_ok(a->session_name))

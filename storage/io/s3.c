@@ -291,6 +291,8 @@ static int perform(struct st_io *io, struct call *c, struct fl_err *err)
 	CURLcode cc = CURLE_OK;
 	const char *hint;
 
+	if (fl_may_wait(err) != 0)
+		return -1;
 	if (s->creds_err.kind != FL_ERR_NONE) {
 		*err = s->creds_err;
 		return -1;

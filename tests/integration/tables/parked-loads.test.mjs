@@ -1,5 +1,6 @@
 // A loadTable that misses the cache parks its connection while a loader thread reads the
-// table, instead of holding an HTTP worker. With PostgreSQL's table_entry locked by a psql
+// table, instead of holding an HTTP worker; a cached one is answered by the HTTP thread that
+// read it, whatever the workers are waiting for. With PostgreSQL's table_entry locked by a psql
 // session, so that every read of a table waits, a dozen misses on a daemon with one worker
 // must not stop it from answering a cached table; once the lock goes, every parked load
 // gets its own table. A daemon stopped while loads are parked answers them and exits
@@ -129,5 +130,38 @@ test('a daemon stopped while loads are parked answers them and exits 0; a client
   } finally {
     if (lock) await lock.release();
     await c.stop();
+  }
+});
+
+test('a worker waiting on PostgreSQL holds up no cached load: the HTTP thread answers it from memory', async () => {
+  // one HTTP thread and one worker: anything that waited on the HTTP thread, or a cached
+  // load queued behind the worker, would stop the hit below
+  const d = await startFloe({ databaseUrl: a.dbUrl, args: ['--threads', '1', '--http-threads', '1'] });
+  let lock = null;
+  try {
+    await call(d.baseUrl, 'GET', tablePath(a.p, NS, 'm1'), { expect: 200 }); // now in D's cache
+    lock = await lockTables(a.dbUrl);
+    // listing the tables reads table_entry: the worker waits on the lock
+    let listed = false;
+    const list = request(d.baseUrl, 'GET', `${a.p}/namespaces/${NS[0]}/tables`, { timeoutMs: 30000 }).finally(() => {
+      listed = true;
+    });
+    await waitUntil('the list waits on the lock', () => sessions(a.dbUrl, "wait_event_type = 'Lock'") >= 1);
+    for (let i = 0; i < 3; i++) {
+      const hit = await request(d.baseUrl, 'GET', tablePath(a.p, NS, 'm1'), { timeoutMs: 5000 });
+      assert.equal(hit.status, 200, hit.text);
+      assert.equal(hit.json.metadata['table-uuid'], uuids.m1);
+    }
+    const health = await request(d.baseUrl, 'GET', '/healthz', { timeoutMs: 5000 });
+    assert.equal(health.status, 200, 'and so is /healthz');
+    assert.equal(listed, false, 'the list was still waiting for PostgreSQL meanwhile');
+    await lock.release();
+    lock = null;
+    const res = await list;
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.json.identifiers.length, TABLES, 'then the list is answered, whole');
+  } finally {
+    if (lock) await lock.release();
+    await d.stop();
   }
 });

@@ -66,6 +66,7 @@ static void test_defaults(void **state)
 	assert_string_equal(cfg.warehouse, "default");
 	assert_string_equal(cfg.warehouse_location, "");
 	assert_int_equal(cfg.threads, 0);
+	assert_int_equal(cfg.http_threads, 0);
 	assert_int_equal(cfg.db_pool_size, 20);
 	assert_int_equal(cfg.max_body_bytes, 8388608);
 	assert_int_equal(cfg.max_json_depth, 64);
@@ -95,6 +96,8 @@ static void test_bad_values_name_the_setting(void **state)
 	        {"--port=70000", "setting port (flag): '70000' is not an integer in [0, 65535]"},
 	        {"--port=-1", "setting port (flag): '-1' is not an integer in [0, 65535]"},
 	        {"--threads=-1", "setting threads (flag): '-1' is not an integer in [0, 256]"},
+	        {"--http-threads=65",
+	         "setting http-threads (flag): '65' is not an integer in [0, 64]"},
 	        {"--max-json-depth=3",
 	         "setting max-json-depth (flag): '3' is not an integer in [4, 1000]"},
 	        {"--max-body-bytes=1", "max-body-bytes"},
