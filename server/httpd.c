@@ -62,7 +62,7 @@ struct srv_httpd {
 	struct srv_req *head, *tail;
 	bool quit;
 	pthread_t *workers;
-	unsigned nworkers;
+	unsigned nworkers, busy, queued;
 };
 
 static size_t no_unescape(void *cls, struct MHD_Connection *c, char *s)
@@ -323,6 +323,7 @@ static enum MHD_Result hand_over(struct srv_req *r)
 	else
 		h->head = r;
 	h->tail = r;
+	h->queued++;
 	pthread_cond_signal(&h->cv);
 	pthread_mutex_unlock(&h->mu);
 	return MHD_YES;
@@ -344,6 +345,10 @@ static void *worker_main(void *arg)
 		r = h->head;
 		if (r != NULL && (h->head = r->next) == NULL)
 			h->tail = NULL;
+		if (r != NULL) {
+			h->queued--;
+			h->busy++;
+		}
 		pthread_mutex_unlock(&h->mu);
 		if (r == NULL)
 			return NULL;
@@ -354,7 +359,19 @@ static void *worker_main(void *arg)
 		r->worked = true;
 		srv_libmhd()->resume_connection(r->conn);
 		atomic_fetch_sub(&h->parked, 1);
+		pthread_mutex_lock(&h->mu);
+		h->busy--;
+		pthread_mutex_unlock(&h->mu);
 	}
+}
+
+void srv_httpd_workers(struct srv_httpd *h, unsigned *threads, unsigned *busy, unsigned *queued)
+{
+	pthread_mutex_lock(&h->mu);
+	*threads = h->nworkers;
+	*busy = h->busy;
+	*queued = h->queued;
+	pthread_mutex_unlock(&h->mu);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -578,6 +595,7 @@ int srv_httpd_start(struct srv_ctx *ctx, struct srv_httpd **out, unsigned *port,
 	}
 	info = srv_libmhd()->get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
 	*port = info ? info->port : (unsigned)ctx->cfg->port;
+	ctx->httpd = h;
 	*out = h;
 	return 0;
 }
@@ -604,5 +622,6 @@ void srv_httpd_stop(struct srv_httpd *h, int64_t grace_s)
 		usleep(1000);
 	srv_libmhd()->stop_daemon(h->d);
 	workers_stop(h);
+	h->ctx->httpd = NULL;
 	free(h);
 }

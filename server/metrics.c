@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "feed.h"
+#include "httpd.h"
 #include "maintenance.h"
 #include "router.h"
 
@@ -563,5 +564,21 @@ int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx, struct fl_buf
 	        out, "# HELP floe_db_pool_waiting Requests waiting for a database connection.\n"
 	             "# TYPE floe_db_pool_waiting gauge\n");
 	rc |= fl_buf_printf(out, "floe_db_pool_waiting %d\n", waiting);
+	if (ctx->httpd != NULL) {
+		unsigned threads, busy, queued;
+
+		srv_httpd_workers(ctx->httpd, &threads, &busy, &queued);
+		rc |= fl_buf_puts(out,
+		                  "# HELP floe_http_workers Worker threads (requests that wait on "
+		                  "PostgreSQL or storage) by state.\n"
+		                  "# TYPE floe_http_workers gauge\n");
+		rc |= fl_buf_printf(out, "floe_http_workers{state=\"busy\"} %u\n", busy);
+		rc |= fl_buf_printf(out, "floe_http_workers{state=\"idle\"} %u\n", threads - busy);
+		rc |= fl_buf_puts(
+		        out,
+		        "# HELP floe_http_queued_requests Requests waiting for a worker thread.\n"
+		        "# TYPE floe_http_queued_requests gauge\n");
+		rc |= fl_buf_printf(out, "floe_http_queued_requests %u\n", queued);
+	}
 	return rc ? -1 : 0;
 }

@@ -85,6 +85,7 @@ struct srv_ctx {
 	struct srv_whcache *whcache; /* warehouse lookups; may be NULL */
 	struct srv_auth *auth; /* NULL = auth none */
 	struct srv_vend *vend; /* vended-credential cache (vend.h) */
+	struct srv_httpd *httpd; /* set once the HTTP front runs; NULL before */
 };
 
 #define SRV_MAX_SEGS 32

@@ -45,11 +45,18 @@ test('/metrics parses, has the documented families, counters grow', async () => 
   const m0 = await metrics();
   assert.equal(m0.types.floe_http_requests_total, 'counter');
   assert.equal(m0.types.floe_http_request_duration_seconds, 'histogram');
-  for (const g of ['floe_db_pool_connections', 'floe_db_pool_waiting', 'floe_build_info']) {
+  for (const g of ['floe_db_pool_connections', 'floe_db_pool_waiting', 'floe_build_info', 'floe_http_workers', 'floe_http_queued_requests']) {
     assert.equal(m0.types[g], 'gauge', `${g} is a gauge`);
   }
   assert.equal(prom.find(m0, 'floe_db_pool_connections', { state: 'in_use' }).length, 1);
   assert.equal(prom.find(m0, 'floe_db_pool_connections', { state: 'idle' }).length, 1);
+  // /metrics waits on PostgreSQL, so a worker renders it: that one is busy; the default
+  // pool of 20 connections gives 16 workers
+  const busy = prom.find(m0, 'floe_http_workers', { state: 'busy' });
+  const idle = prom.find(m0, 'floe_http_workers', { state: 'idle' });
+  assert.ok(busy.length === 1 && busy[0].value >= 1, `a worker renders /metrics: ${JSON.stringify(busy)}`);
+  assert.equal(busy[0].value + idle[0].value, 16, 'busy + idle = the workers (db-pool-size 20 minus 4)');
+  assert.equal(prom.find(m0, 'floe_http_queued_requests').length, 1);
   const info = prom.find(m0, 'floe_build_info');
   assert.equal(info.length, 1);
   const version = runFloe(['version']);
