@@ -440,14 +440,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			return hand_over(r);
 	} else {
 		route(r);
-		if (r->resp == NULL && !srv_route_from_memory(r->route))
-			return hand_over(r);
-		if (r->resp == NULL)
+		if (r->resp == NULL) {
+			if (!srv_route_from_memory(r->route))
+				return hand_over(r);
 			dispatch(r);
-		if (r->parked)
-			return MHD_YES;
-		if (r->resp == NULL)
-			return hand_over(r);
+			if (r->parked)
+				return MHD_YES;
+			if (r->resp == NULL)
+				return hand_over(r);
+		}
 	}
 	if (r->resp == NULL)
 		return MHD_NO;
