@@ -482,11 +482,17 @@ out:
 int srv_h_tbl_exists(struct srv_req *r, struct fl_err *err)
 {
 	struct cat_ns ns;
+	struct cat_table_bytes t = {0};
 	char *mloc = NULL, *meta = NULL, type[16];
 	const char *wh;
 
-	if (path_names(r, &ns, &wh, err) != 0 ||
-	    cat_table_load(r->ctx->db, r->tx, wh, &ns, r->table, &mloc, &meta, type, err) != 0)
+	if (path_names(r, &ns, &wh, err) != 0)
+		return -1;
+	/* A table in the loadTable cache exists (as a load would answer);
+	 * else it is read, by a worker when this is an HTTP thread. */
+	if (r->tx == NULL && cat_table_cached(r->ctx->db, wh, &ns, r->table, &t))
+		cat_table_bytes_release(t.hold);
+	else if (cat_table_load(r->ctx->db, r->tx, wh, &ns, r->table, &mloc, &meta, type, err) != 0)
 		return -1;
 	free(mloc);
 	free(meta);

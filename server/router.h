@@ -59,8 +59,8 @@ const char *srv_priv_name(enum srv_priv p);
 void srv_routes_json(FILE *f);
 
 /* Whether the route is usually answered from memory, and so is run on the
- * HTTP thread that read it (httpd.c): loadTable, from the table cache, and
- * the liveness probe.  Any route may be given; every other goes to a worker. */
+ * HTTP thread that read it (httpd.c): loadTable and tableExists, from the
+ * table cache, and the liveness probe.  Any route may be given; every other goes to a worker. */
 bool srv_route_from_memory(const struct srv_route *route);
 
 /* Index of r->route in srv_routes (for metrics); srv_route_count when none. */

@@ -152,6 +152,8 @@ test('a worker waiting on PostgreSQL holds up no cached load: the HTTP thread an
       assert.equal(hit.status, 200, hit.text);
       assert.equal(hit.json.metadata['table-uuid'], uuids.m1);
     }
+    const exists = await request(d.baseUrl, 'HEAD', tablePath(a.p, NS, 'm1'), { timeoutMs: 5000 });
+    assert.equal(exists.status, 204, 'tableExists is answered from the cache too');
     const health = await request(d.baseUrl, 'GET', '/healthz', { timeoutMs: 5000 });
     assert.equal(health.status, 200, 'and so is /healthz');
     assert.equal(listed, false, 'the list was still waiting for PostgreSQL meanwhile');
