@@ -139,7 +139,18 @@ test('a worker waiting on PostgreSQL holds up no cached load: the HTTP thread an
   const d = await startFloe({ databaseUrl: a.dbUrl, args: ['--threads', '1', '--http-threads', '1'] });
   let lock = null;
   try {
-    await call(d.baseUrl, 'GET', tablePath(a.p, NS, 'm1'), { expect: 200 }); // now in D's cache
+    // D's cache is emptied when its listener starts listening: cached only after that, and
+    // then checked to be a hit
+    const dm = async () => parse((await request(d.baseUrl, 'GET', '/metrics', { timeoutMs: 5000 })).text);
+    const until = Date.now() + 20000;
+    while (sum(await dm(), 'floe_table_cache_listening') !== 1) {
+      if (Date.now() > until) throw new Error('D never listened for cache notifications');
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    await call(d.baseUrl, 'GET', tablePath(a.p, NS, 'm1'), { expect: 200 });
+    const hits0 = sum(await dm(), 'floe_table_cache_hits_total');
+    await call(d.baseUrl, 'GET', tablePath(a.p, NS, 'm1'), { expect: 200 });
+    assert.equal(sum(await dm(), 'floe_table_cache_hits_total'), hits0 + 1, 'm1 is in D\'s cache');
     lock = await lockTables(a.dbUrl);
     // listing the tables reads table_entry: the worker waits on the lock
     let listed = false;
