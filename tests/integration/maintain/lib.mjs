@@ -12,7 +12,8 @@ import {
   loadTable, ingest, show, currentSnapshot, localPath, readAvro, duck, sqlStr, parseJsonBig,
 } from '../ingest/lib.mjs';
 import { call, tablePath } from '../tables/lib.mjs';
-import { floeBin } from '../lib/harness.mjs';
+import { floeBin, request } from '../lib/harness.mjs';
+import { parse, sum } from '../lib/prom.mjs';
 import { buildDir } from '../write-path/samples.mjs';
 
 const dumpBin = path.join(buildDir, 'tests', 'unit', 'storage', 'parquet_dump');
@@ -63,6 +64,18 @@ export function helpers(ctx, dir) {
       const snap = currentSnapshot(meta);
       if (snap && pred(snap)) return { meta, snap };
       if (i >= 200) throw new Error(`table ${name} did not reach the expected state`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  // The count of NOTIFYs the server's table cache has applied: a `floe maintain` commit
+  // that keeps the current snapshot (an expiry) cannot be awaited with settled(), so a
+  // test notes this before the command and waits with notified() after it.
+  const notifications = async () =>
+    sum(parse((await request(ctx.base, 'GET', '/metrics', { timeoutMs: 10000 })).text), 'floe_table_cache_notifications_total');
+  async function notified(since) {
+    for (let i = 0; (await notifications()) <= since; i++) {
+      if (i >= 200) throw new Error('the server applied no notification of the commit');
       await new Promise((r) => setTimeout(r, 50));
     }
   }
@@ -247,6 +260,7 @@ export function helpers(ctx, dir) {
 
   return {
     maintain, maintainAsync, maintainHeld, append, exactJson, commit, tag, liveFiles, reached, rows, dropManifests, settled,
+    notifications, notified,
   };
 }
 
