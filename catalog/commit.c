@@ -1357,12 +1357,11 @@ out:
  * leaves the gate first, and commit_try judges it as ever, on the row's own
  * version (a version this process does not hold sends it on without the
  * gate, which PostgreSQL's compare-and-swap makes safe). */
-static bool stale_on_held_version(struct cat_db *db, const struct cat_warehouse *wh,
+static bool stale_on_held_version(struct cat_db *db, const char *key, size_t key_len,
                                   const struct cat_change *ch)
 {
 	struct fl_err ignored = {0};
-	size_t key_len = 0;
-	char *key = cat_table_key(wh->id, &ch->ns, ch->name, &key_len), *loc = NULL;
+	char *loc = NULL;
 	json_t *base = NULL;
 	bool stale = false;
 
@@ -1370,7 +1369,6 @@ static bool stale_on_held_version(struct cat_db *db, const struct cat_warehouse 
 		stale = cat_meta_check_requirements(base, ch->requirements, &ignored) != 0;
 	json_decref(base);
 	free(loc);
-	free(key);
 	return stale;
 }
 
@@ -1399,12 +1397,12 @@ int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse 
 		/* Held until the change is committed (or not): the next try of this
 		 * process starts from the version this one leaves. */
 		gate = cat_gate_enter(db->gates, key, key_len);
-		free(key);
 		cat_stage_done(db, CAT_STAGE_GATE, &t0);
-		if (stale_on_held_version(db, wh, &changes[0])) {
+		if (stale_on_held_version(db, key, key_len, &changes[0])) {
 			cat_gate_leave(gate);
 			gate = NULL;
 		}
+		free(key);
 		for (int k = 0; k < OPTIMISTIC_TRIES; k++) {
 			rc = commit_try(db, tx, wh, &changes[0], lim, request_id, actor, err);
 			if (rc <= 0)

@@ -336,10 +336,13 @@ static void *worker_main(void *arg)
 {
 	struct srv_httpd *h = arg;
 	struct srv_req *r;
+	bool answered = false;
 
 	pthread_setname_np(pthread_self(), "floe-worker");
 	for (;;) {
 		pthread_mutex_lock(&h->mu);
+		if (answered)
+			h->busy--; /* counted with the next take, one lock per request */
 		while (h->head == NULL && !h->quit)
 			pthread_cond_wait(&h->cv, &h->mu);
 		r = h->head;
@@ -359,9 +362,7 @@ static void *worker_main(void *arg)
 		r->worked = true;
 		srv_libmhd()->resume_connection(r->conn);
 		atomic_fetch_sub(&h->parked, 1);
-		pthread_mutex_lock(&h->mu);
-		h->busy--;
-		pthread_mutex_unlock(&h->mu);
+		answered = true;
 	}
 }
 
