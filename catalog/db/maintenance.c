@@ -23,6 +23,23 @@ static int nomem(struct fl_err *err)
 	return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 }
 
+/* Notes the maintenance properties of every table whose metadata changed
+ * since the last pass (migrations/0007_maintenance_policy.sql): only those
+ * tables' metadata is read, and only a document that names a maintenance
+ * property is parsed.  A concurrent pass of another replica may note the
+ * table: the newer version stays. */
+static const char policy_refresh_sql[] =
+        "INSERT INTO table_maintenance_policy AS p (table_id, version, props)"
+        " SELECT t.id, t.version, CASE WHEN t.metadata LIKE '%floe.maintenance.%' THEN"
+        "   (SELECT jsonb_object_agg(e.key, e.value)"
+        "    FROM jsonb_each((t.metadata::jsonb)->'properties') e"
+        "    WHERE e.key LIKE 'floe.maintenance.%') END"
+        " FROM table_entry t LEFT JOIN table_maintenance_policy q ON q.table_id = t.id"
+        " WHERE t.kind = 'TABLE' AND t.metadata IS NOT NULL"
+        "   AND (q.table_id IS NULL OR q.version <> t.version)"
+        " ON CONFLICT (table_id) DO UPDATE SET version = excluded.version, props = excluded.props"
+        "   WHERE p.version < excluded.version";
+
 int cat_maint_schedule_due(struct cat_db *db, int limit, int *added, struct fl_err *err)
 {
 	char lim[16];
@@ -34,35 +51,41 @@ int cat_maint_schedule_due(struct cat_db *db, int limit, int *added, struct fl_e
 	snprintf(lim, sizeof(lim), "%d", limit);
 	if (cat_conn_get(db, &c, err) != 0)
 		return -1;
-	/* Only tables whose metadata names a maintenance property, or whose
-	 * warehouse sets one, have their metadata parsed. */
-	r = cat_exec(
-	        c,
-	        "INSERT INTO table_maintenance_job (warehouse_id, namespace, table_name, origin, actions)"
-	        " SELECT p.warehouse_id, p.levels, p.name, 'schedule',"
-	        "   string_to_array(regexp_replace(p.actions, '\\s', '', 'g'), ',')"
-	        " FROM (SELECT t.warehouse_id, n.levels, t.name,"
-	        "   coalesce(m.props->>'floe.maintenance.enabled',"
-	        "            w.properties->>'floe.maintenance.enabled', 'false') AS enabled,"
-	        "   floe_maintenance_interval(coalesce(m.props->>'floe.maintenance.interval',"
-	        "            w.properties->>'floe.maintenance.interval'), interval '1 day') AS every,"
-	        "   coalesce(m.props->>'floe.maintenance.actions',"
-	        "            w.properties->>'floe.maintenance.actions', '" CAT_MAINT_DEFAULT_ACTIONS
-	        "') AS actions"
-	        "   FROM table_entry t JOIN namespace n ON n.id = t.namespace_id"
-	        "   JOIN warehouse w ON w.id = t.warehouse_id"
-	        "   CROSS JOIN LATERAL (SELECT CASE WHEN t.metadata LIKE '%floe.maintenance.%'"
-	        "     THEN (t.metadata::jsonb)->'properties' ELSE '{}'::jsonb END AS props) m"
-	        "   WHERE t.kind = 'TABLE' AND t.metadata IS NOT NULL"
-	        "     AND (w.properties ? 'floe.maintenance.enabled'"
-	        "          OR t.metadata LIKE '%floe.maintenance.enabled%')) p"
-	        " WHERE p.enabled = 'true' AND NOT EXISTS (SELECT 1 FROM table_maintenance_job j"
-	        "   WHERE j.warehouse_id = p.warehouse_id AND j.namespace = p.levels"
-	        "   AND j.table_name = p.name AND j.origin = 'schedule'"
-	        "   AND (j.state = 'queued' OR j.created_at > now() - p.every))"
-	        " ORDER BY p.warehouse_id, p.levels, p.name LIMIT $1::int"
-	        " ON CONFLICT DO NOTHING",
-	        1, params, err);
+	r = cat_exec(c, policy_refresh_sql, 0, NULL, err);
+	PQclear(r);
+	if (r != NULL)
+		r = cat_exec(
+		        c,
+		        "DELETE FROM table_maintenance_policy p WHERE NOT EXISTS"
+		        " (SELECT 1 FROM table_entry t WHERE t.id = p.table_id AND t.kind = 'TABLE')",
+		        0, NULL, err);
+	PQclear(r);
+	if (r != NULL)
+		r = cat_exec(
+		        c,
+		        "INSERT INTO table_maintenance_job (warehouse_id, namespace, table_name, origin, actions)"
+		        " SELECT p.warehouse_id, p.levels, p.name, 'schedule',"
+		        "   string_to_array(regexp_replace(p.actions, '\\s', '', 'g'), ',')"
+		        " FROM (SELECT t.warehouse_id, n.levels, t.name,"
+		        "   coalesce(m.props->>'floe.maintenance.enabled',"
+		        "            w.properties->>'floe.maintenance.enabled', 'false') AS enabled,"
+		        "   floe_maintenance_interval(coalesce(m.props->>'floe.maintenance.interval',"
+		        "            w.properties->>'floe.maintenance.interval'), interval '1 day') AS every,"
+		        "   coalesce(m.props->>'floe.maintenance.actions',"
+		        "            w.properties->>'floe.maintenance.actions', '" CAT_MAINT_DEFAULT_ACTIONS
+		        "') AS actions"
+		        "   FROM table_maintenance_policy m JOIN table_entry t ON t.id = m.table_id"
+		        "   JOIN namespace n ON n.id = t.namespace_id"
+		        "   JOIN warehouse w ON w.id = t.warehouse_id"
+		        "   WHERE w.properties ? 'floe.maintenance.enabled'"
+		        "      OR m.props ? 'floe.maintenance.enabled') p"
+		        " WHERE p.enabled = 'true' AND NOT EXISTS (SELECT 1 FROM table_maintenance_job j"
+		        "   WHERE j.warehouse_id = p.warehouse_id AND j.namespace = p.levels"
+		        "   AND j.table_name = p.name AND j.origin = 'schedule'"
+		        "   AND (j.state = 'queued' OR j.created_at > now() - p.every))"
+		        " ORDER BY p.warehouse_id, p.levels, p.name LIMIT $1::int"
+		        " ON CONFLICT DO NOTHING",
+		        1, params, err);
 	if (r != NULL) {
 		*added = (int)strtol(PQcmdTuples(r), NULL, 10);
 		PQclear(r);
