@@ -27,7 +27,9 @@ static int nomem(struct fl_err *err)
  * since the last pass (migrations/0007_maintenance_policy.sql): only those
  * tables' metadata is read, and only a document that names a maintenance
  * property is parsed.  A concurrent pass of another replica may note the
- * table: the newer version stays. */
+ * same tables: the newer version stays, and both insert in the order of
+ * the tables' ids, so that neither waits for a row the other will wait
+ * for (a deadlock). */
 static const char policy_refresh_sql[] =
         "INSERT INTO table_maintenance_policy AS p (table_id, version, props)"
         " SELECT t.id, t.version, CASE WHEN t.metadata LIKE '%floe.maintenance.%' THEN"
@@ -37,6 +39,7 @@ static const char policy_refresh_sql[] =
         " FROM table_entry t LEFT JOIN table_maintenance_policy q ON q.table_id = t.id"
         " WHERE t.kind = 'TABLE' AND t.metadata IS NOT NULL"
         "   AND (q.table_id IS NULL OR q.version <> t.version)"
+        " ORDER BY t.id"
         " ON CONFLICT (table_id) DO UPDATE SET version = excluded.version, props = excluded.props"
         "   WHERE p.version < excluded.version";
 
