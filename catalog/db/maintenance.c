@@ -49,21 +49,26 @@ int cat_maint_schedule_due(struct cat_db *db, int limit, int *added, struct fl_e
 	const char *params[1] = {lim};
 	struct cat_conn *c;
 	PGresult *r;
+	bool ok;
 
 	*added = 0;
 	snprintf(lim, sizeof(lim), "%d", limit);
 	if (cat_conn_get(db, &c, err) != 0)
 		return -1;
 	r = cat_exec(c, policy_refresh_sql, 0, NULL, err);
+	ok = r != NULL;
 	PQclear(r);
-	if (r != NULL)
+	if (ok) {
 		r = cat_exec(
 		        c,
 		        "DELETE FROM table_maintenance_policy p WHERE NOT EXISTS"
 		        " (SELECT 1 FROM table_entry t WHERE t.id = p.table_id AND t.kind = 'TABLE')",
 		        0, NULL, err);
-	PQclear(r);
-	if (r != NULL)
+		ok = r != NULL;
+		PQclear(r);
+	}
+	r = NULL;
+	if (ok)
 		r = cat_exec(
 		        c,
 		        "INSERT INTO table_maintenance_job (warehouse_id, namespace, table_name, origin, actions)"
