@@ -10,7 +10,7 @@
 //   bodies, unknown tables and bad warehouse properties are Iceberg errors.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { freshDatabase, startFloe, request, encodeNs, psql } from '../lib/harness.mjs';
+import { freshDatabase, startFloe, request, encodeNs, psql, waitFor } from '../lib/harness.mjs';
 import { createTable, loadTable, currentSnapshot, tmpDir } from '../ingest/lib.mjs';
 import { call, createNamespace, tablePath, assertError } from '../tables/lib.mjs';
 import { helpers, range } from './lib.mjs';
@@ -127,16 +127,6 @@ test('daemon: a table with its policy enabled is compacted once, by one of two r
   assert.match(text, /# TYPE floe_maintenance_bytes_reclaimed_total counter/);
 });
 
-// Polls fn until it returns a truthy value (20 s at most).
-async function until(what, fn) {
-  for (let i = 0; ; i++) {
-    const v = await fn();
-    if (v) return v;
-    if (i >= 200) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 test('daemon: a policy set after the table was noted is found by its version; a dropped table is forgotten', async () => {
   const name = 'late';
   await createTable(ctx, name, fields);
@@ -144,10 +134,10 @@ test('daemon: a policy set after the table was noted is found by its version; a 
   const row = () => psql(db.url, `SELECT t.id || ' ' || t.version || ' ' || coalesce(m.version::text, '-') || ' ' || coalesce(m.props::text, '-')` +
     ` FROM table_entry t LEFT JOIN table_maintenance_policy m ON m.table_id = t.id WHERE t.name = '${name}'`).split(' ');
   // A pass notes the table at its version, with no policy.
-  const [id, v0] = await until('the table to be noted', () => {
+  const [id, v0] = await waitFor(() => {
     const r = row();
     return r[2] === r[1] && r;
-  });
+  }, { timeoutMs: 20000, what: 'the table to be noted' });
   assert.equal(row()[3], '-', 'no maintenance property yet');
   assert.deepEqual((await status(name)).jobs, [], 'nothing scheduled without a policy');
 
@@ -160,10 +150,10 @@ test('daemon: a policy set after the table was noted is found by its version; a 
   const { got } = await outcomes(name, ['manifests']);
   assert.equal(got.manifests.outcome, 'ok', got.manifests.error);
   assert.equal(got.manifests['files-removed'], 3, 'three manifests merged');
-  const noted = await until('the new version to be noted', () => {
+  const noted = await waitFor(() => {
     const r = row();
     return r[2] === r[1] && Number(r[1]) > Number(v0) && r;
-  });
+  }, { timeoutMs: 20000, what: 'the new version to be noted' });
   assert.deepEqual(JSON.parse(noted.slice(3).join(' ')), {
     'floe.maintenance.enabled': 'true',
     'floe.maintenance.interval': 'PT1H',
@@ -172,8 +162,8 @@ test('daemon: a policy set after the table was noted is found by its version; a 
 
   const drop = await request(a.baseUrl, 'DELETE', tablePath(ctx.p, NS, name));
   assert.equal(drop.status, 204, drop.text);
-  await until('the dropped table to be forgotten', () =>
-    psql(db.url, `SELECT count(*) FROM table_maintenance_policy WHERE table_id = '${id}'`) === '0');
+  await waitFor(() => psql(db.url, `SELECT count(*) FROM table_maintenance_policy WHERE table_id = '${id}'`) === '0',
+    { timeoutMs: 20000, what: 'the dropped table to be forgotten' });
 });
 
 test('daemon: warehouse properties are the default policy', async () => {

@@ -12,7 +12,7 @@ import {
   loadTable, ingest, show, currentSnapshot, localPath, readAvro, duck, sqlStr, parseJsonBig,
 } from '../ingest/lib.mjs';
 import { call, tablePath } from '../tables/lib.mjs';
-import { floeBin, request } from '../lib/harness.mjs';
+import { floeBin, request, waitFor } from '../lib/harness.mjs';
 import { parse, sum } from '../lib/prom.mjs';
 import { buildDir } from '../write-path/samples.mjs';
 
@@ -73,12 +73,8 @@ export function helpers(ctx, dir) {
   // test notes this before the command and waits with notified() after it.
   const notifications = async () =>
     sum(parse((await request(ctx.base, 'GET', '/metrics', { timeoutMs: 10000 })).text), 'floe_table_cache_notifications_total');
-  async function notified(since) {
-    for (let i = 0; (await notifications()) <= since; i++) {
-      if (i >= 200) throw new Error('the server applied no notification of the commit');
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+  const notified = (since) => waitFor(async () => (await notifications()) > since,
+    { timeoutMs: 10000, intervalMs: 50, what: 'the server to apply a notification of the commit' });
 
   function maintain(name, args) {
     const argv = ['maintain', '--table', [...ctx.ns, name].join('.'), '--database-url', ctx.dbUrl,
