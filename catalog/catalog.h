@@ -289,8 +289,14 @@ struct cat_shared;
 struct cat_table_bytes {
 	const char *metadata_location;
 	const unsigned char *location_sha256; /* 32 bytes */
-	const char *metadata; /* NUL-terminated, metadata_len bytes */
+	const char *metadata; /* metadata_len bytes, not NUL-terminated */
 	size_t metadata_len;
+	/* The whole LoadTableResult of this version for a table whose config
+	 * is empty, {"metadata-location":…,"metadata":…,"config":{}} (a file
+	 * warehouse's: see the server's table_extras), NUL-terminated; the
+	 * metadata is its middle, so the cache keeps one copy. */
+	const char *answer;
+	size_t answer_len;
 	char storage_type[16];
 	struct cat_shared *hold;
 };

@@ -295,7 +295,7 @@ int srv_h_tbl_sign(struct srv_req *r, struct fl_err *err)
 		           "warehouse '%s' is not on S3: there is nothing to sign", wh.name);
 		goto out;
 	}
-	if (srv_metadata_location(meta, loc, sizeof(loc), err) != 0)
+	if (srv_metadata_location(meta, strlen(meta), loc, sizeof(loc), err) != 0)
 		goto out;
 	if (srv_object_access(r, wh.name, &ns, r->table, &access, err) != 0 ||
 	    check(&wh, loc, access, &s, err) != 0) {

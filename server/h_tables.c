@@ -83,9 +83,9 @@ static void etag_of(const char *metadata_location, const unsigned char *location
 }
 
 /* Keeps only the snapshots that a ref points at (snapshots=refs). */
-static char *refs_only(const char *metadata, struct fl_err *err)
+static char *refs_only(const char *metadata, size_t len, struct fl_err *err)
 {
-	json_t *m = json_loads(metadata, 0, NULL), *snaps, *refs, *keep, *s, *ref;
+	json_t *m = json_loadb(metadata, len, 0, NULL), *snaps, *refs, *keep, *s, *ref;
 	const char *k;
 	size_t i;
 	char *out;
@@ -260,14 +260,14 @@ static int reply_table(struct srv_req *r, const char *mloc, const char *metadata
  * warehouse gets an empty config: DuckDB treats unknown schemes as S3 and
  * fails on a non-empty one. */
 static int table_extras(struct srv_req *r, const struct cat_warehouse *wh, const struct cat_ns *ns,
-                        const char *table, const char *metadata, enum srv_vend_mode mode,
-                        json_t **out, struct fl_err *err)
+                        const char *table, const char *metadata, size_t mlen,
+                        enum srv_vend_mode mode, json_t **out, struct fl_err *err)
 {
 	char loc[1024] = "";
 	json_t *cfg = NULL, *creds = NULL, *o;
 
 	if (wh->profile.type == ST_STORAGE_S3 &&
-	    srv_metadata_location(metadata, loc, sizeof(loc), err) != 0)
+	    srv_metadata_location(metadata, mlen, loc, sizeof(loc), err) != 0)
 		return -1;
 	if (srv_vend_table(r, wh, ns, table, loc, mode, &cfg, &creds, err) != 0)
 		return -1;
@@ -284,8 +284,8 @@ static int table_extras(struct srv_req *r, const struct cat_warehouse *wh, const
 /* The extras of a table in a warehouse known only by name and storage
  * type (the loadTable query): file warehouses need no lookup. */
 static int table_extras_by_type(struct srv_req *r, const char *type, const struct cat_ns *ns,
-                                const char *table, const char *metadata, enum srv_vend_mode mode,
-                                json_t **out, struct fl_err *err)
+                                const char *table, const char *metadata, size_t mlen,
+                                enum srv_vend_mode mode, json_t **out, struct fl_err *err)
 {
 	struct cat_warehouse wh;
 
@@ -295,7 +295,7 @@ static int table_extras_by_type(struct srv_req *r, const char *type, const struc
 	}
 	if (srv_warehouse(r, &wh, err) != 0)
 		return -1;
-	return table_extras(r, &wh, ns, table, metadata, mode, out, err);
+	return table_extras(r, &wh, ns, table, metadata, mlen, mode, out, err);
 }
 
 /* Path namespace and table without a warehouse lookup (the load query joins it). */
@@ -372,7 +372,7 @@ int srv_h_tbl_create(struct srv_req *r, struct fl_err *err)
 	    cat_table_create(r->ctx->db, r->tx, &wh, &ns, body, stage, &mloc, &meta, srv_actor(r),
 	                     err) != 0)
 		return -1;
-	rc = table_extras(r, &wh, &ns, name, meta, SRV_VEND_HINT, &extra, err);
+	rc = table_extras(r, &wh, &ns, name, meta, strlen(meta), SRV_VEND_HINT, &extra, err);
 	if (rc == 0)
 		rc = reply_table(r, mloc, meta, extra, err);
 	json_decref(extra);
@@ -403,12 +403,18 @@ int srv_h_tbl_register(struct srv_req *r, struct fl_err *err)
 	    cat_table_register(r->ctx->db, r->tx, &wh, &ns, name, mloc, overwrite, &lim, &meta,
 	                       srv_actor(r), err) != 0)
 		return -1;
-	rc = table_extras(r, &wh, &ns, name, meta, SRV_VEND_HINT, &extra, err);
+	rc = table_extras(r, &wh, &ns, name, meta, strlen(meta), SRV_VEND_HINT, &extra, err);
 	if (rc == 0)
 		rc = reply_table(r, mloc, meta, extra, err);
 	json_decref(extra);
 	free(meta);
 	return rc;
+}
+
+/* Ends a response's hold on the bytes it sent. */
+static void release_held(void *hold)
+{
+	cat_table_bytes_release(hold);
 }
 
 int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
@@ -452,18 +458,29 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 	meta = t.metadata;
 	mlen = t.metadata_len;
 	if (refs) {
-		if ((meta = filtered = refs_only(t.metadata, err)) == NULL)
+		if ((meta = filtered = refs_only(t.metadata, t.metadata_len, err)) == NULL)
 			goto out;
 		mlen = strlen(filtered);
 	}
-	/* A file warehouse needs no lookup and no vending: its extras are fixed. */
+	/* A file warehouse needs no lookup and no vending: its extras are
+	 * fixed, and its whole answer is the cache's, sent without a copy. */
+	if (strcmp(t.storage_type, "file") == 0 && !refs) {
+		if (srv_reply_table_held(r, t.answer, t.answer_len, release_held, t.hold, etag) !=
+		    0) {
+			rc = nomem(err);
+			goto out;
+		}
+		t.hold = NULL; /* the response's now */
+		rc = 0;
+		goto out;
+	}
 	if (strcmp(t.storage_type, "file") == 0) {
 		rc = reply_table_text(r, t.metadata_location, t.location_sha256, meta, mlen, refs,
 		                      NULL, file_extras, err);
 		goto out;
 	}
-	if (table_extras_by_type(r, t.storage_type, &ns, r->table, meta, SRV_VEND_HINT, &extra,
-	                         err) != 0)
+	if (table_extras_by_type(r, t.storage_type, &ns, r->table, meta, mlen, SRV_VEND_HINT,
+	                         &extra, err) != 0)
 		goto out;
 	rc = reply_table_text(r, t.metadata_location, t.location_sha256, meta, mlen, refs, extra,
 	                      NULL, err);
@@ -617,7 +634,8 @@ int srv_h_tbl_credentials(struct srv_req *r, struct fl_err *err)
 	    cat_table_load(r->ctx->db, r->tx, wh, &ns, r->table, &mloc, &meta, type, err) != 0)
 		return -1;
 	/* A file warehouse has nothing to vend: an empty list, not an error. */
-	if (table_extras_by_type(r, type, &ns, r->table, meta, SRV_VEND_DEMAND, &extra, err) != 0)
+	if (table_extras_by_type(r, type, &ns, r->table, meta, strlen(meta), SRV_VEND_DEMAND,
+	                         &extra, err) != 0)
 		goto out;
 	creds = json_object_get(extra, "storage-credentials");
 	v = creds != NULL ? json_pack("{s:O}", "storage-credentials", creds)

@@ -13,18 +13,19 @@
 
 #include "err.h"
 
-#define SRV_LIBMHD_FUNCS(X)            \
-	X(add_response_header)         \
-	X(create_response_from_buffer) \
-	X(destroy_response)            \
-	X(get_connection_info)         \
-	X(get_daemon_info)             \
-	X(lookup_connection_value)     \
-	X(queue_response)              \
-	X(quiesce_daemon)              \
-	X(resume_connection)           \
-	X(start_daemon)                \
-	X(stop_daemon)                 \
+#define SRV_LIBMHD_FUNCS(X)                                   \
+	X(add_response_header)                                \
+	X(create_response_from_buffer)                        \
+	X(create_response_from_buffer_with_free_callback_cls) \
+	X(destroy_response)                                   \
+	X(get_connection_info)                                \
+	X(get_daemon_info)                                    \
+	X(lookup_connection_value)                            \
+	X(queue_response)                                     \
+	X(quiesce_daemon)                                     \
+	X(resume_connection)                                  \
+	X(start_daemon)                                       \
+	X(stop_daemon)                                        \
 	X(suspend_connection)
 
 struct srv_libmhd {

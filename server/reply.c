@@ -4,6 +4,7 @@
  * {"error":{"message","type","code"}} with the code equal to the status. */
 #include "reply.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,21 +62,17 @@ const char *srv_err_type(enum fl_err_kind kind)
 	return err_table[kind].type;
 }
 
-/* Installs a response taking ownership of a malloc'd body. */
-static int set_response(struct srv_req *r, unsigned status, const char *ctype, char *body, size_t n)
+/* Installs resp (NULL: it could not be made) as the answer, whose body is
+ * the n bytes at body. */
+static int install(struct srv_req *r, struct MHD_Response *resp, unsigned status, const char *ctype,
+                   const char *body, size_t n)
 {
-	struct MHD_Response *resp;
-
 	if (r->resp != NULL) {
 		srv_libmhd()->destroy_response(r->resp);
 		r->resp = NULL;
 	}
-	resp = srv_libmhd()->create_response_from_buffer(
-	        n, body, body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
-	if (resp == NULL) {
-		free(body);
+	if (resp == NULL)
 		return -1;
-	}
 	if (ctype != NULL)
 		srv_libmhd()->add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
 	srv_libmhd()->add_response_header(resp, "X-Request-Id", r->id);
@@ -86,6 +83,17 @@ static int set_response(struct srv_req *r, unsigned status, const char *ctype, c
 	r->out_ctype = ctype;
 	r->out_etag = NULL;
 	return 0;
+}
+
+/* Installs a response taking ownership of a malloc'd body. */
+static int set_response(struct srv_req *r, unsigned status, const char *ctype, char *body, size_t n)
+{
+	struct MHD_Response *resp = srv_libmhd()->create_response_from_buffer(
+	        n, body, body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+
+	if (resp == NULL)
+		free(body);
+	return install(r, resp, status, ctype, body, n);
 }
 
 static int reply_json(struct srv_req *r, unsigned status, const json_t *v)
@@ -131,14 +139,34 @@ int srv_reply_bytes(struct srv_req *r, const char *ctype, const char *p, size_t 
 	return set_response(r, MHD_HTTP_OK, ctype, copy, n);
 }
 
-int srv_reply_table(struct srv_req *r, char *body, size_t n, const char *etag)
+/* Adds an ETag (none when NULL) to the installed response. */
+static void add_etag(struct srv_req *r, const char *etag)
 {
-	if (set_response(r, MHD_HTTP_OK, "application/json", body, n) != 0)
-		return -1;
 	if (etag != NULL) {
 		srv_libmhd()->add_response_header(r->resp, MHD_HTTP_HEADER_ETAG, etag);
 		r->out_etag = fl_arena_strdup(r->arena, etag);
 	}
+}
+
+int srv_reply_table(struct srv_req *r, char *body, size_t n, const char *etag)
+{
+	if (set_response(r, MHD_HTTP_OK, "application/json", body, n) != 0)
+		return -1;
+	add_etag(r, etag);
+	return 0;
+}
+
+int srv_reply_table_held(struct srv_req *r, const char *body, size_t n,
+                         MHD_ContentReaderFreeCallback done, void *cls, const char *etag)
+{
+	/* libmicrohttpd only reads the buffer (it is not MUST_FREE): the cast
+	 * is its API's, not a licence to write. */
+	if (install(r,
+	            srv_libmhd()->create_response_from_buffer_with_free_callback_cls(
+	                    n, (void *)(uintptr_t)body, done, cls),
+	            MHD_HTTP_OK, "application/json", body, n) != 0)
+		return -1;
+	add_etag(r, etag);
 	return 0;
 }
 

@@ -61,6 +61,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "libcrypto.h"
 #include "clock.h"
 #include "db_int.h"
@@ -132,24 +134,43 @@ static struct stripe *stripe_of(struct cat_cache *c, uint64_t hash)
 	return &c->stripes[hash % STRIPES];
 }
 
+/* What a LoadTableResult puts around the metadata when the table's config
+ * is empty (cat_table_bytes.answer). */
+static const char answer_head[] = "{\"metadata-location\":", answer_meta[] = ",\"metadata\":",
+                  answer_tail[] = ",\"config\":{}}";
+
 struct cat_shared *cat_shared_new(const char *mloc, const char *meta, size_t meta_len)
 {
-	struct cat_shared *s = malloc(sizeof(*s));
+	json_t *loc = json_string(mloc);
+	char *qloc = loc ? json_dumps(loc, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+	struct cat_shared *s = qloc ? malloc(sizeof(*s)) : NULL;
+	size_t head;
 
-	if (s == NULL)
+	json_decref(loc);
+	if (s == NULL) {
+		free(qloc);
 		return NULL;
+	}
 	atomic_init(&s->refs, 1);
-	s->meta_len = meta_len;
+	/* One block, {"metadata-location":"…","metadata":META,"config":{}},
+	 * whose middle is the metadata. */
+	head = strlen(answer_head) + strlen(qloc) + strlen(answer_meta);
+	s->answer_len = head + meta_len + strlen(answer_tail);
+	s->answer = malloc(s->answer_len + 1);
 	s->mloc = strdup(mloc);
-	s->meta = malloc(meta_len + 1);
-	if (s->mloc == NULL || s->meta == NULL) {
+	if (s->answer == NULL || s->mloc == NULL) {
+		free(qloc);
+		free(s->answer);
 		free(s->mloc);
-		free(s->meta);
 		free(s);
 		return NULL;
 	}
-	memcpy(s->meta, meta, meta_len);
-	s->meta[meta_len] = '\0';
+	snprintf(s->answer, head + 1, "%s%s%s", answer_head, qloc, answer_meta);
+	free(qloc);
+	memcpy(s->answer + head, meta, meta_len);
+	memcpy(s->answer + head + meta_len, answer_tail, sizeof(answer_tail));
+	s->meta = s->answer + head;
+	s->meta_len = meta_len;
 	/* Hashed here, once per version read, instead of on every hit. */
 	if (EVP_Digest(mloc, strlen(mloc), s->mloc_sha256, NULL, EVP_sha256(), NULL) != 1)
 		memset(s->mloc_sha256, 0, sizeof(s->mloc_sha256));
@@ -161,7 +182,7 @@ void cat_table_bytes_release(struct cat_shared *s)
 	if (s == NULL || atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	free(s->mloc);
-	free(s->meta);
+	free(s->answer);
 	free(s);
 }
 
@@ -362,7 +383,7 @@ static void put(struct cat_cache *c, unsigned long generation, unsigned long own
                 size_t key_len, const char *table_id, struct cat_shared *sh,
                 const char *storage_type)
 {
-	size_t bytes = sizeof(struct entry) + key_len + strlen(sh->mloc) + sh->meta_len;
+	size_t bytes = sizeof(struct entry) + key_len + strlen(sh->mloc) + sh->answer_len;
 	struct entry *e, **pp;
 	struct stripe *s;
 	bool ok;

@@ -147,9 +147,10 @@ void cat_scope_timed(struct cat_scope *s);
  * location once (refs = 1); NULL when out of memory. */
 struct cat_shared {
 	atomic_uint refs;
-	size_t meta_len;
+	size_t meta_len, answer_len;
 	char *mloc;
-	char *meta;
+	char *answer; /* cat_table_bytes.answer, NUL-terminated */
+	char *meta; /* inside answer: not NUL-terminated */
 	unsigned char mloc_sha256[32];
 };
 struct cat_shared *cat_shared_new(const char *mloc, const char *meta, size_t meta_len);

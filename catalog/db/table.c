@@ -777,6 +777,8 @@ static void bytes_of(struct cat_shared *sh, struct cat_table_bytes *out)
 	out->location_sha256 = sh->mloc_sha256;
 	out->metadata = sh->meta;
 	out->metadata_len = sh->meta_len;
+	out->answer = sh->answer;
+	out->answer_len = sh->answer_len;
 	out->hold = sh;
 }
 
@@ -923,7 +925,7 @@ int cat_table_load(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
 	if (load_shared(db, tx, wh_name, ns, name, &sh, storage_type, err) != 0)
 		return -1;
 	mloc = strdup(sh->mloc);
-	meta = strdup(sh->meta);
+	meta = strndup(sh->meta, sh->meta_len);
 	cat_table_bytes_release(sh);
 	if (mloc == NULL || meta == NULL) {
 		free(mloc);
