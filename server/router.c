@@ -7,6 +7,7 @@
  * "namespaces" is never mistaken for a warehouse. */
 #include "router.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -197,6 +198,29 @@ static size_t allow_add(char *allow, size_t alen, size_t cap, const char *method
 	return alen + ml;
 }
 
+/* Each template's segment count with its {prefix} segment (if any) and
+ * without it: a request is matched only against the templates of its own
+ * length, which leaves a handful of the table's to walk. */
+static signed char tpl_segs[sizeof(srv_routes) / sizeof(srv_routes[0])][2];
+static pthread_once_t tpl_once = PTHREAD_ONCE_INIT;
+
+static void tpl_count(void)
+{
+	for (int k = 0; k < srv_route_count; k++) {
+		const char *p = srv_routes[k].path;
+		int n = 0, prefix = 0;
+
+		for (; *p != '\0'; p++)
+			if (*p == '/') {
+				n++;
+				prefix += strncmp(p + 1, "{prefix}", 8) == 0 &&
+				          (p[9] == '/' || p[9] == '\0');
+			}
+		tpl_segs[k][0] = (signed char)n;
+		tpl_segs[k][1] = (signed char)(n - prefix);
+	}
+}
+
 int srv_route_match(struct srv_req *r, char *allow, size_t allow_cap, struct fl_err *err)
 {
 	const struct srv_route *get_route = NULL;
@@ -206,10 +230,11 @@ int srv_route_match(struct srv_req *r, char *allow, size_t allow_cap, struct fl_
 	                 srv_is_reserved_prefix(r->segs[1]);
 
 	allow[0] = '\0';
+	(void)pthread_once(&tpl_once, tpl_count);
 	for (int k = 0; k < srv_route_count; k++) {
 		const struct srv_route *rt = &srv_routes[k];
 
-		if (!match_template(rt->path, r, no_prefix))
+		if (tpl_segs[k][no_prefix] != r->nsegs || !match_template(rt->path, r, no_prefix))
 			continue;
 		path_found = true;
 		if (strcmp(rt->method, r->method) == 0) {
