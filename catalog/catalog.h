@@ -285,6 +285,8 @@ int cat_table_load(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
  * cat_table_bytes_release(out->hold), which any thread may call once.
  * location_sha256 is the SHA-256 of metadata_location, computed once per
  * version read (a version's name for validators such as ETags). */
+/* The members after "metadata" in a LoadTableResult with an empty config. */
+#define CAT_EMPTY_CONFIG ",\"config\":{}"
 struct cat_shared;
 struct cat_table_bytes {
 	const char *metadata_location;
@@ -292,9 +294,9 @@ struct cat_table_bytes {
 	const char *metadata; /* metadata_len bytes, not NUL-terminated */
 	size_t metadata_len;
 	/* The whole LoadTableResult of this version for a table whose config
-	 * is empty, {"metadata-location":…,"metadata":…,"config":{}} (a file
-	 * warehouse's: see the server's table_extras), NUL-terminated; the
-	 * metadata is its middle, so the cache keeps one copy. */
+	 * is empty, {"metadata-location":…,"metadata":… CAT_EMPTY_CONFIG}
+	 * (a file warehouse's: see the server's table_extras), NUL-terminated;
+	 * the metadata is its middle, so the cache keeps one copy. */
 	const char *answer;
 	size_t answer_len;
 	char storage_type[16];

@@ -196,10 +196,6 @@ static json_t *without_secrets(const json_t *extra)
 	return out;
 }
 
-/* The members after "metadata" of a loadTable in a file warehouse: an
- * empty config (see table_extras), the same bytes on every request. */
-static const char file_extras[] = ",\"config\":{}";
-
 /* LoadTableResult around the metadata text (mlen bytes); extra holds
  * "config" and "storage-credentials" (NULL for a CommitTableResponse), or
  * extras is its rendering (then extra is NULL).  mloc_sha256 as for
@@ -476,7 +472,7 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 	}
 	if (strcmp(t.storage_type, "file") == 0) {
 		rc = reply_table_text(r, t.metadata_location, t.location_sha256, meta, mlen, refs,
-		                      NULL, file_extras, err);
+		                      NULL, CAT_EMPTY_CONFIG, err);
 		goto out;
 	}
 	if (table_extras_by_type(r, t.storage_type, &ns, r->table, meta, mlen, SRV_VEND_HINT,

@@ -137,7 +137,7 @@ static struct stripe *stripe_of(struct cat_cache *c, uint64_t hash)
 /* What a LoadTableResult puts around the metadata when the table's config
  * is empty (cat_table_bytes.answer). */
 static const char answer_head[] = "{\"metadata-location\":", answer_meta[] = ",\"metadata\":",
-                  answer_tail[] = ",\"config\":{}}";
+                  answer_tail[] = CAT_EMPTY_CONFIG "}";
 
 struct cat_shared *cat_shared_new(const char *mloc, const char *meta, size_t meta_len)
 {

@@ -91,13 +91,17 @@ test('bursts of misses larger than a batch and than the workers: each answer is 
   assert.ok(sum(m1, 'floe_table_cache_misses_total') - sum(m0, 'floe_table_cache_misses_total') >= 12, 'the bursts missed');
 });
 
-test('concurrent misses are read together, and each answer is its own table (nested namespace, quotes in a name); a missing one is 404', async () => {
+test('concurrent misses are read together, and each answer is its own table (nested namespace, quotes in a name), byte for byte the createTable answer; a missing one is 404', async () => {
   const ns = [NS[0], 'deep "ns"'];
   await call(c.base, 'POST', `${c.p}/namespaces`, { body: { namespace: ns }, expect: 200 });
-  const names = Array.from({ length: 10 }, (_, i) => (i === 3 ? 'q"t\\x,{y}' : `c${i}`));
+  const names = Array.from({ length: 10 }, (_, i) => (i === 3 ? 'q"t\\x,{y}é' : `c${i}`));
   const uuids = {};
-  for (const name of names)
-    uuids[name] = (await call(c.base, 'POST', `${c.p}/namespaces/${encodeURIComponent(ns.join('\x1f'))}/tables`, { body: createBody(name), expect: 200 })).json.metadata['table-uuid'];
+  const created = {};
+  for (const name of names) {
+    const res = await call(c.base, 'POST', `${c.p}/namespaces/${encodeURIComponent(ns.join('\x1f'))}/tables`, { body: createBody(name), expect: 200 });
+    uuids[name] = res.json.metadata['table-uuid'];
+    created[name] = res.text;
+  }
   const m0 = await metrics();
   // one burst: every table several times, in flight together, so the first loads miss at once
   const asks = [];
@@ -110,6 +114,8 @@ test('concurrent misses are read together, and each answer is its own table (nes
     } else {
       assert.equal(res.status, 200, `${asks[i]}: ${res.text}`);
       assert.equal(res.json.metadata['table-uuid'], uuids[asks[i]], `${asks[i]} answered with its own metadata`);
+      // a load (miss or hit: sent from the cache's block) and the create (built by the handler) agree
+      assert.equal(res.text, created[asks[i]], `${asks[i]}: the load's bytes are the create's`);
     }
   });
   const m1 = await metrics();
