@@ -280,13 +280,14 @@ int cat_table_load(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
                    const struct cat_ns *ns, const char *name, char **metadata_location,
                    char **metadata, char storage_type[16], struct fl_err *err) FL_MUST_CHECK;
 
+/* The members after "metadata" in a LoadTableResult with an empty config. */
+#define CAT_EMPTY_CONFIG ",\"config\":{}"
+
 /* cat_table_load without copies: the bytes are shared with the loadTable
  * cache (or, on a read of their own, held alone) and stay valid until
  * cat_table_bytes_release(out->hold), which any thread may call once.
  * location_sha256 is the SHA-256 of metadata_location, computed once per
  * version read (a version's name for validators such as ETags). */
-/* The members after "metadata" in a LoadTableResult with an empty config. */
-#define CAT_EMPTY_CONFIG ",\"config\":{}"
 struct cat_shared;
 struct cat_table_bytes {
 	const char *metadata_location;
