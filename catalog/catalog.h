@@ -307,6 +307,11 @@ int cat_table_load_bytes(struct cat_db *db, struct cat_tx *tx, const char *wh_na
                          const struct cat_ns *ns, const char *name, struct cat_table_bytes *out,
                          struct fl_err *err) FL_MUST_CHECK;
 void cat_table_bytes_release(struct cat_shared *hold);
+/* The table's location (the metadata's "location"), parsed from the text
+ * the first time it is asked for and kept with the bytes, so a cached
+ * version is parsed once, not on every load that needs it.  NULL when the
+ * metadata has no string "location", or out of memory.  Thread-safe. */
+const char *cat_table_bytes_location(const struct cat_table_bytes *t);
 
 /* loadTable without holding the caller while PostgreSQL reads.
  * cat_table_cached: true with *out (storage_type included) when the table

@@ -283,20 +283,26 @@ int srv_h_tbl_sign(struct srv_req *r, struct fl_err *err)
 	struct cat_ns ns;
 	struct sign_req s;
 	enum st_access access;
-	char *mloc = NULL, *meta = NULL, type[16], loc[1024];
+	struct cat_table_bytes t = {0};
+	const char *loc;
 	int rc = -1;
 
+	/* The table's bytes come from the loadTable cache when it has them, and
+	 * its location is parsed once per version: a client signs every
+	 * request it sends to the store. */
 	if (parse_body(r, &s, err) != 0 || srv_namespace(r, r->namespace_raw, &ns, err) != 0 ||
 	    srv_warehouse(r, &wh, err) != 0 ||
-	    cat_table_load(r->ctx->db, r->tx, wh.name, &ns, r->table, &mloc, &meta, type, err) != 0)
+	    cat_table_load_bytes(r->ctx->db, r->tx, wh.name, &ns, r->table, &t, err) != 0)
 		goto out;
 	if (wh.profile.type != ST_STORAGE_S3) {
 		fl_err_set(err, FL_ERR_BAD_REQUEST,
 		           "warehouse '%s' is not on S3: there is nothing to sign", wh.name);
 		goto out;
 	}
-	if (srv_metadata_location(meta, strlen(meta), loc, sizeof(loc), err) != 0)
+	if ((loc = cat_table_bytes_location(&t)) == NULL || strlen(loc) >= 1024) {
+		fl_err_set(err, FL_ERR_INTERNAL, "stored metadata has no usable location");
 		goto out;
+	}
 	if (srv_object_access(r, wh.name, &ns, r->table, &access, err) != 0 ||
 	    check(&wh, loc, access, &s, err) != 0) {
 		refused(r, err);
@@ -304,8 +310,7 @@ int srv_h_tbl_sign(struct srv_req *r, struct fl_err *err)
 	}
 	rc = sign_checked(r, &wh, &s, err);
 out:
-	free(mloc);
-	free(meta);
+	cat_table_bytes_release(t.hold);
 	return rc;
 }
 

@@ -254,18 +254,18 @@ static int reply_table(struct srv_req *r, const char *mloc, const char *metadata
 
 /* {"config", "storage-credentials"?} of a table response (vend.h).  A file
  * warehouse gets an empty config: DuckDB treats unknown schemes as S3 and
- * fails on a non-empty one. */
+ * fails on a non-empty one.  location: the table's (NULL when unknown),
+ * which an S3 warehouse needs to scope what it vends. */
 static int table_extras(struct srv_req *r, const struct cat_warehouse *wh, const struct cat_ns *ns,
-                        const char *table, const char *metadata, size_t mlen,
-                        enum srv_vend_mode mode, json_t **out, struct fl_err *err)
+                        const char *table, const char *location, enum srv_vend_mode mode,
+                        json_t **out, struct fl_err *err)
 {
-	char loc[1024] = "";
 	json_t *cfg = NULL, *creds = NULL, *o;
 
-	if (wh->profile.type == ST_STORAGE_S3 &&
-	    srv_metadata_location(metadata, mlen, loc, sizeof(loc), err) != 0)
-		return -1;
-	if (srv_vend_table(r, wh, ns, table, loc, mode, &cfg, &creds, err) != 0)
+	if (wh->profile.type == ST_STORAGE_S3 && (location == NULL || strlen(location) >= 1024))
+		return fl_err_set(err, FL_ERR_INTERNAL, "stored metadata has no usable location");
+	if (srv_vend_table(r, wh, ns, table, location ? location : "", mode, &cfg, &creds, err) !=
+	    0)
 		return -1;
 	o = json_object();
 	if (o == NULL || json_object_set_new(o, "config", cfg) != 0 ||
@@ -277,21 +277,38 @@ static int table_extras(struct srv_req *r, const struct cat_warehouse *wh, const
 	return 0;
 }
 
-/* The extras of a table in a warehouse known only by name and storage
- * type (the loadTable query): file warehouses need no lookup. */
-static int table_extras_by_type(struct srv_req *r, const char *type, const struct cat_ns *ns,
-                                const char *table, const char *metadata, size_t mlen,
-                                enum srv_vend_mode mode, json_t **out, struct fl_err *err)
+/* table_extras of a table whose metadata text is in hand (create,
+ * register): parsed for its location only in an S3 warehouse. */
+static int table_extras_of_text(struct srv_req *r, const struct cat_warehouse *wh,
+                                const struct cat_ns *ns, const char *table, const char *metadata,
+                                json_t **out, struct fl_err *err)
+{
+	char loc[1024] = "";
+
+	if (wh->profile.type == ST_STORAGE_S3 &&
+	    srv_metadata_location(metadata, loc, sizeof(loc), err) != 0)
+		return -1;
+	return table_extras(r, wh, ns, table, loc, SRV_VEND_HINT, out, err);
+}
+
+/* The extras of a loaded table in a warehouse known only by name and
+ * storage type (the loadTable query): file warehouses need no lookup, and
+ * the location is the one kept with the bytes (parsed once per version). */
+static int table_extras_by_type(struct srv_req *r, const struct cat_table_bytes *t,
+                                const struct cat_ns *ns, const char *table, enum srv_vend_mode mode,
+                                json_t **out, struct fl_err *err)
 {
 	struct cat_warehouse wh;
 
-	if (strcmp(type, "file") == 0) {
+	if (strcmp(t->storage_type, "file") == 0) {
 		*out = json_pack("{s:{}}", "config");
 		return *out != NULL ? 0 : nomem(err);
 	}
 	if (srv_warehouse(r, &wh, err) != 0)
 		return -1;
-	return table_extras(r, &wh, ns, table, metadata, mlen, mode, out, err);
+	return table_extras(r, &wh, ns, table,
+	                    wh.profile.type == ST_STORAGE_S3 ? cat_table_bytes_location(t) : NULL,
+	                    mode, out, err);
 }
 
 /* Path namespace and table without a warehouse lookup (the load query joins it). */
@@ -368,7 +385,7 @@ int srv_h_tbl_create(struct srv_req *r, struct fl_err *err)
 	    cat_table_create(r->ctx->db, r->tx, &wh, &ns, body, stage, &mloc, &meta, srv_actor(r),
 	                     err) != 0)
 		return -1;
-	rc = table_extras(r, &wh, &ns, name, meta, strlen(meta), SRV_VEND_HINT, &extra, err);
+	rc = table_extras_of_text(r, &wh, &ns, name, meta, &extra, err);
 	if (rc == 0)
 		rc = reply_table(r, mloc, meta, extra, err);
 	json_decref(extra);
@@ -399,7 +416,7 @@ int srv_h_tbl_register(struct srv_req *r, struct fl_err *err)
 	    cat_table_register(r->ctx->db, r->tx, &wh, &ns, name, mloc, overwrite, &lim, &meta,
 	                       srv_actor(r), err) != 0)
 		return -1;
-	rc = table_extras(r, &wh, &ns, name, meta, strlen(meta), SRV_VEND_HINT, &extra, err);
+	rc = table_extras_of_text(r, &wh, &ns, name, meta, &extra, err);
 	if (rc == 0)
 		rc = reply_table(r, mloc, meta, extra, err);
 	json_decref(extra);
@@ -475,8 +492,7 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 		                      NULL, CAT_EMPTY_CONFIG, err);
 		goto out;
 	}
-	if (table_extras_by_type(r, t.storage_type, &ns, r->table, meta, mlen, SRV_VEND_HINT,
-	                         &extra, err) != 0)
+	if (table_extras_by_type(r, &t, &ns, r->table, SRV_VEND_HINT, &extra, err) != 0)
 		goto out;
 	rc = reply_table_text(r, t.metadata_location, t.location_sha256, meta, mlen, refs, extra,
 	                      NULL, err);
@@ -621,17 +637,16 @@ int srv_h_tbl_metrics(struct srv_req *r, struct fl_err *err)
 int srv_h_tbl_credentials(struct srv_req *r, struct fl_err *err)
 {
 	struct cat_ns ns;
-	char *mloc = NULL, *meta = NULL, type[16];
+	struct cat_table_bytes t = {0};
 	json_t *extra = NULL, *v = NULL, *creds;
 	const char *wh;
 	int rc = -1;
 
 	if (path_names(r, &ns, &wh, err) != 0 ||
-	    cat_table_load(r->ctx->db, r->tx, wh, &ns, r->table, &mloc, &meta, type, err) != 0)
+	    cat_table_load_bytes(r->ctx->db, r->tx, wh, &ns, r->table, &t, err) != 0)
 		return -1;
 	/* A file warehouse has nothing to vend: an empty list, not an error. */
-	if (table_extras_by_type(r, type, &ns, r->table, meta, strlen(meta), SRV_VEND_DEMAND,
-	                         &extra, err) != 0)
+	if (table_extras_by_type(r, &t, &ns, r->table, SRV_VEND_DEMAND, &extra, err) != 0)
 		goto out;
 	creds = json_object_get(extra, "storage-credentials");
 	v = creds != NULL ? json_pack("{s:O}", "storage-credentials", creds)
@@ -644,8 +659,7 @@ int srv_h_tbl_credentials(struct srv_req *r, struct fl_err *err)
 out:
 	json_decref(v);
 	json_decref(extra);
-	free(mloc);
-	free(meta);
+	cat_table_bytes_release(t.hold);
 	return rc;
 }
 

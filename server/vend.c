@@ -397,10 +397,9 @@ out:
 	return rc;
 }
 
-int srv_metadata_location(const char *metadata, size_t len, char *out, size_t cap,
-                          struct fl_err *err)
+int srv_metadata_location(const char *metadata, char *out, size_t cap, struct fl_err *err)
 {
-	json_t *m = json_loadb(metadata, len, 0, NULL);
+	json_t *m = json_loads(metadata, 0, NULL);
 	const char *loc = json_string_value(json_object_get(m, "location"));
 	int rc = 0;
 

@@ -64,9 +64,8 @@ int srv_server_keys(const struct cat_warehouse *wh, struct st_creds **keys,
                     struct fl_err *err) FL_MUST_CHECK;
 void srv_server_keys_free(struct st_creds *keys);
 
-/* The "location" of a stored metadata JSON text of len bytes, copied into
- * out. */
-int srv_metadata_location(const char *metadata, size_t len, char *out, size_t cap,
+/* The "location" of a stored metadata JSON text, copied into out. */
+int srv_metadata_location(const char *metadata, char *out, size_t cap,
                           struct fl_err *err) FL_MUST_CHECK;
 
 #endif

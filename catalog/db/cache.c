@@ -171,6 +171,7 @@ struct cat_shared *cat_shared_new(const char *mloc, const char *meta, size_t met
 	memcpy(s->answer + head + meta_len, answer_tail, sizeof(answer_tail));
 	s->meta = s->answer + head;
 	s->meta_len = meta_len;
+	atomic_init(&s->location, NULL);
 	/* Hashed here, once per version read, instead of on every hit. */
 	if (EVP_Digest(mloc, strlen(mloc), s->mloc_sha256, NULL, EVP_sha256(), NULL) != 1)
 		memset(s->mloc_sha256, 0, sizeof(s->mloc_sha256));
@@ -183,7 +184,33 @@ void cat_table_bytes_release(struct cat_shared *s)
 		return;
 	free(s->mloc);
 	free(s->answer);
+	free(atomic_load_explicit(&s->location, memory_order_relaxed));
 	free(s);
+}
+
+const char *cat_table_bytes_location(const struct cat_table_bytes *t)
+{
+	struct cat_shared *s = t->hold;
+	char *loc = atomic_load_explicit(&s->location, memory_order_acquire), *mine = NULL;
+	json_t *m;
+	const char *v;
+
+	if (loc != NULL)
+		return loc;
+	m = json_loadb(s->meta, s->meta_len, 0, NULL);
+	v = json_string_value(json_object_get(m, "location"));
+	if (v != NULL)
+		mine = strdup(v);
+	json_decref(m);
+	if (mine == NULL)
+		return NULL;
+	/* Two first askers parse alike; the one that lost frees its copy. */
+	if (!atomic_compare_exchange_strong_explicit(&s->location, &loc, mine, memory_order_acq_rel,
+	                                             memory_order_acquire)) {
+		free(mine);
+		return loc;
+	}
+	return mine;
 }
 
 static void entry_free(struct entry *e)

@@ -151,6 +151,7 @@ struct cat_shared {
 	char *mloc;
 	char *answer; /* cat_table_bytes.answer, NUL-terminated */
 	char *meta; /* inside answer: not NUL-terminated */
+	_Atomic(char *) location; /* cat_table_bytes_location, once asked */
 	unsigned char mloc_sha256[32];
 };
 struct cat_shared *cat_shared_new(const char *mloc, const char *meta, size_t meta_len);
