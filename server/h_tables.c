@@ -438,7 +438,7 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 	char *filtered = NULL, etag[40];
 	json_t *extra = NULL;
 	size_t mlen;
-	bool refs;
+	bool refs, plain;
 	int rc = -1;
 
 	if (srv_query(r, "snapshots", &snapshots, err) != 0)
@@ -476,8 +476,17 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 		mlen = strlen(filtered);
 	}
 	/* A file warehouse needs no lookup and no vending: its extras are
-	 * fixed, and its whole answer is the cache's, sent without a copy. */
-	if (strcmp(t.storage_type, "file") == 0 && !refs) {
+	 * fixed.  Elsewhere they are made, and an empty config without
+	 * credentials (a client that asked for no delegation) is the same. */
+	plain = strcmp(t.storage_type, "file") == 0;
+	if (!plain) {
+		if (table_extras_by_type(r, &t, &ns, r->table, SRV_VEND_HINT, &extra, err) != 0)
+			goto out;
+		plain = json_object_size(extra) == 1 &&
+		        json_object_size(json_object_get(extra, "config")) == 0;
+	}
+	/* Such an answer is the cache's whole block, sent without a copy. */
+	if (plain && !refs) {
 		if (srv_reply_table_held(r, t.answer, t.answer_len, release_held, t.hold, etag) !=
 		    0) {
 			rc = nomem(err);
@@ -487,15 +496,8 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 		rc = 0;
 		goto out;
 	}
-	if (strcmp(t.storage_type, "file") == 0) {
-		rc = reply_table_text(r, t.metadata_location, t.location_sha256, meta, mlen, refs,
-		                      NULL, CAT_EMPTY_CONFIG, err);
-		goto out;
-	}
-	if (table_extras_by_type(r, &t, &ns, r->table, SRV_VEND_HINT, &extra, err) != 0)
-		goto out;
-	rc = reply_table_text(r, t.metadata_location, t.location_sha256, meta, mlen, refs, extra,
-	                      NULL, err);
+	rc = reply_table_text(r, t.metadata_location, t.location_sha256, meta, mlen, refs,
+	                      plain ? NULL : extra, plain ? CAT_EMPTY_CONFIG : NULL, err);
 out:
 	json_decref(extra);
 	free(filtered);

@@ -76,7 +76,8 @@ test('a profile that cannot work is a 400 naming what failed', async (t) => {
 let created;
 test('create writes the first metadata file to S3; loadTable returns it byte for byte', async (t) => {
   if (skip(t)) return;
-  const r = expectJson(await request(ctx.base, 'POST', `${P}/namespaces/ns/tables`, { body: { name: 't', schema } }), 200);
+  const cr = await request(ctx.base, 'POST', `${P}/namespaces/ns/tables`, { body: { name: 't', schema } });
+  const r = expectJson(cr, 200);
   created = r;
   assert.equal(r.metadata.location, `s3://${ctx.bucket}/wh/ns/t`);
   assert.match(r['metadata-location'], /^s3:\/\/lake\/wh\/ns\/t\/metadata\/00000-[0-9a-f-]{36}\.metadata\.json$/);
@@ -84,6 +85,15 @@ test('create writes the first metadata file to S3; loadTable returns it byte for
   assert.deepEqual(r.config ?? {}, {}, 'no credentials are vended without the header');
   const l = expectJson(await request(ctx.base, 'GET', `${P}/namespaces/ns/tables/t`), 200);
   assert.equal(l['metadata-location'], r['metadata-location']);
+  // without delegation a load (a miss, then hits served from the cache's block) is the
+  // create's answer byte for byte; with it, the config names the store
+  for (let i = 0; i < 3; i++) {
+    const again = await request(ctx.base, 'GET', `${P}/namespaces/ns/tables/t`);
+    assert.equal(again.text, cr.text, `load ${i}: the create's bytes`);
+  }
+  const d = expectJson(await request(ctx.base, 'GET', `${P}/namespaces/ns/tables/t`, {
+    headers: { 'X-Iceberg-Access-Delegation': 'vended-credentials' } }), 200);
+  assert.equal(d.config['s3.region'], 'us-east-1', JSON.stringify(d.config));
 });
 
 test('commits write new metadata files create-only; the old ones stay', async (t) => {
