@@ -414,10 +414,11 @@ static bool dump_value(struct dump *d, const json_t *v, int depth)
 
 /* Writes v into d (set up but for its allocator) and returns the text, or
  * NULL with nothing left allocated but d->spans. */
-static char *dump_run(struct dump *d, const json_t *v, size_t *len)
+/* The text written (ok) NUL-terminated, its length in *len; or NULL, the
+ * text freed. */
+static char *dump_end(struct dump *d, bool ok, size_t *len)
 {
-	json_get_alloc_funcs(&d->alloc, &d->free);
-	if (v == NULL || !dump_value(d, v, 0) || !dump_put(d, "", 1)) {
+	if (!ok || !dump_put(d, "", 1)) {
 		if (d->p != NULL)
 			d->free(d->p);
 		return NULL;
@@ -427,11 +428,25 @@ static char *dump_run(struct dump *d, const json_t *v, size_t *len)
 	return d->p;
 }
 
+static char *dump_run(struct dump *d, const json_t *v, size_t *len)
+{
+	json_get_alloc_funcs(&d->alloc, &d->free);
+	return dump_end(d, v != NULL && dump_value(d, v, 0), len);
+}
+
 char *fl_json_dump(const json_t *v, size_t *len)
 {
 	struct dump d = {0};
 
 	return dump_run(&d, v, len);
+}
+
+char *fl_json_dump_string(const char *s, size_t *len)
+{
+	struct dump d = {0};
+
+	json_get_alloc_funcs(&d.alloc, &d.free);
+	return dump_end(&d, dump_string(&d, s, strlen(s)), len);
 }
 
 char *fl_json_dump_memo(const json_t *v, const char *key, const struct fl_json_memo *prev,

@@ -45,6 +45,10 @@ int fl_json_check_str_map(const json_t *obj, const char *what, struct fl_err *er
  * 2048 levels (a cycle included). */
 char *fl_json_dump(const json_t *v, size_t *len);
 
+/* A string s as JSON text (quoted, escaped as fl_json_dump escapes it) in
+ * a malloc'd string of *len bytes; NULL when out of memory. */
+char *fl_json_dump_string(const char *s, size_t *len);
+
 /* A document's text and where the elements of one of its arrays lie in
  * it, so that the dump of a later document that shares those elements
  * (the same json_t, as a table's next metadata shares its snapshots with

@@ -299,10 +299,8 @@ int srv_h_tbl_sign(struct srv_req *r, struct fl_err *err)
 		           "warehouse '%s' is not on S3: there is nothing to sign", wh.name);
 		goto out;
 	}
-	if ((loc = cat_table_bytes_location(&t)) == NULL || strlen(loc) >= 1024) {
-		fl_err_set(err, FL_ERR_INTERNAL, "stored metadata has no usable location");
+	if ((loc = srv_table_location(&t, err)) == NULL)
 		goto out;
-	}
 	if (srv_object_access(r, wh.name, &ns, r->table, &access, err) != 0 ||
 	    check(&wh, loc, access, &s, err) != 0) {
 		refused(r, err);

@@ -116,26 +116,14 @@ static char *refs_only(const char *metadata, size_t len, struct fl_err *err)
 	return out;
 }
 
-/* Appends s as a JSON string, the bytes json_dumps would write: printable
- * ASCII other than '"' and '\\' goes as it is (a metadata location always
- * is), anything else through jansson. */
+/* Appends s as a JSON string, the bytes json_dumps would write. */
 static int put_json_string(struct fl_buf *b, const char *s)
 {
-	size_t n = 0;
-	json_t *v;
-	char *q;
-	int rc;
+	size_t n;
+	char *q = fl_json_dump_string(s, &n);
+	int rc = q == NULL ? -1 : fl_buf_append(b, q, n);
 
-	while (s[n] >= 0x20 && s[n] < 0x7f && s[n] != '"' && s[n] != '\\')
-		n++;
-	if (s[n] == '\0')
-		return fl_buf_append(b, "\"", 1) | fl_buf_append(b, s, n) |
-		       fl_buf_append(b, "\"", 1);
-	v = json_string(s);
-	q = v ? json_dumps(v, JSON_ENCODE_ANY) : NULL;
-	rc = q == NULL ? -1 : fl_buf_puts(b, q);
 	free(q);
-	json_decref(v);
 	return rc;
 }
 
@@ -254,18 +242,15 @@ static int reply_table(struct srv_req *r, const char *mloc, const char *metadata
 
 /* {"config", "storage-credentials"?} of a table response (vend.h).  A file
  * warehouse gets an empty config: DuckDB treats unknown schemes as S3 and
- * fails on a non-empty one.  location: the table's (NULL when unknown),
- * which an S3 warehouse needs to scope what it vends. */
+ * fails on a non-empty one.  location: the table's, which an S3 warehouse
+ * needs to scope what it vends ("" elsewhere). */
 static int table_extras(struct srv_req *r, const struct cat_warehouse *wh, const struct cat_ns *ns,
                         const char *table, const char *location, enum srv_vend_mode mode,
                         json_t **out, struct fl_err *err)
 {
 	json_t *cfg = NULL, *creds = NULL, *o;
 
-	if (wh->profile.type == ST_STORAGE_S3 && (location == NULL || strlen(location) >= 1024))
-		return fl_err_set(err, FL_ERR_INTERNAL, "stored metadata has no usable location");
-	if (srv_vend_table(r, wh, ns, table, location ? location : "", mode, &cfg, &creds, err) !=
-	    0)
+	if (srv_vend_table(r, wh, ns, table, location, mode, &cfg, &creds, err) != 0)
 		return -1;
 	o = json_object();
 	if (o == NULL || json_object_set_new(o, "config", cfg) != 0 ||
@@ -283,7 +268,7 @@ static int table_extras_of_text(struct srv_req *r, const struct cat_warehouse *w
                                 const struct cat_ns *ns, const char *table, const char *metadata,
                                 json_t **out, struct fl_err *err)
 {
-	char loc[1024] = "";
+	char loc[SRV_LOCATION_MAX] = "";
 
 	if (wh->profile.type == ST_STORAGE_S3 &&
 	    srv_metadata_location(metadata, loc, sizeof(loc), err) != 0)
@@ -299,16 +284,16 @@ static int table_extras_by_type(struct srv_req *r, const struct cat_table_bytes 
                                 json_t **out, struct fl_err *err)
 {
 	struct cat_warehouse wh;
+	const char *loc = "";
 
 	if (strcmp(t->storage_type, "file") == 0) {
 		*out = json_pack("{s:{}}", "config");
 		return *out != NULL ? 0 : nomem(err);
 	}
-	if (srv_warehouse(r, &wh, err) != 0)
+	if (srv_warehouse(r, &wh, err) != 0 ||
+	    (wh.profile.type == ST_STORAGE_S3 && (loc = srv_table_location(t, err)) == NULL))
 		return -1;
-	return table_extras(r, &wh, ns, table,
-	                    wh.profile.type == ST_STORAGE_S3 ? cat_table_bytes_location(t) : NULL,
-	                    mode, out, err);
+	return table_extras(r, &wh, ns, table, loc, mode, out, err);
 }
 
 /* Path namespace and table without a warehouse lookup (the load query joins it). */

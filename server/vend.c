@@ -397,16 +397,30 @@ out:
 	return rc;
 }
 
+/* A table location that vending and signing can scope: NULL (with the
+ * error) when there is none or it is longer than cap - 1. */
+static const char *usable_location(const char *loc, size_t cap, struct fl_err *err)
+{
+	if (loc == NULL || strlen(loc) >= cap) {
+		fl_err_set(err, FL_ERR_INTERNAL, "stored metadata has no usable location");
+		return NULL;
+	}
+	return loc;
+}
+
 int srv_metadata_location(const char *metadata, char *out, size_t cap, struct fl_err *err)
 {
 	json_t *m = json_loads(metadata, 0, NULL);
-	const char *loc = json_string_value(json_object_get(m, "location"));
-	int rc = 0;
+	const char *loc =
+	        usable_location(json_string_value(json_object_get(m, "location")), cap, err);
 
-	if (loc == NULL || strlen(loc) >= cap)
-		rc = fl_err_set(err, FL_ERR_INTERNAL, "stored metadata has no usable location");
-	else
+	if (loc != NULL)
 		memcpy(out, loc, strlen(loc) + 1);
 	json_decref(m);
-	return rc;
+	return loc != NULL ? 0 : -1;
+}
+
+const char *srv_table_location(const struct cat_table_bytes *t, struct fl_err *err)
+{
+	return usable_location(cat_table_bytes_location(t), SRV_LOCATION_MAX, err);
 }

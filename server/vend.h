@@ -64,8 +64,15 @@ int srv_server_keys(const struct cat_warehouse *wh, struct st_creds **keys,
                     struct fl_err *err) FL_MUST_CHECK;
 void srv_server_keys_free(struct st_creds *keys);
 
+/* The longest table location vending and signing accept, NUL included. */
+#define SRV_LOCATION_MAX 1024
+
 /* The "location" of a stored metadata JSON text, copied into out. */
 int srv_metadata_location(const char *metadata, char *out, size_t cap,
                           struct fl_err *err) FL_MUST_CHECK;
+/* The location of a loaded table (cat_table_bytes_location: parsed once
+ * per version), or NULL with FL_ERR_INTERNAL when it has no usable one,
+ * worded as srv_metadata_location words it. */
+const char *srv_table_location(const struct cat_table_bytes *t, struct fl_err *err);
 
 #endif

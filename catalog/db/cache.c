@@ -141,12 +141,10 @@ static const char answer_head[] = "{\"metadata-location\":", answer_meta[] = ",\
 
 struct cat_shared *cat_shared_new(const char *mloc, const char *meta, size_t meta_len)
 {
-	json_t *loc = json_string(mloc);
-	char *qloc = loc ? json_dumps(loc, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+	size_t qlen, head;
+	char *qloc = fl_json_dump_string(mloc, &qlen);
 	struct cat_shared *s = qloc ? malloc(sizeof(*s)) : NULL;
-	size_t head;
 
-	json_decref(loc);
 	if (s == NULL) {
 		free(qloc);
 		return NULL;
@@ -154,7 +152,7 @@ struct cat_shared *cat_shared_new(const char *mloc, const char *meta, size_t met
 	atomic_init(&s->refs, 1);
 	/* One block, {"metadata-location":"…","metadata":META,"config":{}},
 	 * whose middle is the metadata. */
-	head = strlen(answer_head) + strlen(qloc) + strlen(answer_meta);
+	head = strlen(answer_head) + qlen + strlen(answer_meta);
 	s->answer_len = head + meta_len + strlen(answer_tail);
 	s->answer = malloc(s->answer_len + 1);
 	s->mloc = strdup(mloc);

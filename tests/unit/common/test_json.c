@@ -423,6 +423,35 @@ static void test_dump_matches_jansson(void **state)
 }
 
 /* Nesting past 2048 levels, and so a cycle, is refused rather than followed. */
+/* fl_json_dump_string writes a string as jansson writes it, escapes
+ * included. */
+static void test_dump_string_matches_jansson(void **state)
+{
+	static const char *const cases[] = {
+	        "",
+	        "file:///tmp/wh/ns/t/metadata/00001-a.metadata.json",
+	        "s3://b/q\"t\\x,{y}/\xc3\xa9",
+	        "tab\tnl\ncr\rbs\bff\f",
+	        "\x01\x1f\x7f end",
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *v = json_string(cases[i]);
+		char *want = json_dumps(v, JSON_ENCODE_ANY), *got;
+		size_t n;
+
+		assert_non_null(want);
+		got = fl_json_dump_string(cases[i], &n);
+		assert_non_null(got);
+		assert_string_equal(got, want);
+		assert_int_equal(n, strlen(want));
+		free(got);
+		free(want);
+		json_decref(v);
+	}
+}
+
 static void test_dump_depth_bound(void **state)
 {
 	json_t *top = json_array(), *a = top, *c1 = json_array(), *c2 = json_array();
@@ -525,6 +554,7 @@ int main(void)
 	        cmocka_unit_test(test_check_str_map),
 	        cmocka_unit_test(test_dump),
 	        cmocka_unit_test(test_dump_matches_jansson),
+	        cmocka_unit_test(test_dump_string_matches_jansson),
 	        cmocka_unit_test(test_dump_depth_bound),
 	        cmocka_unit_test(test_utf8_table),
 	};
