@@ -440,11 +440,16 @@ int cat_view_register(struct cat_db *db, struct cat_tx *tx, const struct cat_war
                       const struct cat_limits *lim, char **metadata,
                       struct fl_err *err) FL_MUST_CHECK;
 
-/* The current metadata location and JSON text of a view, as stored.
- * FL_ERR_NO_SUCH_VIEW / _NAMESPACE on a miss. */
-int cat_view_load(struct cat_db *db, struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns,
-                  const char *name, char **metadata_location, char **metadata,
-                  struct fl_err *err) FL_MUST_CHECK;
+/* A view as cat_table_load_bytes gives a table, from the same cache (a
+ * view is a row of table_entry too, and every change to it notifies as a
+ * table's does): the answer is the whole LoadViewResult, whose config is
+ * always empty.  FL_ERR_NO_SUCH_VIEW / _NAMESPACE / _WAREHOUSE on a miss.
+ * cat_view_cached: true with *out when the view is in the cache. */
+int cat_view_load_bytes(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
+                        const struct cat_ns *ns, const char *name, struct cat_table_bytes *out,
+                        struct fl_err *err) FL_MUST_CHECK;
+bool cat_view_cached(struct cat_db *db, const char *wh_name, const struct cat_ns *ns,
+                     const char *name, struct cat_table_bytes *out);
 
 /* {identifiers:[{namespace, name}…], next-page-token} of the views of a
  * namespace, in byte order of name (as cat_table_list). */

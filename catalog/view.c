@@ -143,31 +143,6 @@ out:
 	return ok ? 0 : -1;
 }
 
-int cat_view_load(struct cat_db *db, struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns,
-                  const char *name, char **metadata_location, char **metadata, struct fl_err *err)
-{
-	struct cat_row row = {0};
-	struct cat_scope sc;
-	bool ok = false;
-
-	if (cat_scope_begin(db, tx, false, &sc, err) != 0)
-		return -1;
-	if (cat_view_row_get(sc.c, wh_id, ns, name, false, &row, err) != 0)
-		goto out;
-	*metadata_location = row.metadata_location;
-	*metadata = row.metadata;
-	row.metadata_location = row.metadata = NULL;
-	ok = true;
-out:
-	cat_row_free(&row);
-	if (cat_scope_end(&sc, ok, err) != 0 && ok) {
-		ok = false;
-		free(*metadata_location);
-		free(*metadata);
-	}
-	return ok ? 0 : -1;
-}
-
 int cat_view_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
                     struct cat_change *ch, const struct cat_limits *lim, struct fl_err *err)
 {
@@ -203,6 +178,7 @@ int cat_view_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_wareh
 	if (cat_write_metadata(meta, row.version + 1, &w, &path, &text, err) != 0 ||
 	    cat_view_row_move(sc.c, row.id, row.version, path, text, location, err) != 0)
 		goto out;
+	cat_scope_touched(&sc, row.id); /* cached loads of the view end */
 	ch->metadata_location = path;
 	ch->metadata = text;
 	path = text = NULL;

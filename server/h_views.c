@@ -86,15 +86,26 @@ int srv_h_view_create(struct srv_req *r, struct fl_err *err)
 	return reply_view(r, mloc, meta, err);
 }
 
-/* The path's view: its metadata location and text (malloc'd). */
-static int load(struct srv_req *r, char **mloc, char **meta, struct fl_err *err)
+/* The path's view as the cache's bytes (tables' rules, h_tables.c): on an
+ * HTTP thread a view that is not cached is FL_ERR_WOULD_BLOCK, and a worker
+ * reads it (views are loaded far less often than tables: no loader batch). */
+static int load(struct srv_req *r, struct cat_table_bytes *t, struct fl_err *err)
 {
-	struct cat_warehouse wh;
 	struct cat_ns ns;
+	const char *wh;
 
-	if (path_view(r, &wh, &ns, err) != 0)
+	if (srv_namespace(r, r->namespace_raw, &ns, err) != 0 ||
+	    srv_check_name(r, r->table, "view name", err) != 0 ||
+	    srv_warehouse_name(r, &wh, err) != 0)
 		return -1;
-	return cat_view_load(r->ctx->db, r->tx, wh.id, &ns, r->table, mloc, meta, err);
+	if (r->tx == NULL && cat_view_cached(r->ctx->db, wh, &ns, r->table, t))
+		return 0;
+	return cat_view_load_bytes(r->ctx->db, r->tx, wh, &ns, r->table, t, err);
+}
+
+static void release_held(void *hold)
+{
+	cat_table_bytes_release(hold);
 }
 
 int srv_h_view_register(struct srv_req *r, struct fl_err *err)
@@ -125,21 +136,25 @@ int srv_h_view_register(struct srv_req *r, struct fl_err *err)
 
 int srv_h_view_load(struct srv_req *r, struct fl_err *err)
 {
-	char *mloc = NULL, *meta = NULL;
+	struct cat_table_bytes t = {0};
 
-	if (load(r, &mloc, &meta, err) != 0)
+	if (load(r, &t, err) != 0)
 		return -1;
-	return reply_view(r, mloc, meta, err);
+	/* The cache's block is the whole LoadViewResult: sent without a copy. */
+	if (srv_reply_table_held(r, t.answer, t.answer_len, release_held, t.hold, NULL) != 0) {
+		cat_table_bytes_release(t.hold);
+		return nomem(err);
+	}
+	return 0;
 }
 
 int srv_h_view_exists(struct srv_req *r, struct fl_err *err)
 {
-	char *mloc = NULL, *meta = NULL;
+	struct cat_table_bytes t = {0};
 
-	if (load(r, &mloc, &meta, err) != 0)
+	if (load(r, &t, err) != 0)
 		return -1;
-	free(mloc);
-	free(meta);
+	cat_table_bytes_release(t.hold);
 	return srv_reply_no_content(r) == 0 ? 0 : nomem(err);
 }
 

@@ -522,9 +522,9 @@ int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx, struct fl_buf
 		cat_db_cache_stats(ctx->db, &cs);
 		rc |= fl_buf_printf(
 		        out,
-		        "# HELP floe_table_cache_hits_total loadTable answers served from the cache.\n"
+		        "# HELP floe_table_cache_hits_total loadTable and loadView answers served from the cache.\n"
 		        "# TYPE floe_table_cache_hits_total counter\nfloe_table_cache_hits_total %lu\n"
-		        "# HELP floe_table_cache_misses_total loadTable reads that went to the database.\n"
+		        "# HELP floe_table_cache_misses_total loadTable and loadView reads that went to the database.\n"
 		        "# TYPE floe_table_cache_misses_total counter\nfloe_table_cache_misses_total %lu\n"
 		        "# HELP floe_table_cache_evictions_total Entries evicted to stay within table-cache-bytes.\n"
 		        "# TYPE floe_table_cache_evictions_total counter\nfloe_table_cache_evictions_total %lu\n"

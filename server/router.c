@@ -87,6 +87,7 @@ const int srv_route_count = (int)(sizeof(srv_routes) / sizeof(srv_routes[0]));
 bool srv_route_from_memory(const struct srv_route *route)
 {
 	return route->handler == srv_h_tbl_load || route->handler == srv_h_tbl_exists ||
+	       route->handler == srv_h_view_load || route->handler == srv_h_view_exists ||
 	       route->handler == srv_h_healthz;
 }
 

@@ -30,7 +30,7 @@ static const struct fl_setting srv_settings[] = {
 	{"db-pool-size", FL_SET_INT, "20", 1, 512, NULL, "FLOE_DB_POOL_SIZE", OFF(db_pool_size),
 	 "PostgreSQL connections in the pool"},
 	{"table-cache-bytes", FL_SET_INT, "268435456", 0, 68719476736, NULL, "FLOE_TABLE_CACHE_BYTES", OFF(table_cache_bytes),
-	 "memory for cached loadTable metadata, in bytes (0 = no cache)"},
+	 "memory for cached loadTable and loadView metadata, in bytes (0 = no cache)"},
 	{"max-body-bytes", FL_SET_INT, "8388608", 1024, 1073741824, NULL, "FLOE_MAX_BODY_BYTES", OFF(max_body_bytes),
 	 "largest accepted request body"},
 	{"max-json-depth", FL_SET_INT, "64", 4, 1000, NULL, "FLOE_MAX_JSON_DEPTH", OFF(max_json_depth),

@@ -497,7 +497,12 @@ int cat_view_exists(struct cat_conn *c, const char *ns_id, const char *name, str
 	return n > 0;
 }
 
-char *cat_table_key(const char *wh, const struct cat_ns *ns, const char *name, size_t *len)
+/* The cache key of a table or view: warehouse NUL levels (each ended by
+ * 0x1f) NUL name, and a view's one more NUL.  Names hold no NUL and are
+ * never empty, so a table's key never ends with one: a view never answers
+ * for a table of the same name, nor the other way round. */
+static char *entry_key(const char *wh, const struct cat_ns *ns, const char *name, bool view,
+                       size_t *len)
 {
 	struct fl_buf b = FL_BUF_INIT;
 	int rc = fl_buf_append(&b, wh, strlen(wh) + 1);
@@ -505,12 +510,18 @@ char *cat_table_key(const char *wh, const struct cat_ns *ns, const char *name, s
 	for (int i = 0; i < ns->n && rc == 0; i++)
 		rc = fl_buf_append(&b, ns->levels[i], strlen(ns->levels[i])) |
 		     fl_buf_append(&b, "\x1f", 1);
-	if (rc != 0 || fl_buf_append(&b, "", 1) != 0 || fl_buf_puts(&b, name) != 0) {
+	if (rc != 0 || fl_buf_append(&b, "", 1) != 0 || fl_buf_puts(&b, name) != 0 ||
+	    (view && fl_buf_append(&b, "", 1) != 0)) {
 		fl_buf_free(&b);
 		return NULL;
 	}
 	*len = b.len;
 	return fl_buf_steal(&b);
+}
+
+char *cat_table_key(const char *wh, const struct cat_ns *ns, const char *name, size_t *len)
+{
+	return entry_key(wh, ns, name, false, len);
 }
 
 /* ---- loadTable misses, read together ----
@@ -823,15 +834,15 @@ int cat_table_load_queue(struct cat_db *db, const char *wh_name, const struct ca
 	return rc;
 }
 
-bool cat_table_cached(struct cat_db *db, const char *wh_name, const struct cat_ns *ns,
-                      const char *name, struct cat_table_bytes *out)
+static bool cached(struct cat_db *db, const char *wh_name, const struct cat_ns *ns,
+                   const char *name, bool view, struct cat_table_bytes *out)
 {
 	struct cat_shared *sh = NULL;
 	size_t key_len;
 	char *key;
 	int hit;
 
-	if (db->cache == NULL || (key = cat_table_key(wh_name, ns, name, &key_len)) == NULL)
+	if (db->cache == NULL || (key = entry_key(wh_name, ns, name, view, &key_len)) == NULL)
 		return false;
 	hit = cat_cache_get(db->cache, key, key_len, &sh, out->storage_type);
 	free(key);
@@ -840,10 +851,35 @@ bool cat_table_cached(struct cat_db *db, const char *wh_name, const struct cat_n
 	return hit;
 }
 
-/* The row as shared bytes: from the cache, a batch of misses or a read of
- * its own (see cat_table_load). */
+bool cat_table_cached(struct cat_db *db, const char *wh_name, const struct cat_ns *ns,
+                      const char *name, struct cat_table_bytes *out)
+{
+	return cached(db, wh_name, ns, name, false, out);
+}
+
+bool cat_view_cached(struct cat_db *db, const char *wh_name, const struct cat_ns *ns,
+                     const char *name, struct cat_table_bytes *out)
+{
+	return cached(db, wh_name, ns, name, true, out);
+}
+
+/* The hot read of a table (a view): one round trip, one index probe per
+ * level of the hierarchy.  Two arrays: the statement cache knows a
+ * statement by its address. */
+static const char load_table_sql[] =
+        "SELECT t.metadata_location, t.metadata, w.storage_profile->>'type', t.id FROM warehouse w"
+        " JOIN namespace n ON n.warehouse_id = w.id JOIN table_entry t ON t.namespace_id = n.id"
+        " WHERE w.name = $1 AND n.levels = $2::text[] AND t.name = $3 AND t.kind = 'TABLE'";
+static const char load_view_sql[] =
+        "SELECT t.metadata_location, t.metadata, w.storage_profile->>'type', t.id FROM warehouse w"
+        " JOIN namespace n ON n.warehouse_id = w.id JOIN table_entry t ON t.namespace_id = n.id"
+        " WHERE w.name = $1 AND n.levels = $2::text[] AND t.name = $3 AND t.kind = 'VIEW'";
+
+/* The row of a table (view false) or view as shared bytes: from the
+ * cache, a batch of misses (tables only: views are loaded far less often)
+ * or a read of its own (see cat_table_load). */
 static int load_shared(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
-                       const struct cat_ns *ns, const char *name, struct cat_shared **sh,
+                       const struct cat_ns *ns, const char *name, bool view, struct cat_shared **sh,
                        char storage_type[16], struct fl_err *err)
 {
 	char *arr = NULL, *key = NULL;
@@ -855,10 +891,10 @@ static int load_shared(struct cat_db *db, struct cat_tx *tx, const char *wh_name
 
 	/* Inside a transaction the caller must see its own uncommitted state. */
 	if (tx == NULL && db->cache != NULL) {
-		key = cat_table_key(wh_name, ns, name, &key_len);
-		if (key != NULL &&
-		    (cat_cache_get(db->cache, key, key_len, sh, storage_type) ||
-		     load_batched(db, wh_name, ns, name, key, key_len, sh, storage_type))) {
+		key = entry_key(wh_name, ns, name, view, &key_len);
+		if (key != NULL && (cat_cache_get(db->cache, key, key_len, sh, storage_type) ||
+		                    (!view && load_batched(db, wh_name, ns, name, key, key_len, sh,
+		                                           storage_type)))) {
 			free(key);
 			return 0;
 		}
@@ -875,13 +911,7 @@ static int load_shared(struct cat_db *db, struct cat_tx *tx, const char *wh_name
 		return -1;
 	}
 	const char *params[3] = {wh_name, arr, name};
-	/* The hot read: one round trip, one index probe per level of the hierarchy. */
-	r = cat_exec(
-	        sc.c,
-	        "SELECT t.metadata_location, t.metadata, w.storage_profile->>'type', t.id FROM warehouse w"
-	        " JOIN namespace n ON n.warehouse_id = w.id JOIN table_entry t ON t.namespace_id = n.id"
-	        " WHERE w.name = $1 AND n.levels = $2::text[] AND t.name = $3 AND t.kind = 'TABLE'",
-	        3, params, err);
+	r = cat_exec(sc.c, view ? load_view_sql : load_table_sql, 3, params, err);
 	if (r == NULL)
 		goto out;
 	if (PQntuples(r) == 0) {
@@ -893,7 +923,7 @@ static int load_shared(struct cat_db *db, struct cat_tx *tx, const char *wh_name
 			fl_err_set(err, FL_ERR_NO_SUCH_WAREHOUSE,
 			           "warehouse '%.200s' does not exist", wh_name);
 		else if (w != NULL)
-			(void)not_found(sc.c, PQgetvalue(w, 0, 0), ns, name, false, err);
+			(void)not_found(sc.c, PQgetvalue(w, 0, 0), ns, name, view, err);
 		PQclear(w);
 		goto out;
 	}
@@ -922,7 +952,7 @@ int cat_table_load(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
 	struct cat_shared *sh = NULL;
 	char *mloc, *meta;
 
-	if (load_shared(db, tx, wh_name, ns, name, &sh, storage_type, err) != 0)
+	if (load_shared(db, tx, wh_name, ns, name, false, &sh, storage_type, err) != 0)
 		return -1;
 	mloc = strdup(sh->mloc);
 	meta = strndup(sh->meta, sh->meta_len);
@@ -943,7 +973,19 @@ int cat_table_load_bytes(struct cat_db *db, struct cat_tx *tx, const char *wh_na
 {
 	struct cat_shared *sh = NULL;
 
-	if (load_shared(db, tx, wh_name, ns, name, &sh, out->storage_type, err) != 0)
+	if (load_shared(db, tx, wh_name, ns, name, false, &sh, out->storage_type, err) != 0)
+		return -1;
+	bytes_of(sh, out);
+	return 0;
+}
+
+int cat_view_load_bytes(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
+                        const struct cat_ns *ns, const char *name, struct cat_table_bytes *out,
+                        struct fl_err *err)
+{
+	struct cat_shared *sh = NULL;
+
+	if (load_shared(db, tx, wh_name, ns, name, true, &sh, out->storage_type, err) != 0)
 		return -1;
 	bytes_of(sh, out);
 	return 0;
