@@ -171,6 +171,7 @@ def main():
         ]
         for label, key, texts in (
             ("one table (cache hits)", "floe loadTable, 1 table", lt),
+            ("one view (loadView, cache hits)", "floe loadView, 1 view", lt),
             ("cycling 200 tables", "floe loadTable, cycling 200 tables", lt),
             ("cycling 4,096 tables (they fit the default cache)", "floe loadTable, cycling 4096 tables", lt),
             ("cycling 4,096 tables, pure misses (`--table-cache-bytes 8000000`)",

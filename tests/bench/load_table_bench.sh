@@ -14,9 +14,10 @@
 #
 # Steps: throwaway PostgreSQL (durable defaults), `floe serve --port 0`, tables whose
 # loadTable body is ~20 KB (properties are added until the body matches mhd_hello's /meta),
-# then four wrk runs (-t2 -c64 -d10s --latency):
+# then five wrk runs (-t2 -c64 -d10s --latency):
 #   1. Floe, one table (served from Floe's loadTable cache after the first request);
 #   2. mhd_hello GET /meta, the ceiling (a persistent 20 KB response, no work per request);
+#   2b. Floe, loadView of one view of about the same size (the same cache);
 #   3. Floe cycling over BENCH_CYCLE_SMALL tables (cycle_tables.lua): a different table
 #      each request, all in the cache (sized in bytes: --table-cache-bytes, 256 MiB);
 #   4. Floe cycling over BENCH_CYCLE_LARGE tables (~80 MB of metadata for 4096): the first
@@ -66,6 +67,18 @@ created=$(node "$here/bench_client.mjs" create-tables --base "$BASE" --p "$P" --
 route="$P/namespaces/lt/tables/t0"
 floe_bytes=$(curl -fsS "$BASE$route" | wc -c) || bench_die "GET $route failed"
 curl -fsS "$BASE$route" | jq -e '.metadata."table-uuid"' >/dev/null || bench_die "GET $route: no metadata"
+# A view whose loadView body is about as large: 34-byte properties fill what the rest leaves.
+vroute="$P/namespaces/lt/views/v"
+jq -n --argjson n $(((mhd_bytes - 900) / 34)) '{name: "v",
+	schema: {type: "struct", "schema-id": 0, fields: [{id: 1, name: "a", type: "long", required: false}]},
+	"view-version": {"version-id": 1, "timestamp-ms": 1700000000000, "schema-id": 0,
+		summary: {"engine-name": "bench"}, "default-namespace": ["lt"],
+		representations: [{type: "sql", sql: "SELECT a FROM lt.t0", dialect: "spark"}]},
+	properties: ([range(0; $n)] | map({key: ("view.prop.\(10000 + .)"), value: "value-0123456"}) | from_entries)}' \
+	>"$BT/view.json"
+curl -fsS -XPOST -H 'Content-Type: application/json' "$BASE$P/namespaces/lt/views" -d @"$BT/view.json" \
+	>/dev/null || bench_die "creating the view failed"
+view_bytes=$(curl -fsS "$BASE$vroute" | wc -c) || bench_die "GET $vroute failed"
 
 xacts()
 {
@@ -139,7 +152,8 @@ echo "== load_table_bench: loadTable vs the libmicrohttpd ceiling (same run) =="
 bench_env_line
 echo "floe: $("$FLOE_BIN" version 2>/dev/null | head -n 1), serve flags: ${FLOE_SERVE_ARGS:-(defaults: --threads 0 --db-pool-size 20, i.e. 16 threads)}"
 echo "setup: $(jq -r '"\(.created) tables created in \(.seconds) s, \(.properties) properties each"' <<<"$created");" \
-	"loadTable body $floe_bytes bytes (GET $route); mhd_hello /meta body $mhd_bytes bytes, pool=$mhd_pool"
+	"loadTable body $floe_bytes bytes (GET $route); loadView body $view_bytes bytes (GET $vroute);" \
+	"mhd_hello /meta body $mhd_bytes bytes, pool=$mhd_pool"
 echo "load: wrk -t$wrk_threads -c$conns -d$duration --latency (wrk shares the $(nproc) cores with the server)"
 echo
 
@@ -147,6 +161,8 @@ measure "$BASE$route" "" 1
 f1=("$R_RPS" "$R_P50" "$R_P99" "$R_ERR" "$R_XPR" "$R_FCPU" "$R_PCPU")
 measure "http://127.0.0.1:$mhd_port/meta"
 m=("$R_RPS" "$R_P50" "$R_P99" "$R_ERR" "$R_XPR" "$R_FCPU" "$R_PCPU")
+measure "$BASE$vroute" "" 1
+fv=("$R_RPS" "$R_P50" "$R_P99" "$R_ERR" "$R_XPR" "$R_FCPU" "$R_PCPU")
 export BENCH_PATH_PREFIX="$P/namespaces/lt/tables/t"
 BENCH_NTABLES=$cycle_small measure "$BASE" "$here/cycle_tables.lua" 1
 f2=("$R_RPS" "$R_P50" "$R_P99" "$R_ERR" "$R_XPR" "$R_FCPU" "$R_PCPU")
@@ -164,6 +180,7 @@ printf '%-50s %11s %8s %8s %7s %9s %11s %9s\n' "target" "requests/s" "p50 ms" "p
 	"PG tx/req" "floe us/req" "PG us/req"
 row "floe loadTable, 1 table" "${f1[@]}"
 row "mhd_hello GET /meta (ceiling)" "${m[@]}"
+row "floe loadView, 1 view" "${fv[@]}"
 row "floe loadTable, cycling $cycle_small tables" "${f2[@]}"
 [ "$cycle_large" -gt 0 ] && row "floe loadTable, cycling $cycle_large tables" "${f3[@]}"
 echo "(PG tx/req = PostgreSQL transactions per request: ~0 served from Floe's loadTable cache;" \
@@ -172,13 +189,15 @@ echo "(PG tx/req = PostgreSQL transactions per request: ~0 served from Floe's lo
 echo
 echo "ratio floe/ceiling, 1 table: throughput $(bench_ratio "${f1[0]}" "${m[0]}")," \
 	"p99 $(bench_ratio "${f1[2]}" "${m[2]}")x"
+echo "ratio floe/ceiling, 1 view (loadView): throughput $(bench_ratio "${fv[0]}" "${m[0]}")," \
+	"p99 $(bench_ratio "${fv[2]}" "${m[2]}")x"
 echo "ratio floe/ceiling, cycling $cycle_small tables: throughput $(bench_ratio "${f2[0]}" "${m[0]}")," \
 	"p99 $(bench_ratio "${f2[2]}" "${m[2]}")x"
 [ "$cycle_large" -gt 0 ] &&
 	echo "ratio floe/ceiling, cycling $cycle_large tables: throughput $(bench_ratio "${f3[0]}" "${m[0]}")," \
 		"p99 $(bench_ratio "${f3[2]}" "${m[2]}")x"
 bench_load_line
-if [ "${f1[3]}" != 0 ] || [ "${m[3]}" != 0 ] || [ "${f2[3]}" != 0 ] || [ "${f3[3]}" != 0 ]; then
+if [ "${f1[3]}" != 0 ] || [ "${m[3]}" != 0 ] || [ "${fv[3]}" != 0 ] || [ "${f2[3]}" != 0 ] || [ "${f3[3]}" != 0 ]; then
 	echo "load_table_bench: some requests failed (see the errors column); figures are not comparable" >&2
 	exit 1
 fi
