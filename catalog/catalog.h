@@ -443,13 +443,10 @@ int cat_view_register(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 /* A view as cat_table_load_bytes gives a table, from the same cache (a
  * view is a row of table_entry too, and every change to it notifies as a
  * table's does): the answer is the whole LoadViewResult, whose config is
- * always empty.  FL_ERR_NO_SUCH_VIEW / _NAMESPACE / _WAREHOUSE on a miss.
- * cat_view_cached: true with *out when the view is in the cache. */
+ * always empty.  FL_ERR_NO_SUCH_VIEW / _NAMESPACE / _WAREHOUSE on a miss. */
 int cat_view_load_bytes(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
                         const struct cat_ns *ns, const char *name, struct cat_table_bytes *out,
                         struct fl_err *err) FL_MUST_CHECK;
-bool cat_view_cached(struct cat_db *db, const char *wh_name, const struct cat_ns *ns,
-                     const char *name, struct cat_table_bytes *out);
 
 /* {identifiers:[{namespace, name}…], next-page-token} of the views of a
  * namespace, in byte order of name (as cat_table_list). */

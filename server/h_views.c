@@ -86,9 +86,9 @@ int srv_h_view_create(struct srv_req *r, struct fl_err *err)
 	return reply_view(r, mloc, meta, err);
 }
 
-/* The path's view as the cache's bytes (tables' rules, h_tables.c): on an
- * HTTP thread a view that is not cached is FL_ERR_WOULD_BLOCK, and a worker
- * reads it (views are loaded far less often than tables: no loader batch). */
+/* The path's view as the cache's bytes: on an HTTP thread a view that is
+ * not cached is FL_ERR_WOULD_BLOCK (the read would wait), and a worker reads
+ * it (views are loaded far less often than tables: no parked batch). */
 static int load(struct srv_req *r, struct cat_table_bytes *t, struct fl_err *err)
 {
 	struct cat_ns ns;
@@ -98,8 +98,6 @@ static int load(struct srv_req *r, struct cat_table_bytes *t, struct fl_err *err
 	    srv_check_name(r, r->table, "view name", err) != 0 ||
 	    srv_warehouse_name(r, &wh, err) != 0)
 		return -1;
-	if (r->tx == NULL && cat_view_cached(r->ctx->db, wh, &ns, r->table, t))
-		return 0;
 	return cat_view_load_bytes(r->ctx->db, r->tx, wh, &ns, r->table, t, err);
 }
 

@@ -307,10 +307,8 @@ int cat_cache_get(struct cat_cache *c, const char *key, size_t key_len, struct c
 
 	if (c == NULL)
 		return 0;
-	if (!atomic_load(&c->live)) {
-		atomic_fetch_add_explicit(&c->misses, 1, memory_order_relaxed);
+	if (!atomic_load(&c->live))
 		return 0;
-	}
 	h = fnv(key, key_len);
 	s = stripe_of(c, h);
 	pthread_rwlock_rdlock(&s->lock);
@@ -327,8 +325,15 @@ int cat_cache_get(struct cat_cache *c, const char *key, size_t key_len, struct c
 			break;
 		}
 	pthread_rwlock_unlock(&s->lock);
-	atomic_fetch_add_explicit(hit ? &c->hits : &c->misses, 1, memory_order_relaxed);
+	if (hit)
+		atomic_fetch_add_explicit(&c->hits, 1, memory_order_relaxed);
 	return hit;
+}
+
+void cat_cache_missed(struct cat_cache *c, unsigned long n)
+{
+	if (c != NULL)
+		atomic_fetch_add_explicit(&c->misses, n, memory_order_relaxed);
 }
 
 /* Doubles the bucket array of s (write lock held); keeps the old one when

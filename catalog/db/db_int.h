@@ -170,9 +170,13 @@ int cat_cache_start(struct cat_db *db, size_t max_bytes, struct fl_err *err) FL_
 struct cat_cache *cat_cache_new(size_t max_bytes, bool live);
 void cat_cache_stop(struct cat_cache *c);
 /* 1 = hit with a new reference to the entry's bytes, 0 = miss or cache not
- * live. */
+ * live.  Hits are counted here; misses where the database is read
+ * (cat_cache_missed), so that a request that looks twice (an HTTP thread,
+ * then the worker it hands the request to) counts once, and the count is
+ * what its name says: reads that went to the database. */
 int cat_cache_get(struct cat_cache *c, const char *key, size_t key_len, struct cat_shared **sh,
                   char storage_type[16]);
+void cat_cache_missed(struct cat_cache *c, unsigned long n);
 unsigned long cat_cache_generation(struct cat_cache *c);
 /* Keeps sh (taking a reference of its own when it does). */
 void cat_cache_put(struct cat_cache *c, unsigned long generation, const char *key, size_t key_len,

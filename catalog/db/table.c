@@ -702,6 +702,7 @@ static void *loader_main(void *arg)
 		pthread_mutex_lock(&db->load_mu);
 		db->load_reads++;
 		db->load_loads += (unsigned long)n;
+		cat_cache_missed(db->cache, (unsigned long)n);
 		db->load_waiting -= (size_t)n;
 		pthread_mutex_unlock(&db->load_mu);
 		for (int i = 0; i < n; i++)
@@ -834,33 +835,21 @@ int cat_table_load_queue(struct cat_db *db, const char *wh_name, const struct ca
 	return rc;
 }
 
-static bool cached(struct cat_db *db, const char *wh_name, const struct cat_ns *ns,
-                   const char *name, bool view, struct cat_table_bytes *out)
+bool cat_table_cached(struct cat_db *db, const char *wh_name, const struct cat_ns *ns,
+                      const char *name, struct cat_table_bytes *out)
 {
 	struct cat_shared *sh = NULL;
 	size_t key_len;
 	char *key;
 	int hit;
 
-	if (db->cache == NULL || (key = entry_key(wh_name, ns, name, view, &key_len)) == NULL)
+	if (db->cache == NULL || (key = cat_table_key(wh_name, ns, name, &key_len)) == NULL)
 		return false;
 	hit = cat_cache_get(db->cache, key, key_len, &sh, out->storage_type);
 	free(key);
 	if (hit)
 		bytes_of(sh, out);
 	return hit;
-}
-
-bool cat_table_cached(struct cat_db *db, const char *wh_name, const struct cat_ns *ns,
-                      const char *name, struct cat_table_bytes *out)
-{
-	return cached(db, wh_name, ns, name, false, out);
-}
-
-bool cat_view_cached(struct cat_db *db, const char *wh_name, const struct cat_ns *ns,
-                     const char *name, struct cat_table_bytes *out)
-{
-	return cached(db, wh_name, ns, name, true, out);
 }
 
 /* The hot read of a table (a view): one round trip, one index probe per
@@ -912,6 +901,8 @@ static int load_shared(struct cat_db *db, struct cat_tx *tx, const char *wh_name
 	}
 	const char *params[3] = {wh_name, arr, name};
 	r = cat_exec(sc.c, view ? load_view_sql : load_table_sql, 3, params, err);
+	if (key != NULL)
+		cat_cache_missed(db->cache, 1);
 	if (r == NULL)
 		goto out;
 	if (PQntuples(r) == 0) {

@@ -50,7 +50,10 @@ after(async () => {
 
 test('a second load is a hit with the same answer; a replace, rename and drop through this daemon are seen by the next load', async () => {
   const created = validate('LoadViewResult', (await call(a.base, 'POST', `${a.p}/namespaces/vc/views`, { body: viewBody('v'), expect: 200 })).json);
+  const misses0 = await counter(a.base, 'floe_table_cache_misses_total');
   const first = await call(a.base, 'GET', viewPath(a.p, 'v'), { expect: 200 });
+  // Looked up by an HTTP thread, then read by the worker it handed the load to: one miss.
+  assert.equal(await counter(a.base, 'floe_table_cache_misses_total') - misses0, 1, 'the first load is one miss');
   const hits0 = await counter(a.base, 'floe_table_cache_hits_total');
   const again = await call(a.base, 'GET', viewPath(a.p, 'v'), { expect: 200 });
   await call(a.base, 'HEAD', viewPath(a.p, 'v'), { expect: 204 });
