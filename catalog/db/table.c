@@ -855,14 +855,12 @@ bool cat_table_cached(struct cat_db *db, const char *wh_name, const struct cat_n
 /* The hot read of a table (a view): one round trip, one index probe per
  * level of the hierarchy.  Two arrays: the statement cache knows a
  * statement by its address. */
-static const char load_table_sql[] =
-        "SELECT t.metadata_location, t.metadata, w.storage_profile->>'type', t.id FROM warehouse w"
-        " JOIN namespace n ON n.warehouse_id = w.id JOIN table_entry t ON t.namespace_id = n.id"
-        " WHERE w.name = $1 AND n.levels = $2::text[] AND t.name = $3 AND t.kind = 'TABLE'";
-static const char load_view_sql[] =
-        "SELECT t.metadata_location, t.metadata, w.storage_profile->>'type', t.id FROM warehouse w"
-        " JOIN namespace n ON n.warehouse_id = w.id JOIN table_entry t ON t.namespace_id = n.id"
-        " WHERE w.name = $1 AND n.levels = $2::text[] AND t.name = $3 AND t.kind = 'VIEW'";
+#define LOAD_SQL(kind)                                                                              \
+	"SELECT t.metadata_location, t.metadata, w.storage_profile->>'type', t.id FROM warehouse w" \
+	" JOIN namespace n ON n.warehouse_id = w.id JOIN table_entry t ON t.namespace_id = n.id"    \
+	" WHERE w.name = $1 AND n.levels = $2::text[] AND t.name = $3 AND t.kind = '" kind "'"
+static const char load_table_sql[] = LOAD_SQL("TABLE");
+static const char load_view_sql[] = LOAD_SQL("VIEW");
 
 /* The row of a table (view false) or view as shared bytes: from the
  * cache, a batch of misses (tables only: views are loaded far less often)
