@@ -1182,11 +1182,19 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	 * outer one) that can still be rolled back when the file fails. */
 	if (cat_scope_begin(db, tx, ahead, &sc, err) != 0)
 		goto out;
-	if (ahead)
+	if (ahead) {
 		moved = move_ahead(db, &sc, &mv, row.ns_id, row.version, &w, &path, &text, len, &t0,
 		                   err);
-	else
+	} else if (tx == NULL) {
+		/* The move commits by itself: its notification rides behind it. */
+		bool notified;
+
+		moved = cat_row_move_if_notify(sc.c, &mv, row.ns_id, row.version, &notified, err);
+		if (notified)
+			cat_scope_notified(&sc);
+	} else {
 		moved = cat_row_move_if(sc.c, &mv, row.ns_id, row.version, err);
+	}
 	/* A table already in the base cache is contended: the version written
 	 * here is the base of the next tries, kept once it is committed (so
 	 * that they neither fetch nor parse it).  meta is built, not parsed,

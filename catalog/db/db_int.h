@@ -23,6 +23,7 @@ struct cat_conn {
 	bool unprepared; /* cat_db_oneshot: never prepare */
 	bool settings_pending; /* session settings not sent yet (cat_db_open_oneshot) */
 	size_t pipe_set_syncs; /* settings sent by cat_pipeline_send, not read yet */
+	uint64_t pipe_mid_syncs; /* bit i: a sync after statement i (struct cat_pipe_q) */
 	int64_t retry_at_ns; /* no reconnect attempt before this (backoff) */
 	int64_t backoff_ns;
 	/* The process id of the connection's backend, once the server said
@@ -256,10 +257,13 @@ struct cat_pipe_q {
 	const char *const *params;
 	const int *lengths;
 	const int *formats;
+	/* A sync after this statement (not the last): those after it run in
+	 * an implicit transaction of their own, even when this one fails. */
+	bool sync;
 };
 
 /* Sends the k statements in one round trip (libpq pipeline mode, one
- * sync) and collects the first result of each into res[] (NULL for a
+ * sync, and one after each statement marked sync; at most 64) and collects the first result of each into res[] (NULL for a
  * statement whose result never came; the caller PQclears them all).  A
  * statement after a failed one is not run (PGRES_PIPELINE_ABORTED).  true
  * when the whole pipeline was answered and the connection left it. */
@@ -273,6 +277,9 @@ bool cat_pipeline_recv(struct cat_conn *c, int k, PGresult **res);
 /* cat_exec in the same two halves. */
 bool cat_exec_send(struct cat_conn *c, const char *sql, int n, const char *const *params);
 PGresult *cat_exec_recv(struct cat_conn *c, struct fl_err *err);
+/* r (a statement's result, from cat_pipeline) when it succeeded; otherwise
+ * NULL, r cleared and err set as cat_exec sets it. */
+PGresult *cat_result(struct cat_conn *c, PGresult *r, struct fl_err *err);
 
 /* BEGIN, then sql as cat_exec runs it, in one round trip (libpq pipeline
  * mode): opens a transaction with its first statement.  Returns the
@@ -303,9 +310,14 @@ struct cat_scope {
 	struct cat_tx *outer;
 	bool write;
 	bool timed; /* see cat_scope_timed */
+	bool notified; /* see cat_scope_notified */
 	struct cat_touched touched;
 	struct cat_after *after; /* cat_scope_after_commit, in order */
 };
+
+/* The notification of what the scope touched went already, behind the
+ * statement that committed the change by itself (cat_row_move_if_notify). */
+void cat_scope_notified(struct cat_scope *s);
 
 /* Records a table as changed by this scope: once its COMMIT (or that of
  * the outer transaction) is done, whatever the outcome, the table leaves
@@ -421,6 +433,13 @@ int cat_row_move(struct cat_conn *c, const struct cat_row_move *m,
  * during it is FL_ERR_COMMIT_STATE_UNKNOWN. */
 int cat_row_move_if(struct cat_conn *c, const struct cat_row_move *m, const char *ns_id,
                     int64_t expected, struct fl_err *err) FL_MUST_CHECK;
+/* cat_row_move_if outside a transaction with the notification of the move
+ * behind it, in one round trip: the NOTIFY runs in a transaction of its
+ * own after the move's has committed (tx.c: never inside it), and only
+ * when the row then has the version the move wrote.  *notified says
+ * whether it went; when it did not, the caller notifies as ever. */
+int cat_row_move_if_notify(struct cat_conn *c, const struct cat_row_move *m, const char *ns_id,
+                           int64_t expected, bool *notified, struct fl_err *err) FL_MUST_CHECK;
 
 /* cat_row_move_if in two halves, inside a transaction (c's own, begun, or
  * a savepoint of the caller's): _send sends the statement without waiting

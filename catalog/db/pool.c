@@ -483,6 +483,11 @@ static PGresult *checked(struct cat_conn *c, PGresult *r, struct fl_err *err)
 	return NULL;
 }
 
+PGresult *cat_result(struct cat_conn *c, PGresult *r, struct fl_err *err)
+{
+	return checked(c, r, err);
+}
+
 PGresult *cat_exec(struct cat_conn *c, const char *sql, int n, const char *const *params,
                    struct fl_err *err)
 {
@@ -502,19 +507,26 @@ bool cat_pipeline_send(struct cat_conn *c, int k, const struct cat_pipe_q *q)
 	int i;
 
 	c->pipe_set_syncs = 0;
-	if (PQenterPipelineMode(c->pg) != 1)
+	c->pipe_mid_syncs = 0;
+	if (k > 64 || PQenterPipelineMode(c->pg) != 1)
 		return false;
 	/* Pending session settings ride in front, each in its own sync. */
 	if (c->settings_pending) {
 		c->settings_pending = false;
 		c->pipe_set_syncs = settings_send(c->pg);
 	}
-	for (i = 0; i < k; i++)
+	for (i = 0; i < k; i++) {
 		if ((q[i].stmt ? PQsendQueryPrepared(c->pg, q[i].stmt, q[i].n, q[i].params,
 		                                     q[i].lengths, q[i].formats, 0)
 		               : PQsendQueryParams(c->pg, q[i].sql, q[i].n, NULL, q[i].params,
 		                                   q[i].lengths, q[i].formats, 0)) != 1)
 			break;
+		if (q[i].sync && i + 1 < k) {
+			if (PQpipelineSync(c->pg) != 1)
+				break;
+			c->pipe_mid_syncs |= (uint64_t)1 << i;
+		}
+	}
 	if (i == k && PQpipelineSync(c->pg) == 1)
 		return true;
 	/* A connection left in pipeline mode is not idle: cat_conn_put drops it. */
@@ -543,6 +555,13 @@ bool cat_pipeline_recv(struct cat_conn *c, int k, PGresult **res)
 		}
 		if (res[i] == NULL)
 			goto out;
+		if (c->pipe_mid_syncs & ((uint64_t)1 << i)) {
+			r = PQgetResult(c->pg);
+			synced = PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+			PQclear(r);
+			if (!synced)
+				goto out;
+		}
 	}
 	r = PQgetResult(c->pg);
 	synced = PQresultStatus(r) == PGRES_PIPELINE_SYNC;

@@ -295,6 +295,55 @@ int cat_row_move_if(struct cat_conn *c, const struct cat_row_move *m, const char
 	return n;
 }
 
+/* The notification of a move (tx.c, notify_sql), sent only when the row
+ * has the version the move wrote. */
+static const char move_notify_sql[] =
+        "SELECT set_config('synchronous_commit', 'off', true), pg_notify('floe_table', $1)"
+        " FROM table_entry WHERE id = $1::uuid AND version = $2::bigint";
+
+int cat_row_move_if_notify(struct cat_conn *c, const struct cat_row_move *m, const char *ns_id,
+                           int64_t expected, bool *notified, struct fl_err *err)
+{
+	char mname[16], nname[16];
+	struct move_params mp;
+	PGresult *res[2], *r;
+	bool ok;
+	int n = -1;
+
+	*notified = false;
+	if (PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+		return fl_err_set(err, FL_ERR_INTERNAL,
+		                  "a pointer move with its notification needs no transaction");
+	if (move_params(&mp, m, ns_id, expected, err) != 0)
+		return -1;
+	const char *np[2] = {m->id, mp.v};
+	const struct cat_pipe_q q[2] = {
+	        {.sql = move_if_sql,
+	         .stmt = cat_prepared(c, move_if_sql, mname),
+	         .n = mp.n,
+	         .params = mp.p,
+	         .sync = true},
+	        {.sql = move_notify_sql,
+	         .stmt = cat_prepared(c, move_notify_sql, nname),
+	         .n = 2,
+	         .params = np},
+	};
+
+	ok = cat_pipeline(c, 2, q, res);
+	free(mp.arr);
+	r = cat_result(c, res[0], err); /* a result that never came: connection lost */
+	if (r != NULL)
+		n = PQntuples(r);
+	PQclear(r);
+	*notified = ok && PQresultStatus(res[1]) == PGRES_TUPLES_OK && PQntuples(res[1]) == 1;
+	PQclear(res[1]);
+	if (n < 0 && PQstatus(c->pg) != CONNECTION_OK)
+		return fl_err_set(err, FL_ERR_COMMIT_STATE_UNKNOWN,
+		                  "database connection lost during the commit; the change may "
+		                  "or may not have been applied");
+	return n;
+}
+
 int cat_row_move_if_send(struct cat_conn *c, const struct cat_row_move *m, const char *ns_id,
                          int64_t expected, struct fl_err *err)
 {

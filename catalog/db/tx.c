@@ -170,6 +170,11 @@ static void put_and_notify(struct cat_db *db, struct cat_conn *c, struct cat_tou
 	t->overflow = false;
 }
 
+void cat_scope_notified(struct cat_scope *s)
+{
+	s->notified = true;
+}
+
 void cat_scope_touched(struct cat_scope *s, const char *table_id)
 {
 	touched_add(s->outer ? &s->outer->touched : &s->touched, table_id);
@@ -429,6 +434,7 @@ int cat_scope_begin(struct cat_db *db, struct cat_tx *tx, bool write, struct cat
 	s->outer = tx;
 	s->write = write;
 	s->timed = false;
+	s->notified = false;
 	s->after = NULL;
 	s->touched.n = 0;
 	s->touched.overflow = false;
@@ -481,8 +487,9 @@ int cat_scope_end(struct cat_scope *s, bool ok, struct fl_err *err)
 		}
 	}
 	/* A read scope touches a table only by a statement that committed by
-	 * itself (an optimistic commit's pointer move). */
-	put_and_notify(s->db, s->c, &s->touched, sent, rc == 0);
+	 * itself (an optimistic commit's pointer move), which may have sent
+	 * the notification behind it. */
+	put_and_notify(s->db, s->c, &s->touched, sent || s->notified, rc == 0);
 	after_run(&s->after, s->write && rc == 0);
 	return rc;
 }
