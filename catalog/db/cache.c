@@ -1,16 +1,17 @@
 /* cache.c - the loadTable cache, kept coherent with LISTEN/NOTIFY.
  *
- * Every change to a table row (commit, drop, rename, register) is followed,
- * right after its COMMIT and before its client is answered, by NOTIFY
- * floe_table with the table id (tx.c: not inside the change's own
- * transaction, where PostgreSQL would serialize every notifying COMMIT of
- * the cluster through its WAL flush).  A listener thread on its own
- * connection drops the entries of that table.  Where the change ends with
- * an explicit COMMIT the notification is sent in the same request, behind
- * it, so PostgreSQL runs it even when the process is gone by then; after a
- * statement that committed by itself (an optimistic pointer move) it is a
- * request of its own, and a process that dies between the two has answered
- * nobody: the others drop everything when it starts again
+ * Every change to a table or view row (commit, replace, drop, rename,
+ * register) is followed, right after its COMMIT and before its client is
+ * answered, by NOTIFY floe_table with the row's id (tx.c: not inside the
+ * change's own transaction, where PostgreSQL would serialize every
+ * notifying COMMIT of the cluster through its WAL flush).  A listener
+ * thread on its own connection drops the entries of that row.  The
+ * notification is sent in the same request as the change, behind its
+ * COMMIT (or behind an optimistic pointer move that committed by itself,
+ * after a sync: cat_row_move_if_notify), so PostgreSQL runs it even when
+ * the process is gone by then.  Only when that one did not go is it a
+ * request of its own, and a process that dies between the two has
+ * answered nobody: the others drop everything when it starts again
  * (cat_db_notify_all).
  *
  * Coherence rules:
