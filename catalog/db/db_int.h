@@ -263,8 +263,9 @@ struct cat_pipe_q {
 };
 
 /* Sends the k statements in one round trip (libpq pipeline mode, one
- * sync, and one after each statement marked sync; at most 64) and collects the first result of each into res[] (NULL for a
- * statement whose result never came; the caller PQclears them all).  A
+ * sync, and one after each statement marked sync; at most 64) and
+ * collects the first result of each into res[] (NULL for a statement
+ * whose result never came; the caller PQclears them all).  A
  * statement after a failed one is not run (PGRES_PIPELINE_ABORTED).  true
  * when the whole pipeline was answered and the connection left it. */
 bool cat_pipeline(struct cat_conn *c, int k, const struct cat_pipe_q *q, PGresult **res);
