@@ -412,8 +412,6 @@ static bool dump_value(struct dump *d, const json_t *v, int depth)
 	return false;
 }
 
-/* Writes v into d (set up but for its allocator) and returns the text, or
- * NULL with nothing left allocated but d->spans. */
 /* The text written (ok) NUL-terminated, its length in *len; or NULL, the
  * text freed. */
 static char *dump_end(struct dump *d, bool ok, size_t *len)
@@ -428,6 +426,8 @@ static char *dump_end(struct dump *d, bool ok, size_t *len)
 	return d->p;
 }
 
+/* Writes v into d (set up but for its allocator) and returns the text, or
+ * NULL with nothing left allocated but d->spans. */
 static char *dump_run(struct dump *d, const json_t *v, size_t *len)
 {
 	json_get_alloc_funcs(&d->alloc, &d->free);

@@ -409,12 +409,6 @@ int srv_h_tbl_register(struct srv_req *r, struct fl_err *err)
 	return rc;
 }
 
-/* Ends a response's hold on the bytes it sent. */
-static void release_held(void *hold)
-{
-	cat_table_bytes_release(hold);
-}
-
 int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 {
 	const char *snapshots = NULL, *inm, *wh, *meta;
@@ -472,13 +466,7 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 	}
 	/* Such an answer is the cache's whole block, sent without a copy. */
 	if (plain && !refs) {
-		if (srv_reply_table_held(r, t.answer, t.answer_len, release_held, t.hold, etag) !=
-		    0) {
-			rc = nomem(err);
-			goto out;
-		}
-		t.hold = NULL; /* the response's now */
-		rc = 0;
+		rc = srv_reply_table_held(r, &t, etag) == 0 ? 0 : nomem(err);
 		goto out;
 	}
 	rc = reply_table_text(r, t.metadata_location, t.location_sha256, meta, mlen, refs,

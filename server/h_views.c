@@ -101,11 +101,6 @@ static int load(struct srv_req *r, struct cat_table_bytes *t, struct fl_err *err
 	return cat_view_load_bytes(r->ctx->db, r->tx, wh, &ns, r->table, t, err);
 }
 
-static void release_held(void *hold)
-{
-	cat_table_bytes_release(hold);
-}
-
 int srv_h_view_register(struct srv_req *r, struct fl_err *err)
 {
 	static const char what[] = "RegisterViewRequest";
@@ -139,7 +134,7 @@ int srv_h_view_load(struct srv_req *r, struct fl_err *err)
 	if (load(r, &t, err) != 0)
 		return -1;
 	/* The cache's block is the whole LoadViewResult: sent without a copy. */
-	if (srv_reply_table_held(r, t.answer, t.answer_len, release_held, t.hold, NULL) != 0) {
+	if (srv_reply_table_held(r, &t, NULL) != 0) {
 		cat_table_bytes_release(t.hold);
 		return nomem(err);
 	}

@@ -156,16 +156,22 @@ int srv_reply_table(struct srv_req *r, char *body, size_t n, const char *etag)
 	return 0;
 }
 
-int srv_reply_table_held(struct srv_req *r, const char *body, size_t n,
-                         MHD_ContentReaderFreeCallback done, void *cls, const char *etag)
+/* Ends a response's hold on the cache's bytes it sent. */
+static void release_held(void *hold)
+{
+	cat_table_bytes_release(hold);
+}
+
+int srv_reply_table_held(struct srv_req *r, struct cat_table_bytes *t, const char *etag)
 {
 	/* libmicrohttpd only reads the buffer (it is not MUST_FREE): the cast
 	 * is its API's, not a licence to write. */
 	if (install(r,
 	            srv_libmhd()->create_response_from_buffer_with_free_callback_cls(
-	                    n, (void *)(uintptr_t)body, done, cls),
-	            MHD_HTTP_OK, "application/json", body, n) != 0)
+	                    t->answer_len, (void *)(uintptr_t)t->answer, release_held, t->hold),
+	            MHD_HTTP_OK, "application/json", t->answer, t->answer_len) != 0)
 		return -1;
+	t->hold = NULL; /* the response's now */
 	add_etag(r, etag);
 	return 0;
 }

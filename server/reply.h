@@ -19,11 +19,11 @@ int srv_reply_no_content(struct srv_req *r) FL_MUST_CHECK;
 int srv_reply_bytes(struct srv_req *r, const char *ctype, const char *p, size_t n) FL_MUST_CHECK;
 /* 200 with a JSON body taken over (malloc'd) and an optional ETag. */
 int srv_reply_table(struct srv_req *r, char *body, size_t n, const char *etag) FL_MUST_CHECK;
-/* 200 with a JSON body that is not copied: body stays valid until
- * done(cls) runs, once, when libmicrohttpd has sent the response or dropped
- * it.  On failure done has not run. */
-int srv_reply_table_held(struct srv_req *r, const char *body, size_t n,
-                         MHD_ContentReaderFreeCallback done, void *cls,
+/* 200 with t->answer (the cache's block) as the body, not copied: the
+ * response takes t's hold (t->hold is NULL after) and releases it once
+ * libmicrohttpd has sent the response or dropped it.  On failure t keeps
+ * its hold. */
+int srv_reply_table_held(struct srv_req *r, struct cat_table_bytes *t,
                          const char *etag) FL_MUST_CHECK;
 /* 304 with the ETag. */
 int srv_reply_not_modified(struct srv_req *r, const char *etag) FL_MUST_CHECK;

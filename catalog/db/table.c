@@ -281,18 +281,24 @@ static const char move_if_sql[] =
         "   FROM u)"
         " SELECT id FROM u";
 
-int cat_row_move_if(struct cat_conn *c, const struct cat_row_move *m, const char *ns_id,
-                    int64_t expected, struct fl_err *err)
+/* n, the outcome of a move; a move that committed by itself (autocommit)
+ * and lost its connection may have been applied. */
+static int move_outcome(struct cat_conn *c, int n, bool autocommit, struct fl_err *err)
 {
-	/* Outside a transaction the statement commits by itself. */
-	bool autocommit = PQtransactionStatus(c->pg) == PQTRANS_IDLE;
-	int n = row_move(c, move_if_sql, m, ns_id, expected, err);
-
 	if (n < 0 && autocommit && PQstatus(c->pg) != CONNECTION_OK)
 		return fl_err_set(err, FL_ERR_COMMIT_STATE_UNKNOWN,
 		                  "database connection lost during the commit; the change may "
 		                  "or may not have been applied");
 	return n;
+}
+
+int cat_row_move_if(struct cat_conn *c, const struct cat_row_move *m, const char *ns_id,
+                    int64_t expected, struct fl_err *err)
+{
+	/* Outside a transaction the statement commits by itself. */
+	bool autocommit = PQtransactionStatus(c->pg) == PQTRANS_IDLE;
+
+	return move_outcome(c, row_move(c, move_if_sql, m, ns_id, expected, err), autocommit, err);
 }
 
 /* The notification of a move (tx.c, notify_sql), sent only when the row
@@ -337,11 +343,7 @@ int cat_row_move_if_notify(struct cat_conn *c, const struct cat_row_move *m, con
 	PQclear(r);
 	*notified = ok && PQresultStatus(res[1]) == PGRES_TUPLES_OK && PQntuples(res[1]) == 1;
 	PQclear(res[1]);
-	if (n < 0 && PQstatus(c->pg) != CONNECTION_OK)
-		return fl_err_set(err, FL_ERR_COMMIT_STATE_UNKNOWN,
-		                  "database connection lost during the commit; the change may "
-		                  "or may not have been applied");
-	return n;
+	return move_outcome(c, n, true, err);
 }
 
 int cat_row_move_if_send(struct cat_conn *c, const struct cat_row_move *m, const char *ns_id,
