@@ -489,6 +489,7 @@ bool meta_schema_same(const json_t *a, const json_t *b)
 json_t *meta_schema_normalize(const json_t *schema, int64_t schema_id)
 {
 	const json_t *ids = json_object_get(schema, "identifier-field-ids");
+	const json_t *fields = json_object_get(schema, "fields");
 	json_t *out = json_object();
 
 	if (out == NULL)
@@ -499,7 +500,8 @@ json_t *meta_schema_normalize(const json_t *schema, int64_t schema_id)
 	if (json_is_array(ids) && json_array_size(ids) > 0 &&
 	    meta_set_new(out, "identifier-field-ids", json_deep_copy(ids)) < 0)
 		goto fail;
-	if (meta_set_new(out, "fields", json_deep_copy(json_object_get(schema, "fields"))) < 0)
+	/* Without fields the copy stays without: meta_schema_index says so. */
+	if (fields != NULL && meta_set_new(out, "fields", json_deep_copy(fields)) < 0)
 		goto fail;
 	return out;
 fail:

@@ -158,6 +158,11 @@ static const struct bad_doc bad[] = {
         {"statistics malformed", V2_DOC, "statistics", "[{'snapshot-id':7}]",
          "missing required field 'statistics-path'"},
         {"v1 without schema", V1_DOC, "schema", NULL, "missing required field 'schema'"},
+        /* register-table reads any file: once answered "out of memory" */
+        {"schema without fields", V2_DOC, "schemas/0/fields", NULL,
+         "metadata: schema 0: missing required field 'fields'"},
+        {"v1 schema without fields", V1_DOC, "schema/fields", NULL,
+         "metadata: schema 0: missing required field 'fields'"},
         {"not an object", NULL, NULL, NULL, "must be a JSON object"},
 };
 

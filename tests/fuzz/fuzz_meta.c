@@ -1,0 +1,298 @@
+/* fuzz_meta.c - the table and view metadata builders (catalog/meta) on
+ * arbitrary request JSON.
+ *
+ * Every commit body a client sends reaches cat_meta_check_requirements and
+ * cat_meta_apply (views: their cat_viewmeta_ twins), every create body
+ * cat_meta_create, after fl_json_parse.  The first byte chooses what the
+ * rest (parsed as the daemon parses a body) is:
+ *   0 TableUpdate array applied to one of the bases (a v1, v2 or v3 table
+ *     with snapshots, a branch, a tag and a partition spec: byte 1 picks)
+ *   1 TableUpdate array applied from nothing (a stage-create commit)
+ *   2 TableRequirement array checked against a base (or none)
+ *   3 CreateTableRequest
+ *   4 ViewUpdate array applied to a view; 5 its requirements
+ *   6 CreateViewRequest
+ *   7 a whole table metadata document given to cat_meta_validate
+ *     (register-table); when it validates, a PyIceberg append is applied to it
+ *
+ * Invariants: a failure is FL_ERR_BAD_REQUEST, FL_ERR_COMMIT_FAILED or
+ * FL_ERR_TOO_LARGE (or out of memory) with a message; whatever a builder
+ * returns validates (cat_meta_validate says so of everything the module
+ * emits), and unchanged output equals its base; the base is never modified;
+ * a result's compact dump parses back to an equal document. */
+#include <string.h>
+
+#include "fuzz.h"
+#include "json.h"
+#include "tablemeta.h"
+#include "viewmeta.h"
+
+#define MAX_DEPTH 32 /* the daemon's default max-json-depth is lower */
+#define NOW 1700000000000LL
+#define LOCATION "s3://bucket/wh/ns/t"
+#define UUID "9c12d441-03fe-4693-9a96-a0705ddf69c1"
+#define BASE_FILE LOCATION "/metadata/00003-9c12d441-03fe-4693-9a96-a0705ddf69c2.metadata.json"
+
+#define SNAP(id, parent, seq, extra)                                                            \
+	"{\"snapshot-id\":" #id ",\"parent-snapshot-id\":" #parent ",\"sequence-number\":" #seq \
+	",\"timestamp-ms\":1700000000500,"                                                      \
+	"\"manifest-list\":\"" LOCATION "/metadata/snap-" #id ".avro\","                        \
+	"\"summary\":{\"operation\":\"append\",\"added-records\":\"10\"},\"schema-id\":0" extra \
+	"}"
+
+static const char create_req[] =
+        "{\"name\":\"t\",\"schema\":{\"type\":\"struct\",\"schema-id\":0,"
+        "\"identifier-field-ids\":[1],\"fields\":["
+        "{\"id\":1,\"name\":\"id\",\"required\":true,\"type\":\"long\"},"
+        "{\"id\":2,\"name\":\"data\",\"required\":false,\"type\":\"string\"},"
+        "{\"id\":3,\"name\":\"ts\",\"required\":false,\"type\":\"timestamptz\"},"
+        "{\"id\":4,\"name\":\"p\",\"required\":false,\"type\":{\"type\":\"struct\",\"fields\":["
+        "{\"id\":5,\"name\":\"x\",\"required\":false,\"type\":\"decimal(9,2)\"},"
+        "{\"id\":6,\"name\":\"tags\",\"required\":false,\"type\":{\"type\":\"list\","
+        "\"element-id\":7,\"element\":\"string\",\"element-required\":false}}]}}]},"
+        "\"partition-spec\":{\"spec-id\":0,\"fields\":[{\"source-id\":3,\"field-id\":1000,"
+        "\"name\":\"ts_day\",\"transform\":\"day\"},{\"source-id\":1,\"field-id\":1001,"
+        "\"name\":\"id_b\",\"transform\":\"bucket[16]\"}]},"
+        "\"write-order\":{\"order-id\":1,\"fields\":[{\"source-id\":2,\"transform\":\"identity\","
+        "\"direction\":\"asc\",\"null-order\":\"nulls-first\"}]},"
+        "\"properties\":{\"format-version\":\"%d\",\"write.metadata.previous-versions-max\":\"2\"}}";
+
+/* Two appends on main, a branch and a tag: the shapes commits meet. */
+static const char grow[] = "[{\"action\":\"add-snapshot\",\"snapshot\":" SNAP(
+        11, null, 1,
+        "%s") "},"
+              "{\"action\":\"set-snapshot-ref\",\"ref-name\":\"main\",\"type\":\"branch\","
+              "\"snapshot-id\":11},"
+              "{\"action\":\"add-snapshot\",\"snapshot\":" SNAP(
+                      12, 11, 2,
+                      "%s") "},"
+                            "{\"action\":\"set-snapshot-ref\",\"ref-name\":\"main\",\"type\":\"branch\","
+                            "\"snapshot-id\":12},"
+                            "{\"action\":\"set-snapshot-ref\",\"ref-name\":\"audit\",\"type\":\"branch\","
+                            "\"snapshot-id\":11,\"max-ref-age-ms\":86400000},"
+                            "{\"action\":\"set-snapshot-ref\",\"ref-name\":\"v1\",\"type\":\"tag\","
+                            "\"snapshot-id\":12},"
+                            "{\"action\":\"set-properties\",\"updates\":{\"owner\":\"fuzz\"}}]";
+
+static const char view_req[] =
+        "{\"name\":\"v\",\"schema\":{\"type\":\"struct\",\"schema-id\":0,\"fields\":["
+        "{\"id\":1,\"name\":\"id\",\"required\":false,\"type\":\"long\"}]},"
+        "\"view-version\":{\"version-id\":1,\"timestamp-ms\":1700000000000,\"schema-id\":0,"
+        "\"summary\":{\"engine-name\":\"fuzz\"},\"default-namespace\":[\"ns\"],"
+        "\"representations\":[{\"type\":\"sql\",\"sql\":\"select 1 as id\","
+        "\"dialect\":\"spark\"}]},\"properties\":{\"k\":\"v\"}}";
+
+static const char append[] =
+        "[{\"action\":\"add-snapshot\",\"snapshot\":{\"snapshot-id\":99,"
+        "\"sequence-number\":1000000,\"timestamp-ms\":1700000009999,"
+        "\"manifest-list\":\"" LOCATION "/metadata/snap-99.avro\","
+        "\"summary\":{\"operation\":\"append\"},\"first-row-id\":1000000,\"added-rows\":1}},"
+        "{\"action\":\"set-snapshot-ref\",\"ref-name\":\"main\",\"type\":\"branch\","
+        "\"snapshot-id\":99}]";
+
+static json_t *tables[3], *view;
+
+static json_t *parse(const char *text)
+{
+	struct fl_err err = {0};
+	json_t *v = NULL;
+
+	FUZZ_CHECK(fl_json_parse(text, strlen(text), MAX_DEPTH, &v, &err) == 0);
+	return v;
+}
+
+static void setup(void)
+{
+	struct fl_err err = {0};
+	char text[4096];
+	bool changed = false;
+	json_t *req, *base = NULL, *ups;
+
+	for (int fv = 1; fv <= 3; fv++) {
+		const char *v3 = fv == 3 ? ",\"first-row-id\":0,\"added-rows\":10" : "";
+
+		snprintf(text, sizeof(text), create_req, fv);
+		req = parse(text);
+		FUZZ_CHECK(cat_meta_create(req, LOCATION, UUID, NOW, &base, &err) == 0);
+		json_decref(req);
+		snprintf(text, sizeof(text), grow, v3,
+		         fv == 3 ? ",\"first-row-id\":10,\"added-rows\":10" : "");
+		ups = parse(text);
+		FUZZ_CHECK(cat_meta_apply(base, BASE_FILE, ups, NOW + 1, 1000, &tables[fv - 1],
+		                          &changed, &err) == 0);
+		FUZZ_CHECK(cat_meta_validate(tables[fv - 1], &err) == 0);
+		json_decref(ups);
+		json_decref(base);
+		base = NULL;
+	}
+	req = parse(view_req);
+	FUZZ_CHECK(cat_viewmeta_create(req, LOCATION, UUID, &view, &err) == 0);
+	json_decref(req);
+}
+
+static void check_error(const struct fl_err *err)
+{
+	if (err->kind != FL_ERR_BAD_REQUEST && err->kind != FL_ERR_COMMIT_FAILED &&
+	    err->kind != FL_ERR_TOO_LARGE)
+		fprintf(stderr, "error %s: %s\n", fl_err_kind_name(err->kind), err->msg);
+	FUZZ_CHECK(err->kind == FL_ERR_BAD_REQUEST || err->kind == FL_ERR_COMMIT_FAILED ||
+	           err->kind == FL_ERR_TOO_LARGE || err->kind == FL_ERR_NOMEM);
+	FUZZ_CHECK(err->msg[0] != '\0');
+}
+
+/* A compact dump of doc parses back to an equal document. */
+static void check_round_trip(const json_t *doc)
+{
+	char *s = json_dumps(doc, JSON_COMPACT | JSON_ENCODE_ANY);
+	json_t *back = NULL;
+	struct fl_err err = {0};
+
+	FUZZ_CHECK(s != NULL);
+	FUZZ_CHECK(fl_json_parse(s, strlen(s), 64, &back, &err) == 0);
+	FUZZ_CHECK(json_equal(doc, back));
+	json_decref(back);
+	free(s);
+}
+
+/* Applies updates to base (NULL: from nothing) and checks the result. */
+static void table_apply(const json_t *base, const json_t *updates)
+{
+	struct fl_err err = {0};
+	json_t *pristine = base ? json_deep_copy(base) : NULL, *out = NULL;
+	bool changed = false;
+
+	if (cat_meta_apply(base, base ? BASE_FILE : NULL, updates, NOW + 5000, 100, &out, &changed,
+	                   &err) == 0) {
+		FUZZ_CHECK(out != NULL);
+		if (cat_meta_validate(out, &err) != 0) {
+			fprintf(stderr, "apply emitted metadata that does not validate: %s\n",
+			        err.msg);
+			FUZZ_CHECK(!"the builder's output validates");
+		}
+		FUZZ_CHECK(changed || base == NULL || json_equal(out, base));
+		check_round_trip(out);
+		json_decref(out);
+	} else {
+		FUZZ_CHECK(out == NULL);
+		check_error(&err);
+	}
+	FUZZ_CHECK(base == NULL || json_equal(base, pristine));
+	json_decref(pristine);
+}
+
+static void table_requirements(const json_t *base, const json_t *reqs)
+{
+	struct fl_err err = {0};
+	json_t *pristine = base ? json_deep_copy(base) : NULL;
+
+	if (cat_meta_check_requirements(base, reqs, &err) != 0) {
+		check_error(&err);
+		FUZZ_CHECK(err.kind != FL_ERR_TOO_LARGE);
+	}
+	FUZZ_CHECK(base == NULL || json_equal(base, pristine));
+	json_decref(pristine);
+}
+
+static void table_create(const json_t *req)
+{
+	struct fl_err err = {0};
+	json_t *out = NULL;
+
+	if (cat_meta_create(req, LOCATION, UUID, NOW, &out, &err) == 0) {
+		if (cat_meta_validate(out, &err) != 0) {
+			fprintf(stderr, "create emitted metadata that does not validate: %s\n",
+			        err.msg);
+			FUZZ_CHECK(!"the builder's output validates");
+		}
+		check_round_trip(out);
+		json_decref(out);
+	} else {
+		FUZZ_CHECK(out == NULL);
+		check_error(&err);
+	}
+}
+
+static void view_apply(const json_t *updates)
+{
+	struct fl_err err = {0};
+	json_t *pristine = json_deep_copy(view), *out = NULL;
+
+	if (cat_viewmeta_apply(view, updates, &out, &err) == 0) {
+		if (cat_viewmeta_validate(out, &err) != 0) {
+			fprintf(stderr, "view apply emitted metadata that does not validate: %s\n",
+			        err.msg);
+			FUZZ_CHECK(!"the view builder's output validates");
+		}
+		check_round_trip(out);
+		json_decref(out);
+	} else {
+		check_error(&err);
+	}
+	FUZZ_CHECK(json_equal(view, pristine));
+	json_decref(pristine);
+}
+
+static void view_create(const json_t *req)
+{
+	struct fl_err err = {0};
+	json_t *out = NULL;
+
+	if (cat_viewmeta_create(req, LOCATION, UUID, &out, &err) == 0) {
+		if (cat_viewmeta_validate(out, &err) != 0) {
+			fprintf(stderr, "view create emitted metadata that does not validate: %s\n",
+			        err.msg);
+			FUZZ_CHECK(!"the view builder's output validates");
+		}
+		check_round_trip(out);
+		json_decref(out);
+	} else {
+		check_error(&err);
+	}
+}
+
+/* register-table: a document that validates takes a commit like any other. */
+static void table_register(const json_t *doc)
+{
+	struct fl_err err = {0};
+	json_t *ups;
+
+	if (cat_meta_validate(doc, &err) != 0) {
+		if (err.kind != FL_ERR_BAD_REQUEST)
+			fprintf(stderr, "error %s: %s\n", fl_err_kind_name(err.kind), err.msg);
+		FUZZ_CHECK(err.kind == FL_ERR_BAD_REQUEST && err.msg[0] != '\0');
+		return;
+	}
+	ups = parse(append);
+	table_apply(doc, ups);
+	json_decref(ups);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct fl_err err = {0};
+	json_t *in = NULL;
+	const json_t *base;
+
+	if (view == NULL)
+		setup();
+	if (size < 2)
+		return 0;
+	base = tables[data[1] % 3];
+	if (fl_json_parse((const char *)data + 2, size - 2, MAX_DEPTH, &in, &err) != 0)
+		return 0; /* the JSON parser has its own target */
+	switch (data[0] % 8) {
+	case 0: table_apply(base, in); break;
+	case 1: table_apply(NULL, in); break;
+	case 2: table_requirements(data[1] & 0x80 ? NULL : base, in); break;
+	case 3: table_create(in); break;
+	case 4: view_apply(in); break;
+	case 5:
+		if (cat_viewmeta_check_requirements(view, in, &err) != 0)
+			check_error(&err);
+		break;
+	case 6: view_create(in); break;
+	default: table_register(in); break;
+	}
+	json_decref(in);
+	return 0;
+}
