@@ -14,12 +14,15 @@
  *   6 CreateViewRequest
  *   7 a whole table metadata document given to cat_meta_validate
  *     (register-table); when it validates, a PyIceberg append is applied to it
+ * (modulo 8), or, from 0xf0 up, not JSON but bytes that choose up to four
+ * rounds of updates from templates (structured() below).
  *
  * Invariants: a failure is FL_ERR_BAD_REQUEST, FL_ERR_COMMIT_FAILED or
  * FL_ERR_TOO_LARGE (or out of memory) with a message; whatever a builder
  * returns validates (cat_meta_validate says so of everything the module
  * emits), and unchanged output equals its base; the base is never modified;
  * a result's compact dump parses back to an equal document. */
+#include <stdint.h>
 #include <string.h>
 
 #include "fuzz.h"
@@ -154,14 +157,15 @@ static void check_round_trip(const json_t *doc)
 	free(s);
 }
 
-/* Applies updates to base (NULL: from nothing) and checks the result. */
-static void table_apply(const json_t *base, const json_t *updates)
+/* Applies updates to base (NULL: from nothing) and checks the result, which
+ * it returns (NULL on failure). */
+static json_t *table_apply(const json_t *base, const json_t *updates, int64_t now_ms)
 {
 	struct fl_err err = {0};
 	json_t *pristine = base ? json_deep_copy(base) : NULL, *out = NULL;
 	bool changed = false;
 
-	if (cat_meta_apply(base, base ? BASE_FILE : NULL, updates, NOW + 5000, 100, &out, &changed,
+	if (cat_meta_apply(base, base ? BASE_FILE : NULL, updates, now_ms, 100, &out, &changed,
 	                   &err) == 0) {
 		FUZZ_CHECK(out != NULL);
 		if (cat_meta_validate(out, &err) != 0) {
@@ -171,13 +175,13 @@ static void table_apply(const json_t *base, const json_t *updates)
 		}
 		FUZZ_CHECK(changed || base == NULL || json_equal(out, base));
 		check_round_trip(out);
-		json_decref(out);
 	} else {
 		FUZZ_CHECK(out == NULL);
 		check_error(&err);
 	}
 	FUZZ_CHECK(base == NULL || json_equal(base, pristine));
 	json_decref(pristine);
+	return out;
 }
 
 static void table_requirements(const json_t *base, const json_t *reqs)
@@ -263,8 +267,185 @@ static void table_register(const json_t *doc)
 		return;
 	}
 	ups = parse(append);
-	table_apply(doc, ups);
+	json_decref(table_apply(doc, ups, NOW + 5000));
 	json_decref(ups);
+}
+
+/* ---- structured mode: the bytes choose updates from templates ----
+ *
+ * Raw JSON mutation rarely produces a well-formed update that refers to
+ * what the base holds; here each update is a template (every action the
+ * builder knows) whose ids come from the input, mostly small (the bases'
+ * ids are 0-12, and -1 means "last added"), so the builder meets removed
+ * schemas in use, refs to removed snapshots, specs bound to dropped
+ * columns and the like.  Rounds chain: each commit's result is the next
+ * one's base, as on a live table. */
+
+struct cursor {
+	const uint8_t *p;
+	size_t n;
+};
+
+static int byte_at(struct cursor *c)
+{
+	if (c->n == 0)
+		return 0;
+	c->n--;
+	return *c->p++;
+}
+
+static json_int_t id_at(struct cursor *c)
+{
+	int b = byte_at(c);
+
+	if (b >= 250)
+		return b == 250 ? INT64_MAX : b == 251 ? INT64_MIN : b == 252 ? 1LL << 31 : -2;
+	return b % 17 - 1; /* -1 .. 15 */
+}
+
+static const char *const schema_fields[] = {
+        "[{\"id\":1,\"name\":\"id\",\"required\":true,\"type\":\"long\"}]",
+        "[{\"id\":1,\"name\":\"id\",\"required\":true,\"type\":\"long\"},"
+        "{\"id\":2,\"name\":\"data\",\"required\":false,\"type\":\"string\"},"
+        "{\"id\":3,\"name\":\"ts\",\"required\":false,\"type\":\"timestamptz\"}]",
+        "[{\"id\":1,\"name\":\"id\",\"required\":true,\"type\":\"int\"},"
+        "{\"id\":8,\"name\":\"v\",\"required\":false,\"type\":\"variant\"},"
+        "{\"id\":9,\"name\":\"g\",\"required\":false,\"type\":\"geometry(srid:4326)\"}]",
+        "[{\"id\":12,\"name\":\"ns\",\"required\":true,\"type\":\"timestamp_ns\","
+        "\"initial-default\":\"2024-01-01T00:00:00.000000001\",\"write-default\":null}]",
+};
+
+static const char *const spec_fields[] = {
+        "[]",
+        "[{\"source-id\":3,\"field-id\":1000,\"name\":\"ts_day\",\"transform\":\"day\"}]",
+        "[{\"source-id\":2,\"name\":\"d\",\"transform\":\"truncate[2]\"},"
+        "{\"source-id\":1,\"name\":\"b\",\"transform\":\"bucket[4]\"}]",
+        "[{\"source-ids\":[1,2],\"name\":\"multi\",\"transform\":\"bucket[4]\"}]",
+        "[{\"source-id\":12,\"name\":\"h\",\"transform\":\"hour\"}]",
+};
+
+static json_t *snapshot_of(struct cursor *c)
+{
+	json_int_t id = id_at(c), parent = id_at(c), seq = id_at(c);
+	int flags = byte_at(c);
+	json_t *s = json_pack("{sIsIsssIs{ss}}", "snapshot-id", id, "sequence-number", seq,
+	                      "manifest-list", LOCATION "/metadata/snap.avro", "timestamp-ms",
+	                      (json_int_t)NOW + byte_at(c), "summary", "operation",
+	                      flags & 1 ? "overwrite" : "append");
+
+	if (s == NULL)
+		return NULL;
+	if (flags & 2)
+		json_object_set_new(s, "parent-snapshot-id", json_integer(parent));
+	if (flags & 4)
+		json_object_set_new(s, "schema-id", json_integer(id_at(c)));
+	if (flags & 8) {
+		json_int_t first = id_at(c);
+
+		/* row ids step by ten rows: the bases' snapshots added ten each */
+		json_object_set_new(s, "first-row-id",
+		                    json_integer(first > -100 && first < 100 ? first * 10 : first));
+	}
+	if (flags & 16)
+		json_object_set_new(s, "added-rows", json_integer(id_at(c)));
+	return s;
+}
+
+static json_t *update_of(struct cursor *c)
+{
+	static const char *const names[] = {"main", "audit", "v1", "b"};
+	int op = byte_at(c) % 20;
+	const char *name = names[byte_at(c) % 4];
+	char text[1024];
+
+	switch (op) {
+	case 0: return json_pack("{ssso}", "action", "add-snapshot", "snapshot", snapshot_of(c));
+	case 1:
+		return json_pack("{sssssssI}", "action", "set-snapshot-ref", "ref-name", name,
+		                 "type", byte_at(c) & 1 ? "tag" : "branch", "snapshot-id",
+		                 id_at(c));
+	case 2:
+		return json_pack("{ss s[I]}", "action", "remove-snapshots", "snapshot-ids",
+		                 id_at(c));
+	case 3: return json_pack("{ssss}", "action", "remove-snapshot-ref", "ref-name", name);
+	case 4:
+		snprintf(text, sizeof(text),
+		         "{\"action\":\"add-schema\",\"schema\":{\"type\":\"struct\","
+		         "\"schema-id\":%d,\"fields\":%s},\"last-column-id\":%d}",
+		         (int)id_at(c), schema_fields[byte_at(c) % 4], (int)id_at(c));
+		return parse(text);
+	case 5: return json_pack("{sssI}", "action", "set-current-schema", "schema-id", id_at(c));
+	case 6:
+		snprintf(text, sizeof(text),
+		         "{\"action\":\"add-spec\",\"spec\":{\"spec-id\":%d,\"fields\":%s}}",
+		         (int)id_at(c), spec_fields[byte_at(c) % 5]);
+		return parse(text);
+	case 7: return json_pack("{sssI}", "action", "set-default-spec", "spec-id", id_at(c));
+	case 8:
+		snprintf(text, sizeof(text),
+		         "{\"action\":\"add-sort-order\",\"sort-order\":{\"order-id\":%d,"
+		         "\"fields\":[{\"source-id\":%d,\"transform\":\"%s\",\"direction\":\"asc\","
+		         "\"null-order\":\"nulls-first\"}]}}",
+		         (int)id_at(c), (int)id_at(c), byte_at(c) & 1 ? "identity" : "bucket[3]");
+		return parse(text);
+	case 9:
+		return json_pack("{sssI}", "action", "set-default-sort-order", "sort-order-id",
+		                 id_at(c));
+	case 10:
+		return json_pack("{ss s[I]}", "action", "remove-partition-specs", "spec-ids",
+		                 id_at(c));
+	case 11: return json_pack("{ss s[I]}", "action", "remove-schemas", "schema-ids", id_at(c));
+	case 12:
+		return json_pack("{sssI}", "action", "upgrade-format-version", "format-version",
+		                 id_at(c) % 5);
+	case 13:
+		snprintf(text, sizeof(text), "%d", byte_at(c) % 4);
+		return json_pack("{sss{ssss}}", "action", "set-properties", "updates",
+		                 "write.metadata.previous-versions-max", text, "format-version",
+		                 byte_at(c) & 1 ? "3" : "2");
+	case 14:
+		return json_pack("{sss[ss]}", "action", "remove-properties", "removals", "owner",
+		                 "format-version");
+	case 15:
+		return json_pack("{sss{sIsssIsIs[]}}", "action", "set-statistics", "statistics",
+		                 "snapshot-id", id_at(c), "statistics-path", LOCATION "/s.puffin",
+		                 "file-size-in-bytes", (json_int_t)100, "file-footer-size-in-bytes",
+		                 (json_int_t)10, "blob-metadata");
+	case 16: return json_pack("{sssI}", "action", "remove-statistics", "snapshot-id", id_at(c));
+	case 17:
+		return json_pack("{ssss}", "action", "set-location", "location",
+		                 byte_at(c) & 1 ? LOCATION : LOCATION "/");
+	case 18:
+		return json_pack("{ssss}", "action", "assign-uuid", "uuid",
+		                 byte_at(c) & 1 ? UUID : "00000000-0000-4000-8000-000000000000");
+	default:
+		return byte_at(c) & 1 ? json_pack("{sss{ssss}}", "action", "add-encryption-key",
+		                                  "encryption-key", "key-id", name,
+		                                  "encrypted-key-metadata", "AAEC")
+		                      : json_pack("{ssss}", "action", "remove-encryption-key",
+		                                  "key-id", name);
+	}
+}
+
+static void structured(const json_t *base, const uint8_t *data, size_t size)
+{
+	struct cursor c = {data, size};
+	json_t *cur = json_incref((json_t *)base);
+
+	for (int round = 0; round < 4 && c.n > 0; round++) {
+		int n = byte_at(&c) % 6 + 1;
+		json_t *ups = json_array(), *out;
+
+		for (int k = 0; k < n; k++)
+			json_array_append_new(ups, update_of(&c));
+		out = table_apply(cur, ups, NOW + 9000 + round);
+		if (out != NULL) {
+			json_decref(cur);
+			cur = out;
+		}
+		json_decref(ups);
+	}
+	json_decref(cur);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -278,11 +459,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 2)
 		return 0;
 	base = tables[data[1] % 3];
+	if (data[0] >= 0xf0) {
+		structured(base, data + 2, size - 2);
+		return 0;
+	}
 	if (fl_json_parse((const char *)data + 2, size - 2, MAX_DEPTH, &in, &err) != 0)
 		return 0; /* the JSON parser has its own target */
 	switch (data[0] % 8) {
-	case 0: table_apply(base, in); break;
-	case 1: table_apply(NULL, in); break;
+	case 0: json_decref(table_apply(base, in, NOW + 5000)); break;
+	case 1: json_decref(table_apply(NULL, in, NOW + 5000)); break;
 	case 2: table_requirements(data[1] & 0x80 ? NULL : base, in); break;
 	case 3: table_create(in); break;
 	case 4: view_apply(in); break;
