@@ -21,7 +21,9 @@
  * FL_ERR_TOO_LARGE (or out of memory) with a message; whatever a builder
  * returns validates (cat_meta_validate says so of everything the module
  * emits), and unchanged output equals its base; the base is never modified;
- * a result's compact dump parses back to an equal document. */
+ * a result's compact dump parses back to an equal document, and the text a
+ * commit stores (fl_json_dump_memo, reusing the last version's snapshots)
+ * is jansson's dump byte for byte. */
 #include <stdint.h>
 #include <string.h>
 
@@ -427,11 +429,31 @@ static json_t *update_of(struct cursor *c)
 	}
 }
 
+/* The text a commit stores: dumped as commit.c dumps it, reusing the last
+ * version's text of every snapshot the two share, which must be byte for
+ * byte jansson's own dump. */
+static void check_stored_text(const json_t *doc, struct fl_json_memo **memo)
+{
+	struct fl_json_memo *next = NULL;
+	char *plain = json_dumps(doc, JSON_COMPACT | JSON_ENCODE_ANY), *text;
+	size_t len = 0;
+
+	text = fl_json_dump_memo(doc, "snapshots", *memo, &next, &len);
+	FUZZ_CHECK(plain != NULL && text != NULL);
+	FUZZ_CHECK(len == strlen(plain) && memcmp(text, plain, len) == 0);
+	fl_json_memo_unref(*memo);
+	*memo = next;
+	free(text);
+	free(plain);
+}
+
 static void structured(const json_t *base, const uint8_t *data, size_t size)
 {
 	struct cursor c = {data, size};
+	struct fl_json_memo *memo = NULL;
 	json_t *cur = json_incref((json_t *)base);
 
+	check_stored_text(cur, &memo);
 	for (int round = 0; round < 4 && c.n > 0; round++) {
 		int n = byte_at(&c) % 6 + 1;
 		json_t *ups = json_array(), *out;
@@ -440,11 +462,13 @@ static void structured(const json_t *base, const uint8_t *data, size_t size)
 			json_array_append_new(ups, update_of(&c));
 		out = table_apply(cur, ups, NOW + 9000 + round);
 		if (out != NULL) {
+			check_stored_text(out, &memo);
 			json_decref(cur);
 			cur = out;
 		}
 		json_decref(ups);
 	}
+	fl_json_memo_unref(memo);
 	json_decref(cur);
 }
 
