@@ -61,6 +61,7 @@
 	X(EVP_MD_CTX_new)                   \
 	X(EVP_PKEY_CTX_free)                \
 	X(EVP_PKEY_CTX_new_from_name)       \
+	X(EVP_PKEY_CTX_new_from_pkey)       \
 	X(EVP_PKEY_Q_keygen)                \
 	X(EVP_PKEY_free)                    \
 	X(EVP_PKEY_fromdata)                \
@@ -68,6 +69,7 @@
 	X(EVP_PKEY_get_base_id)             \
 	X(EVP_PKEY_get_bits)                \
 	X(EVP_PKEY_get_group_name)          \
+	X(EVP_PKEY_pairwise_check)          \
 	X(EVP_md5)                          \
 	X(EVP_sha256)                       \
 	X(HMAC)                             \
@@ -134,6 +136,7 @@ static inline const struct fl_libcrypto *fl_libcrypto(void)
 #define EVP_MD_CTX_new (*fl_libcrypto()->EVP_MD_CTX_new)
 #define EVP_PKEY_CTX_free (*fl_libcrypto()->EVP_PKEY_CTX_free)
 #define EVP_PKEY_CTX_new_from_name (*fl_libcrypto()->EVP_PKEY_CTX_new_from_name)
+#define EVP_PKEY_CTX_new_from_pkey (*fl_libcrypto()->EVP_PKEY_CTX_new_from_pkey)
 #define EVP_PKEY_Q_keygen (*fl_libcrypto()->EVP_PKEY_Q_keygen)
 #define EVP_PKEY_free (*fl_libcrypto()->EVP_PKEY_free)
 #define EVP_PKEY_fromdata (*fl_libcrypto()->EVP_PKEY_fromdata)
@@ -141,6 +144,7 @@ static inline const struct fl_libcrypto *fl_libcrypto(void)
 #define EVP_PKEY_get_base_id (*fl_libcrypto()->EVP_PKEY_get_base_id)
 #define EVP_PKEY_get_bits (*fl_libcrypto()->EVP_PKEY_get_bits)
 #define EVP_PKEY_get_group_name (*fl_libcrypto()->EVP_PKEY_get_group_name)
+#define EVP_PKEY_pairwise_check (*fl_libcrypto()->EVP_PKEY_pairwise_check)
 #define EVP_md5 (*fl_libcrypto()->EVP_md5)
 #define EVP_sha256 (*fl_libcrypto()->EVP_sha256)
 #define HMAC (*fl_libcrypto()->HMAC)

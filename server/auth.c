@@ -678,7 +678,7 @@ static int authenticate(struct srv_req *r, const char *tok, struct fl_err *err)
 	mu = &a->stripes[slot % LOCK_STRIPES];
 	pthread_mutex_lock(mu);
 	if (s->used && memcmp(s->h, res.h, 32) == 0) {
-		if (s->exp + a->cfg->token_clock_skew > now) {
+		if (s->exp > now - a->cfg->token_clock_skew) {
 			res = *s;
 			hit = true;
 		} else {

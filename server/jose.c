@@ -95,6 +95,15 @@ static int classify(EVP_PKEY *pkey, struct srv_key *k, struct fl_err *err)
 	return 0;
 }
 
+static bool pair_matches(EVP_PKEY *pkey)
+{
+	EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_pkey(NULL, pkey, NULL);
+	bool ok = ctx != NULL && EVP_PKEY_pairwise_check(ctx) == 1;
+
+	EVP_PKEY_CTX_free(ctx);
+	return ok;
+}
+
 int srv_key_from_pem(const char *pem, size_t len, struct srv_key *out, struct fl_err *err)
 {
 	struct srv_key k = {0};
@@ -113,6 +122,14 @@ int srv_key_from_pem(const char *pem, size_t len, struct srv_key *out, struct fl
 	}
 	if (pkey == NULL) {
 		fl_err_set(err, FL_ERR_BAD_REQUEST, "not a PEM private or public key");
+		goto out;
+	}
+	/* OpenSSL loads a private key whose public part does not belong to
+	 * it; the kid and the published key come from that part, the
+	 * signatures from the private one, and every token would be refused. */
+	if (priv && !pair_matches(pkey)) {
+		fl_err_set(err, FL_ERR_BAD_REQUEST,
+		           "the private key does not match its public key");
 		goto out;
 	}
 	if (classify(pkey, &k, err) != 0 || fill_pem(pkey, priv, &k, err) != 0)
@@ -321,6 +338,8 @@ int srv_jwks_parse(const char *text, size_t len, struct srv_keyset *out, struct 
 		}
 		if (classify(pkey, &k, err) != 0 || fill_pem(pkey, false, &k, err) != 0 ||
 		    srv_keyset_add(&ks, &k, false, err) != 0) {
+			if (err->kind == FL_ERR_BAD_REQUEST)
+				fl_err_prefix(err, "JWKS key %zu", i);
 			EVP_PKEY_free(pkey);
 			srv_key_free(&k);
 			goto out;
@@ -473,11 +492,12 @@ static int check_claims(const json_t *c, const struct srv_jwt_expect *x, struct 
 		return -1;
 	if (!has_exp)
 		return bad(err, "no exp claim");
-	if (exp + x->skew <= x->now)
+	/* The skew moves now, not the claims: a claim may be any int64. */
+	if (exp <= x->now - x->skew)
 		return bad(err, "expired");
-	if (has_nbf && nbf - x->skew > x->now)
+	if (has_nbf && nbf > x->now + x->skew)
 		return bad(err, "not yet valid (nbf)");
-	if (has_iat && iat - x->skew > x->now)
+	if (has_iat && iat > x->now + x->skew)
 		return bad(err, "issued in the future (iat)");
 	if (iss == NULL || strcmp(iss, x->issuer) != 0)
 		return bad(err, "wrong issuer");
