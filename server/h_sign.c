@@ -68,6 +68,7 @@ static bool query_has(const char *query, const char *name)
 struct sign_req {
 	const char *method, *uri, *body;
 	json_t *headers;
+	bool body_checked; /* the check read the body: the signature binds it */
 };
 
 static int parse_body(struct srv_req *r, struct sign_req *s, struct fl_err *err)
@@ -134,7 +135,10 @@ static int sign_checked(struct srv_req *r, const struct cat_warehouse *wh, const
 
 	if (st_url_split(s->uri, &u, err) != 0)
 		return -1;
-	delete_objects = strcmp(s->method, "POST") == 0 && query_has(u.query, "delete");
+	/* The check's own verdict decides; the query test stays as a second
+	 * net (binding a body is never unsafe). */
+	delete_objects =
+	        s->body_checked || (strcmp(s->method, "POST") == 0 && query_has(u.query, "delete"));
 	h[nh++] = (struct st_sigv4_header){"host", u.host};
 	json_object_foreach(s->headers, k, hv)
 	{
@@ -214,9 +218,10 @@ out:
 }
 
 /* The boundary check for s against the table at location, for a caller
- * with the given access to its objects. */
+ * with the given access to its objects; when it passes, s->body_checked
+ * says whether it rested on the body. */
 static int check(const struct cat_warehouse *wh, const char *location, enum st_access access,
-                 const struct sign_req *s, struct fl_err *err)
+                 struct sign_req *s, struct fl_err *err)
 {
 	struct st_sigv4_header h[MAX_CLIENT_HEADERS * 8];
 	struct st_signcheck_scope scope;
@@ -226,6 +231,7 @@ static int check(const struct cat_warehouse *wh, const char *location, enum st_a
 	char aws[128];
 	json_t *hv, *v;
 	size_t nh = 0;
+	bool body_checked;
 
 	if (!wh->profile.remote_signing)
 		return fl_err_set(
@@ -252,8 +258,12 @@ static int check(const struct cat_warehouse *wh, const char *location, enum st_a
 	scope = (struct st_signcheck_scope){&loc, ep, wh->profile.path_style, access};
 	req = (struct st_signcheck_req){s->method, s->uri,  h,
 	                                nh,        s->body, s->body ? strlen(s->body) : 0};
-	if (st_signcheck(&scope, &req, err) == 0)
+	/* Set only by a check that passes: a table that refuses the request
+	 * must not unset what the one that passed said. */
+	if (st_signcheck(&scope, &req, &body_checked, err) == 0) {
+		s->body_checked = body_checked;
 		return 0;
+	}
 	/* AWS without an endpoint: clients also use the global host. */
 	if (ep != aws || err->kind != FL_ERR_FORBIDDEN)
 		return -1;
@@ -261,8 +271,10 @@ static int check(const struct cat_warehouse *wh, const char *location, enum st_a
 	{
 		struct fl_err first = *err;
 
-		if (st_signcheck(&scope, &req, err) == 0)
+		if (st_signcheck(&scope, &req, &body_checked, err) == 0) {
+			s->body_checked = body_checked;
 			return 0;
+		}
 		if (strstr(err->msg, "is not <bucket>.") != NULL ||
 		    strstr(err->msg, "endpoint") != NULL)
 			*err = first; /* the regional host's reason is the useful one */

@@ -51,6 +51,10 @@ int st_url_split(const char *uri, struct st_url *out, struct fl_err *err)
 		                  uri);
 	memcpy(u.host, p, hl);
 	lower(u.host);
+	/* "host:9000:80" would lose its last port below and name another. */
+	if (u.host[0] != '[' && strchr(u.host, ':') != strrchr(u.host, ':'))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "uri '%.200s' has more than one port",
+		                  uri);
 	/* The default port is the same host. */
 	if (u.https && hl > 4 && strcmp(u.host + hl - 4, ":443") == 0)
 		u.host[hl - 4] = '\0';
@@ -144,6 +148,14 @@ static int query_check(const char *query, const char *const *allowed, size_t nal
 				                  "query parameter '%.60s' is not allowed", p);
 			for (size_t i = 0; i < nallowed; i++)
 				if (strcmp(name, allowed[i]) == 0) {
+					/* Which of two values a store takes is its
+					 * own choice: a second prefix could list
+					 * another table. */
+					if (has[i])
+						return fl_err_set(err, FL_ERR_FORBIDDEN,
+						                  "query parameter '%.60s' is "
+						                  "repeated",
+						                  name);
 					ok = true;
 					has[i] = true;
 				}
@@ -172,12 +184,19 @@ static int query_check(const char *query, const char *const *allowed, size_t nal
 	return 0;
 }
 
-static const char *header(const struct st_signcheck_req *r, const char *name)
+/* The value of header name, NULL when absent; *count is how many it has. */
+static const char *header(const struct st_signcheck_req *r, const char *name, int *count)
 {
+	const char *v = NULL;
+
+	*count = 0;
 	for (size_t i = 0; i < r->nheaders; i++)
-		if (strcasecmp(r->headers[i].name, name) == 0)
-			return r->headers[i].value;
-	return NULL;
+		if (strcasecmp(r->headers[i].name, name) == 0) {
+			if (v == NULL)
+				v = r->headers[i].value;
+			++*count;
+		}
+	return v;
 }
 
 /* x-amz-copy-source "[/]bucket/key[?versionId=…]" must be inside too. */
@@ -211,6 +230,54 @@ static int copy_source(const struct st_signcheck_scope *s, const char *v, struct
 	return rc;
 }
 
+/* A DeleteObjects body may hold only the S3 schema's plain markup: an XML
+ * declaration first, <Delete> (with attributes: xmlns), and the elements
+ * below with nothing between name and '>'.  A namespace prefix, a space
+ * before '>', a comment, CDATA or a DOCTYPE is markup another parser reads
+ * differently from st_xml_next: a <Key> this check never saw. */
+static int markup_check(const char *b, size_t n, struct fl_err *err)
+{
+	static const char *const tags[] = {"Delete",           "Object", "Key",
+	                                   "VersionId",        "Quiet",  "ETag",
+	                                   "LastModifiedTime", "Size"};
+	const char *p = b, *end = b + n;
+
+	while ((p = memchr(p, '<', (size_t)(end - p))) != NULL) {
+		const char *q = p + 1, *name, *e;
+		size_t nl;
+		bool close, ok = false;
+
+		if (p == b && n > 5 && memcmp(p, "<?xml", 5) == 0) {
+			e = memchr(p, '>', n);
+			if (e == NULL || e[-1] != '?' || memchr(p + 1, '<', (size_t)(e - p - 1)))
+				return forbid(err,
+				              "DeleteObjects body: a malformed XML declaration");
+			p = e + 1;
+			continue;
+		}
+		close = q < end && *q == '/';
+		q += close;
+		for (name = q; q < end && ((*q >= 'A' && *q <= 'Z') || (*q >= 'a' && *q <= 'z'));
+		     q++)
+			;
+		nl = (size_t)(q - name);
+		for (size_t i = 0; i < sizeof(tags) / sizeof(tags[0]); i++)
+			if (strlen(tags[i]) == nl && memcmp(tags[i], name, nl) == 0)
+				ok = true;
+		if (ok && !close && nl == 6 && memcmp(name, "Delete", 6) == 0 && q < end &&
+		    *q == ' ') {
+			e = memchr(q, '>', (size_t)(end - q));
+			ok = e != NULL && memchr(q, '<', (size_t)(e - q)) == NULL && e[-1] != '/';
+			q = e != NULL ? e : end;
+		}
+		if (!ok || q == end || *q != '>')
+			return forbid(err, "DeleteObjects body: markup other than the S3 schema's "
+			                   "plain elements");
+		p = q + 1;
+	}
+	return 0;
+}
+
 /* Every <Key> of a DeleteObjects body must be inside the table. */
 static int delete_body(const struct st_signcheck_scope *s, const struct st_signcheck_req *r,
                        struct fl_err *err)
@@ -221,6 +288,8 @@ static int delete_body(const struct st_signcheck_scope *s, const struct st_signc
 
 	if (r->body == NULL || r->body_len == 0)
 		return forbid(err, "DeleteObjects needs its body to be signed");
+	if (markup_check(r->body, r->body_len, err) != 0)
+		return -1;
 	while ((f = st_xml_text(p, (size_t)(end - p), "Key", key, sizeof(key), &p, err)) == 1) {
 		if (++count > MAX_DELETE_KEYS)
 			return forbid(err, "DeleteObjects names more than 1000 keys");
@@ -232,7 +301,7 @@ static int delete_body(const struct st_signcheck_scope *s, const struct st_signc
 			size_t sl = strcspn(k, "/");
 
 			if ((sl == 1 && k[0] == '.') || (sl == 2 && k[0] == '.' && k[1] == '.') ||
-			    (sl == 0 && k[1] != '\0'))
+			    sl == 0)
 				return forbid(
 				        err,
 				        "DeleteObjects key '%.200s' holds a '.', '..' or empty "
@@ -254,7 +323,7 @@ static int delete_body(const struct st_signcheck_scope *s, const struct st_signc
 }
 
 int st_signcheck(const struct st_signcheck_scope *s, const struct st_signcheck_req *r,
-                 struct fl_err *err)
+                 bool *body_checked, struct fl_err *err)
 {
 	static const char *const obj_params[] = {"uploads", "uploadId", "partNumber", "x-id",
 	                                         "versionId"};
@@ -267,8 +336,9 @@ int st_signcheck(const struct st_signcheck_scope *s, const struct st_signcheck_r
 	struct st_url u, ep;
 	char host[256], *dec = NULL, *vals[1] = {NULL};
 	bool has[12] = {false}, write, read_only = s->access == ST_ACCESS_READ;
-	int rc = -1;
+	int rc = -1, ncs;
 
+	*body_checked = false;
 	if (m == NULL ||
 	    (strcmp(m, "GET") != 0 && strcmp(m, "HEAD") != 0 && strcmp(m, "PUT") != 0 &&
 	     strcmp(m, "POST") != 0 && strcmp(m, "DELETE") != 0))
@@ -324,6 +394,7 @@ int st_signcheck(const struct st_signcheck_scope *s, const struct st_signcheck_r
 			goto out;
 		if (strcmp(m, "POST") == 0 && has[9]) {
 			rc = delete_body(s, r, err);
+			*body_checked = rc == 0;
 			goto out;
 		}
 		if (strcmp(m, "HEAD") == 0 || (strcmp(m, "GET") == 0 && has[8])) {
@@ -368,7 +439,11 @@ int st_signcheck(const struct st_signcheck_scope *s, const struct st_signcheck_r
 		       s->table->prefix);
 		goto out;
 	}
-	cs = header(r, "x-amz-copy-source");
+	cs = header(r, "x-amz-copy-source", &ncs);
+	if (ncs > 1) {
+		forbid(err, "x-amz-copy-source is repeated");
+		goto out;
+	}
 	if (cs != NULL && copy_source(s, cs, err) != 0)
 		goto out;
 	rc = 0;

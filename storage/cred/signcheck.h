@@ -47,10 +47,14 @@ struct st_signcheck_req {
 /* 0 when the request may be signed; otherwise FL_ERR_FORBIDDEN with a
  * message naming the escape (another bucket, a key outside the table, '..',
  * an encoded separator, a double slash, the wrong addressing style, a
- * method or sub-resource the caller may not use, a DeleteObjects key or
- * copy source outside the table), or FL_ERR_BAD_REQUEST for a malformed
- * request. */
+ * method or sub-resource the caller may not use, a repeated parameter or
+ * copy source, a DeleteObjects key or copy source outside the table, markup
+ * in a DeleteObjects body beyond the schema's plain elements), or
+ * FL_ERR_BAD_REQUEST for a malformed request.  *body_checked is true when
+ * the verdict rests on the body (DeleteObjects): the signature must then
+ * cover exactly that body (its SHA-256 as the payload hash), or the client
+ * could send another. */
 int st_signcheck(const struct st_signcheck_scope *s, const struct st_signcheck_req *r,
-                 struct fl_err *err) FL_MUST_CHECK;
+                 bool *body_checked, struct fl_err *err) FL_MUST_CHECK;
 
 #endif

@@ -343,6 +343,24 @@ test('remote signing: signer settings in config, and a request Floe signed is ac
     'ForbiddenException',
     'x-amz-content-sha256',
   );
+  // A sub-resource name the store decodes ("%64elete" is "delete") is judged by the
+  // same body, and so bound to it: an unsigned payload would let another body through.
+  expectError(
+    await r('POST', route, {
+      body: {
+        region: 'us-east-1',
+        method: 'POST',
+        uri: `${moto.endpoint}/warehouse?%64elete`,
+        headers: { 'x-amz-content-sha256': ['UNSIGNED-PAYLOAD'] },
+        body: xml,
+      },
+    }),
+    403,
+    'ForbiddenException',
+    'x-amz-content-sha256',
+  );
+  h = await signed(route, 'POST', `${moto.endpoint}/warehouse?%64elete`, {}, xml);
+  assert.equal(h['x-amz-content-sha256'], crypto.createHash('sha256').update(xml).digest('hex'));
 });
 
 test('remote signing refuses every escape with 403', { skip }, async () => {
@@ -382,6 +400,36 @@ test('remote signing refuses every escape with 403', { skip }, async () => {
     403,
     'ForbiddenException',
     'DeleteObjects key',
+  );
+  // A key this check's reader would not see, but a namespace-aware store would.
+  const xmlPrefixed = '<Delete><Object><Key>lake/ns/t/data/a</Key></Object><Object><s3:Key>lake/ns/u/data/b</s3:Key></Object></Delete>';
+  expectError(
+    await r('POST', route, { body: { region: 'us-east-1', method: 'POST', uri: `${ep}/warehouse?delete`, headers: {}, body: xmlPrefixed } }),
+    403,
+    'ForbiddenException',
+    'plain elements',
+  );
+  // Two list prefixes or two copy sources: the store may take either.
+  expectError(
+    await r('POST', route, {
+      body: { region: 'us-east-1', method: 'GET', uri: `${ep}/warehouse?list-type=2&prefix=lake/ns/t/&prefix=lake/ns/u/`, headers: {} },
+    }),
+    403,
+    'ForbiddenException',
+    'repeated',
+  );
+  expectError(
+    await r('POST', route, {
+      body: {
+        region: 'us-east-1',
+        method: 'PUT',
+        uri: `${ep}/warehouse/lake/ns/t/data/c`,
+        headers: { 'x-amz-copy-source': ['warehouse/lake/ns/t/data/a', 'warehouse/lake/ns/u/data/secret'] },
+      },
+    }),
+    403,
+    'ForbiddenException',
+    'repeated',
   );
   expectError(
     await r('POST', route, {

@@ -41,6 +41,20 @@ static const char del_out[] = "<Delete><Object><Key>lake/t/data/a.parquet</Key><
 static const char del_dots[] = "<Delete><Object><Key>lake/t/../u/x</Key></Object></Delete>";
 static const char del_ent[] = "<Delete><Object><Key>lake&#47;u/x</Key></Object></Delete>";
 static const char del_none[] = "<Delete><Quiet>true</Quiet></Delete>";
+/* As the AWS SDKs send it. */
+static const char del_sdk[] = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
+                              "<Delete xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+                              "<Object><Key>lake/t/data/a.parquet</Key></Object>"
+                              "<Quiet>true</Quiet></Delete>";
+/* Keys another XML parser reads and st_xml_next does not (fuzz_signcheck). */
+static const char del_ns[] = "<Delete><Object><Key>lake/t/a</Key></Object>"
+                             "<Object><s3:Key>other/x</s3:Key></Object></Delete>";
+static const char del_cr[] = "<Delete><Object><Key>lake/t/a</Key></Object>"
+                             "<Object><Key\r>other/x</Key></Object></Delete>";
+static const char del_sp[] = "<Delete><Object><Key>lake/t/a</Key></Object>"
+                             "<Object><Key>other/x</Key ></Object></Delete>";
+static const char del_cmt[] = "<Delete><!-- x --><Object><Key>lake/t/a</Key></Object></Delete>";
+static const char del_dslash[] = "<Delete><Object><Key>lake/t//</Key></Object></Delete>";
 
 static const struct sc_case cases[] = {
         /* Signed. */
@@ -61,6 +75,11 @@ static const struct sc_case cases[] = {
         {"bucket location", PATH, RO, "GET", EP "/warehouse?location", NULL, NULL, OK},
         {"HEAD bucket", PATH, RO, "HEAD", EP "/warehouse", NULL, NULL, OK},
         {"DeleteObjects inside", PATH, RW, "POST", EP "/warehouse?delete", NULL, del_in, OK},
+        {"DeleteObjects as the SDKs send it", PATH, RW, "POST", EP "/warehouse?delete", NULL,
+         del_sdk, OK},
+        /* the name decodes to "delete": judged (and bound) by its body */
+        {"DeleteObjects, encoded name", PATH, RW, "POST", EP "/warehouse?%64elete", NULL, del_in,
+         OK},
         {"copy inside", PATH, RW, "PUT", P "data/b", "/warehouse/lake/t/data/a", NULL, OK},
         {"virtual host GET", VHOST, RW, "GET", V "data/a.parquet", NULL, NULL, OK},
         {"virtual host list", VHOST, RO, "GET", "http://warehouse.s3.local:9000/?prefix=lake/t/x",
@@ -121,6 +140,15 @@ static const struct sc_case cases[] = {
         {"DeleteObjects entity", PATH, RW, "POST", EP "/warehouse?delete", NULL, del_ent, NO},
         {"DeleteObjects no keys", PATH, RW, "POST", EP "/warehouse?delete", NULL, del_none, NO},
         {"DeleteObjects no body", PATH, RW, "POST", EP "/warehouse?delete", NULL, NULL, NO},
+        {"DeleteObjects prefixed key", PATH, RW, "POST", EP "/warehouse?delete", NULL, del_ns, NO},
+        {"DeleteObjects CR in a tag", PATH, RW, "POST", EP "/warehouse?delete", NULL, del_cr, NO},
+        {"DeleteObjects space in a close tag", PATH, RW, "POST", EP "/warehouse?delete", NULL,
+         del_sp, NO},
+        {"DeleteObjects comment", PATH, RW, "POST", EP "/warehouse?delete", NULL, del_cmt, NO},
+        {"DeleteObjects trailing double slash", PATH, RW, "POST", EP "/warehouse?delete", NULL,
+         del_dslash, NO},
+        {"repeated prefix", PATH, RO, "GET",
+         EP "/warehouse?list-type=2&prefix=lake/t/&prefix=other/", NULL, NULL, NO},
         {"DeleteObjects read access", PATH, RO, "POST", EP "/warehouse?delete", NULL, del_in, NO},
         {"POST on an object", PATH, RW, "POST", P "data/a", NULL, NULL, NO},
         {"copy from another table", PATH, RW, "PUT", P "data/b", "/warehouse/lake/u/secret", NULL,
@@ -130,6 +158,8 @@ static const struct sc_case cases[] = {
         {"not a URI", PATH, RW, "GET", "ftp://s3.local:9000/warehouse/lake/t/a", NULL, NULL, BAD},
         {"fragment", PATH, RW, "GET", P "a#x", NULL, NULL, BAD},
         {"bad escape", PATH, RW, "GET", P "a%zz", NULL, NULL, BAD},
+        {"two ports", PATH, RO, "GET", "http://s3.local:9000:80/warehouse/lake/t/a", NULL, NULL,
+         BAD},
 };
 
 static void test_cases(void **state)
@@ -146,17 +176,41 @@ static void test_cases(void **state)
 		struct st_signcheck_req r = {c->method, c->uri,
 		                             h,         c->copy_source ? 1 : 0,
 		                             c->body,   c->body ? strlen(c->body) : 0};
+		bool body_checked = true;
 		int rc;
 
 		fl_err_clear(&err);
-		rc = st_signcheck(&s, &r, &err);
+		rc = st_signcheck(&s, &r, &body_checked, &err);
 		if (c->want == FL_ERR_NONE && rc != 0)
 			fail_msg("%s: refused: %s", c->name, err.msg);
+		/* Only a DeleteObjects is judged by its body, and so must bind it. */
+		if (rc == 0 && body_checked != (c->body != NULL))
+			fail_msg("%s: body_checked is %d", c->name, body_checked);
 		if (c->want != FL_ERR_NONE && (rc != -1 || err.kind != c->want))
 			fail_msg("%s: want %s, got rc %d kind %s (%s)", c->name,
 			         fl_err_kind_name(c->want), rc, fl_err_kind_name(err.kind),
 			         err.msg);
 	}
+}
+
+/* A second copy source (any case) is refused: a store may take either. */
+static void test_repeated_copy_source(void **state)
+{
+	struct st_s3_loc loc;
+	struct fl_err err = {0};
+	struct st_signcheck_scope s = {&loc, EP, true, RW};
+	struct st_sigv4_header h[] = {{"x-amz-copy-source", "warehouse/lake/t/data/a"},
+	                              {"X-Amz-Copy-Source", "warehouse/other/secret"}};
+	struct st_signcheck_req r = {"PUT", P "data/b", h, 2, NULL, 0};
+	bool body_checked;
+
+	(void)state;
+	assert_int_equal(st_s3_loc_parse("s3://warehouse/lake/t", &loc, &err), 0);
+	assert_int_equal(st_signcheck(&s, &r, &body_checked, &err), -1);
+	assert_int_equal(err.kind, FL_ERR_FORBIDDEN);
+	assert_non_null(strstr(err.msg, "x-amz-copy-source is repeated"));
+	r.nheaders = 1;
+	assert_int_equal(st_signcheck(&s, &r, &body_checked, &err), 0);
 }
 
 static void test_url_split(void **state)
@@ -180,6 +234,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_cases),
+	        cmocka_unit_test(test_repeated_copy_source),
 	        cmocka_unit_test(test_url_split),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
