@@ -159,6 +159,19 @@ static void check_round_trip(const json_t *doc)
 	free(s);
 }
 
+/* What a builder returned validates and survives a dump and parse. */
+static void check_built(const json_t *out, int (*validate)(const json_t *, struct fl_err *),
+                        const char *what)
+{
+	struct fl_err err = {0};
+
+	if (validate(out, &err) != 0) {
+		fprintf(stderr, "%s emitted metadata that does not validate: %s\n", what, err.msg);
+		FUZZ_CHECK(!"the builder's output validates");
+	}
+	check_round_trip(out);
+}
+
 /* Applies updates to base (NULL: from nothing) and checks the result, which
  * it returns (NULL on failure). */
 static json_t *table_apply(const json_t *base, const json_t *updates, int64_t now_ms)
@@ -170,13 +183,8 @@ static json_t *table_apply(const json_t *base, const json_t *updates, int64_t no
 	if (cat_meta_apply(base, base ? BASE_FILE : NULL, updates, now_ms, 100, &out, &changed,
 	                   &err) == 0) {
 		FUZZ_CHECK(out != NULL);
-		if (cat_meta_validate(out, &err) != 0) {
-			fprintf(stderr, "apply emitted metadata that does not validate: %s\n",
-			        err.msg);
-			FUZZ_CHECK(!"the builder's output validates");
-		}
+		check_built(out, cat_meta_validate, "apply");
 		FUZZ_CHECK(changed || base == NULL || json_equal(out, base));
-		check_round_trip(out);
 	} else {
 		FUZZ_CHECK(out == NULL);
 		check_error(&err);
@@ -205,12 +213,7 @@ static void table_create(const json_t *req)
 	json_t *out = NULL;
 
 	if (cat_meta_create(req, LOCATION, UUID, NOW, &out, &err) == 0) {
-		if (cat_meta_validate(out, &err) != 0) {
-			fprintf(stderr, "create emitted metadata that does not validate: %s\n",
-			        err.msg);
-			FUZZ_CHECK(!"the builder's output validates");
-		}
-		check_round_trip(out);
+		check_built(out, cat_meta_validate, "create");
 		json_decref(out);
 	} else {
 		FUZZ_CHECK(out == NULL);
@@ -224,12 +227,7 @@ static void view_apply(const json_t *updates)
 	json_t *pristine = json_deep_copy(view), *out = NULL;
 
 	if (cat_viewmeta_apply(view, updates, &out, &err) == 0) {
-		if (cat_viewmeta_validate(out, &err) != 0) {
-			fprintf(stderr, "view apply emitted metadata that does not validate: %s\n",
-			        err.msg);
-			FUZZ_CHECK(!"the view builder's output validates");
-		}
-		check_round_trip(out);
+		check_built(out, cat_viewmeta_validate, "view apply");
 		json_decref(out);
 	} else {
 		check_error(&err);
@@ -244,12 +242,7 @@ static void view_create(const json_t *req)
 	json_t *out = NULL;
 
 	if (cat_viewmeta_create(req, LOCATION, UUID, &out, &err) == 0) {
-		if (cat_viewmeta_validate(out, &err) != 0) {
-			fprintf(stderr, "view create emitted metadata that does not validate: %s\n",
-			        err.msg);
-			FUZZ_CHECK(!"the view builder's output validates");
-		}
-		check_round_trip(out);
+		check_built(out, cat_viewmeta_validate, "view create");
 		json_decref(out);
 	} else {
 		check_error(&err);
