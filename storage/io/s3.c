@@ -541,53 +541,40 @@ static int s3_delete_many(struct st_io *io, const char *const *uris, size_t n, s
 	return rc;
 }
 
-/* An S3 timestamp, "YYYY-MM-DDTHH:MM:SS[.fff]Z" (UTC), in milliseconds
- * since the epoch (days from the civil date, proleptic Gregorian). */
-static int parse_time_ms(const char *p, size_t n, int64_t *out)
+/* One page of ListObjectsV2 under prefix: fn per object; *next is the
+ * continuation token (malloc'd) or NULL on the last page. */
+struct list_ctx {
+	const char *bucket;
+	st_io_list_fn fn;
+	void *arg;
+	size_t *count;
+	struct fl_buf uri;
+	bool failed; /* fn said no: its error is the caller's, as it is */
+};
+
+/* st_s3_entry_fn: an object of the page as fn's URI. */
+static int list_entry(void *arg, const char *key, uint64_t size, int64_t mtime_ms,
+                      struct fl_err *err)
 {
-	int y, mo, d, h, mi, sec, ms = 0, used = 0;
-	char buf[40];
-	int64_t yy, era, yoe, doy, doe, days;
+	struct list_ctx *lc = arg;
 
-	if (n >= sizeof(buf))
+	fl_buf_reset(&lc->uri);
+	if (fl_buf_printf(&lc->uri, "s3://%s/%s", lc->bucket, key) != 0)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	(*lc->count)++;
+	if (lc->fn(lc->arg, lc->uri.data, size, mtime_ms, err) != 0) {
+		lc->failed = true;
 		return -1;
-	memcpy(buf, p, n);
-	buf[n] = '\0';
-	if (sscanf(buf, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &used) != 6)
-		return -1;
-	if (buf[used] == '.') {
-		int k = used + 1, digits = 0;
-
-		for (; buf[k] >= '0' && buf[k] <= '9'; k++, digits++) {
-			if (digits < 3)
-				ms = ms * 10 + (buf[k] - '0');
-		}
-		for (; digits < 3; digits++)
-			ms *= 10;
-		used = k;
 	}
-	if (strcmp(buf + used, "Z") != 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 ||
-	    mi > 59 || sec > 60)
-		return -1;
-	yy = mo <= 2 ? y - 1 : y;
-	era = (yy >= 0 ? yy : yy - 399) / 400;
-	yoe = yy - era * 400;
-	doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	days = era * 146097 + doe - 719468;
-	*out = ((days * 24 + h) * 60 + mi) * 60000 + (int64_t)sec * 1000 + ms;
 	return 0;
 }
 
-/* One page of ListObjectsV2 under prefix: fn per object; *next is the
- * continuation token (malloc'd) or NULL on the last page. */
 static int list_page(struct st_io *io, const char *bucket, const char *prefix, const char *token,
                      st_io_list_fn fn, void *arg, char **next, size_t *count, struct fl_err *err)
 {
-	struct fl_buf q = FL_BUF_INIT, key = FL_BUF_INIT, uri = FL_BUF_INIT;
+	struct fl_buf q = FL_BUF_INIT;
 	struct call c = {.method = "GET", .bucket = bucket, .key = "", .max_resp = LIST_MAX};
-	const char *p, *v, *end;
-	size_t vl;
+	struct list_ctx lc;
 	int rc = -1;
 
 	*next = NULL;
@@ -601,58 +588,21 @@ static int list_page(struct st_io *io, const char *bucket, const char *prefix, c
 	c.query = q.data;
 	if (perform(io, &c, err) != 0)
 		goto out;
-	p = c.resp.data ? c.resp.data : "";
-	end = p + c.resp.len;
-	while ((p = st_xml_next(p, (size_t)(end - p), "Contents", &v, &vl)) != NULL) {
-		const char *kv, *sv, *mv;
-		size_t kl, sl, ml;
-		char size[24];
-		int64_t mtime;
-
-		if (st_xml_next(v, vl, "Key", &kv, &kl) == NULL ||
-		    st_xml_next(v, vl, "Size", &sv, &sl) == NULL ||
-		    st_xml_next(v, vl, "LastModified", &mv, &ml) == NULL ||
-		    parse_time_ms(mv, ml, &mtime) != 0) {
-			fl_err_set(err, FL_ERR_IO, "s3 ListObjectsV2 s3://%s: a malformed entry",
-			           bucket);
-			goto out;
-		}
-		fl_buf_reset(&key);
-		fl_buf_reset(&uri);
-		if (st_xml_unescape(&key, kv, kl) != 0 ||
-		    fl_buf_printf(&uri, "s3://%s/%s", bucket, key.data) != 0) {
-			fl_err_set(err, FL_ERR_IO, "s3 ListObjectsV2 s3://%s: a malformed key",
-			           bucket);
-			goto out;
-		}
-		snprintf(size, sizeof(size), "%.*s", (int)(sl < 23 ? sl : 23), sv);
-		(*count)++;
-		if (fn(arg, uri.data, strtoull(size, NULL, 10), mtime, err) != 0)
-			goto out;
+	lc = (struct list_ctx){.bucket = bucket, .fn = fn, .arg = arg, .count = count};
+	if (st_s3_list_parse(c.resp.data ? c.resp.data : "", c.resp.len, list_entry, &lc, next,
+	                     err) != 0) {
+		if (!lc.failed)
+			fl_err_prefix(err, "s3 ListObjectsV2 s3://%s", bucket);
+		fl_buf_free(&lc.uri);
+		goto out;
 	}
-	if (st_xml_next(c.resp.data ? c.resp.data : "", c.resp.len, "IsTruncated", &v, &vl) !=
-	            NULL &&
-	    vl == 4 && memcmp(v, "true", 4) == 0) {
-		fl_buf_reset(&key);
-		if (st_xml_next(c.resp.data, c.resp.len, "NextContinuationToken", &v, &vl) ==
-		            NULL ||
-		    vl == 0 || st_xml_unescape(&key, v, vl) != 0) {
-			fl_err_set(
-			        err, FL_ERR_IO,
-			        "s3 ListObjectsV2 s3://%s: truncated without a continuation token",
-			        bucket);
-			goto out;
-		}
-		*next = fl_buf_steal(&key);
-	}
+	fl_buf_free(&lc.uri);
 	rc = 0;
 	goto out;
 nomem:
 	fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 out:
 	fl_buf_free(&q);
-	fl_buf_free(&key);
-	fl_buf_free(&uri);
 	fl_buf_free(&c.resp);
 	return rc;
 }

@@ -35,6 +35,20 @@ int st_xml_unescape(struct fl_buf *out, const char *s, size_t n) FL_MUST_CHECK;
 /* Appends s with & < > " ' escaped. */
 int st_xml_escape(struct fl_buf *out, const char *s) FL_MUST_CHECK;
 
+/* What st_s3_list_parse reports of each object: its key (unescaped,
+ * NUL-terminated), size and LastModified in ms since the epoch. */
+typedef int (*st_s3_entry_fn)(void *arg, const char *key, uint64_t size, int64_t mtime_ms,
+                              struct fl_err *err);
+
+/* The objects of one ListObjectsV2 answer (n bytes of XML at xml), fn for
+ * each in order; *next is the continuation token (malloc'd) when the
+ * answer is truncated, else NULL.  FL_ERR_IO for a malformed entry, a key
+ * with an unknown entity or a NUL byte (which would end it early and name
+ * another object), or a truncated answer without a token; fn's error as
+ * it is.  On failure *next is NULL. */
+int st_s3_list_parse(const char *xml, size_t n, st_s3_entry_fn fn, void *arg, char **next,
+                     struct fl_err *err) FL_MUST_CHECK;
+
 /* The error kind for an S3 answer: status and the <Code> of its error
  * body ("" when none). */
 enum fl_err_kind st_s3_error_kind(long status, const char *code);

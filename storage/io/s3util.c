@@ -11,6 +11,7 @@
 
 #include <curl/curl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sigv4.h"
@@ -267,4 +268,92 @@ long st_s3_backoff_ms(int attempt, uint32_t rnd)
 	if (cap > 5000)
 		cap = 5000;
 	return (long)(rnd % (uint32_t)(cap + 1));
+}
+
+/* An S3 timestamp, "YYYY-MM-DDTHH:MM:SS[.fff]Z" (UTC), in milliseconds
+ * since the epoch (days from the civil date, proleptic Gregorian). */
+static int parse_time_ms(const char *p, size_t n, int64_t *out)
+{
+	int y, mo, d, h, mi, sec, ms = 0, used = 0;
+	char buf[40];
+	int64_t yy, era, yoe, doy, doe, days;
+
+	if (n >= sizeof(buf))
+		return -1;
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+	if (sscanf(buf, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &used) != 6)
+		return -1;
+	if (buf[used] == '.') {
+		int k = used + 1, digits = 0;
+
+		for (; buf[k] >= '0' && buf[k] <= '9'; k++, digits++) {
+			if (digits < 3)
+				ms = ms * 10 + (buf[k] - '0');
+		}
+		for (; digits < 3; digits++)
+			ms *= 10;
+		used = k;
+	}
+	if (strcmp(buf + used, "Z") != 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 ||
+	    mi > 59 || sec > 60)
+		return -1;
+	yy = mo <= 2 ? y - 1 : y;
+	era = (yy >= 0 ? yy : yy - 399) / 400;
+	yoe = yy - era * 400;
+	doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	days = era * 146097 + doe - 719468;
+	*out = ((days * 24 + h) * 60 + mi) * 60000 + (int64_t)sec * 1000 + ms;
+	return 0;
+}
+
+int st_s3_list_parse(const char *xml, size_t n, st_s3_entry_fn fn, void *arg, char **next,
+                     struct fl_err *err)
+{
+	struct fl_buf key = FL_BUF_INIT;
+	const char *p = xml, *v, *end = xml + n;
+	size_t vl;
+	int rc = -1;
+
+	*next = NULL;
+	while ((p = st_xml_next(p, (size_t)(end - p), "Contents", &v, &vl)) != NULL) {
+		const char *kv, *sv, *mv;
+		size_t kl, sl, ml;
+		char size[24];
+		int64_t mtime;
+
+		if (st_xml_next(v, vl, "Key", &kv, &kl) == NULL ||
+		    st_xml_next(v, vl, "Size", &sv, &sl) == NULL ||
+		    st_xml_next(v, vl, "LastModified", &mv, &ml) == NULL ||
+		    parse_time_ms(mv, ml, &mtime) != 0) {
+			fl_err_set(err, FL_ERR_IO, "a malformed entry");
+			goto out;
+		}
+		fl_buf_reset(&key);
+		/* S3 returns a control character of a key raw; a NUL would end
+		 * the key early wherever it is used, naming another object. */
+		if (st_xml_unescape(&key, kv, kl) != 0 || memchr(key.data, '\0', key.len) != NULL) {
+			fl_err_set(err, FL_ERR_IO,
+			           "a malformed key (an unknown entity or a NUL byte)");
+			goto out;
+		}
+		snprintf(size, sizeof(size), "%.*s", (int)(sl < 23 ? sl : 23), sv);
+		if (fn(arg, key.data, strtoull(size, NULL, 10), mtime, err) != 0)
+			goto out;
+	}
+	if (st_xml_next(xml, n, "IsTruncated", &v, &vl) != NULL && vl == 4 &&
+	    memcmp(v, "true", 4) == 0) {
+		fl_buf_reset(&key);
+		if (st_xml_next(xml, n, "NextContinuationToken", &v, &vl) == NULL || vl == 0 ||
+		    st_xml_unescape(&key, v, vl) != 0) {
+			fl_err_set(err, FL_ERR_IO, "truncated without a continuation token");
+			goto out;
+		}
+		*next = fl_buf_steal(&key);
+	}
+	rc = 0;
+out:
+	fl_buf_free(&key);
+	return rc;
 }

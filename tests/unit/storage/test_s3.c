@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -122,6 +123,68 @@ static void test_target(void **state)
 	fl_buf_free(&path);
 }
 
+struct listed {
+	char keys[4][32];
+	int n;
+};
+
+static int note_key(void *arg, const char *key, uint64_t size, int64_t mtime_ms, struct fl_err *err)
+{
+	struct listed *l = arg;
+
+	(void)size;
+	(void)mtime_ms;
+	if (l->n == 4)
+		return fl_err_set(err, FL_ERR_IO, "too many");
+	snprintf(l->keys[l->n++], sizeof(l->keys[0]), "%s", key);
+	return 0;
+}
+
+#define ENTRY(key)                                                                          \
+	"<Contents><Key>" key "</Key><LastModified>2026-01-02T03:04:05.678Z</LastModified>" \
+	"<Size>5</Size></Contents>"
+
+/* st_s3_list_parse: keys unescaped in order, the continuation token, and a
+ * key holding a raw NUL refused (it would end early and name another
+ * object, which orphan cleanup could then delete). */
+static void test_list_parse(void **state)
+{
+	static const char page[] =
+	        "<ListBucketResult><IsTruncated>true</IsTruncated>" ENTRY("t/a&amp;b")
+	                ENTRY("t/&#233;") "<NextContinuationToken>k&amp;1</NextContinuationToken>"
+	                                  "</ListBucketResult>";
+	static const char nul[] =
+	        "<ListBucketResult>" ENTRY("t/data/x.parquet\0old") "</ListBucketResult>";
+	static const char no_size[] = "<ListBucketResult><Contents><Key>t/a</Key>"
+	                              "<LastModified>2026-01-02T03:04:05Z</LastModified></Contents>"
+	                              "</ListBucketResult>";
+	static const char no_token[] = "<ListBucketResult><IsTruncated>true</IsTruncated>"
+	                               "</ListBucketResult>";
+	struct listed l = {0};
+	struct fl_err err = {0};
+	char *next = NULL;
+
+	(void)state;
+	assert_int_equal(st_s3_list_parse(page, sizeof(page) - 1, note_key, &l, &next, &err), 0);
+	assert_int_equal(l.n, 2);
+	assert_string_equal(l.keys[0], "t/a&b");
+	assert_string_equal(l.keys[1], "t/\xc3\xa9");
+	assert_string_equal(next, "k&1");
+	free(next);
+	memset(&l, 0, sizeof(l));
+	assert_int_equal(st_s3_list_parse(nul, sizeof(nul) - 1, note_key, &l, &next, &err), -1);
+	assert_int_equal(err.kind, FL_ERR_IO);
+	assert_non_null(strstr(err.msg, "NUL"));
+	assert_int_equal(l.n, 0);
+	assert_null(next);
+	assert_int_equal(st_s3_list_parse(no_size, sizeof(no_size) - 1, note_key, &l, &next, &err),
+	                 -1);
+	assert_non_null(strstr(err.msg, "malformed entry"));
+	assert_int_equal(
+	        st_s3_list_parse(no_token, sizeof(no_token) - 1, note_key, &l, &next, &err), -1);
+	assert_non_null(strstr(err.msg, "continuation token"));
+}
+
 static void test_xml(void **state)
 {
 	static const char doc[] =
@@ -209,6 +272,7 @@ int main(void)
 	        cmocka_unit_test(test_sigv4_helpers),
 	        cmocka_unit_test(test_target),
 	        cmocka_unit_test(test_xml),
+	        cmocka_unit_test(test_list_parse),
 	        cmocka_unit_test(test_errors_and_retries),
 	};
 
