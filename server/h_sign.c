@@ -49,22 +49,6 @@ static bool signable(const char *name)
 	return false;
 }
 
-/* True when the raw query has a parameter named name (with or without a
- * value). */
-static bool query_has(const char *query, const char *name)
-{
-	size_t nl = strlen(name);
-
-	for (const char *p = query; p != NULL && *p != '\0';) {
-		size_t len = strcspn(p, "&");
-
-		if (strncmp(p, name, nl) == 0 && (len == nl || p[nl] == '='))
-			return true;
-		p = p[len] == '&' ? p + len + 1 : NULL;
-	}
-	return false;
-}
-
 struct sign_req {
 	const char *method, *uri, *body;
 	json_t *headers;
@@ -130,15 +114,10 @@ static int sign_checked(struct srv_req *r, const struct cat_warehouse *wh, const
 	struct st_url u;
 	json_t *out = NULL, *hv, *v;
 	size_t nh = 0;
-	bool delete_objects;
 	int rc = -1;
 
 	if (st_url_split(s->uri, &u, err) != 0)
 		return -1;
-	/* The check's own verdict decides; the query test stays as a second
-	 * net (binding a body is never unsafe). */
-	delete_objects =
-	        s->body_checked || (strcmp(s->method, "POST") == 0 && query_has(u.query, "delete"));
 	h[nh++] = (struct st_sigv4_header){"host", u.host};
 	json_object_foreach(s->headers, k, hv)
 	{
@@ -162,8 +141,9 @@ static int sign_checked(struct srv_req *r, const struct cat_warehouse *wh, const
 			h[nh++] = (struct st_sigv4_header){k, json_string_value(v)};
 		}
 	}
-	if (delete_objects) {
-		/* Bind the signature to the body that was checked. */
+	if (s->body_checked) {
+		/* A request the check judged by its body (a DeleteObjects,
+		 * however its name is spelled) is signed for that body only. */
 		st_sigv4_sha256_hex(s->body ? s->body : "", s->body ? strlen(s->body) : 0,
 		                    body_sha);
 		if (client_sha != NULL && strcmp(client_sha, body_sha) != 0) {
@@ -176,7 +156,7 @@ static int sign_checked(struct srv_req *r, const struct cat_warehouse *wh, const
 	st_sigv4_date(fl_now_ms() / 1000, date);
 	if (srv_server_keys(wh, &server, err) != 0)
 		goto out;
-	payload = delete_objects ? body_sha : client_sha ? client_sha : "UNSIGNED-PAYLOAD";
+	payload = s->body_checked ? body_sha : client_sha ? client_sha : "UNSIGNED-PAYLOAD";
 	h[nh++] = (struct st_sigv4_header){"x-amz-date", date};
 	h[nh++] = (struct st_sigv4_header){"x-amz-content-sha256", payload};
 	token = server->session_token[0] ? server->session_token : NULL;

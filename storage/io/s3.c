@@ -589,15 +589,11 @@ static int list_page(struct st_io *io, const char *bucket, const char *prefix, c
 	if (perform(io, &c, err) != 0)
 		goto out;
 	lc = (struct list_ctx){.bucket = bucket, .fn = fn, .arg = arg, .count = count};
-	if (st_s3_list_parse(c.resp.data ? c.resp.data : "", c.resp.len, list_entry, &lc, next,
-	                     err) != 0) {
-		if (!lc.failed)
-			fl_err_prefix(err, "s3 ListObjectsV2 s3://%s", bucket);
-		fl_buf_free(&lc.uri);
-		goto out;
-	}
+	rc = st_s3_list_parse(c.resp.data ? c.resp.data : "", c.resp.len, list_entry, &lc, next,
+	                      err);
 	fl_buf_free(&lc.uri);
-	rc = 0;
+	if (rc != 0 && !lc.failed)
+		fl_err_prefix(err, "s3 ListObjectsV2 s3://%s", bucket);
 	goto out;
 nomem:
 	fl_err_set(err, FL_ERR_NOMEM, "out of memory");
