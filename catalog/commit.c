@@ -1128,9 +1128,12 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 		goto out;
 	}
 	cat_stage_done(db, CAT_STAGE_REQUIREMENTS, &t0);
+	/* A base this process wrote (it has the memo of that dump) is the
+	 * builder's own output: its snapshots are not checked one by one again. */
 	if (fill_added_rows(wh->io, base, (json_t *)ch->updates, &filled, err) != 0 ||
-	    cat_meta_apply(base, row.metadata_location, filled, fl_now_ms(), lim->max_updates,
-	                   &meta, &changed, err) != 0) {
+	    (!fetched && memo != NULL ? cat_meta_apply_built : cat_meta_apply)(
+	            base, row.metadata_location, filled, fl_now_ms(), lim->max_updates, &meta,
+	            &changed, err) != 0) {
 		fl_err_prefix(err, "table %s", table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
 		goto out;
 	}

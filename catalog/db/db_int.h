@@ -97,7 +97,8 @@ void cat_base_cache_free(struct cat_base_cache *c);
 /* true with copies of the entry's location and text (not copied when text
  * is NULL: it is up to megabytes), a new reference to its parsed document
  * (never to be modified) and, when memo is not NULL, one to the memo of
- * the dump that wrote it (NULL when it was read, not written here); false
+ * the dump that wrote it (NULL when it was read, not written here: a
+ * document with a memo is the builder's own, cat_meta_apply_built); false
  * on a miss or without a cache or key, the out-parameters untouched. */
 bool cat_base_get(struct cat_base_cache *c, const char *key, size_t key_len, char **location,
                   char **text, json_t **doc, struct fl_json_memo **memo);

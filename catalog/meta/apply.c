@@ -682,13 +682,8 @@ static int up_remove_snapshots(struct build *b, const json_t *u, struct fl_err *
 		return -1;
 	json_array_foreach(ids, i, v)
 	{
-		char key[24];
-		int64_t id = json_integer_value(v);
-
-		if (meta_snapshot_by_id(&b->m, id) == NULL)
+		if (!meta_snapshot_unindex(&b->m, json_integer_value(v)))
 			continue;
-		snprintf(key, sizeof(key), "%" PRId64, id);
-		json_object_del(b->m.snap_index, key);
 		b->removed_snaps = true;
 		b->changed = true;
 	}
@@ -1090,13 +1085,35 @@ static int initial_version(const json_t *updates)
 	return CAT_META_DEFAULT_FORMAT_VERSION;
 }
 
-int cat_meta_apply(const json_t *base, const char *base_location, const json_t *updates,
-                   int64_t now_ms, size_t max_updates, json_t **out, bool *changed,
-                   struct fl_err *err)
+/* A format upgrade raises the rules the base's snapshots were checked by
+ * (v2 needs a summary and a manifest list): they are checked again, so the
+ * upgrade is refused here rather than the table's next load failing. */
+static int recheck_snapshots(const struct build *b, int from, struct fl_err *err)
+{
+	const json_t *s;
+	size_t i;
+
+	json_array_foreach(b->m.snapshots, i, s)
+	{
+		char what[96];
+
+		snprintf(what, sizeof(what), "cannot upgrade from v%d to v%d: snapshot %" PRId64,
+		         from, b->m.format_version,
+		         (int64_t)json_integer_value(json_object_get(s, "snapshot-id")));
+		if (meta_snapshot_check(s, b->m.format_version, what, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int apply(const json_t *base, bool built, const char *base_location, const json_t *updates,
+                 int64_t now_ms, size_t max_updates, json_t **out, bool *changed,
+                 struct fl_err *err)
 {
 	struct build b;
 	json_t *u, *res = NULL;
 	int64_t base_updated = 0;
+	int base_version = 0;
 	size_t i;
 	int rc = -1;
 
@@ -1109,9 +1126,10 @@ int cat_meta_apply(const json_t *base, const char *base_location, const json_t *
 		        "the commit has %zu updates; the limit is %zu (max-commit-updates)",
 		        json_array_size(updates), max_updates);
 	if (base != NULL) {
-		if (meta_load(base, &b.m, err) < 0)
+		if (meta_load(base, built, &b.m, err) < 0)
 			return fl_err_prefix(err, "base metadata");
 		base_updated = b.m.last_updated_ms;
+		base_version = b.m.format_version;
 	} else {
 		if (meta_init_empty(&b.m, initial_version(updates), err) < 0)
 			return -1;
@@ -1156,6 +1174,9 @@ int cat_meta_apply(const json_t *base, const char *base_location, const json_t *
 			}
 		}
 	}
+	if (base != NULL && b.m.format_version != base_version &&
+	    recheck_snapshots(&b, base_version, err) < 0)
+		goto out;
 	if (fix_snapshot_log(&b, err) < 0)
 		goto out;
 	b.m.last_updated_ms = now_ms;
@@ -1179,4 +1200,18 @@ out:
 	json_decref(b.main_sets);
 	meta_free(&b.m);
 	return rc;
+}
+
+int cat_meta_apply(const json_t *base, const char *base_location, const json_t *updates,
+                   int64_t now_ms, size_t max_updates, json_t **out, bool *changed,
+                   struct fl_err *err)
+{
+	return apply(base, false, base_location, updates, now_ms, max_updates, out, changed, err);
+}
+
+int cat_meta_apply_built(const json_t *base, const char *base_location, const json_t *updates,
+                         int64_t now_ms, size_t max_updates, json_t **out, bool *changed,
+                         struct fl_err *err)
+{
+	return apply(base, true, base_location, updates, now_ms, max_updates, out, changed, err);
 }

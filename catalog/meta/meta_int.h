@@ -60,9 +60,13 @@ int meta_init_empty(struct meta *m, int format_version, struct fl_err *err) FL_M
 /* Decodes a metadata document into m (deep copies, except the snapshots,
  * which m shares with doc: neither may modify them), checking fields and
  * types; v1 documents with only `schema` / `partition-spec` are normalized.
- * Does not check referential integrity: meta_check does.  On failure m is
+ * Does not check referential integrity: meta_check does.  built: doc is an
+ * unmodified document cat_meta_apply returned, whose snapshots, snapshot
+ * log and metadata log were each checked when they joined it; those lists
+ * (the part that grows with every commit) are then taken without checking
+ * every element again, all the rest is checked as ever.  On failure m is
  * released. */
-int meta_load(const json_t *doc, struct meta *m, struct fl_err *err) FL_MUST_CHECK;
+int meta_load(const json_t *doc, bool built, struct meta *m, struct fl_err *err) FL_MUST_CHECK;
 
 /* Referential integrity and per-version rules of a complete model. */
 int meta_check(const struct meta *m, struct fl_err *err) FL_MUST_CHECK;
@@ -94,6 +98,9 @@ bool meta_prop_reserved(const char *key);
 
 /* Adds snap (a reference is taken) to snapshots and the index. */
 int meta_snapshot_add(struct meta *m, json_t *snap) FL_MUST_CHECK;
+
+/* Drops the snapshot from the index (not from the list); false when it was not there. */
+bool meta_snapshot_unindex(struct meta *m, int64_t id);
 
 /* Integer of a JSON value that must be an integer (not a real, not a bool). */
 static inline bool meta_int(const json_t *v, int64_t *out)

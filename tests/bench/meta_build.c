@@ -5,8 +5,10 @@
  * a contended table, where commits pass one at a time, both are part of
  * the time each commit holds the table.  This program grows one table by
  * PyIceberg-style appends (add-snapshot + set-snapshot-ref main, one
- * snapshot each) and prints, at each size, the mean time of the build and
- * of the serialization, of the serialization as a contended table's commit
+ * snapshot each) and prints, at each size, the mean time of the build (as
+ * a contended table's commit runs it, on the base it built last:
+ * cat_meta_apply_built; and checking the base as a parsed one is,
+ * cat_meta_apply) and of the serialization, of the serialization as a contended table's commit
  * runs it (fl_json_dump_memo with the last version's memo; the two texts
  * must be equal), and of jansson's own json_dumps and json_loads of the
  * same document for scale.  No database, no files: the document alone.
@@ -45,18 +47,23 @@ static json_t *append_updates(const json_t *meta, int64_t id, int64_t now_ms)
 }
 
 static int step(json_t **meta, struct fl_json_memo **memo, int64_t id, int64_t now_ms,
-                int64_t *apply_ns, int64_t *dump_ns, int64_t *memo_ns, size_t *len)
+                int64_t *checked_ns, int64_t *apply_ns, int64_t *dump_ns, int64_t *memo_ns,
+                size_t *len)
 {
-	json_t *up = append_updates(*meta, id, now_ms), *out = NULL;
+	static const char loc[] = "s3://bench/t/metadata/00001.metadata.json";
+	json_t *up = append_updates(*meta, id, now_ms), *out = NULL, *checked = NULL;
 	struct fl_json_memo *next = NULL;
 	struct fl_err err = {0};
 	bool changed = false;
-	int64_t t0 = fl_mono_ns(), t1, t2, t3;
-	char *text, *fast;
+	int64_t tc = fl_mono_ns(), t0, t1, t2, t3;
+	char *text, *fast, *again = NULL;
 
-	if (up == NULL || cat_meta_apply(*meta, "s3://bench/t/metadata/00001.metadata.json", up,
-	                                 now_ms, 100, &out, &changed, &err) != 0) {
+	if (up == NULL ||
+	    cat_meta_apply(*meta, loc, up, now_ms, 100, &checked, &changed, &err) != 0 ||
+	    (t0 = fl_mono_ns(),
+	     cat_meta_apply_built(*meta, loc, up, now_ms, 100, &out, &changed, &err) != 0)) {
 		fprintf(stderr, "meta_build: apply failed: %s\n", up ? err.msg : "out of memory");
+		json_decref(checked);
 		json_decref(up);
 		return -1;
 	}
@@ -67,21 +74,28 @@ static int step(json_t **meta, struct fl_json_memo **memo, int64_t id, int64_t n
 	fast = fl_json_dump_memo(out, "snapshots", *memo, &next, NULL);
 	t3 = fl_mono_ns();
 	json_decref(up);
-	if (text == NULL || fast == NULL || strcmp(text, fast) != 0) {
+	/* Both builders make the same document. */
+	again = fl_json_dump(checked, NULL);
+	json_decref(checked);
+	if (text == NULL || fast == NULL || again == NULL || strcmp(text, fast) != 0 ||
+	    strcmp(text, again) != 0) {
 		fprintf(stderr, "meta_build: %s\n",
-		        text && fast ? "the memo's dump differs" : "out of memory");
+		        text && fast && again ? "the dumps differ" : "out of memory");
 		free(text);
 		free(fast);
+		free(again);
 		fl_json_memo_unref(next);
 		json_decref(out);
 		return -1;
 	}
 	free(text);
 	free(fast);
+	free(again);
 	fl_json_memo_unref(*memo);
 	*memo = next;
 	json_decref(*meta);
 	*meta = out;
+	*checked_ns += t0 - tc;
 	*apply_ns += t1 - t0;
 	*dump_ns += t2 - t1;
 	*memo_ns += t3 - t2;
@@ -111,11 +125,11 @@ int main(int argc, char **argv)
 	json_decref(req);
 	struct fl_json_memo *memo = NULL;
 
-	printf("snapshots  bytes     build_ms  dump_ms  memo_dump_ms  jansson_dumps_ms  "
-	       "jansson_loads_ms\n");
+	printf("snapshots  bytes     build_ms  checked_build_ms  dump_ms  memo_dump_ms  "
+	       "jansson_dumps_ms  jansson_loads_ms\n");
 	/* Each size is reached by untimed appends, then timed ones up to it. */
 	for (int next = 100; size < target; next *= 2) {
-		int64_t a = 0, d = 0, m = 0, jd, jl;
+		int64_t c = 0, a = 0, d = 0, m = 0, jd, jl;
 		int stop = next < target ? next : target,
 		    from = stop - rounds > size ? stop - rounds : size;
 		size_t len = 0;
@@ -123,8 +137,8 @@ int main(int argc, char **argv)
 
 		for (; size < stop; size++) {
 			if (size == from)
-				a = d = m = 0;
-			if (step(&meta, &memo, id++, now_ms++, &a, &d, &m, &len) != 0)
+				c = a = d = m = 0;
+			if (step(&meta, &memo, id++, now_ms++, &c, &a, &d, &m, &len) != 0)
 				return 1;
 		}
 		jd = fl_mono_ns();
@@ -134,9 +148,9 @@ int main(int argc, char **argv)
 		json_decref(text ? json_loads(text, 0, NULL) : NULL);
 		jl = fl_mono_ns() - jl;
 		free(text);
-		printf("%9d  %8zu  %8.3f  %7.3f  %12.3f  %16.3f  %16.3f\n", size, len,
-		       a / 1e6 / (stop - from), d / 1e6 / (stop - from), m / 1e6 / (stop - from),
-		       jd / 1e6, jl / 1e6);
+		printf("%9d  %8zu  %8.3f  %16.3f  %7.3f  %12.3f  %16.3f  %16.3f\n", size, len,
+		       a / 1e6 / (stop - from), c / 1e6 / (stop - from), d / 1e6 / (stop - from),
+		       m / 1e6 / (stop - from), jd / 1e6, jl / 1e6);
 	}
 	fl_json_memo_unref(memo);
 	json_decref(meta);
