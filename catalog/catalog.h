@@ -482,6 +482,9 @@ struct cat_idem {
 	char *etag;
 	char *body;
 	size_t body_len;
+	/* A CommitTableResponse kept by reference: the metadata file the commit
+	 * wrote, whose text is the response's "metadata" (body is then NULL). */
+	char *metadata_location;
 };
 
 /* Inside tx, claims key for (method, route, fingerprint) or returns the
@@ -495,10 +498,12 @@ int cat_idem_claim(struct cat_tx *tx, const char *key, const char *method, const
 
 /* Records the response for a claimed key in tx and COMMITs tx, in one
  * round trip; frees tx as cat_tx_commit does and fails as it does
- * (FL_ERR_COMMIT_STATE_UNKNOWN when the outcome cannot be known). */
+ * (FL_ERR_COMMIT_STATE_UNKNOWN when the outcome cannot be known).  With
+ * metadata_location (a CommitTableResponse) the body is not stored: the
+ * location is, and a replay reads the metadata back. */
 int cat_idem_store_commit(struct cat_tx *tx, const char *key, int status, const char *content_type,
                           const char *etag, const char *body, size_t n,
-                          struct fl_err *err) FL_MUST_CHECK;
+                          const char *metadata_location, struct fl_err *err) FL_MUST_CHECK;
 void cat_idem_free(struct cat_idem *r);
 
 /* ---- maintenance ---- */

@@ -15,7 +15,9 @@
 #include "buf.h"
 #include "clock.h"
 #include "handlers.h"
+#include "io/io.h"
 #include "json.h"
+#include "log.h"
 #include "metrics.h"
 #include "reply.h"
 #include "vend.h"
@@ -692,7 +694,56 @@ int srv_h_tbl_commit(struct srv_req *r, struct fl_err *err)
 		return -1;
 	/* CommitTableResponse: the stored bytes, spliced, with the new ETag. */
 	rc = reply_table(r, ch.metadata_location, ch.metadata, NULL, err);
+	/* Its idempotency record keeps the location, not these bytes again
+	 * (out of memory here: the bytes, as any other record). */
+	if (rc == 0 && r->tx != NULL)
+		r->idem_ref = fl_arena_strdup(r->arena, ch.metadata_location);
 	cat_changes_free(&ch, 1);
+	return rc;
+}
+
+/* The answer is rebuilt as the commit made it: {"metadata-location",
+ * "metadata"} around the text of the file it wrote, which is also the
+ * table's stored text while that version is current (then read from the
+ * cache or PostgreSQL, not storage), with the ETag of that location.  Once
+ * the file is gone (expired with its snapshots, or trimmed from the
+ * metadata log) the answer is the table's current version, which the
+ * Iceberg spec allows a replay ("may reflect a newer state of the
+ * catalog"); a table dropped since is 404, as a new request would be. */
+int srv_replay_commit(struct srv_req *r, const char *metadata_location, struct fl_err *err)
+{
+	struct cat_table_bytes t = {0};
+	struct cat_warehouse wh;
+	struct cat_ns ns;
+	struct fl_err ferr = {0};
+	const char *mloc = metadata_location, *meta;
+	char *text = NULL;
+	size_t mlen;
+	int rc = -1;
+
+	if (path_table(r, &wh, &ns, err) != 0 ||
+	    cat_table_load_bytes(r->ctx->db, NULL, wh.name, &ns, r->table, &t, err) != 0)
+		return -1;
+	meta = t.metadata;
+	mlen = t.metadata_len;
+	if (strcmp(t.metadata_location, metadata_location) != 0) {
+		if (srv_warehouse_io(r, &wh, &ferr) == 0 &&
+		    st_io_read(wh.io, metadata_location, (size_t)r->ctx->cfg->max_metadata_bytes,
+		               &text, &mlen, &ferr) == 0) {
+			meta = text;
+		} else {
+			fl_log(FL_LOG_INFO, r->id,
+			       "replay of a commit: %s; answering the table's current version",
+			       ferr.msg);
+			mloc = t.metadata_location;
+			mlen = t.metadata_len;
+		}
+	}
+	if (reply_table_text(r, mloc, NULL, meta, mlen, false, NULL, NULL, err) == 0 &&
+	    srv_reply_replayed(r, err) == 0)
+		rc = 0;
+	free(text);
+	cat_table_bytes_release(t.hold);
 	return rc;
 }
 

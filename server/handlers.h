@@ -22,6 +22,10 @@ int srv_h_tbl_register(struct srv_req *r, struct fl_err *err);
 int srv_h_tbl_load(struct srv_req *r, struct fl_err *err);
 int srv_h_tbl_exists(struct srv_req *r, struct fl_err *err);
 int srv_h_tbl_commit(struct srv_req *r, struct fl_err *err);
+/* Answers the replay of a keyed commit whose record keeps the metadata
+ * location it wrote (cat_idem): its CommitTableResponse, marked
+ * Idempotent-Replayed.  On a worker thread. */
+int srv_replay_commit(struct srv_req *r, const char *metadata_location, struct fl_err *err);
 int srv_h_tbl_drop(struct srv_req *r, struct fl_err *err);
 int srv_h_tbl_rename(struct srv_req *r, struct fl_err *err);
 /* h_views.c: the Iceberg view routes */

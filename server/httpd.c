@@ -39,6 +39,7 @@
 #include "libcrypto.h"
 #include "auth.h"
 #include "clock.h"
+#include "handlers.h"
 #include "json.h"
 #include "libmhd.h"
 #include "log.h"
@@ -236,11 +237,15 @@ static void run_idempotent(struct srv_req *r, const char *key)
 		goto fail;
 	if (rec.status != 0) {
 		cat_tx_abort(tx);
-		if (srv_reply_stored(r, rec.status, rec.content_type, rec.etag, rec.body,
-		                     rec.body_len) != 0)
+		if (rec.metadata_location != NULL) {
+			if (srv_replay_commit(r, rec.metadata_location, &err) == 0)
+				srv_metrics_replay(r->ctx->metrics);
+		} else if (srv_reply_stored(r, rec.status, rec.content_type, rec.etag, rec.body,
+		                            rec.body_len) != 0) {
 			fl_err_set(&err, FL_ERR_NOMEM, "out of memory");
-		else
+		} else {
 			srv_metrics_replay(r->ctx->metrics);
+		}
 		cat_idem_free(&rec);
 		if (err.kind != FL_ERR_NONE)
 			srv_reply_error(r, &err, NULL);
@@ -257,7 +262,8 @@ static void run_idempotent(struct srv_req *r, const char *key)
 	}
 	if (cat_idem_store_commit(tx, key, (int)r->status, r->out_ctype, r->out_etag,
 	                          r->idem_body ? r->idem_body : r->out_body,
-	                          r->idem_body ? r->idem_len : r->out_len, &err) != 0)
+	                          r->idem_body ? r->idem_len : r->out_len,
+	                          r->status == 200 ? r->idem_ref : NULL, &err) != 0)
 		srv_reply_error(r, &err, NULL);
 	return;
 fail:

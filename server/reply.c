@@ -199,8 +199,14 @@ int srv_reply_stored(struct srv_req *r, int status, const char *ctype, const cha
 		return -1;
 	if (etag != NULL)
 		srv_libmhd()->add_response_header(r->resp, MHD_HTTP_HEADER_ETAG, etag);
-	srv_libmhd()->add_response_header(r->resp, "Idempotent-Replayed", "true");
-	return 0;
+	return srv_reply_replayed(r, NULL);
+}
+
+int srv_reply_replayed(struct srv_req *r, struct fl_err *err)
+{
+	if (srv_libmhd()->add_response_header(r->resp, "Idempotent-Replayed", "true") == MHD_YES)
+		return 0;
+	return err != NULL ? fl_err_set(err, FL_ERR_NOMEM, "out of memory") : -1;
 }
 
 int srv_reply_not_ready(struct srv_req *r, const char *why)

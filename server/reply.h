@@ -30,6 +30,8 @@ int srv_reply_not_modified(struct srv_req *r, const char *etag) FL_MUST_CHECK;
 /* Replays a response stored under an Idempotency-Key (status as stored). */
 int srv_reply_stored(struct srv_req *r, int status, const char *ctype, const char *etag,
                      const char *body, size_t n) FL_MUST_CHECK;
+/* Marks the response just made as a replay (Idempotent-Replayed: true). */
+int srv_reply_replayed(struct srv_req *r, struct fl_err *err) FL_MUST_CHECK;
 /* 503 {"status": …} for readiness. */
 int srv_reply_not_ready(struct srv_req *r, const char *why) FL_MUST_CHECK;
 

@@ -30,6 +30,7 @@ void cat_idem_free(struct cat_idem *r)
 	free(r->content_type);
 	free(r->etag);
 	free(r->body);
+	free(r->metadata_location);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -54,7 +55,8 @@ static int idem_claim(struct cat_tx *tx, const char *key, const char *method, co
 	        " VALUES ($1::uuid, $2, $3, $4::bytea, now() + make_interval(secs => $5::bigint))"
 	        " ON CONFLICT (key) DO UPDATE SET method = EXCLUDED.method, route = EXCLUDED.route,"
 	        " fingerprint = EXCLUDED.fingerprint, status = NULL, content_type = NULL,"
-	        " etag = NULL, body = NULL, created_at = now(), expires_at = EXCLUDED.expires_at"
+	        " etag = NULL, body = NULL, metadata_location = NULL, created_at = now(),"
+	        " expires_at = EXCLUDED.expires_at"
 	        " WHERE idempotency_record.expires_at < now() RETURNING key",
 	        5, params, err);
 	if (r == NULL)
@@ -68,8 +70,8 @@ static int idem_claim(struct cat_tx *tx, const char *key, const char *method, co
 	PQclear(r);
 	r = cat_exec(
 	        c,
-	        "SELECT method, route, fingerprint = $2::bytea, status, content_type, etag, body"
-	        " FROM idempotency_record WHERE key = $1::uuid",
+	        "SELECT method, route, fingerprint = $2::bytea, status, content_type, etag, body,"
+	        " metadata_location FROM idempotency_record WHERE key = $1::uuid",
 	        2, (const char *const[]){key, fph}, err);
 	if (r == NULL)
 		return -1;
@@ -90,6 +92,14 @@ static int idem_claim(struct cat_tx *tx, const char *key, const char *method, co
 	out->status = (int)cat_i64(PQgetvalue(r, 0, 3));
 	out->content_type = PQgetisnull(r, 0, 4) ? NULL : strdup(PQgetvalue(r, 0, 4));
 	out->etag = PQgetisnull(r, 0, 5) ? NULL : strdup(PQgetvalue(r, 0, 5));
+	if (!PQgetisnull(r, 0, 7)) {
+		out->metadata_location = strdup(PQgetvalue(r, 0, 7));
+		if (out->metadata_location == NULL) {
+			PQclear(r);
+			cat_idem_free(out);
+			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		}
+	}
 	if (!PQgetisnull(r, 0, 6)) {
 		size_t n;
 		unsigned char *b = PQunescapeBytea((const unsigned char *)PQgetvalue(r, 0, 6), &n);
@@ -121,16 +131,23 @@ int cat_idem_claim(struct cat_tx *tx, const char *key, const char *method, const
 }
 
 int cat_idem_store_commit(struct cat_tx *tx, const char *key, int status, const char *content_type,
-                          const char *etag, const char *body, size_t n, struct fl_err *err)
+                          const char *etag, const char *body, size_t n,
+                          const char *metadata_location, struct fl_err *err)
 {
 	char st[16];
-	const char *params[5] = {key, st, content_type, etag, body ? body : ""};
-	const int lengths[5] = {0, 0, 0, 0, (int)n};
-	const int formats[5] = {0, 0, 0, 0, 1};
+	/* A NULL parameter is SQL NULL: the body of a record by reference. */
+	const char *params[6] = {key,
+	                         st,
+	                         content_type,
+	                         etag,
+	                         metadata_location ? NULL : body ? body : "",
+	                         metadata_location};
+	const int lengths[6] = {0, 0, 0, 0, (int)n, 0};
+	const int formats[6] = {0, 0, 0, 0, 1, 0};
 	const struct cat_pipe_q q = {
 	        .sql = "UPDATE idempotency_record SET status = $2::int, content_type = $3,"
-	               " etag = $4, body = $5 WHERE key = $1::uuid",
-	        .n = 5,
+	               " etag = $4, body = $5, metadata_location = $6 WHERE key = $1::uuid",
+	        .n = 6,
 	        .params = params,
 	        .lengths = lengths,
 	        .formats = formats,

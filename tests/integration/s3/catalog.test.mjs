@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { request } from '../lib/harness.mjs';
+import { uuidv7 } from '../tables/lib.mjs';
 import { expectError, expectJson } from '../lib/checks.mjs';
 import { startS3Catalog, s3Profile, createWarehouse, eventually, tmpDir, AK_ENV, SK_ENV, noS3 } from './lib.mjs';
 
@@ -114,6 +115,28 @@ test('commits write new metadata files create-only; the old ones stay', async (t
   const files = await keys('wh/ns/t/metadata/');
   assert.equal(files.length, 4, files.join('\n'));
   assert.ok(files.includes(keyOf(loc)));
+});
+
+// A keyed commit's record names its metadata file: once the table has moved on, the
+// replay reads that file back from S3 (signed), byte for byte.
+test('a keyed commit replays from its S3 metadata file after a later commit', async (t) => {
+  if (skip(t)) return;
+  const path = `${P}/namespaces/ns/tables/t`;
+  const body = JSON.stringify({
+    requirements: [{ type: 'assert-table-uuid', uuid: created.metadata['table-uuid'] }],
+    updates: [{ action: 'set-properties', updates: { keyed: 'yes' } }],
+  });
+  const headers = { 'Idempotency-Key': uuidv7(), 'Content-Type': 'application/json' };
+  const first = await request(ctx.base, 'POST', path, { body, headers });
+  assert.equal(first.status, 200, first.text);
+  expectJson(await request(ctx.base, 'POST', path, {
+    body: { requirements: [], updates: [{ action: 'set-properties', updates: { after: 'yes' } }] },
+  }), 200);
+  const again = await request(ctx.base, 'POST', path, { body, headers });
+  assert.equal(again.status, 200, again.text);
+  assert.equal(again.headers['idempotent-replayed'], 'true');
+  assert.equal(again.text, first.text, 'the first answer, read back from its file');
+  assert.equal(again.headers.etag, first.headers.etag);
 });
 
 test('changing the profile probes it first; the root cannot move under namespaces', async (t) => {

@@ -4,11 +4,10 @@
 // concurrent duplicates execute once, and floe_idempotent_replays_total counts.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { parse, sum } from '../lib/prom.mjs';
 import { request, psql } from '../lib/harness.mjs';
-import { startCatalog, call, assertError, tablePath, createBody, appendCommit, uuidv7 } from './lib.mjs';
+import { startCatalog, call, assertError, tablePath, createBody, appendCommit, uuidv7, localPath } from './lib.mjs';
 
 let c;
 const NS = ['idem'];
@@ -276,9 +275,9 @@ test('a keyed commit stores its answer as its record and replays it byte for byt
       if (name === 'large') assert.ok(first.text.length > 64 * 1024, 'the large table is sent ahead');
       assert.ok(first.headers.etag, 'a commit answers with an ETag');
       assertReplay(first, await keyed('POST', p, body, key));
-      const stored = psql(c.dbUrl, `SELECT status || ' ' || content_type || ' ' || etag || ' ' || md5(body) FROM idempotency_record WHERE key = '${key}'`);
-      const md5 = crypto.createHash('md5').update(first.text).digest('hex');
-      assert.equal(stored, `200 application/json ${first.headers.etag} ${md5}`, 'the record is the answer');
+      // The record names the metadata file instead of holding its text a third time.
+      const stored = psql(c.dbUrl, `SELECT status || ' ' || content_type || ' ' || etag || ' ' || (body IS NULL) || ' ' || metadata_location FROM idempotency_record WHERE key = '${key}'`);
+      assert.equal(stored, `200 application/json ${first.headers.etag} true ${first.json['metadata-location']}`, 'the record is the answer by reference');
       meta = first.json.metadata;
     }
     // A stale keyed commit: 409 stored and replayed; the table did not move.
@@ -289,4 +288,35 @@ test('a keyed commit stores its answer as its record and replays it byte for byt
     assertReplay(lost, await keyed('POST', p, stale, key));
     assert.equal((await load(name)).metadata.snapshots.length, 2);
   }
+});
+
+// A commit's record keeps the metadata file it wrote: a replay after later commits answers
+// from that file, byte for byte; once the file is gone it answers the table's current
+// version (the spec: a replay "may reflect a newer state of the catalog"), still marked
+// replayed; once the table is dropped, 404 as a new request would get. Nothing runs again.
+test('a keyed commit replays from its metadata file after later commits, then from the current version, then 404', async () => {
+  const created = await call(c.base, 'POST', `${c.p}/namespaces/idem/tables`, { body: createBody('byref'), expect: 200 });
+  const p = tablePath(c.p, NS, 'byref');
+  const k1 = uuidv7();
+  const b1 = JSON.stringify(appendCommit(created.json.metadata, { ns: NS, name: 'byref' }).body);
+  const first = await keyed('POST', p, b1, k1);
+  assert.equal(first.status, 200, first.text);
+  const later = await call(c.base, 'POST', p, { body: appendCommit(first.json.metadata, { ns: NS, name: 'byref' }).body, expect: 200 });
+  assert.notEqual(later.json['metadata-location'], first.json['metadata-location']);
+
+  assertReplay(first, await keyed('POST', p, b1, k1)); // read back from the first commit's file
+
+  fs.rmSync(localPath(first.json['metadata-location']));
+  const current = await keyed('POST', p, b1, k1);
+  assert.equal(current.status, 200, current.text);
+  assert.equal(current.headers['idempotent-replayed'], 'true');
+  assert.equal(current.json['metadata-location'], later.json['metadata-location'], 'the current version answers');
+  assert.equal(current.text, later.text, 'as the later commit answered it');
+  assert.equal(current.headers.etag, later.headers.etag);
+  const l = await load('byref');
+  assert.equal(l.metadata.snapshots.length, 2, 'no replay applied anything');
+
+  await call(c.base, 'DELETE', p, { expect: 204 });
+  const gone = await keyed('POST', p, b1, k1);
+  assertError(gone, 404, 'NoSuchTableException');
 });
