@@ -493,13 +493,13 @@ int meta_key_check(const json_t *k, const char *what, struct fl_err *err)
 	return 0;
 }
 
-/* Copies an optional array member after checking each element.  The copy
- * is shallow, as the snapshots are shared: the builder adds and removes
- * whole entries of these lists (the snapshot and metadata logs, the
- * statistics, the encryption keys) and never modifies one in place, and
- * doc is not modified either.  A deep copy of a 1,000-entry snapshot log
- * was a third of a commit's build. */
-/* check == NULL: the elements are taken as they are (a built document's). */
+/* Copies an optional array member after checking each element (check ==
+ * NULL: a built document's, taken as they are).  The copy is shallow, as
+ * the snapshots are shared: the builder adds and removes whole entries of
+ * these lists (the snapshot and metadata logs, the statistics, the
+ * encryption keys) and never modifies one in place, and doc is not
+ * modified either.  A deep copy of a 1,000-entry snapshot log was a third
+ * of a commit's build. */
 static int load_list(const json_t *doc, const char *key, json_t **dst,
                      int (*check)(const json_t *, const char *, struct fl_err *),
                      struct fl_err *err)
@@ -512,13 +512,11 @@ static int load_list(const json_t *doc, const char *key, json_t **dst,
 		return r;
 	json_array_foreach(arr, i, v)
 	{
-		if (check == NULL)
-			break;
 		char what[64];
 
 		/* The message names the element's index, written only when it
 		 * fails: a table's logs grow with every commit. */
-		if (check(v, "metadata: an element", err) == 0)
+		if (check == NULL || check(v, "metadata: an element", err) == 0)
 			continue;
 		snprintf(what, sizeof(what), "metadata: %s[%zu]", key, i);
 		fl_err_clear(err);
