@@ -90,32 +90,35 @@ static int idem_claim(struct cat_tx *tx, const char *key, const char *method, co
 	}
 	memset(out, 0, sizeof(*out));
 	out->status = (int)cat_i64(PQgetvalue(r, 0, 3));
-	out->content_type = PQgetisnull(r, 0, 4) ? NULL : strdup(PQgetvalue(r, 0, 4));
-	out->etag = PQgetisnull(r, 0, 5) ? NULL : strdup(PQgetvalue(r, 0, 5));
-	if (!PQgetisnull(r, 0, 7)) {
-		out->metadata_location = strdup(PQgetvalue(r, 0, 7));
-		if (out->metadata_location == NULL) {
-			PQclear(r);
-			cat_idem_free(out);
-			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-		}
-	}
+	/* Every stored part is copied, or the claim fails: a replay missing
+	 * one would answer something else than was answered. */
+	if ((!PQgetisnull(r, 0, 4) && (out->content_type = strdup(PQgetvalue(r, 0, 4))) == NULL) ||
+	    (!PQgetisnull(r, 0, 5) && (out->etag = strdup(PQgetvalue(r, 0, 5))) == NULL) ||
+	    (!PQgetisnull(r, 0, 7) &&
+	     (out->metadata_location = strdup(PQgetvalue(r, 0, 7))) == NULL))
+		goto nomem;
 	if (!PQgetisnull(r, 0, 6)) {
 		size_t n;
 		unsigned char *b = PQunescapeBytea((const unsigned char *)PQgetvalue(r, 0, 6), &n);
 
-		if (b != NULL) {
-			out->body = malloc(n + 1);
-			if (out->body != NULL) {
-				memcpy(out->body, b, n);
-				out->body[n] = '\0';
-				out->body_len = n;
-			}
-			PQfreemem(b);
+		if (b == NULL)
+			goto nomem;
+		out->body = malloc(n + 1);
+		if (out->body != NULL) {
+			memcpy(out->body, b, n);
+			out->body[n] = '\0';
+			out->body_len = n;
 		}
+		PQfreemem(b);
+		if (out->body == NULL)
+			goto nomem;
 	}
 	PQclear(r);
 	return 0;
+nomem:
+	PQclear(r);
+	cat_idem_free(out);
+	return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 }
 
 /* Timed for the commit stages. */
