@@ -262,8 +262,7 @@ static void run_idempotent(struct srv_req *r, const char *key)
 	}
 	if (cat_idem_store_commit(tx, key, (int)r->status, r->out_ctype, r->out_etag,
 	                          r->idem_body ? r->idem_body : r->out_body,
-	                          r->idem_body ? r->idem_len : r->out_len,
-	                          r->status == 200 ? r->idem_ref : NULL, &err) != 0)
+	                          r->idem_body ? r->idem_len : r->out_len, r->idem_ref, &err) != 0)
 		srv_reply_error(r, &err, NULL);
 	return;
 fail:

@@ -126,8 +126,9 @@ struct srv_req {
 	 * reach PostgreSQL; NULL = out_body. */
 	const char *idem_body;
 	size_t idem_len;
-	/* Set by a commit: its record keeps this metadata location instead of
-	 * any body, and a replay answers from it (srv_replay_commit). */
+	/* Set by a commit once its 200 is made: its record keeps this metadata
+	 * location instead of any body, and a replay answers from it
+	 * (srv_replay_commit). */
 	const char *idem_ref;
 	/* A request parked while its table is read (srv_park_table_load), or
 	 * handed to a worker thread (httpd.c); next links the workers' queue. */

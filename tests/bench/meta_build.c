@@ -8,10 +8,11 @@
  * snapshot each) and prints, at each size, the mean time of the build (as
  * a contended table's commit runs it, on the base it built last:
  * cat_meta_apply_built; and checking the base as a parsed one is,
- * cat_meta_apply) and of the serialization, of the serialization as a contended table's commit
- * runs it (fl_json_dump_memo with the last version's memo; the two texts
- * must be equal), and of jansson's own json_dumps and json_loads of the
- * same document for scale.  No database, no files: the document alone.
+ * cat_meta_apply) and of the serialization, of the serialization as a
+ * contended table's commit runs it (fl_json_dump_memo with the last
+ * version's memo; the two texts must be equal), and of jansson's own
+ * json_dumps and json_loads of the same document for scale.  No database,
+ * no files: the document alone.
  *
  * Usage: meta_build_bench [snapshots (default 1000)] [rounds per size (50)] */
 #include <inttypes.h>

@@ -121,18 +121,18 @@ test('commits write new metadata files create-only; the old ones stay', async (t
 // replay reads that file back from S3 (signed), byte for byte.
 test('a keyed commit replays from its S3 metadata file after a later commit', async (t) => {
   if (skip(t)) return;
-  const path = `${P}/namespaces/ns/tables/t`;
+  const tpath = `${P}/namespaces/ns/tables/t`;
   const body = JSON.stringify({
     requirements: [{ type: 'assert-table-uuid', uuid: created.metadata['table-uuid'] }],
     updates: [{ action: 'set-properties', updates: { keyed: 'yes' } }],
   });
   const headers = { 'Idempotency-Key': uuidv7(), 'Content-Type': 'application/json' };
-  const first = await request(ctx.base, 'POST', path, { body, headers });
+  const first = await request(ctx.base, 'POST', tpath, { body, headers });
   assert.equal(first.status, 200, first.text);
-  expectJson(await request(ctx.base, 'POST', path, {
+  expectJson(await request(ctx.base, 'POST', tpath, {
     body: { requirements: [], updates: [{ action: 'set-properties', updates: { after: 'yes' } }] },
   }), 200);
-  const again = await request(ctx.base, 'POST', path, { body, headers });
+  const again = await request(ctx.base, 'POST', tpath, { body, headers });
   assert.equal(again.status, 200, again.text);
   assert.equal(again.headers['idempotent-replayed'], 'true');
   assert.equal(again.text, first.text, 'the first answer, read back from its file');
