@@ -34,6 +34,9 @@ after(async () => {
   await a?.floe.stop();
 });
 
+// Notifications from another process that A has applied.
+const applied = async () => sum(parse((await request(a.base, 'GET', '/metrics')).text), 'floe_table_cache_notifications_total');
+
 test('a version held parsed by one replica never judges a commit after another replica moved the table', async () => {
   for (const [i, withKey] of [false, true].entries()) {
     const name = `t${i}`;
@@ -50,12 +53,16 @@ test('a version held parsed by one replica never judges a commit after another r
     assertError(await request(a.base, 'POST', path, { body: late.body, headers: headers() }), 409, 'CommitFailedException', 'main');
 
     // B moves the table on.
+    const n0 = await applied();
     const c3 = appendCommit(v2.metadata, { ns: NS, name });
     const v3 = (await call(b.baseUrl, 'POST', path, { body: c3.body, headers: headers(), expect: 200 })).json;
 
     // A client that saw only v2 commits through A: 409, and nothing changes.
     const stale = appendCommit(v2.metadata, { ns: NS, name });
     assertError(await request(a.base, 'POST', path, { body: stale.body, headers: headers() }), 409, 'CommitFailedException', 'main');
+    // A's loadTable cache learns of B's version from its notification, which may still be on
+    // its way (README: coherent after the acknowledgement plus the notification delay).
+    await waitFor(async () => (await applied()) > n0, { what: "B's notification applied on A" });
     const now = (await call(a.base, 'GET', path, { expect: 200 })).json;
     assert.equal(now['metadata-location'], v3['metadata-location'], 'the stale commit applied nothing');
 
@@ -93,8 +100,6 @@ test('text a replica cached for a table never stands in for a version another re
   const path = tablePath(a.p, NS, name);
   let v = (await call(a.base, 'POST', `${a.p}/namespaces/rbase/tables`, { body: createBody(name), expect: 200 })).json;
   const ids = [];
-  // Notifications from another process that A has applied.
-  const applied = async () => sum(parse((await request(a.base, 'GET', '/metrics')).text), 'floe_table_cache_notifications_total');
   for (let i = 0; i < 3; i++) {
     // A commits, and its loadTable cache holds what it wrote.
     const ca = appendCommit(v.metadata, { ns: NS, name });
