@@ -496,6 +496,26 @@ int cat_idem_claim(struct cat_tx *tx, const char *key, const char *method, const
                    const unsigned char fp[32], int64_t lifetime_s, struct cat_idem *out,
                    struct fl_err *err) FL_MUST_CHECK;
 
+/* cat_idem_claim in two halves, so that the claim rides with the
+ * transaction's first statement instead of a round trip of its own.
+ * _defer only notes it (FL_ERR_NOMEM).  Until it has been judged to be
+ * this request's, every use of tx fails: the use that sent it with
+ * FL_ERR_CONFLICT when the key has a stored response, else with the
+ * claim's own error.  _claimed then answers as cat_idem_claim does (a
+ * stored response is handed over once), sending the claim first when
+ * nothing carried it; a caller whose handler ran meanwhile discards that
+ * handler's answer unless it returns 0 with out->status 0.  Only for a
+ * handler whose first act with any effect is a statement of tx: anything
+ * done before it is done for a request that may turn out to be a replay. */
+int cat_idem_claim_defer(struct cat_tx *tx, const char *key, const char *method, const char *route,
+                         const unsigned char fp[32], int64_t lifetime_s,
+                         struct fl_err *err) FL_MUST_CHECK;
+int cat_idem_claimed(struct cat_tx *tx, struct cat_idem *out, struct fl_err *err) FL_MUST_CHECK;
+/* Whether tx's deferred claim stopped its handler (the key has a stored
+ * response, or the claim failed): the handler's failure is then no
+ * outcome of its own. */
+bool cat_idem_stopped(struct cat_tx *tx);
+
 /* Records the response for a claimed key in tx and COMMITs tx, in one
  * round trip; frees tx as cat_tx_commit does and fails as it does
  * (FL_ERR_COMMIT_STATE_UNKNOWN when the outcome cannot be known).  With

@@ -1092,10 +1092,16 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	known = kloc;
 	if (known == NULL && cat_table_cached(db, wh->name, &ch->ns, ch->name, &held))
 		known = held.metadata_location;
-	if (cat_scope_begin(db, tx, false, &sc, err) != 0)
-		goto out;
-	found = cat_row_read(sc.c, wh->id, &ch->ns, ch->name, known, &row, err);
-	(void)cat_scope_end(&sc, true, err); /* a read scope: nothing to commit */
+	if (tx != NULL) {
+		/* As the transaction's first statement it carries the deferred
+		 * BEGIN and Idempotency-Key claim (tx.c). */
+		found = cat_row_read_tx(tx, wh->id, &ch->ns, ch->name, known, &row, err);
+	} else {
+		if (cat_scope_begin(db, NULL, false, &sc, err) != 0)
+			goto out;
+		found = cat_row_read(sc.c, wh->id, &ch->ns, ch->name, known, &row, err);
+		(void)cat_scope_end(&sc, true, err); /* a read scope: nothing to commit */
+	}
 	if (found <= 0) {
 		rc = found < 0 ? -1 : TRY_LOCKED;
 		goto out;

@@ -673,6 +673,8 @@ static int run_commit(struct srv_req *r, struct cat_warehouse *wh, struct cat_ch
 	int64_t t0 = fl_mono_ns();
 	int rc = cat_commit(r->ctx->db, r->tx, wh, ch, n, &lim, r->id, srv_actor(r), err);
 
+	if (rc != 0 && cat_idem_stopped(r->tx))
+		return rc; /* answered by its key (httpd.c): no outcome of its own */
 	srv_metrics_commit(r->ctx->metrics, commit_result(rc == 0 ? FL_ERR_NONE : err->kind),
 	                   fl_mono_ns() - t0);
 	return rc;

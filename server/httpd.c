@@ -201,10 +201,35 @@ static void run_handler(struct srv_req *r)
 	srv_reply_error(r, &err, NULL);
 }
 
+/* Answers r with the stored response of its key (rec). */
+static void replay(struct srv_req *r, struct cat_idem *rec)
+{
+	struct fl_err err = {0};
+
+	if (rec->metadata_location != NULL) {
+		if (srv_replay_commit(r, rec->metadata_location, &err) == 0)
+			srv_metrics_replay(r->ctx->metrics);
+	} else if (srv_reply_stored(r, rec->status, rec->content_type, rec->etag, rec->body,
+	                            rec->body_len) != 0) {
+		fl_err_set(&err, FL_ERR_NOMEM, "out of memory");
+	} else {
+		srv_metrics_replay(r->ctx->metrics);
+	}
+	if (err.kind != FL_ERR_NONE)
+		srv_reply_error(r, &err, NULL);
+}
+
 /* Runs a mutation under an Idempotency-Key (DESIGN §3): the key is claimed,
  * the handler runs, and its response (2xx or 4xx) is stored, all in one
  * transaction; a repeated key replays the stored response without running
- * anything, and 5xx and 429 outcomes are never stored. */
+ * anything, and 5xx and 429 outcomes are never stored.
+ *
+ * A table commit's claim is deferred: it rides in front of the commit's
+ * first statement, its read of the table row, saving the claim a round
+ * trip of its own.  That handler does nothing with an effect before that
+ * statement, and nothing after it unless the key is its own (tx.c refuses
+ * every use of the transaction until then); its answer is replaced by the
+ * replay when the key turns out to have one. */
 static void run_idempotent(struct srv_req *r, const char *key)
 {
 	struct fl_err err = {0};
@@ -212,6 +237,7 @@ static void run_idempotent(struct srv_req *r, const char *key)
 	struct cat_tx *tx = NULL;
 	unsigned char fp[32];
 	unsigned int fpl = 0;
+	bool deferred = r->route->handler == srv_h_tbl_commit;
 	EVP_MD_CTX *md;
 
 	if (!fl_uuid_is_v7(key)) {
@@ -232,28 +258,26 @@ static void run_idempotent(struct srv_req *r, const char *key)
 	}
 	EVP_MD_CTX_free(md);
 	if (cat_tx_begin(r->ctx->db, &tx, &err) != 0 ||
-	    cat_idem_claim(tx, key, r->method, r->route->path, fp,
-	                   r->ctx->cfg->idempotency_lifetime, &rec, &err) != 0)
+	    cat_idem_claim_defer(tx, key, r->method, r->route->path, fp,
+	                         r->ctx->cfg->idempotency_lifetime, &err) != 0)
 		goto fail;
-	if (rec.status != 0) {
-		cat_tx_abort(tx);
-		if (rec.metadata_location != NULL) {
-			if (srv_replay_commit(r, rec.metadata_location, &err) == 0)
-				srv_metrics_replay(r->ctx->metrics);
-		} else if (srv_reply_stored(r, rec.status, rec.content_type, rec.etag, rec.body,
-		                            rec.body_len) != 0) {
-			fl_err_set(&err, FL_ERR_NOMEM, "out of memory");
-		} else {
-			srv_metrics_replay(r->ctx->metrics);
-		}
-		cat_idem_free(&rec);
-		if (err.kind != FL_ERR_NONE)
-			srv_reply_error(r, &err, NULL);
-		return;
+	if (!deferred) {
+		if (cat_idem_claimed(tx, &rec, &err) != 0)
+			goto fail;
+		if (rec.status != 0)
+			goto replayed;
 	}
 	r->tx = tx;
 	run_handler(r);
 	r->tx = NULL;
+	/* Judged before the answer is: a key with a stored response replays
+	 * it, whatever the handler made of the refusal it met. */
+	if (deferred) {
+		if (cat_idem_claimed(tx, &rec, &err) != 0)
+			goto fail;
+		if (rec.status != 0)
+			goto replayed;
+	}
 	/* A 429 did nothing and asks to come back: a retry with the same key
 	 * must run, not replay the refusal. */
 	if (r->status >= 500 || r->status == 429) {
@@ -264,6 +288,11 @@ static void run_idempotent(struct srv_req *r, const char *key)
 	                          r->idem_body ? r->idem_body : r->out_body,
 	                          r->idem_body ? r->idem_len : r->out_len, r->idem_ref, &err) != 0)
 		srv_reply_error(r, &err, NULL);
+	return;
+replayed:
+	cat_tx_abort(tx);
+	replay(r, &rec);
+	cat_idem_free(&rec);
 	return;
 fail:
 	cat_tx_abort(tx);

@@ -368,6 +368,10 @@ int cat_row_lock(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns,
  * holds that version already. */
 int cat_row_read(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns, const char *name,
                  const char *known_location, struct cat_row *row, struct fl_err *err);
+/* cat_row_read as a statement of tx (cat_tx_exec): the transaction's
+ * first one carries its BEGIN and deferred claim in the same round trip. */
+int cat_row_read_tx(struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns, const char *name,
+                    const char *known_location, struct cat_row *row, struct fl_err *err);
 
 /* The row of a view, locked FOR UPDATE when lock is set: 0 = found, -1 =
  * error (FL_ERR_NO_SUCH_VIEW or _NAMESPACE when absent). */
@@ -470,11 +474,43 @@ int cat_event_insert(struct cat_conn *c, const char *table_id, const char *wh_id
                      const char *metadata_location, int64_t snapshot_id, const char *operation,
                      const char *request_id, const char *actor, struct fl_err *err) FL_MUST_CHECK;
 
+/* An Idempotency-Key claim (idempotency.c) that a transaction sends with
+ * its BEGIN, and its outcome.  A deferred claim rides in front of the
+ * transaction's first statement sent by cat_tx_exec (one round trip for
+ * BEGIN, claim and statement); any other first use of the transaction
+ * sends BEGIN and the claim on their own first.  Until the claim has been
+ * judged CAT_CLAIMED, every use of the transaction fails (cat_claim_stop):
+ * nothing runs under a key that is not this request's. */
+enum cat_claim_state { CAT_CLAIM_PENDING, CAT_CLAIMED, CAT_CLAIM_RECORD, CAT_CLAIM_FAILED };
+
+struct cat_claim {
+	enum cat_claim_state state;
+	char *key, *method, *route;
+	char fph[70], life[24], stmt[16];
+	const char *params[5];
+	struct cat_idem rec; /* CAT_CLAIM_RECORD: the stored response */
+	struct fl_err err; /* CAT_CLAIM_FAILED: why */
+};
+
+void cat_claim_free(struct cat_claim *cl);
+/* The claim's statement, prepared on c. */
+struct cat_pipe_q cat_claim_q(struct cat_conn *c, struct cat_claim *cl);
+/* Judges the claim's result r (cleared here; NULL: none came), reading
+ * the stored response when the key has one: 0 when claimed, else -1. */
+int cat_claim_judge(struct cat_conn *c, struct cat_claim *cl, PGresult *r);
+/* 0 when claimed; else -1 and err: the claim's failure, or FL_ERR_CONFLICT
+ * saying the key's stored response is to be replayed. */
+int cat_claim_stop(const struct cat_claim *cl, struct fl_err *err);
+
+/* The transaction's deferred claim (it takes cl), and the claim or NULL. */
+void cat_tx_claim_set(struct cat_tx *tx, struct cat_claim *cl);
+struct cat_claim *cat_tx_claim(struct cat_tx *tx);
+
 /* The connection a transaction pins, its BEGIN sent. */
 struct cat_conn *cat_tx_conn(struct cat_tx *tx);
 
 /* Runs sql in tx as cat_exec does; the transaction's first statement
- * carries its deferred BEGIN in the same round trip. */
+ * carries its deferred BEGIN (and deferred claim) in the same round trip. */
 PGresult *cat_tx_exec(struct cat_tx *tx, const char *sql, int n, const char *const *params,
                       struct fl_err *err);
 

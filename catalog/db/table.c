@@ -27,19 +27,21 @@ static char *dup_or_null(PGresult *r, int row, int col)
 	return PQgetisnull(r, row, col) ? NULL : strdup(PQgetvalue(r, row, col));
 }
 
-/* The row of a table by name, with sql (FOR UPDATE or not). */
-static int row_select(struct cat_conn *c, const char *sql, const char *wh_id,
-                      const struct cat_ns *ns, const char *name, const char *known_location,
-                      struct cat_row *row, struct fl_err *err)
+/* The row of a table by name, with sql (FOR UPDATE or not), on c or as
+ * a statement of tx. */
+static int row_select_in(struct cat_conn *c, struct cat_tx *tx, const char *sql, const char *wh_id,
+                         const struct cat_ns *ns, const char *name, const char *known_location,
+                         struct cat_row *row, struct fl_err *err)
 {
 	char *arr = cat_text_array(ns, ns->n);
 	const char *params[4] = {wh_id, arr, name, known_location};
+	int n = known_location != NULL ? 4 : 3;
 	PGresult *r;
 	int found;
 
 	if (arr == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-	r = cat_exec(c, sql, known_location != NULL ? 4 : 3, params, err);
+	r = tx != NULL ? cat_tx_exec(tx, sql, n, params, err) : cat_exec(c, sql, n, params, err);
 	free(arr);
 	if (r == NULL)
 		return -1;
@@ -60,6 +62,13 @@ static int row_select(struct cat_conn *c, const char *sql, const char *wh_id,
 	}
 	PQclear(r);
 	return found;
+}
+
+static int row_select(struct cat_conn *c, const char *sql, const char *wh_id,
+                      const struct cat_ns *ns, const char *name, const char *known_location,
+                      struct cat_row *row, struct fl_err *err)
+{
+	return row_select_in(c, NULL, sql, wh_id, ns, name, known_location, row, err);
 }
 
 /* The four reads of a table row by name: locked (FOR UPDATE) or not, with
@@ -91,6 +100,13 @@ int cat_row_read(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns,
 {
 	return row_select(c, row_sql[0][known_location != NULL], wh_id, ns, name, known_location,
 	                  row, err);
+}
+
+int cat_row_read_tx(struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns, const char *name,
+                    const char *known_location, struct cat_row *row, struct fl_err *err)
+{
+	return row_select_in(NULL, tx, row_sql[0][known_location != NULL], wh_id, ns, name,
+	                     known_location, row, err);
 }
 
 static void stat_text(int64_t v, char *buf, size_t cap, const char **out)

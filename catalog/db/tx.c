@@ -44,7 +44,34 @@ struct cat_tx {
 	int unreleased;
 	/* BEGIN was sent: it rides with the first statement (cat_tx_exec). */
 	bool begun;
+	struct cat_claim *claim; /* deferred with the BEGIN (db_int.h) */
 };
+
+/* The judged claim, when there is one: a transaction whose key is not
+ * this request's runs nothing. */
+static int claim_check(const struct cat_tx *tx, struct fl_err *err)
+{
+	return tx->claim != NULL ? cat_claim_stop(tx->claim, err) : 0;
+}
+
+/* Sends the deferred BEGIN on its own (with the deferred claim, judged
+ * here), for a use that cannot carry it; then the claim's outcome. */
+static int tx_started(struct cat_tx *tx, struct fl_err *err)
+{
+	struct cat_pipe_q q[2] = {{.sql = "BEGIN"}};
+	PGresult *res[2];
+
+	if (tx->begun)
+		return claim_check(tx, err);
+	tx->begun = true;
+	if (tx->claim == NULL)
+		return cat_exec_cmd(tx->c, "BEGIN", err);
+	q[1] = cat_claim_q(tx->c, tx->claim);
+	(void)cat_pipeline(tx->c, 2, q, res);
+	PQclear(res[0]);
+	(void)cat_claim_judge(tx->c, tx->claim, res[1]);
+	return claim_check(tx, err);
+}
 
 /* Runs cmd (a savepoint command) in tx, after the RELEASE of every
  * savepoint left by scopes that ended well, in one round trip.  Scopes
@@ -56,6 +83,9 @@ static int savepoint_cmd(struct cat_tx *tx, const char *cmd, struct fl_err *err)
 	struct fl_buf b = FL_BUF_INIT;
 	int rc = 0;
 
+	/* A deferred claim is judged before anything runs under it. */
+	if (tx->claim != NULL && tx_started(tx, err) != 0)
+		return -1;
 	if (!tx->begun)
 		rc = fl_buf_puts(&b, "BEGIN; ");
 	tx->begun = true;
@@ -213,22 +243,33 @@ int cat_tx_begin(struct cat_db *db, struct cat_tx **out, struct fl_err *err)
 	return 0;
 }
 
-/* Sends the deferred BEGIN on its own, for a use that cannot carry it. */
-static int tx_started(struct cat_tx *tx, struct fl_err *err)
-{
-	if (tx->begun)
-		return 0;
-	tx->begun = true;
-	return cat_exec_cmd(tx->c, "BEGIN", err);
-}
-
 PGresult *cat_tx_exec(struct cat_tx *tx, const char *sql, int n, const char *const *params,
                       struct fl_err *err)
 {
+	char name[16];
+	struct cat_pipe_q q[3] = {{.sql = "BEGIN"}};
+	PGresult *res[3];
+
 	if (tx->begun)
-		return cat_exec(tx->c, sql, n, params, err);
+		return claim_check(tx, err) != 0 ? NULL : cat_exec(tx->c, sql, n, params, err);
 	tx->begun = true;
-	return cat_exec_begin(tx->c, sql, n, params, err);
+	if (tx->claim == NULL)
+		return cat_exec_begin(tx->c, sql, n, params, err);
+	/* BEGIN, the claim and sql in one round trip; sql's result counts
+	 * only when the key is this request's. */
+	q[1] = cat_claim_q(tx->c, tx->claim);
+	q[2] = (struct cat_pipe_q){.sql = sql,
+	                           .stmt = n > 0 ? cat_prepared(tx->c, sql, name) : NULL,
+	                           .n = n,
+	                           .params = params};
+	(void)cat_pipeline(tx->c, 3, q, res);
+	PQclear(res[0]);
+	if (cat_claim_judge(tx->c, tx->claim, res[1]) != 0) {
+		PQclear(res[2]);
+		(void)claim_check(tx, err);
+		return NULL;
+	}
+	return cat_result(tx->c, res[2], err);
 }
 
 /* Judges the result of COMMIT (NULL when none came), whose failure means
@@ -336,6 +377,11 @@ static int tx_commit(struct cat_tx *tx, const struct cat_pipe_q *last, struct fl
 	bool sent = false;
 	int rc = 0;
 
+	/* Nothing is committed under a key that is not this request's. */
+	if (tx->claim != NULL && tx_started(tx, err) != 0) {
+		cat_tx_abort(tx);
+		return -1;
+	}
 	if (last != NULL)
 		rc = tx_started(tx, err) != 0 ? -1
 		                              : commit_after(tx->c, last, &tx->touched, &sent, err);
@@ -350,6 +396,7 @@ static int tx_commit(struct cat_tx *tx, const struct cat_pipe_q *last, struct fl
 	after_run(&tx->after, rc == 0);
 	/* Even an unknown outcome may have applied: invalidate either way. */
 	put_and_notify(tx->db, tx->c, &tx->touched, sent, rc == 0);
+	cat_claim_free(tx->claim);
 	free(tx);
 	return rc;
 }
@@ -373,7 +420,19 @@ void cat_tx_abort(struct cat_tx *tx)
 	if (tx->begun && PQstatus(tx->c->pg) == CONNECTION_OK)
 		PQclear(PQexec(tx->c->pg, "ROLLBACK"));
 	cat_conn_put(tx->db, tx->c);
+	cat_claim_free(tx->claim);
 	free(tx);
+}
+
+void cat_tx_claim_set(struct cat_tx *tx, struct cat_claim *cl)
+{
+	cat_claim_free(tx->claim);
+	tx->claim = cl;
+}
+
+struct cat_claim *cat_tx_claim(struct cat_tx *tx)
+{
+	return tx->claim;
 }
 
 /* Appends fn to a list of after-commit work. */

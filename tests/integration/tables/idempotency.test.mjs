@@ -192,6 +192,7 @@ test('malformed Idempotency-Key → 400, nothing applied', async () => {
 test('concurrent duplicates: one execution, every caller gets the same body', async () => {
   const created = await call(c.base, 'POST', `${c.p}/namespaces/idem/tables`, { body: createBody('tdup'), expect: 200 });
   const p = tablePath(c.p, NS, 'tdup');
+  const n0 = await commits();
   for (let round = 0; round < 5; round++) {
     const l = await load('tdup');
     const key = uuidv7();
@@ -202,6 +203,7 @@ test('concurrent duplicates: one execution, every caller gets the same body', as
     assert.equal(res.filter((r) => r.headers['idempotent-replayed'] !== 'true').length, 1, 'exactly one execution');
     const after = await load('tdup');
     assert.equal(after.metadata.snapshots.length, round + 1, 'applied once');
+    assert.equal((await commits()) - n0, round + 1, 'one commit counted per round: the replays are not commits');
     assert.equal(after['metadata-location'], res[0].json['metadata-location']);
   }
   assert.ok(created);
@@ -211,6 +213,58 @@ test('concurrent duplicates: one execution, every caller gets the same body', as
   const res = await Promise.all(Array.from({ length: 6 }, () => keyed('POST', `${c.p}/namespaces/idem/tables`, body, key)));
   for (const r of res) assert.equal(r.status, 200, r.text.slice(0, 300));
   assert.equal(new Set(res.map((r) => r.text)).size, 1);
+});
+
+async function commits() {
+  const r = await request(c.base, 'GET', '/metrics');
+  assert.equal(r.status, 200);
+  return sum(parse(r.text), 'floe_commits_total');
+}
+
+// A table commit's claim is not sent on its own: it rides with the commit's first
+// statement (its row read), or goes alone after a handler that never reached the
+// database. Either way the key decides the answer, not what the handler made of it.
+test('a table commit judges its key with its first statement: the stored answer wins over anything the handler met', async () => {
+  await call(c.base, 'POST', `${c.p}/namespaces/idem/tables`, { body: createBody('tdef'), expect: 200 });
+  const p = tablePath(c.p, NS, 'tdef');
+  const before = await load('tdef');
+  const n0 = await commits();
+
+  // A key stored by another route: every commit under it is 422, whether its handler
+  // failed before the database (malformed body), at the row read (missing table),
+  // on a requirement (409) or would have committed.
+  const nsKey = uuidv7();
+  assert.equal((await keyed('POST', `${c.p}/namespaces`, { namespace: ['idem_def'] }, nsKey)).status, 200);
+  const stale = { requirements: [{ type: 'assert-ref-snapshot-id', ref: 'main', 'snapshot-id': 42 }], updates: [] };
+  const good = { requirements: [], updates: [{ action: 'set-properties', updates: { deferred: 'no' } }] };
+  for (const [path, body] of [[p, '{"requirements": ['], [tablePath(c.p, NS, 'nope'), good], [p, stale], [p, good]]) {
+    assertError(await keyed('POST', path, body, nsKey), 422, 'UnprocessableEntityException', 'Idempotency-Key');
+  }
+  // A commit's own stored 200, replayed with the same key after a later commit; a
+  // stored 400 (the handler never reached the database) and a stored 404, replayed.
+  const key = uuidv7();
+  const first = await keyed('POST', p, good, key);
+  assert.equal(first.status, 200, first.text);
+  await call(c.base, 'POST', p, { body: { requirements: [], updates: [{ action: 'set-properties', updates: { later: '1' } }] }, expect: 200 });
+  const again = await keyed('POST', p, good, key);
+  assert.equal(again.status, 200, again.text);
+  assert.equal(again.headers['idempotent-replayed'], 'true');
+  assert.equal(again.json['metadata-location'], first.json['metadata-location'], 'the commit\'s own version, not the later one');
+  for (const [path, body, status] of [[p, '{"requirements": [', 400], [tablePath(c.p, NS, 'nope'), good, 404]]) {
+    const k = uuidv7();
+    const a = await keyed('POST', path, body, k);
+    assert.equal(a.status, status, a.text);
+    assertReplay(a, await keyed('POST', path, body, k));
+  }
+  const after = await load('tdef');
+  assert.equal(after.metadata.properties.deferred, 'no');
+  assert.equal(after.metadata.properties.later, '1');
+  assert.equal(after['last-sequence-number'], before['last-sequence-number']);
+  assertError(await call(c.base, 'GET', `${c.p}/namespaces/idem_def/tables/nope`), 404);
+  // floe_commits_total counts what the commit engine decided under a key of its
+  // own: the two commits that ran and the 404 (the 400 never reached it), never a
+  // replay nor a 422.
+  assert.equal((await commits()) - n0, 3, 'commits counted without the replays and the 422s');
 });
 
 test('transactions/commit and dropTable replay their 204', async () => {
