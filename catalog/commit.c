@@ -1027,11 +1027,11 @@ static int move_ahead(struct cat_db *db, struct cat_scope *sc, const struct cat_
 	struct fl_err ferr = {0};
 	int moved, put;
 
-	if (cat_row_move_if_send(sc->c, mv, ns_id, expected, err) != 0)
+	if (cat_row_move_if_send(sc, mv, ns_id, expected, err) != 0)
 		return -1;
 	put = metadata_put(w, path, text, len, &ferr);
 	cat_stage_done(db, CAT_STAGE_WRITE, t0);
-	moved = cat_row_move_if_recv(sc->c, err);
+	moved = cat_row_move_if_recv(sc, err);
 	cat_stage_done(db, CAT_STAGE_UPDATE, t0);
 	if (put != 0) {
 		*err = ferr;
@@ -1188,8 +1188,10 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	/* Noted before the move is sent (db_int.h, struct cat_fresh). */
 	unsigned long generation = cat_cache_generation(db->cache);
 	/* Sent ahead, the move needs a transaction (or a savepoint of the
-	 * outer one) that can still be rolled back when the file fails. */
-	if (cat_scope_begin(db, tx, ahead, &sc, err) != 0)
+	 * outer one) that can still be rolled back when the file fails: its
+	 * BEGIN (SAVEPOINT) rides in front of the move. */
+	if ((ahead ? cat_scope_begin_ahead(db, tx, &sc, err)
+	           : cat_scope_begin(db, tx, false, &sc, err)) != 0)
 		goto out;
 	if (ahead) {
 		moved = move_ahead(db, &sc, &mv, row.ns_id, row.version, &w, &path, &text, len, &t0,

@@ -311,6 +311,9 @@ struct cat_scope {
 	struct cat_conn *c;
 	struct cat_tx *outer;
 	bool write;
+	/* The scope's SAVEPOINT rides with its first statement (cat_scope_begin_ahead). */
+	bool savepoint_due;
+	int prefix_sent; /* statements of cat_scope_prefix sent, results not read */
 	bool timed; /* see cat_scope_timed */
 	bool notified; /* see cat_scope_notified */
 	struct cat_touched touched;
@@ -334,6 +337,17 @@ void cat_scope_fresh(struct cat_scope *s, struct cat_fresh *f);
 
 int cat_scope_begin(struct cat_db *db, struct cat_tx *tx, bool write, struct cat_scope *s,
                     struct fl_err *err) FL_MUST_CHECK;
+
+/* A write scope whose SAVEPOINT (inside tx) is not sent yet: it rides in
+ * front of the scope's first statement, which must be sent through
+ * cat_scope_prefix.  Without tx, cat_scope_begin(write). */
+int cat_scope_begin_ahead(struct cat_db *db, struct cat_tx *tx, struct cat_scope *s,
+                          struct fl_err *err) FL_MUST_CHECK;
+
+/* Fills q (room for 8) with the statements due in front of the scope's
+ * next one (the savepoint commands of cat_scope_begin_ahead, once) and
+ * returns their number; they count as sent. */
+int cat_scope_prefix(struct cat_scope *s, struct cat_pipe_q *q);
 
 /* Ends the scope: ok commits (or releases the savepoint), !ok rolls back.
  * Returns -1 when ok was false or the commit failed (err set then; an
@@ -447,16 +461,17 @@ int cat_row_move_if(struct cat_conn *c, const struct cat_row_move *m, const char
 int cat_row_move_if_notify(struct cat_conn *c, const struct cat_row_move *m, const char *ns_id,
                            int64_t expected, bool *notified, struct fl_err *err) FL_MUST_CHECK;
 
-/* cat_row_move_if in two halves, inside a transaction (c's own, begun, or
- * a savepoint of the caller's): _send sends the statement without waiting
- * (0, or -1 with err when it could not be sent); _recv waits for it and
- * returns what cat_row_move_if returns.  The caller does its own work in
- * between (commit.c: the metadata file is written while PostgreSQL runs
- * the UPDATE) and uses nothing else on c; the move is visible only once
- * the transaction commits. */
-int cat_row_move_if_send(struct cat_conn *c, const struct cat_row_move *m, const char *ns_id,
+/* cat_row_move_if in two halves, inside the write scope s (a transaction
+ * of its own, begun, or a savepoint of the caller's, whose SAVEPOINT rides
+ * in front): _send sends the statement without waiting (0, or -1 with err
+ * when it could not be sent); _recv waits for it and returns what
+ * cat_row_move_if returns.  The caller does its own work in between
+ * (commit.c: the metadata file is written while PostgreSQL runs the
+ * UPDATE) and uses nothing else on s; the move is visible only once the
+ * transaction commits. */
+int cat_row_move_if_send(struct cat_scope *s, const struct cat_row_move *m, const char *ns_id,
                          int64_t expected, struct fl_err *err) FL_MUST_CHECK;
-int cat_row_move_if_recv(struct cat_conn *c, struct fl_err *err) FL_MUST_CHECK;
+int cat_row_move_if_recv(struct cat_scope *s, struct fl_err *err) FL_MUST_CHECK;
 
 /* Takes the warehouse's transaction advisory lock, which serializes table
  * creation and location changes within a warehouse. */

@@ -362,31 +362,55 @@ int cat_row_move_if_notify(struct cat_conn *c, const struct cat_row_move *m, con
 	return move_outcome(c, n, true, err);
 }
 
-int cat_row_move_if_send(struct cat_conn *c, const struct cat_row_move *m, const char *ns_id,
+int cat_row_move_if_send(struct cat_scope *s, const struct cat_row_move *m, const char *ns_id,
                          int64_t expected, struct fl_err *err)
 {
+	struct cat_pipe_q q[9];
 	struct move_params mp;
+	char name[16];
+	int k;
 	bool sent;
 
-	if (PQtransactionStatus(c->pg) != PQTRANS_INTRANS)
+	if (!s->write || (!s->savepoint_due && PQtransactionStatus(s->c->pg) != PQTRANS_INTRANS))
 		return fl_err_set(err, FL_ERR_INTERNAL,
 		                  "a pointer move sent ahead needs a transaction");
 	if (move_params(&mp, m, ns_id, expected, err) != 0)
 		return -1;
-	sent = cat_exec_send(c, move_if_sql, mp.n, mp.p);
+	/* Prepared outside the pipeline, as cat_exec would. */
+	q[8] = (struct cat_pipe_q){.sql = move_if_sql,
+	                           .stmt = cat_prepared(s->c, move_if_sql, name),
+	                           .n = mp.n,
+	                           .params = mp.p};
+	k = cat_scope_prefix(s, q);
+	q[k] = q[8];
+	sent = cat_pipeline_send(s->c, k + 1, q);
 	free(mp.arr);
+	s->prefix_sent = k;
 	return sent ? 0 : fl_err_set(err, FL_ERR_UNAVAILABLE, "database connection lost");
 }
 
-int cat_row_move_if_recv(struct cat_conn *c, struct fl_err *err)
+int cat_row_move_if_recv(struct cat_scope *s, struct fl_err *err)
 {
-	PGresult *r = cat_exec_recv(c, err);
-	int n;
+	PGresult *res[9], *r = NULL;
+	int k = s->prefix_sent, n = -1;
+	bool judged = false;
 
-	if (r == NULL)
-		return -1;
-	n = PQntuples(r);
-	PQclear(r);
+	s->prefix_sent = 0;
+	/* A sync that never came shows at the connection's next use. */
+	(void)cat_pipeline_recv(s->c, k + 1, res);
+	/* The first failure is the cause; the statements after it say "aborted". */
+	for (int i = 0; i <= k; i++) {
+		if (!judged && (i == k || PQresultStatus(res[i]) != PGRES_COMMAND_OK)) {
+			r = cat_result(s->c, res[i], err);
+			judged = true;
+		} else {
+			PQclear(res[i]);
+		}
+	}
+	if (r != NULL) {
+		n = PQntuples(r);
+		PQclear(r);
+	}
 	return n;
 }
 

@@ -492,6 +492,8 @@ int cat_scope_begin(struct cat_db *db, struct cat_tx *tx, bool write, struct cat
 	s->db = db;
 	s->outer = tx;
 	s->write = write;
+	s->savepoint_due = false;
+	s->prefix_sent = 0;
 	s->timed = false;
 	s->notified = false;
 	s->after = NULL;
@@ -511,11 +513,46 @@ int cat_scope_begin(struct cat_db *db, struct cat_tx *tx, bool write, struct cat
 	return 0;
 }
 
+int cat_scope_begin_ahead(struct cat_db *db, struct cat_tx *tx, struct cat_scope *s,
+                          struct fl_err *err)
+{
+	if (tx != NULL && !tx->begun)
+		return cat_scope_begin(db, tx, true, s, err);
+	/* A read scope (inside tx: the claim's outcome first), opened lazily. */
+	if (cat_scope_begin(db, tx, false, s, err) != 0)
+		return -1;
+	s->write = true;
+	s->savepoint_due = true;
+	return 0;
+}
+
+int cat_scope_prefix(struct cat_scope *s, struct cat_pipe_q *q)
+{
+	struct cat_tx *tx = s->outer;
+	int k = 0;
+
+	if (!s->savepoint_due)
+		return 0;
+	s->savepoint_due = false;
+	if (tx == NULL) {
+		q[k++] = (struct cat_pipe_q){.sql = "BEGIN"};
+		return k;
+	}
+	/* As savepoint_cmd: the RELEASEs left by scopes that ended well first. */
+	for (; tx->unreleased > 0 && k < 7; tx->unreleased--)
+		q[k++] = (struct cat_pipe_q){.sql = "RELEASE SAVEPOINT cat_call"};
+	q[k++] = (struct cat_pipe_q){.sql = "SAVEPOINT cat_call"};
+	return k;
+}
+
 int cat_scope_end(struct cat_scope *s, bool ok, struct fl_err *err)
 {
 	bool sent = false;
 	int rc = ok ? 0 : -1;
 
+	/* Opened lazily and never used: nothing ran in it, nothing to end. */
+	if (s->savepoint_due)
+		s->write = false;
 	if (s->outer != NULL) {
 		if (s->write && ok) {
 			s->outer->unreleased++;

@@ -94,7 +94,7 @@ test('a large commit sends its move before the file is synced, and its COMMIT on
   const p = tablePath(c.p, NS, 'ls');
   const metaDir = path.dirname(localPath(meta.location + '/metadata/x'));
   const trace = path.join(tmpDir('large-commit'), 'daemon.strace');
-  const st = spawn('strace', ['-f', '-y', '-qq', '-s', '400', '-o', trace, '-e', 'trace=openat,fsync,fdatasync,linkat,sendto', '-p', String(c.floe.proc.pid)]);
+  const st = spawn('strace', ['-f', '-y', '-qq', '-s', '400', '-o', trace, '-e', 'trace=openat,fsync,fdatasync,linkat,sendto,recvfrom', '-p', String(c.floe.proc.pid)]);
   const stExit = new Promise((resolve) => st.on('exit', resolve));
   try {
     // strace has attached once a traced call of the daemon shows in its output.
@@ -127,6 +127,12 @@ test('a large commit sends its move before the file is synced, and its COMMIT on
     assert.ok(dirSync.end < commit.start, 'the directory was synced only after the COMMIT was sent');
     const moveSent = update.find((x) => x.pid === link.pid && x.end < bytes.start);
     assert.ok(moveSent, `the move was not sent before the file was synced: ${update.map((x) => x.args.slice(0, 60)).join(' | ')}`);
+    // Its BEGIN rides in front of it: nothing is read from PostgreSQL in between.
+    const before = calls.slice(0, calls.indexOf(moveSent) + 1).reverse();
+    const begin = before.find((x) => x.call === 'sendto' && x.pid === link.pid && x.args.includes('BEGIN'));
+    assert.ok(begin, 'no BEGIN was sent before the move');
+    const read = calls.find((x) => x.call === 'recvfrom' && x.pid === link.pid && x.start > begin.end && x.end < moveSent.start);
+    assert.ok(!read, `the move's BEGIN took a round trip of its own: ${read?.args.slice(0, 80)}`);
   } finally {
     if (st.exitCode === null) st.kill('SIGKILL');
   }
