@@ -17,9 +17,10 @@
  * A single-table commit that neither creates the table nor moves it runs
  * steps 1-4 optimistically (commit_try), as DESIGN §3 allows: it reads the
  * row without a lock (from basecache.c when this process holds the
- * version), judges, builds and writes the file, and step 5 becomes a
- * compare-and-swap on the version read, so the row lock is held for that
- * statement and the COMMIT only.  When the version moved, the unused file
+ * version; without an Idempotency-Key not at all on its first try when the
+ * loadTable cache holds a version with its row), judges, builds and writes
+ * the file, and step 5 becomes a compare-and-swap on the version read, so
+ * the row lock is held for that statement and the COMMIT only.  When the version moved, the unused file
  * is deleted and the commit is judged again on the new state (a stale
  * client gets its 409 as before); after OPTIMISTIC_TRIES it takes the row
  * lock first (commit_locked), as every other commit does. */
@@ -1066,8 +1067,8 @@ static int move_ahead(struct cat_db *db, struct cat_scope *sc, const struct cat_
  * it exactly as before. */
 enum { TRY_RACED = 1, TRY_LOCKED = 2 };
 static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
-                      struct cat_change *ch, const struct cat_limits *lim, const char *request_id,
-                      const char *actor, struct fl_err *err)
+                      struct cat_change *ch, const struct cat_limits *lim, bool may_hold,
+                      const char *request_id, const char *actor, struct fl_err *err)
 {
 	char tbuf[520], *path = NULL, *text = NULL, *key, *kloc = NULL;
 	struct cat_written w = {.io = wh->io};
@@ -1081,7 +1082,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	struct cat_row_stats st;
 	struct cat_scope sc;
 	size_t key_len = 0;
-	bool changed = false, fetched = false, ahead;
+	bool changed = false, fetched = false, ahead, held_row = false;
 	int64_t t0 = fl_mono_ns();
 	int found, moved = 0, rc = -1;
 	size_t len;
@@ -1096,7 +1097,25 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	known = kloc;
 	if (known == NULL && cat_table_cached(db, wh->name, &ch->ns, ch->name, &held))
 		known = held.metadata_location;
-	if (tx != NULL) {
+	if (tx == NULL && may_hold && kloc == NULL && held.hold != NULL &&
+	    held.hold->version >= 0) {
+		/* The row is not read: the version the loadTable cache holds (the
+		 * one this process committed or read last) stands for it.  The
+		 * move's compare-and-swap names that version, so a row that moved
+		 * meanwhile is not moved; a requirement or an update that fails on
+		 * it is judged again on a read row (TRY_RACED, then may_hold is
+		 * false), so an answer never rests on a version that may be old. */
+		held_row = true;
+		found = 1;
+		snprintf(row.id, sizeof(row.id), "%s", held.hold->row_id);
+		snprintf(row.ns_id, sizeof(row.ns_id), "%s", held.hold->ns_id);
+		row.version = held.hold->version;
+		row.metadata_location = strdup(held.metadata_location);
+		if (row.metadata_location == NULL) {
+			fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+			goto out;
+		} /* row.location: the held version's, once it is parsed */
+	} else if (tx != NULL) {
 		/* As the transaction's first statement it carries the deferred
 		 * BEGIN and Idempotency-Key claim (tx.c). */
 		found = cat_row_read_tx(tx, wh->id, &ch->ns, ch->name, known, &row, err);
@@ -1132,8 +1151,23 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 		rc = TRY_LOCKED;
 		goto out;
 	}
-	if (check_actions(ch->updates, err) != 0 ||
-	    cat_meta_check_requirements(base, ch->requirements, err) != 0) {
+	if (held_row) {
+		const char *loc = json_string_value(json_object_get(base, "location"));
+
+		if (loc == NULL)
+			goto judge_again;
+		if ((row.location = strdup(loc)) == NULL) {
+			fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+			goto out;
+		}
+	}
+	if (check_actions(ch->updates, err) != 0) {
+		fl_err_prefix(err, "table %s", table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
+		goto out;
+	}
+	if (cat_meta_check_requirements(base, ch->requirements, err) != 0) {
+		if (held_row && err->kind == FL_ERR_COMMIT_FAILED)
+			goto judge_again;
 		fl_err_prefix(err, "table %s", table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
 		goto out;
 	}
@@ -1144,10 +1178,14 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	    (!fetched && memo != NULL ? cat_meta_apply_built : cat_meta_apply)(
 	            base, row.metadata_location, filled, fl_now_ms(), lim->max_updates, &meta,
 	            &changed, err) != 0) {
+		if (held_row && err->kind == FL_ERR_BAD_REQUEST)
+			goto judge_again;
 		fl_err_prefix(err, "table %s", table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
 		goto out;
 	}
 	cat_stage_done(db, CAT_STAGE_BUILD, &t0);
+	if (!changed && held_row)
+		goto judge_again; /* answered from the row's own version */
 	if (!changed) {
 		/* The held text, unless it went meanwhile: then the locked path answers. */
 		json_t *doc = NULL;
@@ -1236,7 +1274,8 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	/* The reloads this commit causes find the version it wrote. */
 	if (moved == 1)
 		cat_scope_fresh(&sc, cat_fresh_new(db, wh->name, wh->storage_type, &ch->ns,
-		                                   ch->name, row.id, path, text, generation));
+		                                   ch->name, row.id, row.ns_id, row.version + 1,
+		                                   path, text, generation));
 	if (!ahead)
 		(void)cat_scope_end(&sc, true, err); /* a read scope: nothing to commit */
 	else if (cat_scope_end(&sc, moved >= 0, err) != 0 && moved >= 0)
@@ -1261,13 +1300,18 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	ch->metadata = text;
 	path = text = NULL;
 	rc = 0;
+	goto out;
+judge_again:
+	fl_err_clear(err);
+	rc = TRY_RACED;
 out:
 	/* A table whose commits conflict keeps the version read for the next
 	 * try.  Only a committed version is kept: one this commit wrote joins
 	 * after its COMMIT (base_kept_run), not before, when it would push out
 	 * the version the other readers see.  Uncontended tables are not kept:
 	 * the copies cost more than the parse they would save. */
-	if (fetched && (rc == TRY_RACED || (rc < 0 && err->kind == FL_ERR_COMMIT_FAILED)))
+	if (fetched && !held_row &&
+	    (rc == TRY_RACED || (rc < 0 && err->kind == FL_ERR_COMMIT_FAILED)))
 		cat_base_put(db->bases, key, key_len, row.id, row.version, row.metadata_location,
 		             row.metadata, base, NULL);
 	/* Not applied: the file is referenced by nothing (best effort, as ever). */
@@ -1427,7 +1471,8 @@ int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse 
 		}
 		free(key);
 		for (int k = 0; k < OPTIMISTIC_TRIES; k++) {
-			rc = commit_try(db, tx, wh, &changes[0], lim, request_id, actor, err);
+			rc = commit_try(db, tx, wh, &changes[0], lim, k == 0, request_id, actor,
+			                err);
 			if (rc <= 0)
 				break;
 			fl_err_clear(err);

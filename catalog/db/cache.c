@@ -171,10 +171,26 @@ struct cat_shared *cat_shared_new(const char *mloc, const char *meta, size_t met
 	s->meta = s->answer + head;
 	s->meta_len = meta_len;
 	atomic_init(&s->location, NULL);
+	s->row_id[0] = s->ns_id[0] = '\0';
+	s->version = -1;
 	/* Hashed here, once per version read, instead of on every hit. */
 	if (EVP_Digest(mloc, strlen(mloc), s->mloc_sha256, NULL, EVP_sha256(), NULL) != 1)
 		memset(s->mloc_sha256, 0, sizeof(s->mloc_sha256));
 	return s;
+}
+
+void cat_shared_row(struct cat_shared *s, const char *row_id, const char *ns_id,
+                    const char *version)
+{
+	char *end;
+	long long v = strtoll(version, &end, 10);
+
+	if (strlen(row_id) >= sizeof(s->row_id) || strlen(ns_id) >= sizeof(s->ns_id) ||
+	    end == version || *end != '\0' || v < 0)
+		return; /* not known */
+	memcpy(s->row_id, row_id, strlen(row_id) + 1);
+	memcpy(s->ns_id, ns_id, strlen(ns_id) + 1);
+	s->version = v;
 }
 
 void cat_table_bytes_release(struct cat_shared *s)
@@ -480,9 +496,10 @@ void cat_cache_put(struct cat_cache *c, unsigned long generation, const char *ke
 
 struct cat_fresh *cat_fresh_new(struct cat_db *db, const char *wh_name, const char *storage_type,
                                 const struct cat_ns *ns, const char *name, const char *table_id,
-                                const char *metadata_location, const char *metadata,
-                                unsigned long generation)
+                                const char *ns_id, int64_t version, const char *metadata_location,
+                                const char *metadata, unsigned long generation)
 {
+	char v[24];
 	struct cat_fresh *f;
 
 	if (db->cache == NULL || !atomic_load(&db->cache->live))
@@ -499,6 +516,8 @@ struct cat_fresh *cat_fresh_new(struct cat_db *db, const char *wh_name, const ch
 		cat_fresh_free(f);
 		return NULL;
 	}
+	snprintf(v, sizeof(v), "%lld", (long long)version);
+	cat_shared_row(f->sh, table_id, ns_id, v);
 	return f;
 }
 

@@ -155,8 +155,16 @@ struct cat_shared {
 	char *meta; /* inside answer: not NUL-terminated */
 	_Atomic(char *) location; /* cat_table_bytes_location, once asked */
 	unsigned char mloc_sha256[32];
+	/* The row that held this version: its id, namespace and version
+	 * (version -1: not known), which an optimistic commit's
+	 * compare-and-swap names (commit.c). */
+	char row_id[40], ns_id[24];
+	int64_t version;
 };
 struct cat_shared *cat_shared_new(const char *mloc, const char *meta, size_t meta_len);
+/* Notes the row of s's version (text columns as PostgreSQL sends them). */
+void cat_shared_row(struct cat_shared *s, const char *row_id, const char *ns_id,
+                    const char *version);
 static inline struct cat_shared *cat_shared_ref(struct cat_shared *s)
 {
 	atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
@@ -204,8 +212,8 @@ struct cat_fresh {
  * invalidated, as before). */
 struct cat_fresh *cat_fresh_new(struct cat_db *db, const char *wh_name, const char *storage_type,
                                 const struct cat_ns *ns, const char *name, const char *table_id,
-                                const char *metadata_location, const char *metadata,
-                                unsigned long generation);
+                                const char *ns_id, int64_t version, const char *metadata_location,
+                                const char *metadata, unsigned long generation);
 void cat_fresh_free(struct cat_fresh *f);
 /* Invalidates f's table as cat_cache_invalidate does, then inserts f's
  * version unless another invalidation of the table came after

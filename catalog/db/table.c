@@ -283,14 +283,17 @@ int cat_row_move(struct cat_conn *c, const struct cat_row_move *m, struct fl_err
 }
 
 /* The row keeps its id through a rename, so the name and namespace are
- * compared too: a commit never lands on a table renamed under it.  One
- * array: the statement cache is keyed by the text's address. */
+ * compared too: a commit never lands on a table renamed under it.  The
+ * location is compared too (a move never changes it: commit.c takes the
+ * locked path for that), so a move judged on a version the row is not read
+ * for still moves only that version's row.  One array: the statement cache
+ * is keyed by the text's address. */
 static const char move_if_sql[] =
         "WITH u AS (UPDATE table_entry SET metadata_location = $2, metadata = $3,"
         "   version = $4::bigint, location = $5, updated_at = now(), last_commit_at = now(),"
         "   total_records = $6::bigint, total_data_files = $7::bigint, total_files_size = $8::bigint"
         "   WHERE id = $1 AND version = $15::bigint AND namespace_id = $16::bigint"
-        "   AND name = $10 AND kind = 'TABLE' RETURNING id, warehouse_id),"
+        "   AND name = $10 AND kind = 'TABLE' AND location = $5 RETURNING id, warehouse_id),"
         " e AS (INSERT INTO commit_event (table_id, warehouse_id, namespace, table_name, version,"
         "   metadata_location, snapshot_id, operation, request_id, actor)"
         "   SELECT id, warehouse_id, $9::text[], $10, $4::bigint, $2, $11::bigint, $12, $13, $14"
@@ -638,8 +641,8 @@ char *cat_table_key(const char *wh, const struct cat_ns *ns, const char *name, s
 static const char load_batch_sql[] =
         "SELECT k.i, r.* FROM unnest($1::text[], $2::text[], $3::text[])"
         " WITH ORDINALITY AS k(wh, ns, name, i), LATERAL ("
-        "SELECT t.metadata_location, t.metadata, w.storage_profile->>'type', t.id"
-        " FROM warehouse w JOIN namespace n ON n.warehouse_id = w.id"
+        "SELECT t.metadata_location, t.metadata, w.storage_profile->>'type', t.id, t.version,"
+        " t.namespace_id FROM warehouse w JOIN namespace n ON n.warehouse_id = w.id"
         " JOIN table_entry t ON t.namespace_id = n.id WHERE w.name = k.wh"
         " AND n.levels = k.ns::text[] AND t.name = k.name AND t.kind = 'TABLE' OFFSET 0) r";
 
@@ -740,6 +743,8 @@ static void load_batch(struct cat_db *db, struct cat_load_wait **w, int n, bool 
 		                       (size_t)PQgetlength(r, j, 2));
 		if (x->sh == NULL)
 			continue;
+		cat_shared_row(x->sh, PQgetvalue(r, j, 4), PQgetvalue(r, j, 6),
+		               PQgetvalue(r, j, 5));
 		snprintf(x->type, sizeof(x->type), "%s", PQgetvalue(r, j, 3));
 		found[i] = true;
 		cat_cache_put(db->cache, gen, x->key, x->key_len, PQgetvalue(r, j, 4), x->sh,
@@ -946,9 +951,10 @@ bool cat_table_cached(struct cat_db *db, const char *wh_name, const struct cat_n
 /* The hot read of a table (a view): one round trip, one index probe per
  * level of the hierarchy.  Two arrays: the statement cache knows a
  * statement by its address. */
-#define LOAD_SQL(kind)                                                                              \
-	"SELECT t.metadata_location, t.metadata, w.storage_profile->>'type', t.id FROM warehouse w" \
-	" JOIN namespace n ON n.warehouse_id = w.id JOIN table_entry t ON t.namespace_id = n.id"    \
+#define LOAD_SQL(kind)                                                                           \
+	"SELECT t.metadata_location, t.metadata, w.storage_profile->>'type', t.id, t.version,"   \
+	" t.namespace_id FROM warehouse w"                                                       \
+	" JOIN namespace n ON n.warehouse_id = w.id JOIN table_entry t ON t.namespace_id = n.id" \
 	" WHERE w.name = $1 AND n.levels = $2::text[] AND t.name = $3 AND t.kind = '" kind "'"
 static const char load_table_sql[] = LOAD_SQL("TABLE");
 static const char load_view_sql[] = LOAD_SQL("VIEW");
@@ -1013,6 +1019,7 @@ static int load_shared(struct cat_db *db, struct cat_tx *tx, const char *wh_name
 		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		goto out;
 	}
+	cat_shared_row(*sh, PQgetvalue(r, 0, 3), PQgetvalue(r, 0, 5), PQgetvalue(r, 0, 4));
 	snprintf(storage_type, 16, "%s", PQgetvalue(r, 0, 2));
 	if (key != NULL)
 		cat_cache_put(db->cache, gen, key, key_len, PQgetvalue(r, 0, 3), *sh, storage_type);

@@ -8,7 +8,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { request, startFloe, psql, waitFor } from '../lib/harness.mjs';
 import { parse, sum } from '../lib/prom.mjs';
-import { startCatalog, call, tablePath, createBody, appendCommit, assertError, readMetadataFile, uuidv7 } from './lib.mjs';
+import fs from 'node:fs';
+import { startCatalog, call, tablePath, createBody, appendCommit, assertError, readMetadataFile, uuidv7, localPath } from './lib.mjs';
 
 const NS = ['rbase'];
 let a;
@@ -131,5 +132,51 @@ test('text a replica cached for a table never stands in for a version another re
     assert.equal(v.metadata.snapshots.at(-1)['parent-snapshot-id'], cb.snapshotId);
     assert.equal(v.metadata['metadata-log'].at(-1)['metadata-file'], vb['metadata-location'], `round ${i}: the metadata log ends with B's version`);
     assert.deepEqual(readMetadataFile(v['metadata-location']), v.metadata, 'the file holds what was answered');
+  }
+});
+
+// A commit without an Idempotency-Key (PyIceberg's) may not read the table's row at all: the
+// version A's loadTable cache holds stands for it, and the move names that version. With A's
+// listening backend stopped while B commits, A holds a version one behind, and each kind of
+// answer must still rest on the row: a commit judged fine on the held version must not land
+// (its move names a version the row no longer has: 409 after a read, its file deleted); one
+// that fails on the held version but not on the row's must land on the row's; a commit that
+// changes nothing answers the row's version.
+test('a commit without a key that A judges on the version it holds never lands on, nor answers from, an older version', async () => {
+  for (const kind of ['stale', 'fresh', 'noop']) {
+    const name = `held_${kind}`;
+    const path = tablePath(a.p, NS, name);
+    const v0 = (await call(a.base, 'POST', `${a.p}/namespaces/rbase/tables`, { body: createBody(name), expect: 200 })).json;
+    const ca = appendCommit(v0.metadata, { ns: NS, name });
+    const va = (await call(a.base, 'POST', path, { body: ca.body, expect: 200 })).json;
+    const dir = localPath(`${va.metadata.location}/metadata`);
+    const n0 = await applied();
+    process.kill(aListener, 'SIGSTOP');
+    try {
+      const cb = appendCommit(va.metadata, { ns: NS, name });
+      const vb = (await call(b.baseUrl, 'POST', path, { body: cb.body, expect: 200 })).json;
+      const cached = (await call(a.base, 'GET', path, { expect: 200 })).json;
+      assert.equal(cached['metadata-location'], va['metadata-location'], `${kind}: A still serves its own version from its cache`);
+      const files = fs.readdirSync(dir).sort();
+      if (kind === 'stale') {
+        const stale = appendCommit(va.metadata, { ns: NS, name });
+        assertError(await request(a.base, 'POST', path, { body: stale.body }), 409, 'CommitFailedException', 'main');
+        assert.deepEqual(fs.readdirSync(dir).sort(), files, 'the file of the move that did not land is deleted');
+        assert.equal(psql(a.dbUrl, `SELECT metadata_location FROM table_entry WHERE name = '${name}'`), vb['metadata-location']);
+      } else if (kind === 'fresh') {
+        const cf = appendCommit(vb.metadata, { ns: NS, name });
+        const vf = (await call(a.base, 'POST', path, { body: cf.body, expect: 200 })).json;
+        assert.deepEqual(vf.metadata.snapshots.map((s) => s['snapshot-id']), [ca.snapshotId, cb.snapshotId, cf.snapshotId]);
+        assert.equal(vf.metadata['metadata-log'].at(-1)['metadata-file'], vb['metadata-location'], 'built on B\'s version');
+        assert.deepEqual(readMetadataFile(vf['metadata-location']), vf.metadata, 'the file holds what was answered');
+      } else {
+        const noop = await call(a.base, 'POST', path, { body: { requirements: [], updates: [] }, expect: 200 });
+        assert.equal(noop.json['metadata-location'], vb['metadata-location'], 'a no-op commit answers the row\'s version');
+        assert.deepEqual(noop.json.metadata, vb.metadata);
+      }
+    } finally {
+      process.kill(aListener, 'SIGCONT');
+    }
+    await waitFor(async () => (await applied()) > n0, { what: "B's notification applied on A" });
   }
 });
