@@ -20,10 +20,11 @@
  * version; without an Idempotency-Key not at all on its first try when the
  * loadTable cache holds a version with its row), judges, builds and writes
  * the file, and step 5 becomes a compare-and-swap on the version read, so
- * the row lock is held for that statement and the COMMIT only.  When the version moved, the unused file
- * is deleted and the commit is judged again on the new state (a stale
- * client gets its 409 as before); after OPTIMISTIC_TRIES it takes the row
- * lock first (commit_locked), as every other commit does. */
+ * the row lock is held for that statement and the COMMIT only.  When the
+ * version moved, the unused file is deleted and the commit is judged again
+ * on the new state (a stale client gets its 409 as before); after
+ * OPTIMISTIC_TRIES it takes the row lock first (commit_locked), as every
+ * other commit does. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
