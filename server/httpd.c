@@ -237,7 +237,7 @@ static void run_idempotent(struct srv_req *r, const char *key)
 	struct cat_tx *tx = NULL;
 	unsigned char fp[32];
 	unsigned int fpl = 0;
-	bool deferred = r->route->handler == srv_h_tbl_commit;
+	bool deferred = srv_route_claims_late(r->route);
 	EVP_MD_CTX *md;
 
 	if (!fl_uuid_is_v7(key)) {

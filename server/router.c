@@ -91,6 +91,11 @@ bool srv_route_from_memory(const struct srv_route *route)
 	       route->handler == srv_h_healthz;
 }
 
+bool srv_route_claims_late(const struct srv_route *route)
+{
+	return route->handler == srv_h_tbl_commit;
+}
+
 bool srv_is_reserved_prefix(const char *s)
 {
 	static const char *const words[] = {"namespaces", "tables", "transactions",

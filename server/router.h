@@ -63,6 +63,11 @@ void srv_routes_json(FILE *f);
  * table cache, and the liveness probe.  Any route may be given; every other goes to a worker. */
 bool srv_route_from_memory(const struct srv_route *route);
 
+/* Whether the route's Idempotency-Key claim may wait for the route's first
+ * statement and ride with it (httpd.c, cat_idem_claim_defer): a table
+ * commit, whose first act with an effect is its read of the table row. */
+bool srv_route_claims_late(const struct srv_route *route);
+
 /* Index of r->route in srv_routes (for metrics); srv_route_count when none. */
 int srv_route_index(const struct srv_route *route);
 

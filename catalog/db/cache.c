@@ -179,18 +179,13 @@ struct cat_shared *cat_shared_new(const char *mloc, const char *meta, size_t met
 	return s;
 }
 
-void cat_shared_row(struct cat_shared *s, const char *row_id, const char *ns_id,
-                    const char *version)
+void cat_shared_row(struct cat_shared *s, const char *row_id, const char *ns_id, int64_t version)
 {
-	char *end;
-	long long v = strtoll(version, &end, 10);
-
-	if (strlen(row_id) >= sizeof(s->row_id) || strlen(ns_id) >= sizeof(s->ns_id) ||
-	    end == version || *end != '\0' || v < 0)
+	if (version < 0 || strlen(row_id) >= sizeof(s->row_id) || strlen(ns_id) >= sizeof(s->ns_id))
 		return; /* not known */
 	memcpy(s->row_id, row_id, strlen(row_id) + 1);
 	memcpy(s->ns_id, ns_id, strlen(ns_id) + 1);
-	s->version = v;
+	s->version = version;
 }
 
 void cat_table_bytes_release(struct cat_shared *s)
@@ -499,7 +494,6 @@ struct cat_fresh *cat_fresh_new(struct cat_db *db, const char *wh_name, const ch
                                 const char *ns_id, int64_t version, const char *metadata_location,
                                 const char *metadata, unsigned long generation)
 {
-	char v[24];
 	struct cat_fresh *f;
 
 	if (db->cache == NULL || !atomic_load(&db->cache->live))
@@ -516,8 +510,7 @@ struct cat_fresh *cat_fresh_new(struct cat_db *db, const char *wh_name, const ch
 		cat_fresh_free(f);
 		return NULL;
 	}
-	snprintf(v, sizeof(v), "%lld", (long long)version);
-	cat_shared_row(f->sh, table_id, ns_id, v);
+	cat_shared_row(f->sh, table_id, ns_id, version);
 	return f;
 }
 

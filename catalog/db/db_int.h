@@ -162,9 +162,9 @@ struct cat_shared {
 	int64_t version;
 };
 struct cat_shared *cat_shared_new(const char *mloc, const char *meta, size_t meta_len);
-/* Notes the row of s's version (text columns as PostgreSQL sends them). */
-void cat_shared_row(struct cat_shared *s, const char *row_id, const char *ns_id,
-                    const char *version);
+/* Notes the row of s's version (a version < 0, or an id too long to keep:
+ * not known). */
+void cat_shared_row(struct cat_shared *s, const char *row_id, const char *ns_id, int64_t version);
 static inline struct cat_shared *cat_shared_ref(struct cat_shared *s)
 {
 	atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);

@@ -368,7 +368,7 @@ int cat_row_move_if_notify(struct cat_conn *c, const struct cat_row_move *m, con
 int cat_row_move_if_send(struct cat_scope *s, const struct cat_row_move *m, const char *ns_id,
                          int64_t expected, struct fl_err *err)
 {
-	struct cat_pipe_q q[9];
+	struct cat_pipe_q q[9], move;
 	struct move_params mp;
 	char name[16];
 	int k;
@@ -379,13 +379,14 @@ int cat_row_move_if_send(struct cat_scope *s, const struct cat_row_move *m, cons
 		                  "a pointer move sent ahead needs a transaction");
 	if (move_params(&mp, m, ns_id, expected, err) != 0)
 		return -1;
-	/* Prepared outside the pipeline, as cat_exec would. */
-	q[8] = (struct cat_pipe_q){.sql = move_if_sql,
+	/* Prepared outside the pipeline, as cat_exec would; the scope's due
+	 * statements are taken only once nothing can fail before the send. */
+	move = (struct cat_pipe_q){.sql = move_if_sql,
 	                           .stmt = cat_prepared(s->c, move_if_sql, name),
 	                           .n = mp.n,
 	                           .params = mp.p};
 	k = cat_scope_prefix(s, q);
-	q[k] = q[8];
+	q[k] = move;
 	sent = cat_pipeline_send(s->c, k + 1, q);
 	free(mp.arr);
 	s->prefix_sent = k;
@@ -744,7 +745,7 @@ static void load_batch(struct cat_db *db, struct cat_load_wait **w, int n, bool 
 		if (x->sh == NULL)
 			continue;
 		cat_shared_row(x->sh, PQgetvalue(r, j, 4), PQgetvalue(r, j, 6),
-		               PQgetvalue(r, j, 5));
+		               cat_i64(PQgetvalue(r, j, 5)));
 		snprintf(x->type, sizeof(x->type), "%s", PQgetvalue(r, j, 3));
 		found[i] = true;
 		cat_cache_put(db->cache, gen, x->key, x->key_len, PQgetvalue(r, j, 4), x->sh,
@@ -1019,7 +1020,7 @@ static int load_shared(struct cat_db *db, struct cat_tx *tx, const char *wh_name
 		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	cat_shared_row(*sh, PQgetvalue(r, 0, 3), PQgetvalue(r, 0, 5), PQgetvalue(r, 0, 4));
+	cat_shared_row(*sh, PQgetvalue(r, 0, 3), PQgetvalue(r, 0, 5), cat_i64(PQgetvalue(r, 0, 4)));
 	snprintf(storage_type, 16, "%s", PQgetvalue(r, 0, 2));
 	if (key != NULL)
 		cat_cache_put(db->cache, gen, key, key_len, PQgetvalue(r, 0, 3), *sh, storage_type);
