@@ -17,8 +17,8 @@
  * A single-table commit that neither creates the table nor moves it runs
  * steps 1-4 optimistically (commit_try), as DESIGN §3 allows: it reads the
  * row without a lock (from basecache.c when this process holds the
- * version; without an Idempotency-Key not at all on its first try when the
- * loadTable cache holds a version with its row), judges, builds and writes
+ * version; not at all on its first try when the loadTable cache holds a
+ * version with its row), judges, builds and writes
  * the file, and step 5 becomes a compare-and-swap on the version read, so
  * the row lock is held for that statement and the COMMIT only.  When the
  * version moved, the unused file is deleted and the commit is judged again
@@ -1098,14 +1098,16 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	known = kloc;
 	if (known == NULL && cat_table_cached(db, wh->name, &ch->ns, ch->name, &held))
 		known = held.metadata_location;
-	if (tx == NULL && may_hold && kloc == NULL && held.hold != NULL &&
-	    held.hold->version >= 0) {
+	if (may_hold && kloc == NULL && held.hold != NULL && held.hold->version >= 0) {
 		/* The row is not read: the version the loadTable cache holds (the
 		 * one this process committed or read last) stands for it.  The
 		 * move's compare-and-swap names that version, so a row that moved
 		 * meanwhile is not moved; a requirement or an update that fails on
 		 * it is judged again on a read row (TRY_RACED, then may_hold is
-		 * false), so an answer never rests on a version that may be old. */
+		 * false), so an answer never rests on a version that may be old.
+		 * Inside a transaction the move, sent ahead, carries the deferred
+		 * BEGIN and Idempotency-Key claim (cat_scope_prefix): a key that is
+		 * not this request's fails the move, and its file is deleted. */
 		held_row = true;
 		found = 1;
 		snprintf(row.id, sizeof(row.id), "%s", held.hold->row_id);

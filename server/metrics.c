@@ -461,10 +461,11 @@ int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx, struct fl_buf
 	        out,
 	        "# HELP floe_commit_stage_seconds Time of each stage of a table commit"
 	        " (gate is waiting for another commit to the same table in this process;"
-	        " lock reads the row (not at all on a first try without an Idempotency-Key when this process holds"
-	        " the table's version), or locks it when the commit takes the row lock first, with the"
-	        " Idempotency-Key claim in the same round trip; write includes the fsync;"
-	        " update is the pointer move, a compare-and-swap after an unlocked read; idempotency is what the"
+	        " lock reads the row (not at all on a first try when this process holds the table's version),"
+	        " or locks it when the commit takes the row lock first, with the Idempotency-Key claim in the"
+	        " same round trip; write includes the fsync;"
+	        " update is the pointer move, a compare-and-swap after an unlocked read (sent while the file is"
+	        " written, with the claim when no row was read); idempotency is what the"
 	        " Idempotency-Key adds: a claim sent on its own, and the COMMIT that stores the record;"
 	        " commit is the PostgreSQL COMMIT with the record's response stored in the same round trip).\n"
 	        "# TYPE floe_commit_stage_seconds histogram\n");

@@ -322,6 +322,7 @@ struct cat_scope {
 	/* The scope's SAVEPOINT rides with its first statement (cat_scope_begin_ahead). */
 	bool savepoint_due;
 	int prefix_sent; /* statements of cat_scope_prefix sent, results not read */
+	int claim_at; /* the outer transaction's claim among them, or -1 */
 	bool timed; /* see cat_scope_timed */
 	bool notified; /* see cat_scope_notified */
 	struct cat_touched touched;
@@ -346,16 +347,24 @@ void cat_scope_fresh(struct cat_scope *s, struct cat_fresh *f);
 int cat_scope_begin(struct cat_db *db, struct cat_tx *tx, bool write, struct cat_scope *s,
                     struct fl_err *err) FL_MUST_CHECK;
 
-/* A write scope whose SAVEPOINT (inside tx) is not sent yet: it rides in
- * front of the scope's first statement, which must be sent through
- * cat_scope_prefix.  Without tx, cat_scope_begin(write). */
+/* A write scope whose opening is not sent yet: it rides in front of the
+ * scope's first statement, which must be sent through cat_scope_prefix.
+ * That is its SAVEPOINT inside tx, preceded by tx's own deferred BEGIN and
+ * Idempotency-Key claim when tx has sent nothing yet; its BEGIN without
+ * tx.  A scope ended before any statement was sent ends as a read scope. */
 int cat_scope_begin_ahead(struct cat_db *db, struct cat_tx *tx, struct cat_scope *s,
                           struct fl_err *err) FL_MUST_CHECK;
 
 /* Fills q (room for 8) with the statements due in front of the scope's
- * next one (the savepoint commands of cat_scope_begin_ahead, once) and
+ * next one (the opening of cat_scope_begin_ahead, once) and
  * returns their number; they count as sent. */
 int cat_scope_prefix(struct cat_scope *s, struct cat_pipe_q *q);
+
+/* Judges the results res[0..k-1] of the k statements cat_scope_prefix gave
+ * (each cleared here; NULL where none came): 0 when all succeeded and a
+ * claim among them is this request's; else -1 and err, the first failure
+ * (a claim that is not this request's: cat_claim_stop's error). */
+int cat_scope_prefix_judge(struct cat_scope *s, PGresult **res, int k, struct fl_err *err);
 
 /* Ends the scope: ok commits (or releases the savepoint), !ok rolls back.
  * Returns -1 when ok was false or the commit failed (err set then; an

@@ -389,29 +389,31 @@ int cat_row_move_if_send(struct cat_scope *s, const struct cat_row_move *m, cons
 	q[k] = move;
 	sent = cat_pipeline_send(s->c, k + 1, q);
 	free(mp.arr);
+	if (!sent) {
+		PGresult *none[9] = {NULL};
+
+		/* The prefix is judged as lost: a claim in it is never left pending. */
+		(void)cat_scope_prefix_judge(s, none, k, err);
+		return fl_err_set(err, FL_ERR_UNAVAILABLE, "database connection lost");
+	}
 	s->prefix_sent = k;
-	return sent ? 0 : fl_err_set(err, FL_ERR_UNAVAILABLE, "database connection lost");
+	return 0;
 }
 
 int cat_row_move_if_recv(struct cat_scope *s, struct fl_err *err)
 {
-	PGresult *res[9], *r = NULL;
+	PGresult *res[9], *r;
 	int k = s->prefix_sent, n = -1;
-	bool judged = false;
 
 	s->prefix_sent = 0;
 	/* A sync that never came shows at the connection's next use. */
 	(void)cat_pipeline_recv(s->c, k + 1, res);
 	/* The first failure is the cause; the statements after it say "aborted". */
-	for (int i = 0; i <= k; i++) {
-		if (!judged && (i == k || PQresultStatus(res[i]) != PGRES_COMMAND_OK)) {
-			r = cat_result(s->c, res[i], err);
-			judged = true;
-		} else {
-			PQclear(res[i]);
-		}
+	if (cat_scope_prefix_judge(s, res, k, err) != 0) {
+		PQclear(res[k]);
+		return -1;
 	}
-	if (r != NULL) {
+	if ((r = cat_result(s->c, res[k], err)) != NULL) {
 		n = PQntuples(r);
 		PQclear(r);
 	}

@@ -486,20 +486,26 @@ struct cat_conn *cat_tx_conn(struct cat_tx *tx)
 	return tx->c;
 }
 
-int cat_scope_begin(struct cat_db *db, struct cat_tx *tx, bool write, struct cat_scope *s,
-                    struct fl_err *err)
+static void scope_init(struct cat_scope *s, struct cat_db *db, struct cat_tx *tx, bool write)
 {
 	s->db = db;
 	s->outer = tx;
 	s->write = write;
 	s->savepoint_due = false;
 	s->prefix_sent = 0;
+	s->claim_at = -1;
 	s->timed = false;
 	s->notified = false;
 	s->after = NULL;
 	s->touched.n = 0;
 	s->touched.overflow = false;
 	s->touched.fresh = NULL;
+}
+
+int cat_scope_begin(struct cat_db *db, struct cat_tx *tx, bool write, struct cat_scope *s,
+                    struct fl_err *err)
+{
+	scope_init(s, db, tx, write);
 	if (tx != NULL) {
 		s->c = tx->c;
 		return write ? savepoint_cmd(tx, "SAVEPOINT cat_call", err) : tx_started(tx, err);
@@ -516,11 +522,15 @@ int cat_scope_begin(struct cat_db *db, struct cat_tx *tx, bool write, struct cat
 int cat_scope_begin_ahead(struct cat_db *db, struct cat_tx *tx, struct cat_scope *s,
                           struct fl_err *err)
 {
-	if (tx != NULL && !tx->begun)
-		return cat_scope_begin(db, tx, true, s, err);
-	/* A read scope (inside tx: the claim's outcome first), opened lazily. */
-	if (cat_scope_begin(db, tx, false, s, err) != 0)
+	/* A read scope, opened lazily; inside a transaction that has sent
+	 * nothing yet, its deferred BEGIN and claim ride in front as well
+	 * (cat_scope_prefix), else the claim's outcome comes first. */
+	if (tx != NULL && !tx->begun) {
+		scope_init(s, db, tx, false);
+		s->c = tx->c;
+	} else if (cat_scope_begin(db, tx, false, s, err) != 0) {
 		return -1;
+	}
 	s->write = true;
 	s->savepoint_due = true;
 	return 0;
@@ -538,11 +548,42 @@ int cat_scope_prefix(struct cat_scope *s, struct cat_pipe_q *q)
 		q[k++] = (struct cat_pipe_q){.sql = "BEGIN"};
 		return k;
 	}
+	if (!tx->begun) {
+		/* Nothing sent yet: no savepoint to release, and the claim is
+		 * judged from its result (cat_scope_prefix_judge). */
+		tx->begun = true;
+		q[k++] = (struct cat_pipe_q){.sql = "BEGIN"};
+		if (tx->claim != NULL) {
+			s->claim_at = k;
+			q[k++] = cat_claim_q(tx->c, tx->claim);
+		}
+	}
 	/* As savepoint_cmd: the RELEASEs left by scopes that ended well first. */
 	for (; tx->unreleased > 0 && k < 7; tx->unreleased--)
 		q[k++] = (struct cat_pipe_q){.sql = "RELEASE SAVEPOINT cat_call"};
 	q[k++] = (struct cat_pipe_q){.sql = "SAVEPOINT cat_call"};
 	return k;
+}
+
+int cat_scope_prefix_judge(struct cat_scope *s, PGresult **res, int k, struct fl_err *err)
+{
+	int at = s->claim_at, rc = 0;
+
+	s->claim_at = -1;
+	for (int i = 0; i < k; i++) {
+		if (i == at) {
+			/* Judged even when its result never came (a lost
+			 * connection), so that the claim is never left pending. */
+			if (cat_claim_judge(s->c, s->outer->claim, res[i]) != 0 && rc == 0)
+				rc = claim_check(s->outer, err);
+		} else if (rc == 0 && PQresultStatus(res[i]) != PGRES_COMMAND_OK) {
+			PQclear(cat_result(s->c, res[i], err));
+			rc = -1;
+		} else {
+			PQclear(res[i]);
+		}
+	}
+	return rc;
 }
 
 int cat_scope_end(struct cat_scope *s, bool ok, struct fl_err *err)

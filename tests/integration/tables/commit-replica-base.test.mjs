@@ -135,16 +135,29 @@ test('text a replica cached for a table never stands in for a version another re
   }
 });
 
-// A commit without an Idempotency-Key (PyIceberg's) may not read the table's row at all: the
-// version A's loadTable cache holds stands for it, and the move names that version. With A's
-// listening backend stopped while B commits, A holds a version one behind, and each kind of
-// answer must still rest on the row: a commit judged fine on the held version must not land
-// (its move names a version the row no longer has: 409 after a read, its file deleted); one
-// that fails on the held version but not on the row's must land on the row's; a commit that
-// changes nothing answers the row's version.
-test('a commit without a key that A judges on the version it holds never lands on, nor answers from, an older version', async () => {
-  for (const kind of ['stale', 'fresh', 'noop']) {
-    const name = `held_${kind}`;
+// A commit's first try may not read the table's row at all: the version A's loadTable cache
+// holds stands for it, and the move names that version (under an Idempotency-Key the move also
+// carries the key's claim). With A's listening backend stopped while B commits, A holds a
+// version one behind, and each kind of answer must still rest on the row: a commit judged fine
+// on the held version must not land (its move names a version the row no longer has: 409 after
+// a read, its file deleted); one that fails on the held version but not on the row's must land
+// on the row's; a commit that changes nothing answers the row's version. A keyed answer then
+// replays byte for byte and writes nothing more.
+test('a commit that A judges on the version it holds never lands on, nor answers from, an older version', async () => {
+  for (const [withKey, kind] of [false, true].flatMap((k) => ['stale', 'fresh', 'noop'].map((x) => [k, x]))) {
+    const name = `held_${kind}${withKey ? '_keyed' : ''}`;
+    const key = uuidv7();
+    const headers = withKey ? { 'Idempotency-Key': key } : {};
+    // The same request again under its key: the stored answer, and no file written or left.
+    const replayed = async (first, body) => {
+      if (!withKey) return;
+      const files = fs.readdirSync(dir).sort();
+      const again = await request(a.base, 'POST', path, { body, headers });
+      assert.equal(again.status, first.status, `${name}: replayed status`);
+      assert.equal(again.headers['idempotent-replayed'], 'true', `${name}: marked as replayed`);
+      assert.equal(again.text, first.text, `${name}: replayed byte for byte`);
+      assert.deepEqual(fs.readdirSync(dir).sort(), files, `${name}: a replay leaves no file`);
+    };
     const path = tablePath(a.p, NS, name);
     const v0 = (await call(a.base, 'POST', `${a.p}/namespaces/rbase/tables`, { body: createBody(name), expect: 200 })).json;
     const ca = appendCommit(v0.metadata, { ns: NS, name });
@@ -160,19 +173,26 @@ test('a commit without a key that A judges on the version it holds never lands o
       const files = fs.readdirSync(dir).sort();
       if (kind === 'stale') {
         const stale = appendCommit(va.metadata, { ns: NS, name });
-        assertError(await request(a.base, 'POST', path, { body: stale.body }), 409, 'CommitFailedException', 'main');
+        const r = await request(a.base, 'POST', path, { body: stale.body, headers });
+        assertError(r, 409, 'CommitFailedException', 'main');
         assert.deepEqual(fs.readdirSync(dir).sort(), files, 'the file of the move that did not land is deleted');
         assert.equal(psql(a.dbUrl, `SELECT metadata_location FROM table_entry WHERE name = '${name}'`), vb['metadata-location']);
+        await replayed(r, stale.body);
       } else if (kind === 'fresh') {
         const cf = appendCommit(vb.metadata, { ns: NS, name });
-        const vf = (await call(a.base, 'POST', path, { body: cf.body, expect: 200 })).json;
+        const r = await call(a.base, 'POST', path, { body: cf.body, headers, expect: 200 });
+        const vf = r.json;
         assert.deepEqual(vf.metadata.snapshots.map((s) => s['snapshot-id']), [ca.snapshotId, cb.snapshotId, cf.snapshotId]);
         assert.equal(vf.metadata['metadata-log'].at(-1)['metadata-file'], vb['metadata-location'], 'built on B\'s version');
         assert.deepEqual(readMetadataFile(vf['metadata-location']), vf.metadata, 'the file holds what was answered');
+        assert.deepEqual(fs.readdirSync(dir).sort(), [...files, vf['metadata-location'].split('/').at(-1)].sort(), 'one file more: the one answered');
+        await replayed(r, cf.body);
       } else {
-        const noop = await call(a.base, 'POST', path, { body: { requirements: [], updates: [] }, expect: 200 });
+        const noop = await call(a.base, 'POST', path, { body: { requirements: [], updates: [] }, headers, expect: 200 });
         assert.equal(noop.json['metadata-location'], vb['metadata-location'], 'a no-op commit answers the row\'s version');
         assert.deepEqual(noop.json.metadata, vb.metadata);
+        assert.deepEqual(fs.readdirSync(dir).sort(), files, 'a no-op commit writes no file');
+        await replayed(noop, { requirements: [], updates: [] });
       }
     } finally {
       process.kill(aListener, 'SIGCONT');

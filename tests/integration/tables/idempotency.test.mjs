@@ -229,6 +229,12 @@ test('a table commit judges its key with its first statement: the stored answer 
   const p = tablePath(c.p, NS, 'tdef');
   const before = await load('tdef');
   const n0 = await commits();
+  // The daemon holds the version it served: a commit's first try moves the row without
+  // reading it, its move carrying the key's claim, and writes its file meanwhile. One
+  // that the key stops leaves no file behind.
+  const dir = localPath(`${before.metadata.location}/metadata`);
+  const files = () => fs.readdirSync(dir).sort();
+  const files0 = files();
 
   // A key stored by another route: every commit under it is 422, whether its handler
   // failed before the database (malformed body), at the row read (missing table),
@@ -240,14 +246,17 @@ test('a table commit judges its key with its first statement: the stored answer 
   for (const [path, body] of [[p, '{"requirements": ['], [tablePath(c.p, NS, 'nope'), good], [p, stale], [p, good]]) {
     assertError(await keyed('POST', path, body, nsKey), 422, 'UnprocessableEntityException', 'Idempotency-Key');
   }
+  assert.deepEqual(files(), files0, 'a commit refused by its key leaves no metadata file');
   // A commit's own stored 200, replayed with the same key after a later commit; a
   // stored 400 (the handler never reached the database) and a stored 404, replayed.
   const key = uuidv7();
   const first = await keyed('POST', p, good, key);
   assert.equal(first.status, 200, first.text);
   await call(c.base, 'POST', p, { body: { requirements: [], updates: [{ action: 'set-properties', updates: { later: '1' } }] }, expect: 200 });
+  const files1 = files();
   const again = await keyed('POST', p, good, key);
   assert.equal(again.status, 200, again.text);
+  assert.deepEqual(files(), files1, 'a replay leaves no metadata file');
   assert.equal(again.headers['idempotent-replayed'], 'true');
   assert.equal(again.json['metadata-location'], first.json['metadata-location'], 'the commit\'s own version, not the later one');
   for (const [path, body, status] of [[p, '{"requirements": [', 400], [tablePath(c.p, NS, 'nope'), good, 404]]) {
