@@ -5,8 +5,11 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import path from 'node:path';
+import { spawn } from 'node:child_process';
 import { parse, sum } from '../lib/prom.mjs';
-import { request, psql } from '../lib/harness.mjs';
+import { request, psql, sleep, tmpDir } from '../lib/harness.mjs';
+import { haveStrace, parseStrace } from '../lib/strace.mjs';
 import { startCatalog, call, assertError, tablePath, createBody, appendCommit, uuidv7, localPath } from './lib.mjs';
 
 let c;
@@ -382,4 +385,56 @@ test('a keyed commit replays from its metadata file after later commits, then fr
   await call(c.base, 'DELETE', p, { expect: 204 });
   const gone = await keyed('POST', p, b1, k1);
   assertError(gone, 404, 'NoSuchTableException');
+});
+
+// Read off the daemon's system calls (strace -f -yy): a keyed commit of a table whose version
+// the daemon holds (it served the load) does not read the row. Its BEGIN and claim go in one
+// pipeline with the pointer move, before the metadata file is written; the record and the
+// COMMIT are the second and last round trip to PostgreSQL.
+test('a keyed commit on a version the daemon holds sends its claim with its move, ahead of the file: two round trips', { skip: !haveStrace && 'strace is not installed' }, async () => {
+  await call(c.base, 'POST', `${c.p}/namespaces/idem/tables`, { body: createBody('trt'), expect: 200 });
+  const p = tablePath(c.p, NS, 'trt');
+  // A few keyed commits first, so that the statements are prepared on the connection the
+  // traced one takes (a first use prepares them in round trips of their own).
+  for (let i = 0; i < 3; i++) await keyed('POST', p, appendCommit((await load('trt')).metadata, { ns: NS, name: 'trt' }).body, uuidv7());
+  const body = appendCommit((await load('trt')).metadata, { ns: NS, name: 'trt' }).body;
+  const pgPort = new URL(c.dbUrl).port || '5432';
+  const trace = path.join(tmpDir('idem-rt'), 'daemon.strace');
+  const st = spawn('strace', ['-f', '-yy', '-qq', '-s', '2000', '-o', trace, '-e', 'trace=linkat,sendto,recvfrom', '-p', String(c.floe.proc.pid)]);
+  const stExit = new Promise((resolve) => st.on('exit', resolve));
+  try {
+    for (let i = 0; i < 100 && !(fs.existsSync(trace) && fs.readFileSync(trace, 'utf8').length > 0); i++) {
+      await call(c.base, 'GET', '/v1/config?warehouse=default', { expect: 200 });
+      await sleep(50);
+    }
+    const key = uuidv7();
+    const res = await keyed('POST', p, body, key);
+    assert.equal(res.status, 200, res.text);
+    const name = path.basename(localPath(res.json['metadata-location']));
+    await sleep(200);
+    st.kill('SIGINT');
+    await stExit;
+    const calls = parseStrace(fs.readFileSync(trace, 'utf8'));
+    const toPg = (x) => (x.call === 'sendto' || x.call === 'recvfrom') && x.args.includes(`:${pgPort}]>`);
+    const claim = calls.find((x) => x.call === 'sendto' && toPg(x) && x.args.includes(key));
+    assert.ok(claim, 'the claim was not sent');
+    const pg = calls.filter((x) => toPg(x) && x.pid === claim.pid && x.start >= claim.start);
+    const move = pg.find((x) => x.call === 'sendto' && x.args.includes(name));
+    const link = calls.find((x) => x.call === 'linkat' && x.ret === '0' && x.args.includes(`"${name}"`));
+    const commit = pg.find((x) => x.call === 'sendto' && x.args.includes('COMMIT'));
+    assert.ok(move && link && commit, `move ${!!move}, file ${!!link}, COMMIT ${!!commit}`);
+    const replyBefore = pg.find((x) => x.call === 'recvfrom' && x.start > claim.end && x.end < move.start);
+    assert.ok(!replyBefore, `the claim took a round trip before the move: ${replyBefore?.args.slice(0, 80)}`);
+    assert.ok(move.end < link.start, 'the move was sent before the file was written');
+    // Round trips: runs of sends to PostgreSQL separated by a reply, up to the COMMIT's.
+    let trips = 0;
+    let sending = false;
+    for (const x of pg.filter((x) => x.start <= commit.start)) {
+      if (x.call === 'sendto' && !sending) trips++;
+      sending = x.call === 'sendto';
+    }
+    assert.equal(trips, 2, `round trips to PostgreSQL from the claim to the COMMIT: ${pg.map((x) => `${x.call}(${x.args.slice(0, 60)})`).join(' | ')}`);
+  } finally {
+    if (st.exitCode === null) st.kill('SIGKILL');
+  }
 });
