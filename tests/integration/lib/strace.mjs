@@ -1,6 +1,9 @@
-// Reading strace's output (strace -f -y): the durability tests check the order of a
-// process's system calls with it.
-import { spawnSync } from 'node:child_process';
+// Tracing a daemon with strace (-f -y or -yy) and reading its output: the durability and
+// round-trip tests check the order of a process's system calls with it.
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { sleep, tmpDir } from './harness.mjs';
 
 export const haveStrace = spawnSync('strace', ['-V']).status === 0;
 
@@ -40,4 +43,30 @@ export function parseStrace(text) {
 export function fdOf(text) {
   const m = /^(\d+)<(.*)>(?:\(deleted\))?$/.exec(text.trim());
   return m ? { fd: Number(m[1]), path: m[2] } : null;
+}
+
+// Attaches strace to pid, tracing `calls` (e.g. 'linkat,sendto,recvfrom') with file
+// descriptors decoded (`decode`: '-y' paths, '-yy' also socket addresses) and strings up to
+// `size` bytes. Returns once strace shows a traced call, which `poke` (an async function,
+// called every 50 ms) makes the process perform. stop() detaches and returns the calls
+// (parseStrace); kill() is for a finally block, a no-op once stopped.
+export async function traceProcess(pid, { calls, decode = '-y', size = 400, poke }) {
+  const trace = path.join(tmpDir('strace'), 'process.strace');
+  const st = spawn('strace', ['-f', decode, '-qq', '-s', String(size), '-o', trace, '-e', `trace=${calls}`, '-p', String(pid)]);
+  const exited = new Promise((resolve) => st.on('exit', resolve));
+  for (let i = 0; i < 100 && !(fs.existsSync(trace) && fs.readFileSync(trace, 'utf8').length > 0); i++) {
+    await poke();
+    await sleep(50);
+  }
+  return {
+    async stop() {
+      await sleep(200); // the traced calls of the last answer reach the file
+      st.kill('SIGINT');
+      await exited;
+      return parseStrace(fs.readFileSync(trace, 'utf8'));
+    },
+    kill() {
+      if (st.exitCode === null) st.kill('SIGKILL');
+    },
+  };
 }

@@ -6,10 +6,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
 import { parse, sum } from '../lib/prom.mjs';
-import { request, psql, sleep, tmpDir } from '../lib/harness.mjs';
-import { haveStrace, parseStrace } from '../lib/strace.mjs';
+import { request, psql } from '../lib/harness.mjs';
+import { haveStrace, traceProcess } from '../lib/strace.mjs';
 import { startCatalog, call, assertError, tablePath, createBody, appendCommit, uuidv7, localPath } from './lib.mjs';
 
 let c;
@@ -399,22 +398,18 @@ test('a keyed commit on a version the daemon holds sends its claim with its move
   for (let i = 0; i < 3; i++) await keyed('POST', p, appendCommit((await load('trt')).metadata, { ns: NS, name: 'trt' }).body, uuidv7());
   const body = appendCommit((await load('trt')).metadata, { ns: NS, name: 'trt' }).body;
   const pgPort = new URL(c.dbUrl).port || '5432';
-  const trace = path.join(tmpDir('idem-rt'), 'daemon.strace');
-  const st = spawn('strace', ['-f', '-yy', '-qq', '-s', '2000', '-o', trace, '-e', 'trace=linkat,sendto,recvfrom', '-p', String(c.floe.proc.pid)]);
-  const stExit = new Promise((resolve) => st.on('exit', resolve));
+  const st = await traceProcess(c.floe.proc.pid, {
+    calls: 'linkat,sendto,recvfrom',
+    decode: '-yy',
+    size: 2000,
+    poke: () => call(c.base, 'GET', '/v1/config?warehouse=default', { expect: 200 }),
+  });
   try {
-    for (let i = 0; i < 100 && !(fs.existsSync(trace) && fs.readFileSync(trace, 'utf8').length > 0); i++) {
-      await call(c.base, 'GET', '/v1/config?warehouse=default', { expect: 200 });
-      await sleep(50);
-    }
     const key = uuidv7();
     const res = await keyed('POST', p, body, key);
     assert.equal(res.status, 200, res.text);
     const name = path.basename(localPath(res.json['metadata-location']));
-    await sleep(200);
-    st.kill('SIGINT');
-    await stExit;
-    const calls = parseStrace(fs.readFileSync(trace, 'utf8'));
+    const calls = await st.stop();
     const toPg = (x) => (x.call === 'sendto' || x.call === 'recvfrom') && x.args.includes(`:${pgPort}]>`);
     const claim = calls.find((x) => x.call === 'sendto' && toPg(x) && x.args.includes(key));
     assert.ok(claim, 'the claim was not sent');
@@ -435,6 +430,6 @@ test('a keyed commit on a version the daemon holds sends its claim with its move
     }
     assert.equal(trips, 2, `round trips to PostgreSQL from the claim to the COMMIT: ${pg.map((x) => `${x.call}(${x.args.slice(0, 60)})`).join(' | ')}`);
   } finally {
-    if (st.exitCode === null) st.kill('SIGKILL');
+    st.kill();
   }
 });

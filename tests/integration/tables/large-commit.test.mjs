@@ -9,12 +9,11 @@
 // synced before the COMMIT is sent.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { psql, sleep, tmpDir } from '../lib/harness.mjs';
+import { psql } from '../lib/harness.mjs';
 import { startCatalog, call, tablePath, createBody, appendCommit, uuidv7, localPath } from './lib.mjs';
-import { haveStrace, parseStrace } from '../lib/strace.mjs';
+import { haveStrace, traceProcess } from '../lib/strace.mjs';
 
 const NS = ['big'];
 // ~100 KB of properties: above the 64 KiB from which the move is sent ahead.
@@ -93,22 +92,15 @@ test('a large commit sends its move before the file is synced, and its COMMIT on
   const meta = await create('ls');
   const p = tablePath(c.p, NS, 'ls');
   const metaDir = path.dirname(localPath(meta.location + '/metadata/x'));
-  const trace = path.join(tmpDir('large-commit'), 'daemon.strace');
-  const st = spawn('strace', ['-f', '-y', '-qq', '-s', '400', '-o', trace, '-e', 'trace=openat,fsync,fdatasync,linkat,sendto,recvfrom', '-p', String(c.floe.proc.pid)]);
-  const stExit = new Promise((resolve) => st.on('exit', resolve));
+  const st = await traceProcess(c.floe.proc.pid, {
+    calls: 'openat,fsync,fdatasync,linkat,sendto,recvfrom',
+    poke: () => call(c.base, 'GET', '/v1/config?warehouse=default', { expect: 200 }),
+  });
   try {
-    // strace has attached once a traced call of the daemon shows in its output.
-    for (let i = 0; i < 100 && !(fs.existsSync(trace) && fs.readFileSync(trace, 'utf8').length > 0); i++) {
-      await call(c.base, 'GET', '/v1/config?warehouse=default', { expect: 200 });
-      await sleep(50);
-    }
     const { body } = appendCommit(meta, { ns: NS, name: 'ls' });
     const res = await call(c.base, 'POST', p, { body, expect: 200 });
     const name = path.basename(localPath(res.json['metadata-location']));
-    await sleep(200);
-    st.kill('SIGINT');
-    await stExit;
-    const calls = parseStrace(fs.readFileSync(trace, 'utf8'));
+    const calls = await st.stop();
     const on = (re) => calls.filter((x) => x.call === 'sendto' && re.test(x.args));
     // The move's parameters carry the new file's name (a prepared statement's Bind message).
     const update = calls.filter((x) => x.call === 'sendto' && x.args.includes(name));
@@ -134,6 +126,6 @@ test('a large commit sends its move before the file is synced, and its COMMIT on
     const read = calls.find((x) => x.call === 'recvfrom' && x.pid === link.pid && x.start > begin.end && x.end < moveSent.start);
     assert.ok(!read, `the move's BEGIN took a round trip of its own: ${read?.args.slice(0, 80)}`);
   } finally {
-    if (st.exitCode === null) st.kill('SIGKILL');
+    st.kill();
   }
 });
