@@ -54,9 +54,14 @@ export async function traceProcess(pid, { calls, decode = '-y', size = 400, poke
   const trace = path.join(tmpDir('strace'), 'process.strace');
   const st = spawn('strace', ['-f', decode, '-qq', '-s', String(size), '-o', trace, '-e', `trace=${calls}`, '-p', String(pid)]);
   const exited = new Promise((resolve) => st.on('exit', resolve));
-  for (let i = 0; i < 100 && !(fs.existsSync(trace) && fs.readFileSync(trace, 'utf8').length > 0); i++) {
-    await poke();
-    await sleep(50);
+  try {
+    for (let i = 0; i < 100 && !(fs.existsSync(trace) && fs.readFileSync(trace, 'utf8').length > 0); i++) {
+      await poke();
+      await sleep(50);
+    }
+  } catch (e) {
+    st.kill('SIGKILL'); // never left attached to the process
+    throw e;
   }
   return {
     async stop() {
