@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startPgCluster, startFloe, psql, withDatabase, sleep, waitFor } from '../lib/harness.mjs';
-import { call, tablePath, createBody, appendCommit, tryRequest, checkResponse, assertLinearHistory } from './lib.mjs';
+import { call, tablePath, createBody, appendCommit, tryRequest, checkResponse, assertLinearHistory, uuidv7 } from './lib.mjs';
 
 const NS = ['faults'];
 let cluster;
@@ -129,4 +129,67 @@ test("the daemon's PostgreSQL backends terminated mid-storm: recovers, no wrong 
   assert.ok(s.ok > 5, `too few commits: ${JSON.stringify(s)}`);
   await waitFor(async () => (await tryRequest(floe.baseUrl, 'GET', '/readyz')).status === 200, { what: 'ready again' });
   process.stderr.write(`# backends terminated: ${JSON.stringify(s)}\n`);
+});
+
+// Clients that send every commit under an Idempotency-Key of its own and, as a client should
+// after a 5xx or a lost answer, send the same request with the same key again (up to 8
+// times), each on a table of its own (so that a first try moves the row without reading it,
+// the key's claim riding with the move). Their backends are terminated mid-storm: the final
+// answer of each commit must be right — a 200 (executed or replayed) applied exactly once, a
+// 409 not applied — and no commit may be applied twice, whatever its attempts met.
+test("keyed commits retried with their key while the daemon's backends are terminated: every final answer right, none applied twice", async () => {
+  const names = Array.from({ length: 6 }, (_, i) => `keyed${i}`);
+  for (const name of names) await call(floe.baseUrl, 'POST', `${P}/namespaces/faults/tables`, { body: createBody(name), expect: 200 });
+  const state = { stop: false };
+  const finals = [];
+  const seen = [];
+  const client = async (name) => {
+    const p = tablePath(P, NS, name);
+    while (!state.stop) {
+      const l = await tryRequest(floe.baseUrl, 'GET', p, { timeoutMs: 30000 });
+      if (l.status !== 200) {
+        await sleep(50);
+        continue;
+      }
+      const { body, snapshotId } = appendCommit(l.json.metadata, { ns: NS, name });
+      const headers = { 'Idempotency-Key': uuidv7() };
+      let res;
+      for (let k = 0; k < 8; k++) {
+        res = await tryRequest(floe.baseUrl, 'POST', p, { body, headers, timeoutMs: 30000 });
+        seen.push(res.status);
+        if (res.status) checkResponse(res);
+        if (res.status === 200 || res.status === 409) break;
+        await sleep(100);
+      }
+      finals.push({ name, sid: snapshotId, status: res.status, replayed: res.headers?.['idempotent-replayed'] === 'true' });
+    }
+  };
+  const running = Promise.all(names.map(client));
+  for (let i = 0; i < 4; i++) {
+    await sleep(400);
+    psql(cluster.url, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = 'floe_faults' AND pid <> pg_backend_pid()");
+  }
+  await sleep(1000);
+  state.stop = true;
+  await running;
+  assert.deepEqual(seen.filter((s) => !ALLOWED.has(s) && s !== 0), [], 'only 200/409/500/503 (or a lost answer) on the way');
+  for (const name of names) {
+    const l = (await call(floe.baseUrl, 'GET', tablePath(P, NS, name), { expect: 200 })).json;
+    assertLinearHistory(l, name);
+    const ids = l.metadata.snapshots.map((s) => s['snapshot-id']);
+    const mine = finals.filter((f) => f.name === name);
+    for (const f of mine) {
+      const n = ids.filter((x) => x === f.sid).length;
+      if (f.status === 200) assert.equal(n, 1, `${name}: a final 200 (${f.sid}${f.replayed ? ', replayed' : ''}) must be applied exactly once`);
+      else if (f.status === 409) assert.equal(n, 0, `${name}: a final 409 (${f.sid}) was applied`);
+      else assert.ok(n <= 1, `${name}: ${f.sid} applied twice`);
+    }
+    const known = new Set(mine.map((f) => f.sid));
+    for (const id of ids) assert.ok(known.has(id), `${name}: snapshot ${id} from nowhere`);
+  }
+  const ok = finals.filter((f) => f.status === 200).length;
+  assert.ok(ok > 5, `too few commits: ${ok} of ${finals.length}`);
+  await waitFor(async () => (await tryRequest(floe.baseUrl, 'GET', '/readyz')).status === 200, { what: 'ready again' });
+  const count = (s) => seen.filter((x) => x === s).length;
+  process.stderr.write(`# keyed, backends terminated: ${finals.length} commits, ${ok} final 200 (${finals.filter((f) => f.replayed).length} replayed); attempts 200 ${count(200)}, 409 ${count(409)}, 500 ${count(500)}, 503 ${count(503)}, lost ${count(0)}\n`);
 });
