@@ -6,8 +6,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
+import net from 'node:net';
 import { parse, sum } from '../lib/prom.mjs';
-import { request, psql } from '../lib/harness.mjs';
+import { request, psql, freshDatabase } from '../lib/harness.mjs';
 import { haveStrace, traceProcess } from '../lib/strace.mjs';
 import { startCatalog, call, assertError, tablePath, createBody, appendCommit, uuidv7, localPath } from './lib.mjs';
 
@@ -431,5 +432,71 @@ test('a keyed commit on a version the daemon holds sends its claim with its move
     assert.equal(trips, 2, `round trips to PostgreSQL from the claim to the COMMIT: ${pg.map((x) => `${x.call}(${x.args.slice(0, 60)})`).join(' | ')}`);
   } finally {
     st.kill();
+  }
+});
+
+// A TCP proxy in front of PostgreSQL that cuts the connection which carries `armed`
+// (a string in what the daemon sends) right after forwarding that chunk, before any answer
+// to it comes back.
+async function cuttingProxy(target) {
+  const state = { armed: null, cut: 0 };
+  const server = net.createServer((client) => {
+    const pg = net.connect(Number(target.port), target.hostname);
+    const end = () => { client.destroy(); pg.destroy(); };
+    client.on('data', (d) => {
+      pg.write(d);
+      if (state.armed && d.includes(state.armed)) {
+        state.armed = null;
+        state.cut++;
+        end();
+      }
+    });
+    pg.on('data', (d) => client.write(d));
+    client.on('error', end);
+    pg.on('error', end);
+    client.on('close', end);
+    pg.on('close', end);
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  state.port = server.address().port;
+  state.close = () => new Promise((resolve) => server.close(resolve));
+  return state;
+}
+
+// The connection is lost after a keyed commit's pipeline (BEGIN, claim, SAVEPOINT, move) was
+// sent and while its file is written: the claim is judged lost, not pending, so the answer is
+// a definite 503 (nothing was committed), the file is deleted, and the same request with the
+// same key then executes once.
+test('a keyed commit whose connection is lost with its claim and move in flight: 503, no file left, the retry executes once', async () => {
+  const { url } = await freshDatabase('tbl_idem_cut');
+  const target = new URL(url);
+  const proxy = await cuttingProxy(target);
+  const via = new URL(url);
+  via.port = String(proxy.port);
+  const b = await startCatalog('tbl_idem_cut', { databaseUrl: via.toString() });
+  try {
+    await call(b.base, 'POST', `${b.p}/namespaces`, { body: { namespace: NS }, expect: 200 });
+    await call(b.base, 'POST', `${b.p}/namespaces/idem/tables`, { body: createBody('cut'), expect: 200 });
+    const p = tablePath(b.p, NS, 'cut');
+    const l = (await call(b.base, 'GET', p, { expect: 200 })).json; // the daemon holds this version
+    const dir = localPath(`${l.metadata.location}/metadata`);
+    const files0 = fs.readdirSync(dir).sort();
+    const key = uuidv7();
+    const { body, snapshotId } = appendCommit(l.metadata, { ns: NS, name: 'cut' });
+    proxy.armed = key;
+    const lost = await request(b.base, 'POST', p, { body, headers: { 'Idempotency-Key': key } });
+    assert.equal(proxy.cut, 1, 'the connection carrying the key was cut');
+    assertError(lost, 503, 'ServiceUnavailableException', 'database');
+    assert.deepEqual(fs.readdirSync(dir).sort(), files0, 'the file written while the move was in flight is deleted');
+    assert.equal(psql(url, "SELECT count(*) FROM idempotency_record WHERE key = '" + key + "'"), '0', 'no record: nothing committed under the key');
+    const again = await request(b.base, 'POST', p, { body, headers: { 'Idempotency-Key': key } });
+    assert.equal(again.status, 200, again.text);
+    assert.equal(again.headers['idempotent-replayed'], undefined, 'executed, not replayed');
+    const now = (await call(b.base, 'GET', p, { expect: 200 })).json;
+    assert.deepEqual(now.metadata.snapshots.map((x) => x['snapshot-id']), [snapshotId], 'applied once');
+    assert.equal(fs.readdirSync(dir).length, files0.length + 1, 'one file more: the one answered');
+  } finally {
+    await b.floe.stop();
+    await proxy.close();
   }
 });
