@@ -18,13 +18,12 @@
  * steps 1-4 optimistically (commit_try), as DESIGN §3 allows: it reads the
  * row without a lock (from basecache.c when this process holds the
  * version; not at all on its first try when the loadTable cache holds a
- * version with its row), judges, builds and writes
- * the file, and step 5 becomes a compare-and-swap on the version read, so
- * the row lock is held for that statement and the COMMIT only.  When the
- * version moved, the unused file is deleted and the commit is judged again
- * on the new state (a stale client gets its 409 as before); after
- * OPTIMISTIC_TRIES it takes the row lock first (commit_locked), as every
- * other commit does. */
+ * version with its row), judges, builds and writes the file, and step 5
+ * becomes a compare-and-swap on the version read, so the row lock is held
+ * for that statement and the COMMIT only.  When the version moved, the
+ * unused file is deleted and the commit is judged again on the new state
+ * (a stale client gets its 409 as before); after OPTIMISTIC_TRIES it takes
+ * the row lock first (commit_locked), as every other commit does. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1133,7 +1132,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 		goto out;
 	}
 	cat_stage_done(db, CAT_STAGE_LOCK, &t0);
-	if (row.metadata == NULL && held.hold != NULL) {
+	if (row.metadata == NULL && held.hold != NULL && !held_row) {
 		/* Unchanged since the cache took it: the same text (a location
 		 * names one immutable version), parsed as a fetched one would be. */
 		row.metadata = strndup(held.metadata, held.metadata_len);
@@ -1142,7 +1141,12 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 			goto out;
 		}
 	}
-	if (row.metadata != NULL) {
+	if (held_row) {
+		/* The held text is parsed where it is, not copied: a held try
+		 * neither keeps it (the base cache) nor answers from it. */
+		base = json_loadb(held.metadata, held.metadata_len, 0, NULL);
+		fetched = base != NULL;
+	} else if (row.metadata != NULL) {
 		json_decref(base);
 		base = json_loads(row.metadata, 0, NULL);
 		fetched = base != NULL;

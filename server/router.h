@@ -65,7 +65,8 @@ bool srv_route_from_memory(const struct srv_route *route);
 
 /* Whether the route's Idempotency-Key claim may wait for the route's first
  * statement and ride with it (httpd.c, cat_idem_claim_defer): a table
- * commit, whose first act with an effect is its read of the table row. */
+ * commit, whose first act with an effect is its read of the table row, or
+ * its pointer move when it holds the row's version. */
 bool srv_route_claims_late(const struct srv_route *route);
 
 /* Index of r->route in srv_routes (for metrics); srv_route_count when none. */
