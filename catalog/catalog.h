@@ -16,6 +16,7 @@
 #include "io/profile.h"
 
 struct cat_db;
+struct cat_warehouse;
 struct st_io;
 
 /* Opens a pool of `size` connections (connected lazily, the first one
@@ -91,6 +92,31 @@ typedef void (*cat_stage_fn)(void *arg, enum cat_stage stage, int64_t ns);
 
 /* Installs the stage observer (before serving; NULL removes it). */
 void cat_db_on_stage(struct cat_db *db, cat_stage_fn fn, void *arg);
+
+/* Table metadata larger than CAT_INLINE_DEFAULT bytes (or the limit set
+ * here) is not stored in PostgreSQL beside the row: only its location is,
+ * and readers read the file, which exists and is durable before the pointer
+ * names it.  A hot table's commits then write ~100 bytes to the row instead
+ * of its whole document, compressed, with its WAL.  Reads of such a table
+ * that miss the loadTable cache read its warehouse's storage: through
+ * storage_fn (which sets wh->io to a reference the caller releases) when
+ * set, else through a handle opened for the read.  Views always keep their
+ * text in the row. */
+#define CAT_INLINE_DEFAULT ((size_t)262144)
+typedef int (*cat_storage_fn)(void *arg, struct cat_warehouse *wh, struct fl_err *err);
+void cat_db_set_metadata_inline(struct cat_db *db, size_t max_inline, cat_storage_fn storage_fn,
+                                void *arg);
+
+/* text as the row stores it: text, or NULL when it is larger than the
+ * limit (its file holds it). */
+const char *cat_db_inline_text(const struct cat_db *db, const char *text);
+
+/* A table row's metadata text when the row does not hold it: the file at
+ * metadata_location read through wh (its io, or one opened as above).
+ * *out is malloc'd and NUL-terminated. */
+int cat_metadata_file_text(struct cat_db *db, const struct cat_warehouse *wh,
+                           const char *metadata_location, char **out, size_t *len,
+                           struct fl_err *err) FL_MUST_CHECK;
 
 /* Pool gauges for /metrics. */
 void cat_db_stats(struct cat_db *db, int *in_use, int *idle, int *waiting);

@@ -390,8 +390,8 @@ int cat_table_create(struct cat_db *db, struct cat_tx *tx, const struct cat_ware
 	if (cat_write_metadata(meta, 0, &w, &path, &text, err) != 0)
 		goto out;
 	row_stats(meta, &st);
-	if (cat_row_insert(sc.c, wh->id, nsid, uuid, name, location, path, text, 0, &st, err) !=
-	            0 ||
+	if (cat_row_insert(sc.c, wh->id, nsid, uuid, name, location, path,
+	                   cat_db_inline_text(db, text), 0, &st, err) != 0 ||
 	    cat_event_insert(sc.c, uuid, wh->id, ns, name, 0, path, -1, "create", NULL, actor,
 	                     err) != 0)
 		goto out;
@@ -471,7 +471,7 @@ int cat_table_register(struct cat_db *db, struct cat_tx *tx, const struct cat_wa
 		struct cat_row_move mv = {
 		        .id = row.id,
 		        .metadata_location = metadata_location,
-		        .metadata = text,
+		        .metadata = cat_db_inline_text(db, text),
 		        .version = fver,
 		        .location = loc,
 		        .stats = &st,
@@ -487,8 +487,8 @@ int cat_table_register(struct cat_db *db, struct cat_tx *tx, const struct cat_wa
 		cat_scope_touched(&sc, row.id);
 	} else {
 		fl_uuid_v4(id);
-		if (cat_row_insert(sc.c, wh->id, nsid, id, name, loc, metadata_location, text, fver,
-		                   &st, err) != 0 ||
+		if (cat_row_insert(sc.c, wh->id, nsid, id, name, loc, metadata_location,
+		                   cat_db_inline_text(db, text), fver, &st, err) != 0 ||
 		    cat_event_insert(sc.c, id, wh->id, ns, name, fver, metadata_location,
 		                     cat_meta_current_snapshot_id(meta), "register", NULL, actor,
 		                     err) != 0)
@@ -836,15 +836,15 @@ static int answer_unchanged(struct cat_change *ch, const struct cat_row *row, st
 }
 
 /* The pointer move of a commit on row to the new metadata (path, text, meta). */
-static struct cat_row_move move_of(const struct cat_row *row, const struct cat_change *ch,
-                                   const char *path, const char *text, const json_t *meta,
-                                   const struct cat_row_stats *st, const char *request_id,
-                                   const char *actor)
+static struct cat_row_move move_of(const struct cat_db *db, const struct cat_row *row,
+                                   const struct cat_change *ch, const char *path, const char *text,
+                                   const json_t *meta, const struct cat_row_stats *st,
+                                   const char *request_id, const char *actor)
 {
 	return (struct cat_row_move){
 	        .id = row->id,
 	        .metadata_location = path,
-	        .metadata = text,
+	        .metadata = cat_db_inline_text(db, text),
 	        .version = row->version + 1,
 	        .location = cat_meta_location(meta),
 	        .stats = st,
@@ -886,7 +886,7 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 		base = json_incref(locked->base);
 	} else {
 		found = cat_row_lock(c, wh->id, &ch->ns, ch->name, NULL, &own, err);
-		if (found < 0)
+		if (found < 0 || (found > 0 && cat_row_text(sc->db, wh, &own, NULL, err) != 0))
 			goto out;
 		cat_stage_done(sc->db, CAT_STAGE_LOCK, &t0);
 	}
@@ -974,7 +974,8 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 	row_stats(meta, &st);
 	if (found) {
 		/* The pointer and the commit event in one round trip. */
-		struct cat_row_move mv = move_of(row, ch, path, text, meta, &st, request_id, actor);
+		struct cat_row_move mv =
+		        move_of(sc->db, row, ch, path, text, meta, &st, request_id, actor);
 
 		if (cat_row_move(c, &mv, err) != 0)
 			goto out;
@@ -983,7 +984,7 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 		const char *uuid = cat_meta_uuid(meta);
 
 		if (cat_row_insert(c, wh->id, nsid, uuid, ch->name, cat_meta_location(meta), path,
-		                   text, 0, &st, err) != 0 ||
+		                   cat_db_inline_text(sc->db, text), 0, &st, err) != 0 ||
 		    cat_event_insert(c, uuid, wh->id, &ch->ns, ch->name, 0, path,
 		                     cat_meta_current_snapshot_id(meta), "create", request_id,
 		                     actor, err) != 0)
@@ -1131,6 +1132,8 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 		rc = found < 0 ? -1 : TRY_LOCKED;
 		goto out;
 	}
+	if (!held_row && cat_row_text(db, wh, &row, known, err) != 0)
+		goto out;
 	cat_stage_done(db, CAT_STAGE_LOCK, &t0);
 	if (row.metadata == NULL && held.hold != NULL && !held_row) {
 		/* Unchanged since the cache took it: the same text (a location
@@ -1233,7 +1236,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 		cat_stage_done(db, CAT_STAGE_WRITE, &t0);
 	}
 	row_stats(meta, &st);
-	struct cat_row_move mv = move_of(&row, ch, path, text, meta, &st, request_id, actor);
+	struct cat_row_move mv = move_of(db, &row, ch, path, text, meta, &st, request_id, actor);
 	/* Noted before the move is sent (db_int.h, struct cat_fresh). */
 	unsigned long generation = cat_cache_generation(db->cache);
 	/* Sent ahead, the move needs a transaction (or a savepoint of the
@@ -1539,6 +1542,8 @@ int cat_table_append_tx(struct cat_db *db, struct cat_tx *tx, const struct cat_w
 	                     err);
 	if (found > 0)
 		cat_stage_done(db, CAT_STAGE_LOCK, &t0);
+	if (found > 0 && cat_row_text(db, wh, &row, known ? known->location : NULL, err) != 0)
+		goto out;
 	if (found <= 0) {
 		if (found == 0 &&
 		    cat_namespace_id(sc.c, wh->id, &ch->ns, nsid, sizeof(nsid), err) == 0)

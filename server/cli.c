@@ -75,6 +75,19 @@ int srv_cli_split_args(const char *cmd, int argc, char **argv, const struct fl_s
 	return 0;
 }
 
+/* The storage a metadata file is read through (cat_db_set_metadata_inline):
+ * the command's own handle for its warehouse, whose connections it keeps. */
+static int cli_io(void *arg, struct cat_warehouse *wh, struct fl_err *err)
+{
+	struct srv_cli_catalog *c = arg;
+
+	if (c->io == NULL || strcmp(wh->id, c->wh.id) != 0)
+		return st_io_open(&wh->profile, &wh->io, err);
+	st_io_retain(c->io);
+	wh->io = c->io;
+	return 0;
+}
+
 int srv_cli_catalog_open(const struct srv_config *sc, bool page_tokens, struct srv_cli_catalog *c,
                          struct fl_err *err)
 {
@@ -104,6 +117,7 @@ int srv_cli_catalog_open(const struct srv_config *sc, bool page_tokens, struct s
 	if (cat_db_open_oneshot(c->conninfo, &c->db, err) != 0 ||
 	    cat_warehouse_get_ready(c->db, sc->warehouse, &c->wh, &ready, err) != 0)
 		return -1;
+	cat_db_set_metadata_inline(c->db, (size_t)sc->metadata_inline_max_bytes, cli_io, c);
 	if (!ready && (cat_db_migrate(c->conninfo, &applied, err) != 0 ||
 	               cat_warehouse_get(c->db, NULL, sc->warehouse, &c->wh, err) != 0))
 		return -1;

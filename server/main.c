@@ -55,6 +55,15 @@ static int prepare_data_dir(struct srv_config *cfg, char *abs, struct fl_err *er
 	return 0;
 }
 
+/* The storage of a warehouse whose table metadata is read from its file
+ * (cat_db_set_metadata_inline): the handle the requests share. */
+static int warehouse_io(void *arg, struct cat_warehouse *wh, struct fl_err *err)
+{
+	struct srv_ctx *ctx = arg;
+
+	return srv_whcache_io(ctx->whcache, wh, err);
+}
+
 static int default_warehouse(struct srv_ctx *ctx, const char *abs_data, struct fl_err *err)
 {
 	const struct srv_config *cfg = ctx->cfg;
@@ -233,6 +242,8 @@ static int cmd_serve(struct srv_config *cfg)
 		goto fail;
 	}
 	cat_db_on_stage(ctx.db, srv_metrics_stage, ctx.metrics);
+	cat_db_set_metadata_inline(ctx.db, (size_t)cfg->metadata_inline_max_bytes, warehouse_io,
+	                           &ctx);
 	if (cat_db_notify_all(ctx.db) != 0)
 		fl_warn(NULL, "could not tell other replicas to drop their cached tables");
 	if (srv_httpd_start(&ctx, &httpd, &port, &err) != 0 ||

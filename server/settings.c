@@ -31,6 +31,8 @@ static const struct fl_setting srv_settings[] = {
 	 "PostgreSQL connections in the pool"},
 	{"table-cache-bytes", FL_SET_INT, "268435456", 0, 68719476736, NULL, "FLOE_TABLE_CACHE_BYTES", OFF(table_cache_bytes),
 	 "memory for cached loadTable and loadView metadata, in bytes (0 = no cache)"},
+	{"metadata-inline-max-bytes", FL_SET_INT, "262144", 0, 1073741824, NULL, "FLOE_METADATA_INLINE_MAX_BYTES", OFF(metadata_inline_max_bytes),
+	 "largest table metadata kept in PostgreSQL beside its row; larger is read from its file"},
 	{"max-body-bytes", FL_SET_INT, "8388608", 1024, 1073741824, NULL, "FLOE_MAX_BODY_BYTES", OFF(max_body_bytes),
 	 "largest accepted request body"},
 	{"max-json-depth", FL_SET_INT, "64", 4, 1000, NULL, "FLOE_MAX_JSON_DEPTH", OFF(max_json_depth),

@@ -56,6 +56,7 @@ struct srv_config {
 	int64_t oidc_jwks_refresh;
 	int64_t auth_cache_ttl;
 	int64_t table_cache_bytes;
+	int64_t metadata_inline_max_bytes;
 	int64_t auth_max_failures;
 	char *bootstrap_client_id;
 	char *bootstrap_client_secret;

@@ -363,18 +363,22 @@ run_pass()
 	integration_tests "$dir" "$name"
 }
 
-# The sanitizer pass's tests, on a build-asan/ built already. $1 = build dir.
+# The sanitizer pass's tests, on a build-asan/ built already. $1 = build dir. Its daemons
+# and commands keep no table's metadata in PostgreSQL (--metadata-inline-max-bytes 0, given
+# to them by the harness): every read of a table's document reads its file, through the same
+# tests that the main pass runs with documents stored beside their rows.
 asan_tests()
 {
 	local files
 	export ASAN_OPTIONS="detect_leaks=1"
 	export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
+	export FLOE_TEST_CHILD_METADATA_INLINE_MAX_BYTES=0
 	UNIT_TIMEOUT_MULTIPLIER=3
 	section "unit tests (asan)"
 	unit_tests "$1" asan
 	mapfile -t files < <(integration_files_except "${ASAN_SKIP[@]}")
 	integration_tests "$1" asan "${files[@]}"
-	unset ASAN_OPTIONS UBSAN_OPTIONS UNIT_TIMEOUT_MULTIPLIER
+	unset ASAN_OPTIONS UBSAN_OPTIONS UNIT_TIMEOUT_MULTIPLIER FLOE_TEST_CHILD_METADATA_INLINE_MAX_BYTES
 }
 
 # The compile steps that overlap the tests (see the header), run by background_start in a

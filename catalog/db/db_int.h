@@ -63,6 +63,12 @@ struct cat_db {
 	struct cat_gates *gates; /* likewise */
 	cat_stage_fn on_stage; /* commit stage timings; may be NULL */
 	void *on_stage_arg;
+	/* Table metadata stored in the row only up to inline_max bytes; larger
+	 * is read from its file (at most read_max bytes, what the column could
+	 * hold) through storage_fn (cat_db_set_metadata_inline). */
+	size_t inline_max, read_max;
+	cat_storage_fn storage_fn;
+	void *storage_arg;
 	/* loadTable misses read together (table.c) */
 	pthread_mutex_t load_mu;
 	pthread_cond_t load_cv; /* a request queued, or stopping */
@@ -389,7 +395,9 @@ void cat_row_free(struct cat_row *row);
 
 /* Locks the table row FOR UPDATE; 1 = found, 0 = absent, -1 = error.
  * With known_location (NULL = none), row->metadata is left NULL (and not
- * sent) when the row still points there, as in cat_row_read. */
+ * sent) when the row still points there, as in cat_row_read.  It is NULL
+ * too when PostgreSQL does not keep the document (larger than the inline
+ * limit): cat_row_text then reads it. */
 int cat_row_lock(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns, const char *name,
                  const char *known_location, struct cat_row *row, struct fl_err *err);
 
@@ -403,6 +411,17 @@ int cat_row_read(struct cat_conn *c, const char *wh_id, const struct cat_ns *ns,
  * first one carries its BEGIN and deferred claim in the same round trip. */
 int cat_row_read_tx(struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns, const char *name,
                     const char *known_location, struct cat_row *row, struct fl_err *err);
+
+/* Gives a table row read without its text the text of its metadata file,
+ * unless the row still points at known_location (the caller's version). */
+int cat_row_text(struct cat_db *db, const struct cat_warehouse *wh, struct cat_row *row,
+                 const char *known_location, struct fl_err *err) FL_MUST_CHECK;
+
+/* cat_metadata_file_text for a warehouse known by name (read with tx,
+ * or on a connection of the pool when tx is NULL). */
+int cat_file_text_by_name(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
+                          const char *mloc, char **text, size_t *len,
+                          struct fl_err *err) FL_MUST_CHECK;
 
 /* The row of a view, locked FOR UPDATE when lock is set: 0 = found, -1 =
  * error (FL_ERR_NO_SUCH_VIEW or _NAMESPACE when absent). */

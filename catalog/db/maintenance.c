@@ -13,6 +13,7 @@
 
 #include "db_int.h"
 #include "json.h"
+#include "log.h"
 #include "maintenance.h"
 
 #define TS(col) "to_char(" col " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
@@ -43,6 +44,78 @@ static const char policy_refresh_sql[] =
         " ON CONFLICT (table_id) DO UPDATE SET version = excluded.version, props = excluded.props"
         "   WHERE p.version < excluded.version";
 
+/* The same for tables whose metadata only its file holds (larger than the
+ * inline limit): up to 64 of them a pass, their files read here, without
+ * holding a connection meanwhile.  A file that cannot be read leaves the
+ * table's note as it was, for the next pass. */
+static const char policy_files_sql[] =
+        "SELECT t.id, t.version, w.name, t.metadata_location"
+        " FROM table_entry t JOIN warehouse w ON w.id = t.warehouse_id"
+        " LEFT JOIN table_maintenance_policy q ON q.table_id = t.id"
+        " WHERE t.kind = 'TABLE' AND t.metadata IS NULL"
+        "   AND (q.table_id IS NULL OR q.version <> t.version)"
+        " ORDER BY t.id LIMIT 64";
+static const char policy_note_sql[] =
+        "INSERT INTO table_maintenance_policy AS p (table_id, version, props)"
+        " VALUES ($1::uuid, $2::bigint, $3::jsonb)"
+        " ON CONFLICT (table_id) DO UPDATE SET version = excluded.version, props = excluded.props"
+        "   WHERE p.version < excluded.version";
+
+/* The floe.maintenance.* properties of a metadata text, as JSON text (NULL
+ * when it names none).  *bad when the text is not a JSON object. */
+static char *maintenance_props(const char *text, size_t len, bool *bad)
+{
+	json_t *doc = json_loadb(text, len, 0, NULL), *props = json_object(), *v;
+	const char *k;
+	char *out = NULL;
+
+	*bad = doc == NULL || !json_is_object(doc);
+	json_object_foreach(json_object_get(doc, "properties"), k, v)
+	{
+		if (strncmp(k, "floe.maintenance.", 17) == 0)
+			json_object_set(props, k, v);
+	}
+	if (props != NULL && json_object_size(props) > 0)
+		out = json_dumps(props, JSON_COMPACT);
+	json_decref(props);
+	json_decref(doc);
+	return out;
+}
+
+static void refresh_file_policies(struct cat_db *db)
+{
+	struct fl_err err = {0};
+	struct cat_conn *c;
+	PGresult *r = NULL;
+
+	if (cat_conn_get(db, &c, &err) == 0) {
+		r = cat_exec(c, policy_files_sql, 0, NULL, &err);
+		cat_conn_put(db, c);
+	}
+	for (int i = 0; r != NULL && i < PQntuples(r); i++) {
+		char *text = NULL, *props;
+		size_t len = 0;
+		bool bad;
+
+		if (cat_file_text_by_name(db, NULL, PQgetvalue(r, i, 2), PQgetvalue(r, i, 3), &text,
+		                          &len, &err) != 0) {
+			fl_warn(NULL, "maintenance policy of table %s: %s", PQgetvalue(r, i, 0),
+			        err.msg);
+			continue;
+		}
+		props = maintenance_props(text, len, &bad);
+		free(text);
+		if (!bad && cat_conn_get(db, &c, &err) == 0) {
+			const char *params[3] = {PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), props};
+
+			PQclear(cat_exec(c, policy_note_sql, 3, params, &err));
+			cat_conn_put(db, c);
+		}
+		free(props);
+	}
+	PQclear(r);
+}
+
 int cat_maint_schedule_due(struct cat_db *db, int limit, int *added, struct fl_err *err)
 {
 	char lim[16];
@@ -53,6 +126,7 @@ int cat_maint_schedule_due(struct cat_db *db, int limit, int *added, struct fl_e
 
 	*added = 0;
 	snprintf(lim, sizeof(lim), "%d", limit);
+	refresh_file_policies(db);
 	if (cat_conn_get(db, &c, err) != 0)
 		return -1;
 	r = cat_exec(c, policy_refresh_sql, 0, NULL, err);

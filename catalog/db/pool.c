@@ -268,6 +268,8 @@ static int db_open(const char *conninfo, int size, bool defer, struct cat_db **o
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	}
 	db->size = size;
+	db->inline_max = CAT_INLINE_DEFAULT;
+	db->read_max = (size_t)1 << 30; /* as large as the column could hold */
 	db->bases = cat_base_cache_new(); /* NULL: commits go without it */
 	db->gates = cat_gates_new(); /* likewise */
 	pthread_mutex_init(&db->mu, NULL);
@@ -349,6 +351,19 @@ void cat_db_on_stage(struct cat_db *db, cat_stage_fn fn, void *arg)
 {
 	db->on_stage_arg = arg;
 	db->on_stage = fn;
+}
+
+void cat_db_set_metadata_inline(struct cat_db *db, size_t max_inline, cat_storage_fn storage_fn,
+                                void *arg)
+{
+	db->inline_max = max_inline;
+	db->storage_fn = storage_fn;
+	db->storage_arg = arg;
+}
+
+const char *cat_db_inline_text(const struct cat_db *db, const char *text)
+{
+	return text != NULL && strnlen(text, db->inline_max + 1) > db->inline_max ? NULL : text;
 }
 
 void cat_stage_done(struct cat_db *db, enum cat_stage stage, int64_t *t0)

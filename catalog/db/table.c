@@ -5,13 +5,16 @@
  *
  * A table row carries its current metadata JSON beside its location, so
  * loadTable is one indexed read (namespace by levels, then table by name)
- * and never touches object storage. */
+ * and never touches object storage; except a document larger than the
+ * inline limit (cat_db_set_metadata_inline), which only its file holds:
+ * a read that misses the cache then reads that file. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
 #include "db_int.h"
+#include "io/io.h"
 #include "json.h"
 
 void cat_row_free(struct cat_row *row)
@@ -53,8 +56,9 @@ static int row_select_in(struct cat_conn *c, struct cat_tx *tx, const char *sql,
 		row->metadata = dup_or_null(r, 0, 3);
 		row->location = dup_or_null(r, 0, 4);
 		row->version = cat_i64(PQgetvalue(r, 0, 5));
-		if ((row->metadata == NULL && known_location == NULL) ||
-		    row->metadata_location == NULL || row->location == NULL) {
+		/* metadata is NULL for a version the caller holds (known_location)
+		 * and for a document only its file holds (cat_row_text). */
+		if (row->metadata_location == NULL || row->location == NULL) {
 			PQclear(r);
 			cat_row_free(row);
 			return fl_err_set(err, FL_ERR_INTERNAL, "table row is incomplete");
@@ -107,6 +111,73 @@ int cat_row_read_tx(struct cat_tx *tx, const char *wh_id, const struct cat_ns *n
 {
 	return row_select_in(NULL, tx, row_sql[0][known_location != NULL], wh_id, ns, name,
 	                     known_location, row, err);
+}
+
+int cat_metadata_file_text(struct cat_db *db, const struct cat_warehouse *wh,
+                           const char *metadata_location, char **out, size_t *len,
+                           struct fl_err *err)
+{
+	struct cat_warehouse own;
+	const struct cat_warehouse *w = wh;
+	int rc;
+
+	if (wh->io == NULL) {
+		own = *wh;
+		if ((db->storage_fn != NULL ? db->storage_fn(db->storage_arg, &own, err)
+		                            : st_io_open(&own.profile, &own.io, err)) != 0)
+			return fl_err_prefix(err, "warehouse '%.200s'", wh->name);
+		w = &own;
+	}
+	rc = st_io_read(w->io, metadata_location, db->read_max, out, len, err);
+	if (w == &own)
+		st_io_release(own.io);
+	if (rc == 0)
+		return 0;
+	/* The file a row names exists before the row names it: gone, it is
+	 * the catalog's fault, not the client's (a 404 would say "no table"). */
+	if (err->kind == FL_ERR_NOT_FOUND)
+		err->kind = FL_ERR_INTERNAL;
+	return fl_err_prefix(err, "the table's metadata file %.300s", metadata_location);
+}
+
+int cat_row_text(struct cat_db *db, const struct cat_warehouse *wh, struct cat_row *row,
+                 const char *known_location, struct fl_err *err)
+{
+	size_t n;
+
+	if (row->metadata != NULL ||
+	    (known_location != NULL && strcmp(known_location, row->metadata_location) == 0))
+		return 0;
+	return cat_metadata_file_text(db, wh, row->metadata_location, &row->metadata, &n, err);
+}
+
+int cat_file_text_by_name(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
+                          const char *mloc, char **text, size_t *len, struct fl_err *err)
+{
+	struct cat_warehouse wh;
+
+	if (cat_warehouse_get(db, tx, wh_name, &wh, err) != 0)
+		return -1;
+	return cat_metadata_file_text(db, &wh, mloc, text, len, err);
+}
+
+/* The shared bytes of a row read by warehouse name whose text only its
+ * file holds. */
+static struct cat_shared *shared_from_file(struct cat_db *db, struct cat_tx *tx,
+                                           const char *wh_name, const char *mloc,
+                                           struct fl_err *err)
+{
+	struct cat_shared *sh = NULL;
+	char *text = NULL;
+	size_t len = 0;
+
+	if (cat_file_text_by_name(db, tx, wh_name, mloc, &text, &len, err) != 0)
+		return NULL;
+	sh = cat_shared_new(mloc, text, len);
+	free(text);
+	if (sh == NULL)
+		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	return sh;
 }
 
 static void stat_text(int64_t v, char *buf, size_t cap, const char **out)
@@ -742,8 +813,12 @@ static void load_batch(struct cat_db *db, struct cat_load_wait **w, int n, bool 
 			continue;
 		i = slot[k];
 		x = w[i];
-		x->sh = cat_shared_new(PQgetvalue(r, j, 1), PQgetvalue(r, j, 2),
-		                       (size_t)PQgetlength(r, j, 2));
+		/* A document only its file holds is read here, the connection
+		 * back in the pool; one that cannot be is read again alone. */
+		x->sh = PQgetisnull(r, j, 2)
+		                ? shared_from_file(db, NULL, x->wh, PQgetvalue(r, j, 1), &err)
+		                : cat_shared_new(PQgetvalue(r, j, 1), PQgetvalue(r, j, 2),
+		                                 (size_t)PQgetlength(r, j, 2));
 		if (x->sh == NULL)
 			continue;
 		cat_shared_row(x->sh, PQgetvalue(r, j, 4), PQgetvalue(r, j, 6),
@@ -962,6 +1037,23 @@ bool cat_table_cached(struct cat_db *db, const char *wh_name, const struct cat_n
 static const char load_table_sql[] = LOAD_SQL("TABLE");
 static const char load_view_sql[] = LOAD_SQL("VIEW");
 
+/* What load_shared notes of a row whose text only its file holds. */
+struct file_row {
+	char *mloc;
+	char id[40], ns_id[24], type[16];
+	int64_t version;
+};
+
+static int file_row(PGresult *r, struct file_row *f, struct fl_err *err)
+{
+	snprintf(f->id, sizeof(f->id), "%s", PQgetvalue(r, 0, 3));
+	snprintf(f->ns_id, sizeof(f->ns_id), "%s", PQgetvalue(r, 0, 5));
+	snprintf(f->type, sizeof(f->type), "%s", PQgetvalue(r, 0, 2));
+	f->version = cat_i64(PQgetvalue(r, 0, 4));
+	f->mloc = strdup(PQgetvalue(r, 0, 0));
+	return f->mloc != NULL ? 0 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+}
+
 /* The row of a table (view false) or view as shared bytes: from the
  * cache, a batch of misses (tables only: views are loaded far less often)
  * or a read of its own (see cat_table_load). */
@@ -972,6 +1064,7 @@ static int load_shared(struct cat_db *db, struct cat_tx *tx, const char *wh_name
 	char *arr = NULL, *key = NULL;
 	size_t key_len = 0;
 	unsigned long gen = 0;
+	struct file_row later = {0};
 	struct cat_scope sc;
 	PGresult *r = NULL;
 	int rc = -1;
@@ -1016,6 +1109,11 @@ static int load_shared(struct cat_db *db, struct cat_tx *tx, const char *wh_name
 		PQclear(w);
 		goto out;
 	}
+	if (PQgetisnull(r, 0, 1)) {
+		/* Only its file holds it: read once the connection is back. */
+		rc = file_row(r, &later, err);
+		goto out;
+	}
 	*sh = cat_shared_new(PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1),
 	                     (size_t)PQgetlength(r, 0, 1));
 	if (*sh == NULL) {
@@ -1030,8 +1128,20 @@ static int load_shared(struct cat_db *db, struct cat_tx *tx, const char *wh_name
 out:
 	PQclear(r);
 	free(arr);
-	free(key);
 	(void)cat_scope_end(&sc, true, err);
+	if (rc == 0 && later.mloc != NULL) {
+		*sh = shared_from_file(db, tx, wh_name, later.mloc, err);
+		rc = *sh != NULL ? 0 : -1;
+		if (rc == 0) {
+			cat_shared_row(*sh, later.id, later.ns_id, later.version);
+			snprintf(storage_type, 16, "%s", later.type);
+			if (key != NULL)
+				cat_cache_put(db->cache, gen, key, key_len, later.id, *sh,
+				              storage_type);
+		}
+	}
+	free(later.mloc);
+	free(key);
 	return rc;
 }
 

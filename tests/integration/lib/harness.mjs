@@ -257,9 +257,16 @@ export async function freshDatabase(tag = 'db') {
   return { name, url: withDatabase(url, name), drop: () => { handle.killSync(); live.delete(handle); } };
 }
 
+// A floe child sees none of this process's FLOE_* settings, except those
+// given as FLOE_TEST_CHILD_<NAME>, which it gets as FLOE_<NAME> (a whole
+// suite run under one setting: tests/run.sh runs the table suites again with
+// FLOE_TEST_CHILD_METADATA_INLINE_MAX_BYTES=0); a test's own env wins.
 function childEnv(extra) {
   const env = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('FLOE_')) env[k] = v;
+  for (const [k, v] of Object.entries(process.env)) {
+    if (k.startsWith('FLOE_TEST_CHILD_')) env[`FLOE_${k.slice('FLOE_TEST_CHILD_'.length)}`] = v;
+    else if (!k.startsWith('FLOE_')) env[k] = v;
+  }
   return { ...env, ...extra };
 }
 

@@ -17,6 +17,7 @@ import { parse, sum } from '../lib/prom.mjs';
 import { startCatalog, call, tablePath, createBody, appendCommit } from './lib.mjs';
 import { ingest, show, tmpDir } from '../ingest/lib.mjs';
 import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
 
 const NS = ['repl'];
 const COMMITS = 60;
@@ -189,6 +190,8 @@ test('a replica that starts tells the others to drop their cached tables', async
   const first = await call(b.baseUrl, 'GET', path, { expect: 200 }); // now cached on B
   assert.equal(first.json['metadata-location'], created['metadata-location']);
   const moved = created['metadata-location'].replace(/\.metadata\.json$/, '-moved.metadata.json');
+  // the moved row's file exists (a row whose document only its file holds is read from it)
+  fs.copyFileSync(fileURLToPath(created['metadata-location']), fileURLToPath(moved));
   psql(a.dbUrl, `UPDATE table_entry SET metadata_location = '${moved}', version = version + 1 WHERE name = '${name}'`);
   const stale = await call(b.baseUrl, 'GET', path, { expect: 200 });
   assert.equal(stale.json['metadata-location'], created['metadata-location'], 'B still serves its cached entry (no notification was sent)');
