@@ -53,6 +53,10 @@ struct cat_cache_stats {
 	 * loads queued or being read now (parked connections included). */
 	unsigned long batch_reads, batch_loads;
 	size_t loads_waiting;
+	/* Table documents read from their files because the rows do not keep
+	 * them (metadata-inline-max-bytes), and their bytes: set with or
+	 * without the cache. */
+	unsigned long file_reads, file_read_bytes;
 };
 void cat_db_cache_stats(struct cat_db *db, struct cat_cache_stats *st);
 

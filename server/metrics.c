@@ -551,10 +551,17 @@ int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx, struct fl_buf
 		        "# TYPE floe_table_cache_batch_loads_total counter\nfloe_table_cache_batch_loads_total %lu\n"
 		        "# HELP floe_table_cache_loads_waiting Loads queued for a batched read or being read"
 		        " (parked connections included).\n"
-		        "# TYPE floe_table_cache_loads_waiting gauge\nfloe_table_cache_loads_waiting %zu\n",
+		        "# TYPE floe_table_cache_loads_waiting gauge\nfloe_table_cache_loads_waiting %zu\n"
+		        "# HELP floe_metadata_file_reads_total Table metadata read from its file because"
+		        " PostgreSQL does not keep it (larger than metadata-inline-max-bytes): loads"
+		        " that missed the cache, commits, replays, maintenance.\n"
+		        "# TYPE floe_metadata_file_reads_total counter\nfloe_metadata_file_reads_total %lu\n"
+		        "# HELP floe_metadata_file_read_bytes_total Bytes of those reads.\n"
+		        "# TYPE floe_metadata_file_read_bytes_total counter\n"
+		        "floe_metadata_file_read_bytes_total %lu\n",
 		        cs.hits, cs.misses, cs.evictions, cs.bytes, cs.max_bytes, cs.entries,
 		        cs.notifications, cs.listening ? 1 : 0, cs.batch_reads, cs.batch_loads,
-		        cs.loads_waiting);
+		        cs.loads_waiting, cs.file_reads, cs.file_read_bytes);
 	}
 	rc |= render_signals(ctx, out);
 	rc |= render_maintenance(ctx, out);

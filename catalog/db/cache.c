@@ -668,6 +668,8 @@ void cat_db_cache_stats(struct cat_db *db, struct cat_cache_stats *st)
 	struct cat_cache *c = db->cache;
 
 	memset(st, 0, sizeof(*st));
+	st->file_reads = atomic_load(&db->file_reads);
+	st->file_read_bytes = atomic_load(&db->file_read_bytes);
 	if (c == NULL)
 		return;
 	pthread_mutex_lock(&db->load_mu);

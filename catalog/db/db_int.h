@@ -69,6 +69,7 @@ struct cat_db {
 	size_t inline_max, read_max;
 	cat_storage_fn storage_fn;
 	void *storage_arg;
+	atomic_ulong file_reads, file_read_bytes; /* documents read that way */
 	/* loadTable misses read together (table.c) */
 	pthread_mutex_t load_mu;
 	pthread_cond_t load_cv; /* a request queued, or stopping */

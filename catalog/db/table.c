@@ -131,8 +131,11 @@ int cat_metadata_file_text(struct cat_db *db, const struct cat_warehouse *wh,
 	rc = st_io_read(w->io, metadata_location, db->read_max, out, len, err);
 	if (w == &own)
 		st_io_release(own.io);
-	if (rc == 0)
+	if (rc == 0) {
+		atomic_fetch_add(&db->file_reads, 1);
+		atomic_fetch_add(&db->file_read_bytes, (unsigned long)*len);
 		return 0;
+	}
 	/* The file a row names exists before the row names it: gone, it is
 	 * the catalog's fault, not the client's (a 404 would say "no table"). */
 	if (err->kind == FL_ERR_NOT_FOUND)

@@ -15,6 +15,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { request, startFloe, psql, waitFor } from '../lib/harness.mjs';
+import { parse, sum } from '../lib/prom.mjs';
 import { startCatalog, call, tablePath, createBody, appendCommit, assertError, localPath, uuidv7 } from './lib.mjs';
 
 const NS = ['inl'];
@@ -25,7 +26,8 @@ let b;
 
 before(async () => {
   a = await startCatalog('tbl_inline', { args });
-  b = await startFloe({ databaseUrl: a.dbUrl, args });
+  // B schedules no maintenance, so its file reads are the requests' alone (counted below).
+  b = await startFloe({ databaseUrl: a.dbUrl, args: ['--metadata-inline-max-bytes', String(LIMIT), '--maintenance-workers', '0'] });
   await call(a.base, 'POST', `${a.p}/namespaces`, { body: { namespace: NS }, expect: 200 });
 });
 
@@ -68,14 +70,24 @@ test('a document larger than the limit lives only in its file; another replica l
   assert.equal(row(name).stored, true, 'a new table keeps its document in the row');
   const meta = await grow(a.base, name);
 
-  // B has never cached it: its load is a miss, read from the file.
+  // B has never cached it: its load is a miss, read from the file (counted in /metrics).
+  const fileReads = async (base) => {
+    const m = parse((await request(base, 'GET', '/metrics')).text);
+    return [sum(m, 'floe_metadata_file_reads_total'), sum(m, 'floe_metadata_file_read_bytes_total')];
+  };
+  const [r0, b0] = await fileReads(b.baseUrl);
   const onB = await call(b.baseUrl, 'GET', path, { expect: 200 });
+  const [r1, b1] = await fileReads(b.baseUrl);
   const onA = await call(a.base, 'GET', path, { expect: 200 });
   const loc = row(name).loc;
   assert.equal(onB.json['metadata-location'], loc);
   assert.equal(onB.headers.etag, onA.headers.etag, 'the same version has the same ETag on both');
   assert.deepEqual(onB.json.metadata, JSON.parse(fs.readFileSync(localPath(loc), 'utf8')), 'B serves the file');
   assert.deepEqual(onB.json.metadata, meta);
+  assert.equal(r1 - r0, 1, 'one file read for the miss');
+  assert.equal(b1 - b0, fileSize(loc), 'of the whole file');
+  await call(b.baseUrl, 'GET', path, { expect: 200 });
+  assert.equal((await fileReads(b.baseUrl))[0], r1, 'the next load is a hit: no file read');
   const notModified = await request(b.baseUrl, 'GET', path, { headers: { 'If-None-Match': onB.headers.etag } });
   assert.equal(notModified.status, 304);
 
