@@ -1542,8 +1542,6 @@ int cat_table_append_tx(struct cat_db *db, struct cat_tx *tx, const struct cat_w
 	                     err);
 	if (found > 0)
 		cat_stage_done(db, CAT_STAGE_LOCK, &t0);
-	if (found > 0 && cat_row_text(db, wh, &row, known ? known->location : NULL, err) != 0)
-		goto out;
 	if (found <= 0) {
 		if (found == 0 &&
 		    cat_namespace_id(sc.c, wh->id, &ch->ns, nsid, sizeof(nsid), err) == 0)
@@ -1551,6 +1549,8 @@ int cat_table_append_tx(struct cat_db *db, struct cat_tx *tx, const struct cat_w
 			           table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
 		goto out;
 	}
+	if (cat_row_text(db, wh, &row, known ? known->location : NULL, err) != 0)
+		goto out;
 	if (row.metadata == NULL) {
 		/* Still the version the caller read: its text (for the row's
 		 * uses below) and its parsed document are reused. */

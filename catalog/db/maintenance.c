@@ -31,8 +31,12 @@ static int nomem(struct fl_err *err)
  * same tables: the newer version stays, and both insert in the order of
  * the tables' ids, so that neither waits for a row the other will wait
  * for (a deadlock). */
-static const char policy_refresh_sql[] =
-        "INSERT INTO table_maintenance_policy AS p (table_id, version, props)"
+#define POLICY_INSERT "INSERT INTO table_maintenance_policy AS p (table_id, version, props)"
+/* A note is replaced only by one of a newer version. */
+#define POLICY_UPSERT                                                                              \
+	" ON CONFLICT (table_id) DO UPDATE SET version = excluded.version, props = excluded.props" \
+	"   WHERE p.version < excluded.version"
+static const char policy_refresh_sql[] = POLICY_INSERT
         " SELECT t.id, t.version, CASE WHEN t.metadata LIKE '%floe.maintenance.%' THEN"
         "   (SELECT jsonb_object_agg(e.key, e.value)"
         "    FROM jsonb_each((t.metadata::jsonb)->'properties') e"
@@ -40,9 +44,7 @@ static const char policy_refresh_sql[] =
         " FROM table_entry t LEFT JOIN table_maintenance_policy q ON q.table_id = t.id"
         " WHERE t.kind = 'TABLE' AND t.metadata IS NOT NULL"
         "   AND (q.table_id IS NULL OR q.version <> t.version)"
-        " ORDER BY t.id"
-        " ON CONFLICT (table_id) DO UPDATE SET version = excluded.version, props = excluded.props"
-        "   WHERE p.version < excluded.version";
+        " ORDER BY t.id" POLICY_UPSERT;
 
 /* The same for tables whose metadata only its file holds (larger than the
  * inline limit): up to 64 of them a pass, their files read here, without
@@ -56,10 +58,7 @@ static const char policy_files_sql[] =
         "   AND (q.table_id IS NULL OR q.version <> t.version)"
         " ORDER BY t.id LIMIT 64";
 static const char policy_note_sql[] =
-        "INSERT INTO table_maintenance_policy AS p (table_id, version, props)"
-        " VALUES ($1::uuid, $2::bigint, $3::jsonb)"
-        " ON CONFLICT (table_id) DO UPDATE SET version = excluded.version, props = excluded.props"
-        "   WHERE p.version < excluded.version";
+        POLICY_INSERT " VALUES ($1::uuid, $2::bigint, $3::jsonb)" POLICY_UPSERT;
 
 /* The floe.maintenance.* properties of a metadata text, as JSON text (NULL
  * when it names none).  *bad when the text is not a JSON object. */
