@@ -259,8 +259,8 @@ export async function freshDatabase(tag = 'db') {
 
 // A floe child sees none of this process's FLOE_* settings, except those
 // given as FLOE_TEST_CHILD_<NAME>, which it gets as FLOE_<NAME> (a whole
-// suite run under one setting: tests/run.sh runs the table suites again with
-// FLOE_TEST_CHILD_METADATA_INLINE_MAX_BYTES=0); a test's own env wins.
+// suite run under one setting: tests/run.sh's sanitizer pass runs every file
+// with FLOE_TEST_CHILD_METADATA_INLINE_MAX_BYTES=0); a test's own env wins.
 function childEnv(extra) {
   const env = {};
   for (const [k, v] of Object.entries(process.env)) {
