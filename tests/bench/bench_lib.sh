@@ -16,6 +16,10 @@
 #   bench_floe_stop, bench_stop_pid PID
 #   bench_env_line           one line: cores, load averages, PostgreSQL durability settings
 #   bench_build_c OUT SRC... cc -O2 into $BT
+#   bench_fs_line            one line: what creating a file costs here now (create_probe.c)
+# BENCH_TRASH=DIR (run_all.sh sets it): at exit the run's directories are moved into DIR, on
+# the same filesystem, instead of deleted, so that the deletion cannot tax the next run's
+# file creations (see create_probe.c); whoever set it deletes DIR when every run is done.
 # Every server binds 127.0.0.1 only. Nothing here decides that a figure is "too slow".
 
 bench_repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -70,9 +74,17 @@ bench_cleanup()
 		bench_stop_pid "$pid"
 	done
 	bench_stop_pid "$FLOE_PID"
-	pg_throwaway_stop
+	if [ -n "${BENCH_TRASH:-}" ]; then
+		local pgdir=${PGT_DIR:-}
+		PGT_KEEP=1 pg_throwaway_stop
+		[ -z "$pgdir" ] || mv "$pgdir" "$BENCH_TRASH/"
+	else
+		pg_throwaway_stop
+	fi
 	if [ "${BENCH_KEEP:-0}" = 1 ]; then
 		echo "$BENCH_NAME: kept $BT" >&2
+	elif [ -n "${BENCH_TRASH:-}" ]; then
+		mv "$BT" "$BENCH_TRASH/"
 	else
 		rm -rf "$BT"
 	fi
@@ -166,6 +178,14 @@ bench_env_line()
 	fi
 	echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min);" \
 		"${pg:-no PostgreSQL}"
+}
+
+bench_fs_line()
+{
+	local probe
+	bench_build_c create_probe "$bench_repo/tests/bench/create_probe.c"
+	probe=$("$BT/create_probe" "$BT/create-probe") || bench_die "create_probe failed"
+	echo "filesystem: ${probe#create_probe: } (O_TMPFILE + link; costlier minutes after many deletions, see create_probe.c)"
 }
 
 bench_load_line()

@@ -211,17 +211,22 @@ def main():
         lines += [
             "### Commits (`commit_bench.sh`, 16 PyIceberg-style writers, durable)",
             "",
-            "| figure | ratio | Floe commits/s | ceiling | Floe p50 / p99 ms | load avg (1 min) |",
-            "|---|---|---|---|---|---|",
+            "| figure | ratio | Floe commits/s | ceiling | Floe p50 / p99 ms | file create µs | load avg (1 min) |",
+            "|---|---|---|---|---|---|---|",
         ]
         loads = ", ".join(load_avg(t) for t in cm)
+        # create_probe's figure, printed before the runs: high when many files were deleted
+        # in the minutes before (see tests/bench/create_probe.c).
+        creates = ", ".join(
+            (re.findall(r"^filesystem: \d+ creates, ([\d.]+) us each", t, re.M) or ["?"])[0] for t in cm
+        )
         def commit_row(label, ratio_prefix, floe_label, ceiling_label, col, unit):
             f = [row(t, floe_label) for t in cm]
             ceil = [row(t, ceiling_label) for t in cm]
             return (
                 f"| {label} | **{span([ratio(t, ratio_prefix) for t in cm], '{:.3f}')}** | "
                 f"{span([m[0] for m in f if m], '{:,.0f}')} | {span([x[col] for x in ceil if x], '{:,.0f}')} {unit} | "
-                f"{span([m[3] for m in f if m], '{:.0f}')} / {span([m[4] for m in f if m], '{:.0f}')} | {loads} |"
+                f"{span([m[3] for m in f if m], '{:.0f}')} / {span([m[4] for m in f if m], '{:.0f}')} | {creates} | {loads} |"
             )
 
         lines.append(commit_row("1,000 tables ÷ `txn.sql`", "ratio floe/txn.sql", "floe, 1000 table(s), 16 clients",

@@ -74,6 +74,7 @@ node "$here/bench_client.mjs" create-tables --base "$BASE" --p "$P" --ns hot --c
 
 echo "== commit_bench: commits/s vs the PostgreSQL commit-path ceilings (same run) =="
 bench_env_line
+bench_fs_line
 echo "floe: $("$FLOE_BIN" version 2>/dev/null | head -n 1), serve flags: ${FLOE_SERVE_ARGS:-(defaults: --threads 0 --db-pool-size 20, i.e. 16 threads)}"
 echo "setup: $(jq -r '"\(.created) tables created in \(.seconds) s"' <<<"$created");" \
 	"$clients clients, ${seconds} s per run, Idempotency-Key on every commit: $([ "$idem" = 1 ] && echo yes || echo no)"

@@ -16,6 +16,12 @@ repo=$(cd "$here/../.." && pwd)
 runs=${BENCH_RUNS:-2}
 out=${BENCH_OUT:-$repo/build-bench/results/$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$out"
+# Each script's files are deleted only when every run is done: a deletion of tens of
+# thousands of files taxes the file creations of the minutes after it (create_probe.c), and
+# only Floe's side of a ratio creates files.
+BENCH_TRASH=$(mktemp -d "${TMPDIR:-/tmp}/floe-bench-trash.XXXXXX")
+export BENCH_TRASH
+trap 'rm -rf "$BENCH_TRASH"' EXIT
 
 for i in $(seq 1 "$runs"); do
 	echo "run_all: run $i/$runs: load_table_bench..." >&2
