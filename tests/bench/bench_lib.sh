@@ -16,7 +16,8 @@
 #   bench_floe_stop, bench_stop_pid PID
 #   bench_env_line           one line: cores, load averages, PostgreSQL durability settings
 #   bench_build_c OUT SRC... cc -O2 into $BT
-#   bench_fs_line            one line: what creating a file costs here now (create_probe.c)
+#   bench_fs_line            one line: what creating a file costs here now (create_probe.c),
+#                            for the scripts whose measured work creates files
 # BENCH_TRASH=DIR (run_all.sh sets it): at exit the run's directories are moved into DIR, on
 # the same filesystem, instead of deleted, so that the deletion cannot tax the next run's
 # file creations (see create_probe.c); whoever set it deletes DIR when every run is done.

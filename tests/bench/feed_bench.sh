@@ -44,6 +44,7 @@ bench_build_c gencsv "$SHARED/bench/gencsv.c"
 bench_pg_start || bench_die "could not start PostgreSQL"
 bench_floe_start --log-level=info
 bench_env_line
+bench_fs_line
 
 schema=$BENCH_GENCSV_SCHEMA
 curl -fsS -X POST -H 'Content-Type: application/json' -d '{"namespace":["fb"]}' \

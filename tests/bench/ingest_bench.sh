@@ -196,6 +196,7 @@ done
 
 echo "== ingest_bench: floe ingest vs DuckDB CSV -> zstd Parquet (same run, same file) =="
 bench_env_line
+bench_fs_line
 echo "floe: $("$FLOE_BIN" version 2>/dev/null | head -n 1), in process (--database-url), warehouse on $(df -T "$BT" | awk 'NR == 2 { print $2 }') ($BT)"
 echo
 

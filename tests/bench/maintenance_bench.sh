@@ -55,6 +55,7 @@ bench_pg_start || bench_die "could not start PostgreSQL"
 # No maintenance workers: the daemon must not touch the table while it is measured.
 bench_floe_start --log-level=info --maintenance-workers=0
 bench_env_line
+bench_fs_line
 
 curl -fsS -X POST -H 'Content-Type: application/json' -d '{"namespace":["mb"]}' \
 	"$BASE$P/namespaces" >/dev/null || bench_die "create namespace failed"

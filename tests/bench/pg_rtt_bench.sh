@@ -70,6 +70,7 @@ writer_p50()
 
 echo "== pg_rtt_bench: one writer's commit latency against the round trip to PostgreSQL =="
 bench_env_line
+bench_fs_line
 echo "floe: $("$FLOE_BIN" version 2>/dev/null | head -n 1); ${seconds} s per run; the writer talks to Floe directly, PostgreSQL is behind delay_proxy"
 echo
 printf '%-10s %9s %12s %14s %14s %12s %12s\n' "delay us" "RTT ms" "txn.sql ms" "floe keyed ms" "floe plain ms" "keyed/s" "plain/s"
