@@ -14,12 +14,16 @@
  *
  * In DIR (created; on the filesystem under test), [files] times (default
  * 2000): an unnamed file (O_TMPFILE) given a name, as Floe's file warehouse
- * creates each metadata file, without writing or syncing.  Prints one line:
- *   create_probe: N creates, X us each
+ * creates each metadata file, without writing or syncing; where the
+ * filesystem has no O_TMPFILE, a named file (O_CREAT | O_EXCL), Floe's
+ * fallback.  Prints one line:
+ *   create_probe: N creates, X us each[ (named files: no O_TMPFILE here)]
  * The files stay: deleting them would tax the next run.  Exits 1 when it
  * cannot create a file. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -38,6 +42,7 @@ int main(int argc, char **argv)
 {
 	char proc[64], name[32];
 	int dfd, fd, i, n;
+	bool named = false;
 	double t0;
 
 	if (argc < 2 || argc > 3) {
@@ -56,20 +61,25 @@ int main(int argc, char **argv)
 	}
 	t0 = now_us();
 	for (i = 0; i < n; i++) {
-		fd = openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+		snprintf(name, sizeof(name), "p%07d", i);
+		fd = named ? -1 : openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+		if (fd < 0 && !named && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL))
+			named = true;
+		if (named)
+			fd = openat(dfd, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
 		if (fd < 0) {
-			perror("create_probe: O_TMPFILE");
+			perror(named ? "create_probe: O_CREAT" : "create_probe: O_TMPFILE");
 			return 1;
 		}
 		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-		snprintf(name, sizeof(name), "p%07d", i);
-		if (linkat(AT_FDCWD, proc, dfd, name, AT_SYMLINK_FOLLOW) != 0) {
+		if (!named && linkat(AT_FDCWD, proc, dfd, name, AT_SYMLINK_FOLLOW) != 0) {
 			perror("create_probe: linkat");
 			return 1;
 		}
 		close(fd);
 	}
-	printf("create_probe: %d creates, %.1f us each\n", n, (now_us() - t0) / n);
+	printf("create_probe: %d creates, %.1f us each%s\n", n, (now_us() - t0) / n,
+	       named ? " (named files: no O_TMPFILE here)" : "");
 	close(dfd);
 	return 0;
 }
