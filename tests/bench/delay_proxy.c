@@ -3,14 +3,17 @@
  * arrived, in each direction, in order, so a request and its answer take
  * one round trip of 2 x DELAY_US more than they would directly.
  *
- *   delay_proxy LISTEN_PORT TARGET_PORT DELAY_US
+ *   delay_proxy LISTEN_PORT TARGET_PORT DELAY_US [MBIT]
  *
  * Listens on 127.0.0.1:LISTEN_PORT, prints "ready" once it does, and
  * connects each client to 127.0.0.1:TARGET_PORT.  Each direction of a
  * connection has a reader thread, which stamps each chunk with the time it
  * is due, and a writer thread, which sleeps until then (clock_nanosleep,
  * absolute) and sends it: chunks that arrive together leave together, as
- * they would over a link with that latency (no bandwidth limit).  The
+ * they would over a link with that latency.  With MBIT (megabits per
+ * second, > 0) each direction is also one link of that rate shared by every
+ * connection: a chunk leaves the link when the bytes queued before it have,
+ * plus its own bytes' time on the wire, then arrives DELAY_US later.  The
  * benchmark's tool (pg_rtt_bench.sh), not part of Floe. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -34,6 +37,7 @@ struct chunk {
 
 struct pipe_dir {
 	int from, to;
+	int dir; /* 0 = client to server, 1 = back */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct chunk *head, *tail;
@@ -42,6 +46,33 @@ struct pipe_dir {
 
 static long delay_ns;
 static int target_port;
+static double ns_per_byte; /* 0 = no bandwidth limit */
+static pthread_mutex_t link_mu = PTHREAD_MUTEX_INITIALIZER;
+static long long link_free[2]; /* ns: when each direction's link is idle again */
+
+static long long mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* When n bytes of direction dir that arrive now reach the other side. */
+static long long due_ns(int dir, size_t n)
+{
+	long long t = mono_ns();
+
+	if (ns_per_byte > 0) {
+		pthread_mutex_lock(&link_mu);
+		if (link_free[dir] > t)
+			t = link_free[dir];
+		t += (long long)(ns_per_byte * (double)n);
+		link_free[dir] = t;
+		pthread_mutex_unlock(&link_mu);
+	}
+	return t + delay_ns;
+}
 
 static void *reader(void *arg)
 {
@@ -54,10 +85,10 @@ static void *reader(void *arg)
 
 		if (n <= 0 || (c = malloc(sizeof(*c) + (size_t)n)) == NULL)
 			break;
-		clock_gettime(CLOCK_MONOTONIC, &c->due);
-		c->due.tv_nsec += delay_ns;
-		c->due.tv_sec += c->due.tv_nsec / 1000000000L;
-		c->due.tv_nsec %= 1000000000L;
+		long long due = due_ns(p->dir, (size_t)n);
+
+		c->due.tv_sec = (time_t)(due / 1000000000LL);
+		c->due.tv_nsec = (long)(due % 1000000000LL);
 		c->n = (size_t)n;
 		c->next = NULL;
 		memcpy(c->data, buf, (size_t)n);
@@ -132,6 +163,7 @@ static void *conn_main(void *arg)
 	d[0].to = server;
 	d[1].from = server;
 	d[1].to = client;
+	d[1].dir = 1;
 	for (int i = 0; i < 2; i++) {
 		pthread_mutex_init(&d[i].mu, NULL);
 		pthread_cond_init(&d[i].cv, NULL);
@@ -150,12 +182,14 @@ int main(int argc, char **argv)
 	struct sockaddr_in a = {.sin_family = AF_INET};
 	int s, one = 1;
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: delay_proxy LISTEN_PORT TARGET_PORT DELAY_US\n");
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: delay_proxy LISTEN_PORT TARGET_PORT DELAY_US [MBIT]\n");
 		return 2;
 	}
 	target_port = atoi(argv[2]);
 	delay_ns = atol(argv[3]) * 1000L;
+	if (argc == 5 && atof(argv[4]) > 0)
+		ns_per_byte = 8000.0 / atof(argv[4]); /* 8 bits at MBIT per microsecond */
 	a.sin_port = htons((uint16_t)atoi(argv[1]));
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	s = socket(AF_INET, SOCK_STREAM, 0);

@@ -9,14 +9,22 @@
 #   FLOE_SHARED_DIR   where bench/ceilings/*.sql are (default: ../shared)
 #   BENCH_DELAYS_US ("0 500 1000 1500")   one-way delays added between Floe and PostgreSQL
 #   BENCH_SECONDS (6)                length of each run
+#   BENCH_MBIT (0)                   the link's rate in megabits per second, each way, shared
+#                                    by every connection (0 = no limit)
+#   BENCH_HOT_CLIENTS (0)            also, at each delay, this many writers racing on one
+#                                    hot table that starts empty (0 = not run)
+#   BENCH_HOT_SECONDS (10)           length of the hot run (the table grows all along)
+#   FLOE_SERVE_ARGS                  extra `floe serve` flags
 #
 # Steps: throwaway PostgreSQL (durable), then for each delay a delay_proxy.c in front of it
-# (every chunk forwarded DELAY µs after it arrived, each way: a network of that latency, no
-# bandwidth limit), and through it
+# (every chunk forwarded DELAY µs after it arrived, each way: a network of that latency, and
+# of BENCH_MBIT's rate when set), and through it
 #   1. pgbench -c 1 with `SELECT 1`: the round trip it makes (RTT);
 #   2. pgbench -M prepared -c 1 with shared/bench/ceilings/txn.sql: the ceiling's commit;
 #   3. `floe serve` connected through the proxy, 50 tables, one commit_writer client appending
-#      PyIceberg-style across them, with an Idempotency-Key on every commit and without.
+#      PyIceberg-style across them, with an Idempotency-Key on every commit and without;
+#   4. with BENCH_HOT_CLIENTS, that many keyed writers on one hot table: won commits/s, p50,
+#      and the table's snapshots and document size at the end.
 # The writer talks to Floe directly: only the database is far.  A commit's latency grows by
 # one RTT per round trip it makes to PostgreSQL in series; the script prints that count (the
 # least-squares slope of latency against RTT over the delays) for Floe and for the ceiling.  Local durability (the
@@ -31,6 +39,9 @@ bench_need curl jq cc node
 
 delays=${BENCH_DELAYS_US:-0 500 1000 1500}
 seconds=${BENCH_SECONDS:-6}
+mbit=${BENCH_MBIT:-0}
+hot_clients=${BENCH_HOT_CLIENTS:-0}
+hot_seconds=${BENCH_HOT_SECONDS:-10}
 here=$bench_repo/tests/bench
 ceil=$SHARED/bench/ceilings
 for f in schema.sql txn.sql; do
@@ -71,14 +82,15 @@ writer_p50()
 echo "== pg_rtt_bench: one writer's commit latency against the round trip to PostgreSQL =="
 bench_env_line
 bench_fs_line
-echo "floe: $("$FLOE_BIN" version 2>/dev/null | head -n 1); ${seconds} s per run; the writer talks to Floe directly, PostgreSQL is behind delay_proxy"
+echo "floe: $("$FLOE_BIN" version 2>/dev/null | head -n 1), serve flags: ${FLOE_SERVE_ARGS:-(defaults)}; ${seconds} s per run; the writer talks to Floe directly, PostgreSQL is behind delay_proxy"
+echo "link: $([ "$mbit" = 0 ] && echo "no bandwidth limit" || echo "$mbit Mbit/s each way, shared by every connection")"
 echo
 printf '%-10s %9s %12s %14s %14s %12s %12s\n' "delay us" "RTT ms" "txn.sql ms" "floe keyed ms" "floe plain ms" "keyed/s" "plain/s"
 n=0
-declare -a R T K U
+declare -a R T K U H
 for d in $delays; do
 	port=$(pg_throwaway_free_port)
-	"$BT/delay_proxy" "$port" "$PGT_PORT" "$d" >"$BT/proxy.$n.log" 2>&1 &
+	"$BT/delay_proxy" "$port" "$PGT_PORT" "$d" "$mbit" >"$BT/proxy.$n.log" 2>&1 &
 	proxy=$!
 	BENCH_PIDS+=("$proxy")
 	for _ in $(seq 1 50); do
@@ -88,13 +100,24 @@ for d in $delays; do
 	rtt=$(pgb_latency "$port" "$BT/one.sql" postgres 3)
 	txn=$(pgb_latency "$port" "$ceil/txn.sql" ceiling "$seconds")
 	DB_URL="postgresql://postgres@127.0.0.1:$port/postgres"
-	bench_floe_start --data-dir="$BT/floe.$n"
+	# shellcheck disable=SC2086 # flags, word-split on purpose
+	bench_floe_start --data-dir="$BT/floe.$n" ${FLOE_SERVE_ARGS:-}
 	node "$here/bench_client.mjs" create-tables --base "$BASE" --p "$P" --ns "rtt$n" --count 50 \
 		--concurrency 4 >/dev/null || bench_die "creating tables failed"
 	read -r keyed keyed_rate keyed_err <<<"$(writer_p50 "rtt$n" 50 1)"
 	read -r plain plain_rate plain_err <<<"$(writer_p50 "rtt$n" 50 0)"
 	if [ "$keyed_err" != 0 ] || [ "$plain_err" != 0 ]; then
 		bench_die "the writer saw errors (delay $d us)"
+	fi
+	if [ "$hot_clients" -gt 0 ]; then
+		node "$here/bench_client.mjs" create-tables --base "$BASE" --p "$P" --ns "hot$n" --count 1 \
+			>/dev/null || bench_die "creating the hot table failed"
+		hot_out=$("$BT/commit_writer" --port "${BASE##*:}" --prefix "$P" --ns "hot$n" --tables 1 \
+			--clients "$hot_clients" --duration "$hot_seconds" --idempotency 1) || bench_die "hot run failed"
+		hot_body=$(curl -fsS "$BASE$P/namespaces/hot$n/tables/t0" | wc -c)
+		hot_snaps=$(curl -fsS "$BASE$P/namespaces/hot$n/tables/t0" | jq '.metadata.snapshots | length')
+		H[n]=$(jq -r --arg d "$d" --arg b "$hot_body" --arg s "$hot_snaps" \
+			'"\($d) us: hot table, \(.clients) keyed writers, \(.commits_per_s) won commits/s, p50 \(.commit_p50_ms) ms, p99 \(.commit_p99_ms) ms, \(.errors) errors; by the end \($s) snapshots, loadTable body \($b) bytes"' <<<"$hot_out")
 	fi
 	bench_floe_stop
 	kill "$proxy" 2>/dev/null || true
@@ -104,6 +127,10 @@ for d in $delays; do
 	R[n]=$rtt T[n]=$txn K[n]=$keyed U[n]=$plain
 	n=$((n + 1))
 done
+if [ "$hot_clients" -gt 0 ]; then
+	echo
+	printf '%s\n' "${H[@]}"
+fi
 [ "$n" -ge 2 ] || exit 0
 last=$((n - 1))
 # The least-squares slope of latency (the arguments, one per delay) against the RTTs.
