@@ -114,8 +114,9 @@ for d in $delays; do
 			>/dev/null || bench_die "creating the hot table failed"
 		hot_out=$("$BT/commit_writer" --port "${BASE##*:}" --prefix "$P" --ns "hot$n" --tables 1 \
 			--clients "$hot_clients" --duration "$hot_seconds" --idempotency 1) || bench_die "hot run failed"
-		hot_body=$(curl -fsS "$BASE$P/namespaces/hot$n/tables/t0" | wc -c)
-		hot_snaps=$(curl -fsS "$BASE$P/namespaces/hot$n/tables/t0" | jq '.metadata.snapshots | length')
+		curl -fsS -o "$BT/hot.json" "$BASE$P/namespaces/hot$n/tables/t0" || bench_die "loading the hot table failed"
+		hot_body=$(wc -c <"$BT/hot.json")
+		hot_snaps=$(jq '.metadata.snapshots | length' "$BT/hot.json")
 		H[n]=$(jq -r --arg d "$d" --arg b "$hot_body" --arg s "$hot_snaps" \
 			'"\($d) us: hot table, \(.clients) keyed writers, \(.commits_per_s) won commits/s, p50 \(.commit_p50_ms) ms, p99 \(.commit_p99_ms) ms, \(.errors) errors; by the end \($s) snapshots, loadTable body \($b) bytes"' <<<"$hot_out")
 	fi
