@@ -1,11 +1,13 @@
 /* test_pending.c - syncs left to a pending set (io.h, storage/io/pending.c)
  * on the file:// backend: what is written with a set is readable under its
  * name at once, st_io_pending_sync reports the first sync that failed by
- * its path, and a set freed without syncing keeps no descriptor open.
+ * its path, and a set freed without syncing keeps no descriptor open; an
+ * object written whole leaves the page cache once synced (file.c).
  * tests/integration/ingest/durability.test.mjs checks, on a real ingest,
  * that the syncs happen, concurrently and before the commit; io_check runs
  * the same calls against S3. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -173,6 +177,50 @@ static void test_null_set(void **state)
 	assert_int_equal(open_fds(), before);
 }
 
+/* A new object's pages are dropped from the page cache after its sync,
+ * with and without a set: mincore finds none of them resident.  tmpfs has
+ * nothing behind its pages and keeps them; the check is skipped there. */
+static void test_object_leaves_page_cache(void **state)
+{
+	struct fx *f = *state;
+	struct st_io_pending *pend = NULL;
+	struct fl_err err = {0};
+	struct statfs sf;
+	static char body[256 * 1024];
+	unsigned char vec[sizeof(body) / 4096];
+	char uri[256];
+
+	assert_int_equal(statfs(f->dir, &sf), 0);
+	if (sf.f_type == 0x01021994) /* TMPFS_MAGIC */
+		skip();
+	memset(body, 'x', sizeof(body));
+	assert_int_equal(st_io_pending_new(&pend, &err), 0);
+	for (int k = 0; k < 2; k++) {
+		char path[256];
+		size_t resident = 0;
+		void *map;
+		int fd;
+
+		snprintf(uri, sizeof(uri), "%s/meta/%d.metadata.json", f->uri, k);
+		assert_int_equal(st_io_write_new_pending(f->io, uri, body, sizeof(body),
+		                                         k == 0 ? NULL : pend, &err),
+		                 0);
+		snprintf(path, sizeof(path), "%s/meta/%d.metadata.json", f->dir, k);
+		fd = open(path, O_RDONLY);
+		assert_true(fd >= 0);
+		map = mmap(NULL, sizeof(body), PROT_READ, MAP_SHARED, fd, 0);
+		assert_true(map != MAP_FAILED);
+		assert_int_equal(mincore(map, sizeof(body), vec), 0);
+		for (size_t i = 0; i < sizeof(vec); i++)
+			resident += vec[i] & 1;
+		munmap(map, sizeof(body));
+		close(fd);
+		assert_int_equal(resident, 0);
+	}
+	assert_int_equal(st_io_pending_sync(pend, &err), 0);
+	st_io_pending_free(pend);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -180,6 +228,7 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_failure_names_the_path, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_no_descriptor_kept, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_null_set, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_object_leaves_page_cache, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
