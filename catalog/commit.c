@@ -1095,10 +1095,15 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	/* Else the loadTable cache may hold the text of the row's version (a
 	 * commit leaves the version it wrote there): the row is then read
 	 * without its metadata, which PostgreSQL would detoast and send again. */
-	known = kloc;
-	if (known == NULL && cat_table_cached(db, wh->name, &ch->ns, ch->name, &held))
-		known = held.metadata_location;
-	if (may_hold && kloc == NULL && held.hold != NULL && held.hold->version >= 0) {
+	if (cat_table_cached(db, wh->name, &ch->ns, ch->name, &held) && kloc != NULL &&
+	    (!may_hold || held.hold->version < 0 || strcmp(kloc, held.metadata_location) != 0)) {
+		/* Only the row of the version held parsed may stand for it (a
+		 * location names one version); the text is not needed. */
+		cat_table_bytes_release(held.hold);
+		memset(&held, 0, sizeof(held));
+	}
+	known = kloc != NULL ? kloc : held.metadata_location;
+	if (may_hold && held.hold != NULL && held.hold->version >= 0) {
 		/* The row is not read: the version the loadTable cache holds (the
 		 * one this process committed or read last) stands for it.  The
 		 * move's compare-and-swap names that version, so a row that moved
@@ -1144,7 +1149,9 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 			goto out;
 		}
 	}
-	if (held_row) {
+	if (held_row && kloc != NULL) {
+		/* base is that version, parsed or built here before */
+	} else if (held_row) {
 		/* The held text is parsed where it is, not copied: a held try
 		 * neither keeps it (the base cache) nor answers from it. */
 		base = json_loadb(held.metadata, held.metadata_len, 0, NULL);
@@ -1475,14 +1482,16 @@ int cat_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse 
 		 * process starts from the version this one leaves. */
 		gate = cat_gate_enter(db->gates, key, key_len);
 		cat_stage_done(db, CAT_STAGE_GATE, &t0);
-		if (stale_on_held_version(db, key, key_len, &changes[0])) {
+		/* A try on the held version would fail on it: the row is read. */
+		bool stale = stale_on_held_version(db, key, key_len, &changes[0]);
+		if (stale) {
 			cat_gate_leave(gate);
 			gate = NULL;
 		}
 		free(key);
 		for (int k = 0; k < OPTIMISTIC_TRIES; k++) {
-			rc = commit_try(db, tx, wh, &changes[0], lim, k == 0, request_id, actor,
-			                err);
+			rc = commit_try(db, tx, wh, &changes[0], lim, k == 0 && !stale, request_id,
+			                actor, err);
 			if (rc <= 0)
 				break;
 			fl_err_clear(err);

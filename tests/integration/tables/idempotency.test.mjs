@@ -390,14 +390,22 @@ test('a keyed commit replays from its metadata file after later commits, then fr
 // Read off the daemon's system calls (strace -f -yy): a keyed commit of a table whose version
 // the daemon holds (it served the load) does not read the row. Its BEGIN and claim go in one
 // pipeline with the pointer move, before the metadata file is written; the record and the
-// COMMIT are the second and last round trip to PostgreSQL.
-test('a keyed commit on a version the daemon holds sends its claim with its move, ahead of the file: two round trips', { skip: !haveStrace && 'strace is not installed' }, async () => {
-  await call(c.base, 'POST', `${c.p}/namespaces/idem/tables`, { body: createBody('trt'), expect: 200 });
-  const p = tablePath(c.p, NS, 'trt');
+// COMMIT are the second and last round trip to PostgreSQL. The same holds for a contended
+// table, whose version the daemon also keeps parsed for its next commit (a conflict makes it
+// keep the version it read, and each commit then keeps the one it wrote).
+async function twoRoundTrips(name, contended) {
+  await call(c.base, 'POST', `${c.p}/namespaces/idem/tables`, { body: createBody(name), expect: 200 });
+  const p = tablePath(c.p, NS, name);
   // A few keyed commits first, so that the statements are prepared on the connection the
   // traced one takes (a first use prepares them in round trips of their own).
-  for (let i = 0; i < 3; i++) await keyed('POST', p, appendCommit((await load('trt')).metadata, { ns: NS, name: 'trt' }).body, uuidv7());
-  const body = appendCommit((await load('trt')).metadata, { ns: NS, name: 'trt' }).body;
+  for (let i = 0; i < 3; i++) await keyed('POST', p, appendCommit((await load(name)).metadata, { ns: NS, name }).body, uuidv7());
+  if (contended) {
+    const stale = appendCommit((await load(name)).metadata, { ns: NS, name });
+    stale.body.requirements[0]['snapshot-id'] = 42;
+    assertError(await keyed('POST', p, stale.body, uuidv7()), 409, 'CommitFailedException');
+    for (let i = 0; i < 2; i++) await keyed('POST', p, appendCommit((await load(name)).metadata, { ns: NS, name }).body, uuidv7());
+  }
+  const body = appendCommit((await load(name)).metadata, { ns: NS, name }).body;
   const pgPort = new URL(c.dbUrl).port || '5432';
   const st = await traceProcess(c.floe.proc.pid, {
     calls: 'linkat,sendto,recvfrom',
@@ -433,7 +441,11 @@ test('a keyed commit on a version the daemon holds sends its claim with its move
   } finally {
     st.kill();
   }
-});
+}
+
+test('a keyed commit on a version the daemon holds sends its claim with its move, ahead of the file: two round trips', { skip: !haveStrace && 'strace is not installed' }, () => twoRoundTrips('trt', false));
+
+test('the same on a contended table, whose version the daemon keeps parsed: two round trips', { skip: !haveStrace && 'strace is not installed' }, () => twoRoundTrips('trtc', true));
 
 // A TCP proxy in front of PostgreSQL that cuts the connection which carries `armed`
 // (a string in what the daemon sends) right after forwarding that chunk, before any answer
