@@ -26,6 +26,13 @@
  * one below it. */
 #define META_PARTITION_ID_START 1000
 
+/* A slot of the snapshot index: open addressing over the ids, linear
+ * probing; snap NULL = empty. */
+struct meta_snap_slot {
+	int64_t id;
+	json_t *snap;
+};
+
 struct meta {
 	int format_version;
 	json_t *uuid; /* string, or NULL (v1 only) */
@@ -46,7 +53,8 @@ struct meta {
 	json_t *encryption_keys; /* array */
 	json_t *refs; /* object name -> {snapshot-id, type, ...} */
 	json_t *snapshots; /* array */
-	json_t *snap_index; /* object "id" -> snapshot (borrowed from snapshots) */
+	struct meta_snap_slot *snap_slots; /* id -> snapshot (borrowed from snapshots) */
+	size_t snap_cap, snap_n; /* slots (0 or a power of two), ids held */
 	json_t *statistics; /* array */
 	json_t *partition_statistics; /* array */
 	json_t *snapshot_log; /* array of {timestamp-ms, snapshot-id} */

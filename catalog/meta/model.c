@@ -8,8 +8,8 @@
  * live here too.
  *
  * Invariants: a loaded model owns deep copies of every list (the snapshot
- * objects in them are shared with the document, never changed); snap_index maps
- * each snapshot id (decimal string) to the snapshot object in `snapshots`;
+ * objects in them are shared with the document, never changed); the snapshot
+ * index (snap_slots) maps each snapshot id to its object in `snapshots`;
  * current_snapshot_id is -1 when there is none, whatever the document used
  * (-1, null or absence). */
 #include "json.h"
@@ -29,37 +29,29 @@ int meta_set_new(json_t *obj, const char *key, json_t *v)
 	return json_object_set_new(obj, key, v);
 }
 
-/* The decimal text of id, as "%" PRId64 writes it: the key of snap_index,
- * made for every snapshot of every base a commit loads, so without printf. */
-static void id_key(int64_t id, char buf[24])
-{
-	uint64_t v = id < 0 ? (uint64_t)0 - (uint64_t)id : (uint64_t)id;
-	char tmp[24];
-	int n = 0, k = 0;
-
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v != 0);
-	if (id < 0)
-		buf[k++] = '-';
-	while (n > 0)
-		buf[k++] = tmp[--n];
-	buf[k] = '\0';
-}
-
 void meta_free(struct meta *m)
 {
-	json_t **all[] = {
-	        &m->uuid,         &m->location,    &m->schemas,         &m->specs,
-	        &m->sort_orders,  &m->properties,  &m->encryption_keys, &m->refs,
-	        &m->snapshots,    &m->snap_index,  &m->statistics,      &m->partition_statistics,
-	        &m->snapshot_log, &m->metadata_log};
+	json_t **all[] = {&m->uuid,
+	                  &m->location,
+	                  &m->schemas,
+	                  &m->specs,
+	                  &m->sort_orders,
+	                  &m->properties,
+	                  &m->encryption_keys,
+	                  &m->refs,
+	                  &m->snapshots,
+	                  &m->statistics,
+	                  &m->partition_statistics,
+	                  &m->snapshot_log,
+	                  &m->metadata_log};
 
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
 		json_decref(*all[i]);
 		*all[i] = NULL;
 	}
+	free(m->snap_slots);
+	m->snap_slots = NULL;
+	m->snap_cap = m->snap_n = 0;
 }
 
 int meta_init_empty(struct meta *m, int format_version, struct fl_err *err)
@@ -76,14 +68,13 @@ int meta_init_empty(struct meta *m, int format_version, struct fl_err *err)
 	m->encryption_keys = json_array();
 	m->refs = json_object();
 	m->snapshots = json_array();
-	m->snap_index = json_object();
 	m->statistics = json_array();
 	m->partition_statistics = json_array();
 	m->snapshot_log = json_array();
 	m->metadata_log = json_array();
 	if (!m->schemas || !m->specs || !m->sort_orders || !m->properties || !m->encryption_keys ||
-	    !m->refs || !m->snapshots || !m->snap_index || !m->statistics ||
-	    !m->partition_statistics || !m->snapshot_log || !m->metadata_log) {
+	    !m->refs || !m->snapshots || !m->statistics || !m->partition_statistics ||
+	    !m->snapshot_log || !m->metadata_log) {
 		meta_free(m);
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	}
@@ -105,30 +96,92 @@ json_t *meta_order_by_id(const struct meta *m, int64_t id)
 	return fl_json_find_int(m->sort_orders, "order-id", id);
 }
 
+/* ---- the snapshot index ----
+ *
+ * A table's snapshots grow with every commit and each commit's builder
+ * indexes all of them again, so the index is a flat table of integers
+ * (one allocation, no keys to print or copy) at most 3/4 full. */
+
+static size_t snap_home(const struct meta *m, int64_t id)
+{
+	uint64_t h = (uint64_t)id * UINT64_C(0x9E3779B97F4A7C15);
+
+	return (size_t)(h ^ (h >> 29)) & (m->snap_cap - 1);
+}
+
+/* The slot holding id, or the empty one where it would go. */
+static struct meta_snap_slot *snap_find(const struct meta *m, int64_t id)
+{
+	size_t i = snap_home(m, id);
+
+	while (m->snap_slots[i].snap != NULL && m->snap_slots[i].id != id)
+		i = (i + 1) & (m->snap_cap - 1);
+	return &m->snap_slots[i];
+}
+
+static int snap_grow(struct meta *m)
+{
+	struct meta_snap_slot *old = m->snap_slots;
+	size_t n = m->snap_cap;
+
+	m->snap_cap = n > 0 ? 2 * n : 64;
+	m->snap_slots = calloc(m->snap_cap, sizeof(*m->snap_slots));
+	if (m->snap_slots == NULL) {
+		m->snap_slots = old;
+		m->snap_cap = n;
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (old[i].snap != NULL)
+			*snap_find(m, old[i].id) = old[i];
+	free(old);
+	return 0;
+}
+
 json_t *meta_snapshot_by_id(const struct meta *m, int64_t id)
 {
-	char k[24];
-
-	id_key(id, k);
-	return json_object_get(m->snap_index, k);
+	return m->snap_n > 0 ? snap_find(m, id)->snap : NULL;
 }
 
 bool meta_snapshot_unindex(struct meta *m, int64_t id)
 {
-	char k[24];
+	struct meta_snap_slot *s = m->snap_n > 0 ? snap_find(m, id) : NULL;
+	size_t mask = m->snap_cap - 1, i, j;
 
-	id_key(id, k);
-	return json_object_del(m->snap_index, k) == 0;
+	if (s == NULL || s->snap == NULL)
+		return false;
+	/* Deletion without tombstones: each later slot of the run whose home
+	 * is not cyclically in (i, j], so that it may not sit past the hole,
+	 * moves back into it. */
+	i = (size_t)(s - m->snap_slots);
+	for (j = (i + 1) & mask; m->snap_slots[j].snap != NULL; j = (j + 1) & mask) {
+		size_t k = snap_home(m, m->snap_slots[j].id);
+
+		if (i <= j ? (k <= i || k > j) : (k <= i && k > j)) {
+			m->snap_slots[i] = m->snap_slots[j];
+			i = j;
+		}
+	}
+	m->snap_slots[i].snap = NULL;
+	m->snap_n--;
+	return true;
 }
 
 int meta_snapshot_add(struct meta *m, json_t *snap)
 {
-	char k[24];
+	int64_t id = json_integer_value(json_object_get(snap, "snapshot-id"));
+	struct meta_snap_slot *s;
 
-	id_key(json_integer_value(json_object_get(snap, "snapshot-id")), k);
+	if (4 * (m->snap_n + 1) > 3 * m->snap_cap && snap_grow(m) < 0)
+		return -1;
 	if (json_array_append(m->snapshots, snap) < 0)
 		return -1;
-	return json_object_set(m->snap_index, k, snap);
+	s = snap_find(m, id);
+	if (s->snap == NULL)
+		m->snap_n++;
+	s->id = id;
+	s->snap = snap;
+	return 0;
 }
 
 /* ---- decoding ---- */

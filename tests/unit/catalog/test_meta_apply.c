@@ -2,6 +2,7 @@
  * rejection, then the builder-wide rules (metadata-log, limits, no-op). */
 #include "meta_test.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -750,6 +751,83 @@ static void test_base_untouched(void **state)
 	json_decref(m);
 }
 
+/* The snapshot index over many snapshots: each is found after some are
+ * removed (the index closes each hole), on a parsed base and on a built
+ * one, and a removed id is free again. */
+static int64_t many_id(int i)
+{
+	return ((int64_t)(i + 1) << 32) | (i * 7); /* low bits alike, as ids often are */
+}
+
+/* [set-snapshot-ref ref (type) to id] */
+static json_t *ref_to(const char *ref, const char *type, int64_t id)
+{
+	return json_pack("[{sssssssI}]", "action", "set-snapshot-ref", "ref-name", ref, "type",
+	                 type, "snapshot-id", (json_int_t)id);
+}
+
+static void test_many_snapshots(void **state)
+{
+	enum { N = 600 };
+	struct fl_err err = {0};
+	json_t *m = tm_table(2), *u = json_array(), *ids = json_array(), *out, *one;
+	bool changed;
+	size_t k = 0;
+
+	(void)state;
+	for (int i = 0; i < N; i++) {
+		json_t *snap = json_pack("{sIsIsssIs{ss}si}", "snapshot-id", many_id(i),
+		                         "sequence-number", (json_int_t)(i + 1), "manifest-list",
+		                         "s3://bucket/wh/ns/t/metadata/snap.avro", "timestamp-ms",
+		                         (json_int_t)TM_NOW, "summary", "operation", "append",
+		                         "schema-id", 0);
+
+		if (i > 0)
+			json_object_set_new(snap, "parent-snapshot-id",
+			                    json_integer(many_id(i - 1)));
+		json_array_append_new(
+		        u, json_pack("{sssO}", "action", "add-snapshot", "snapshot", snap));
+		json_decref(snap);
+		if (i % 3 == 0)
+			json_array_append_new(ids, json_integer(many_id(i)));
+	}
+	one = ref_to("main", "branch", many_id(N - 1));
+	json_array_extend(u, one);
+	json_decref(one);
+	assert_int_equal(cat_meta_apply(m, "f0", u, TM_NOW + 1, 10000, &out, &changed, &err), 0);
+	json_decref(m);
+	json_decref(u);
+	m = out;
+	u = json_pack("[{sssO}]", "action", "remove-snapshots", "snapshot-ids", ids);
+	/* parsed, then built: each base indexes its snapshots anew */
+	assert_int_equal(cat_meta_apply(m, "f1", u, TM_NOW + 2, 10, &out, &changed, &err), 0);
+	json_decref(m);
+	json_decref(u);
+	m = out;
+	assert_int_equal(json_array_size(json_object_get(m, "snapshots")), N - N / 3);
+	for (int i = 0; i < N; i++) {
+		if (i % 3 == 0)
+			continue;
+		assert_int_equal(json_integer_value(json_object_get(
+		                         json_array_get(json_object_get(m, "snapshots"), k++),
+		                         "snapshot-id")),
+		                 many_id(i));
+		one = ref_to("b", "tag", many_id(i));
+		assert_int_equal(
+		        cat_meta_apply_built(m, "f2", one, TM_NOW + 3, 10, &out, &changed, &err),
+		        0);
+		json_decref(out);
+		json_decref(one);
+	}
+	one = ref_to("b", "tag", many_id(3));
+	assert_int_equal(cat_meta_apply_built(m, "f2", one, TM_NOW + 3, 10, &out, &changed, &err),
+	                 -1);
+	tm_err_is(&err, FL_ERR_BAD_REQUEST, "unknown snapshot");
+	json_decref(one);
+	json_decref(m);
+	json_decref(ids);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -761,6 +839,7 @@ int main(void)
 	        cmocka_unit_test(test_bad_base),
 	        cmocka_unit_test(test_empty_build_needs_updates),
 	        cmocka_unit_test(test_base_untouched),
+	        cmocka_unit_test(test_many_snapshots),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
