@@ -207,6 +207,8 @@ echo "(p50/p99: first attempt to acknowledged commit, retries included; POST p50
 	"generator CPU $(f "$many" '.generator_cpu_pct|round')% / $(f "$hot" '.generator_cpu_pct|round')% of one core)"
 echo "commits per second, many: $(f "$many" '.per_second|join(" ")')"
 echo "commits per second, hot:  $(f "$hot" '.per_second|join(" ")')"
+echo "commits per writer, fewest/most: many $(f "$many" '"\(.client_commits_min)/\(.client_commits_max)"'), hot" \
+	"$(f "$hot" '"\(.client_commits_min)/\(.client_commits_max)"') (the latencies count acknowledged commits only)"
 echo "mean per commit stage, many: $(stage_means "$BT/st0" "$BT/st1")"
 echo "mean per commit stage, hot:  $(stage_means "$BT/st1" "$BT/st2")"
 echo "hot table after the run: $(f "$hot" .first_table_snapshots) snapshots, loadTable body" \

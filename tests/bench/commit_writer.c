@@ -524,7 +524,7 @@ int main(int argc, char **argv)
 {
 	struct client *cl;
 	struct lat all_commit = {0}, all_post = {0};
-	long commits = 0, attempts = 0, conflicts = 0, errors = 0;
+	long commits = 0, attempts = 0, conflicts = 0, errors = 0, fewest = -1, most = 0;
 	const char *err_sample[5];
 	int nerr = 0;
 	double cpu0, cpu1, wall;
@@ -614,6 +614,10 @@ int main(int argc, char **argv)
 		struct client *c = &cl[k];
 
 		commits += c->commits;
+		if (fewest < 0 || c->commits < fewest)
+			fewest = c->commits;
+		if (c->commits > most)
+			most = c->commits;
 		attempts += c->attempts;
 		conflicts += c->conflicts;
 		errors += c->errors;
@@ -638,9 +642,10 @@ int main(int argc, char **argv)
 		json_str(err_sample[i]);
 	}
 	printf("],\"commit_p50_ms\":%.3f,\"commit_p99_ms\":%.3f,\"post_p50_ms\":%.3f,"
-	       "\"post_p99_ms\":%.3f,\"max_in_flight\":%d,\"per_second\":[",
+	       "\"post_p99_ms\":%.3f,\"client_commits_min\":%ld,\"client_commits_max\":%ld,"
+	       "\"max_in_flight\":%d,\"per_second\":[",
 	       percentile(&all_commit, 50), percentile(&all_commit, 99), percentile(&all_post, 50),
-	       percentile(&all_post, 99), atomic_load(&run.max_in_flight));
+	       percentile(&all_post, 99), fewest, most, atomic_load(&run.max_in_flight));
 	for (int s = 0; s < run.seconds; s++)
 		printf("%s%ld", s ? "," : "", atomic_load(&run.per_second[s]));
 	printf("],\"generator_cpu_pct\":%.2f,\"first_table_snapshots\":%ld,"

@@ -118,7 +118,7 @@ for d in $delays; do
 		hot_body=$(wc -c <"$BT/hot.json")
 		hot_snaps=$(jq '.metadata.snapshots | length' "$BT/hot.json")
 		H[n]=$(jq -r --arg d "$d" --arg b "$hot_body" --arg s "$hot_snaps" \
-			'"\($d) us: hot table, \(.clients) keyed writers, \(.commits_per_s) won commits/s, p50 \(.commit_p50_ms) ms, p99 \(.commit_p99_ms) ms, \(.errors) errors; by the end \($s) snapshots, loadTable body \($b) bytes"' <<<"$hot_out")
+			'"\($d) us: hot table, \(.clients) keyed writers, \(.commits_per_s) won commits/s, p50 \(.commit_p50_ms) ms, p99 \(.commit_p99_ms) ms, commits per writer \(.client_commits_min)-\(.client_commits_max), \(.errors) errors; by the end \($s) snapshots, loadTable body \($b) bytes"' <<<"$hot_out")
 	fi
 	bench_floe_stop
 	kill "$proxy" 2>/dev/null || true
