@@ -824,6 +824,16 @@ static void test_many_snapshots(void **state)
 	                 -1);
 	tm_err_is(&err, FL_ERR_BAD_REQUEST, "unknown snapshot");
 	json_decref(one);
+	one = json_pack("[{sss{sIsIsIsssIs{ss}si}}]", "action", "add-snapshot", "snapshot",
+	                "snapshot-id", many_id(3), "parent-snapshot-id", many_id(N - 1),
+	                "sequence-number", (json_int_t)(N + 1), "manifest-list",
+	                "s3://bucket/wh/ns/t/metadata/snap.avro", "timestamp-ms",
+	                (json_int_t)TM_NOW, "summary", "operation", "append", "schema-id", 0);
+	assert_int_equal(cat_meta_apply_built(m, "f2", one, TM_NOW + 3, 10, &out, &changed, &err),
+	                 0);
+	assert_int_equal(json_array_size(json_object_get(out, "snapshots")), N - N / 3 + 1);
+	json_decref(out);
+	json_decref(one);
 	json_decref(m);
 	json_decref(ids);
 }
