@@ -1095,8 +1095,9 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	/* Else the loadTable cache may hold the text of the row's version (a
 	 * commit leaves the version it wrote there): the row is then read
 	 * without its metadata, which PostgreSQL would detoast and send again. */
-	if (cat_table_cached(db, wh->name, &ch->ns, ch->name, &held) && kloc != NULL &&
-	    (!may_hold || held.hold->version < 0 || strcmp(kloc, held.metadata_location) != 0)) {
+	if ((kloc == NULL || may_hold) &&
+	    cat_table_cached(db, wh->name, &ch->ns, ch->name, &held) && kloc != NULL &&
+	    (held.hold->version < 0 || strcmp(kloc, held.metadata_location) != 0)) {
 		/* Only the row of the version held parsed may stand for it (a
 		 * location names one version); the text is not needed. */
 		cat_table_bytes_release(held.hold);
@@ -1149,9 +1150,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 			goto out;
 		}
 	}
-	if (held_row && kloc != NULL) {
-		/* base is that version, parsed or built here before */
-	} else if (held_row) {
+	if (held_row && kloc == NULL) {
 		/* The held text is parsed where it is, not copied: a held try
 		 * neither keeps it (the base cache) nor answers from it. */
 		base = json_loadb(held.metadata, held.metadata_len, 0, NULL);
@@ -1163,7 +1162,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	} else if (kloc == NULL || strcmp(kloc, row.metadata_location) != 0) {
 		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		goto out;
-	} /* else the held version is the row's: its text is copied only if needed */
+	} /* else the version held parsed is the row's: its text is copied only if needed */
 	if (base == NULL || json_array_size(ch->updates) > lim->max_updates) {
 		rc = TRY_LOCKED;
 		goto out;
