@@ -216,7 +216,7 @@ static int metadata_text_memo(const json_t *meta, int64_t version, const struct 
 		return fl_err_set(err, FL_ERR_INTERNAL, "no storage handle for the warehouse");
 	if (metadata_dir_check(meta, err) != 0)
 		return -1;
-	t = fl_json_dump_memo(meta, "snapshots", prev, next, len);
+	t = fl_json_dump_memo(meta, cat_meta_shared_arrays, prev, next, len);
 	p = metadata_file(meta, version);
 	if (t == NULL || p == NULL || written_add(w, p) != 0) {
 		free(t);

@@ -190,7 +190,7 @@ json_t *fl_json_find_int(const json_t *arr, const char *key, json_int_t id)
 
 #define DUMP_MAX_DEPTH 2048
 
-/* Where one element of a memo's array lies in its text. */
+/* Where one element of a memo's arrays lies in its text. */
 struct memo_span {
 	const json_t *v;
 	size_t off, len;
@@ -201,21 +201,26 @@ struct fl_json_memo {
 	json_t *doc; /* keeps the elements alive */
 	char *text;
 	size_t len;
-	struct memo_span *spans; /* in array order */
+	struct memo_span *spans; /* the arrays' elements, array by array */
 	size_t n;
 };
 
+/* The most arrays one memo covers (fl_json_dump_memo's keys). */
+#define MEMO_MAX_ARRAYS 4
+
 /* The text comes from jansson's allocator, as json_dumps' does: whoever
  * frees it with json_get_alloc_funcs' free (or free(), the default) still
- * may, and a test that fails jansson's allocations fails these too.  With
- * arr set, the elements of that array are copied from prev where it holds
- * them (cursor: where the last one was found) and recorded in spans. */
+ * may, and a test that fails jansson's allocations fails these too.  The
+ * elements of the arrays in arr are copied from prev where it holds them
+ * (cursor: where the last one was found) and recorded in spans, those of
+ * arr[k] from first[k] on. */
 struct dump {
 	char *p;
 	size_t n, cap;
 	json_malloc_t alloc;
 	json_free_t free;
-	const json_t *arr;
+	const json_t *arr[MEMO_MAX_ARRAYS];
+	size_t first[MEMO_MAX_ARRAYS], narr;
 	const struct fl_json_memo *prev;
 	size_t cursor, misses;
 	struct memo_span *spans;
@@ -344,19 +349,59 @@ static const struct memo_span *memo_find(struct dump *d, const json_t *e)
 	return NULL;
 }
 
-/* Element i of the memoized array: prev's bytes when it holds e, else
- * written; its place is recorded for the next memo. */
-static bool dump_element(struct dump *d, const json_t *e, size_t i, int depth)
+/* How many elements of arr from i on prev's text holds one after another
+ * from its span k on (k holding element i): they are copied as one run. */
+static size_t memo_run(const struct dump *d, const json_t *arr, size_t i, size_t k)
 {
-	const struct memo_span *hit = memo_find(d, e);
-	size_t off = d->n;
+	const struct memo_span *s = d->prev->spans;
+	size_t n = json_array_size(arr), r = 1;
 
-	if (hit != NULL ? !dump_put(d, d->prev->text + hit->off, hit->len)
-	                : !dump_value(d, e, depth))
-		return false;
+	/* Adjacent in the text: one comma apart, so the same array. */
+	while (i + r < n && k + r < d->prev->n && s[k + r].v == json_array_get(arr, i + r) &&
+	       s[k + r].off == s[k + r - 1].off + s[k + r - 1].len + 1)
+		r++;
+	return r;
+}
+
+/* Elements i.. of memoized array arr, whose spans start at first: a run
+ * that prev's text holds is copied whole, else element i is written; their
+ * places are recorded for the next memo.  Returns how many were written,
+ * 0 when out of memory. */
+static size_t dump_elements(struct dump *d, const json_t *arr, size_t i, size_t first, int depth)
+{
+	const json_t *e = json_array_get(arr, i);
+	const struct memo_span *hit = memo_find(d, e);
+	size_t off = d->n, r = 1;
+
+	if (hit == NULL) {
+		if (!dump_value(d, e, depth))
+			return 0;
+		if (d->spans != NULL)
+			d->spans[first + i] = (struct memo_span){e, off, d->n - off};
+		return 1;
+	}
+	size_t k = (size_t)(hit - d->prev->spans);
+	const struct memo_span *last;
+
+	r = memo_run(d, arr, i, k);
+	last = &d->prev->spans[k + r - 1];
+	if (!dump_put(d, d->prev->text + hit->off, last->off + last->len - hit->off))
+		return 0;
+	d->cursor = k + r;
 	if (d->spans != NULL)
-		d->spans[i] = (struct memo_span){e, off, d->n - off};
-	return true;
+		for (size_t j = 0; j < r; j++)
+			d->spans[first + i + j] = (struct memo_span){
+			        hit[j].v, hit[j].off - hit->off + off, hit[j].len};
+	return r;
+}
+
+/* Which of the memoized arrays v is, or -1. */
+static int memo_array(const struct dump *d, const json_t *v)
+{
+	for (size_t k = 0; k < d->narr; k++)
+		if (d->arr[k] == v)
+			return (int)k;
+	return -1;
 }
 
 static bool dump_value(struct dump *d, const json_t *v, int depth)
@@ -382,15 +427,17 @@ static bool dump_value(struct dump *d, const json_t *v, int depth)
 		return dump_put(d, "}", 1);
 	}
 	case JSON_ARRAY: {
-		size_t n = json_array_size(v);
+		size_t n = json_array_size(v), r;
+		int k = depth == 1 ? memo_array(d, v) : -1;
 
 		if (!dump_put(d, "[", 1))
 			return false;
-		for (size_t i = 0; i < n; i++) {
+		for (size_t i = 0; i < n; i += r) {
 			if (i > 0 && !dump_put(d, ",", 1))
 				return false;
-			if (v == d->arr ? !dump_element(d, json_array_get(v, i), i, depth + 1)
-			                : !dump_value(d, json_array_get(v, i), depth + 1))
+			r = k >= 0 ? dump_elements(d, v, i, d->first[k], depth + 1)
+			           : dump_value(d, json_array_get(v, i), depth + 1);
+			if (r == 0)
 				return false;
 		}
 		return dump_put(d, "]", 1);
@@ -449,27 +496,41 @@ char *fl_json_dump_string(const char *s, size_t *len)
 	return dump_end(&d, dump_string(&d, s, strlen(s)), len);
 }
 
-char *fl_json_dump_memo(const json_t *v, const char *key, const struct fl_json_memo *prev,
+char *fl_json_dump_memo(const json_t *v, const char *const *keys, const struct fl_json_memo *prev,
                         struct fl_json_memo **memo, size_t *len)
 {
 	struct dump d = {0};
 	struct fl_json_memo *m = NULL;
-	const json_t *arr = json_is_object(v) ? json_object_get(v, key) : NULL;
-	size_t n = json_array_size(arr);
+	size_t n = 0;
 
 	if (memo != NULL)
 		*memo = NULL;
-	d.arr = json_is_array(arr) ? arr : NULL;
+	for (size_t k = 0; json_is_object(v) && keys[k] != NULL && d.narr < MEMO_MAX_ARRAYS; k++) {
+		const json_t *arr = json_object_get(v, keys[k]);
+
+		if (json_is_array(arr) && memo_array(&d, arr) < 0) {
+			d.first[d.narr] = n;
+			d.arr[d.narr++] = arr;
+			n += json_array_size(arr);
+		}
+	}
 	d.prev = prev;
 	/* Spans of each element when a memo is asked for; none is best effort. */
-	if (memo != NULL && d.arr != NULL && n > 0)
+	if (memo != NULL && n > 0)
 		d.spans = malloc(n * sizeof(*d.spans));
-	if (dump_run(&d, v, len) == NULL) {
+	json_get_alloc_funcs(&d.alloc, &d.free);
+	/* Room for about prev's size at once: the next version's text is
+	 * mostly prev's, and growing to it would copy it several times. */
+	if (prev != NULL && !dump_room(&d, prev->len + prev->len / 8 + 1024)) {
 		free(d.spans);
 		return NULL;
 	}
-	if (memo != NULL && (d.arr == NULL || n == 0 || d.spans != NULL) &&
-	    (m = calloc(1, sizeof(*m))) != NULL && (m->text = malloc(d.n)) != NULL) {
+	if (dump_end(&d, v != NULL && dump_value(&d, v, 0), len) == NULL) {
+		free(d.spans);
+		return NULL;
+	}
+	if (memo != NULL && (n == 0 || d.spans != NULL) && (m = calloc(1, sizeof(*m))) != NULL &&
+	    (m->text = malloc(d.n)) != NULL) {
 		memcpy(m->text, d.p, d.n);
 		m->len = d.n - 1;
 		m->spans = d.spans;

@@ -49,19 +49,22 @@ char *fl_json_dump(const json_t *v, size_t *len);
  * a malloc'd string of *len bytes; NULL when out of memory. */
 char *fl_json_dump_string(const char *s, size_t *len);
 
-/* A document's text and where the elements of one of its arrays lie in
+/* A document's text and where the elements of some of its arrays lie in
  * it, so that the dump of a later document that shares those elements
- * (the same json_t, as a table's next metadata shares its snapshots with
- * the last one) copies their bytes instead of writing them again.  It
- * holds the document, so those elements stay alive; nothing may modify
- * them.  Shared between threads by reference count. */
+ * (the same json_t, as a table's next metadata shares its snapshots and
+ * its logs' entries with the last one) copies their bytes instead of
+ * writing them again.  It holds the document, so those elements stay
+ * alive; nothing may modify them.  Shared between threads by reference
+ * count. */
 struct fl_json_memo;
 
-/* fl_json_dump of object v whose member `key` is an array: each element
- * that prev (NULL for none) holds is copied from prev's text.  When memo
- * is not NULL it receives a new memo of v and the returned text (a copy
- * of it; NULL when out of memory, which fails nothing else). */
-char *fl_json_dump_memo(const json_t *v, const char *key, const struct fl_json_memo *prev,
+/* fl_json_dump of object v, whose array members named in keys (NULL-ended,
+ * at most four) are memoized: each of their elements that prev (NULL for
+ * none) holds is copied from prev's text, a run of them that prev holds in
+ * the same order at once.  When memo is not NULL it receives a new memo of
+ * v and the returned text (a copy of it; NULL when out of memory, which
+ * fails nothing else). */
+char *fl_json_dump_memo(const json_t *v, const char *const *keys, const struct fl_json_memo *prev,
                         struct fl_json_memo **memo, size_t *len);
 struct fl_json_memo *fl_json_memo_ref(struct fl_json_memo *m);
 void fl_json_memo_unref(struct fl_json_memo *m);

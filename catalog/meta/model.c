@@ -908,6 +908,10 @@ out:
 
 /* ---- writing ---- */
 
+/* meta_load copies these arrays, not their elements; the builder appends
+ * to them and drops from them (apply.c) but never changes an element. */
+const char *const cat_meta_shared_arrays[] = {"snapshots", "snapshot-log", "metadata-log", NULL};
+
 json_t *meta_emit(const struct meta *m)
 {
 	const json_t *schema = meta_schema_by_id(m, m->current_schema_id);

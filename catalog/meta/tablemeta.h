@@ -106,6 +106,12 @@ int cat_meta_apply_built(const json_t *base, const char *base_location, const js
                          int64_t now_ms, size_t max_updates, json_t **out, bool *changed,
                          struct fl_err *err) FL_MUST_CHECK;
 
+/* The arrays of a document cat_meta_apply emits whose elements its next
+ * version shares, the same json_t, and never modifies: the snapshots and
+ * the two logs, which grow with every commit.  NULL-ended; the keys of a
+ * contended table's fl_json_dump_memo. */
+extern const char *const cat_meta_shared_arrays[];
+
 /* Validates a complete metadata document (register-table, and everything
  * this module emits): the fields each format version requires and their
  * types, schemas (unique field ids, known types for the version), specs and

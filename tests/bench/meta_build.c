@@ -72,7 +72,7 @@ static int step(json_t **meta, struct fl_json_memo **memo, int64_t id, int64_t n
 	text = fl_json_dump(out, len);
 	t2 = fl_mono_ns();
 	/* As a contended table's commit dumps it: copying what the base shares. */
-	fast = fl_json_dump_memo(out, "snapshots", *memo, &next, NULL);
+	fast = fl_json_dump_memo(out, cat_meta_shared_arrays, *memo, &next, NULL);
 	t3 = fl_mono_ns();
 	json_decref(up);
 	/* Both builders make the same document. */

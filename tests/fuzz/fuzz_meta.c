@@ -478,7 +478,7 @@ static void check_stored_text(const json_t *doc, struct fl_json_memo **memo)
 	char *plain = json_dumps(doc, JSON_COMPACT | JSON_ENCODE_ANY), *text;
 	size_t len = 0;
 
-	text = fl_json_dump_memo(doc, "snapshots", *memo, &next, &len);
+	text = fl_json_dump_memo(doc, cat_meta_shared_arrays, *memo, &next, &len);
 	FUZZ_CHECK(plain != NULL && text != NULL);
 	FUZZ_CHECK(len == strlen(plain) && memcmp(text, plain, len) == 0);
 	fl_json_memo_unref(*memo);

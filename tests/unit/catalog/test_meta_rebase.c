@@ -126,7 +126,7 @@ static void test_memo_dumps_equal_plain_dumps(void **state)
 			         "s3://bucket/wh/ns/t/metadata/%05d-x.metadata.json", step);
 			nd = apply(doc, loc, ups, TM_NOW + 1000 + step);
 			plain = fl_json_dump(nd, NULL);
-			fast = fl_json_dump_memo(nd, "snapshots", memo, &next, &n);
+			fast = fl_json_dump_memo(nd, cat_meta_shared_arrays, memo, &next, &n);
 			assert_non_null(plain);
 			assert_non_null(fast);
 			assert_non_null(next);
@@ -150,7 +150,7 @@ static void test_memo_dumps_equal_plain_dumps(void **state)
 		 * elements are new objects) changes nothing either. */
 		json_t *copy = json_deep_copy(doc);
 		char *plain = fl_json_dump(copy, NULL),
-		     *fast = fl_json_dump_memo(copy, "snapshots", memo, NULL, NULL);
+		     *fast = fl_json_dump_memo(copy, cat_meta_shared_arrays, memo, NULL, NULL);
 
 		assert_non_null(fast);
 		assert_string_equal(fast, plain);

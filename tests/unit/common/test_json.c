@@ -422,6 +422,114 @@ static void test_dump_matches_jansson(void **state)
 	json_decref(meta);
 }
 
+/* One element of a memoized array: a small object, new each time. */
+static json_t *memo_element(int k)
+{
+	return json_pack("{sisss[ii]}", "id", k, "s", k % 3 ? "plain" : "q\"uote\n", "l", k, -k);
+}
+
+/* The next version of doc: its arrays copied (their elements shared, as
+ * the table builder shares them) and changed at random: elements added
+ * anywhere, dropped from the front or the middle, swapped, taken from the
+ * other array or repeated; the members in a random order. */
+static json_t *memo_next(const json_t *doc, int *next_id)
+{
+	static const char *const names[] = {"a", "b", "c"};
+	json_t *arr[3], *out = json_object();
+	int order = rand() % 6;
+
+	for (int k = 0; k < 3; k++) {
+		arr[k] = json_copy(json_object_get(doc, names[k]));
+		for (int op = rand() % 4; op > 0; op--) {
+			size_t n = json_array_size(arr[k]);
+			size_t i = n > 0 ? (size_t)rand() % n : 0;
+
+			switch (rand() % 6) {
+			case 0: json_array_append_new(arr[k], memo_element((*next_id)++)); break;
+			case 1: json_array_insert_new(arr[k], i, memo_element((*next_id)++)); break;
+			case 2: json_array_remove(arr[k], 0); break;
+			case 3: json_array_remove(arr[k], i); break;
+			case 4:
+				if (n > 1) {
+					json_t *e = json_incref(json_array_get(arr[k], i));
+
+					json_array_set(arr[k], i,
+					               json_array_get(arr[k], n - 1 - i));
+					json_array_set_new(arr[k], n - 1 - i, e);
+				}
+				break;
+			default: {
+				const json_t *o = json_object_get(doc, names[(k + 1) % 3]);
+
+				if (json_array_size(o) > 0)
+					json_array_append(arr[k], json_array_get(o, 0));
+				if (n > 0)
+					json_array_append(arr[k], json_array_get(arr[k], i));
+			}
+			}
+		}
+	}
+	json_object_set_new(out, "v", json_integer(*next_id));
+	for (int j = 0; j < 3; j++) {
+		int k = (j + order) % 3;
+
+		json_object_set_new(out, names[order >= 3 ? 2 - k : k],
+		                    arr[order >= 3 ? 2 - k : k]);
+	}
+	return out;
+}
+
+static size_t first_difference(const char *a, const char *b)
+{
+	size_t i = 0;
+
+	while (a[i] != '\0' && a[i] == b[i])
+		i++;
+	return i;
+}
+
+/* fl_json_dump_memo writes what fl_json_dump writes, whatever the next
+ * version did to the memoized arrays: "a" and "b" are memoized (named in
+ * the opposite order to the text's in half the versions), "c" is not. */
+static void test_dump_memo_matches_dump(void **state)
+{
+	static const char *const keys[] = {"b", "a", NULL};
+	int next_id = 0;
+
+	(void)state;
+	srand(20261204);
+	for (int round = 0; round < 20; round++) {
+		json_t *doc = json_pack("{s[]s[]s[]}", "a", "b", "c");
+		struct fl_json_memo *memo = NULL;
+
+		for (int step = 0; step < 200; step++) {
+			json_t *nd = memo_next(doc, &next_id);
+			struct fl_json_memo *next = NULL;
+			size_t len = 0, mlen = 0;
+			char *plain = fl_json_dump(nd, NULL),
+			     *fast = fl_json_dump_memo(nd, keys, memo, &next, &len);
+
+			assert_non_null(plain);
+			assert_non_null(fast);
+			assert_non_null(next);
+			if (strcmp(plain, fast) != 0)
+				fail_msg("round %d step %d: the texts differ from byte %zu on",
+				         round, step, first_difference(plain, fast));
+			assert_int_equal(len, strlen(plain));
+			assert_string_equal(fl_json_memo_text(next, &mlen), plain);
+			assert_int_equal(mlen, len);
+			free(plain);
+			free(fast);
+			fl_json_memo_unref(memo);
+			memo = next;
+			json_decref(doc); /* the memo keeps the shared elements alive */
+			doc = nd;
+		}
+		fl_json_memo_unref(memo);
+		json_decref(doc);
+	}
+}
+
 /* Nesting past 2048 levels, and so a cycle, is refused rather than followed. */
 /* fl_json_dump_string writes a string as jansson writes it, escapes
  * included. */
@@ -554,6 +662,7 @@ int main(void)
 	        cmocka_unit_test(test_check_str_map),
 	        cmocka_unit_test(test_dump),
 	        cmocka_unit_test(test_dump_matches_jansson),
+	        cmocka_unit_test(test_dump_memo_matches_dump),
 	        cmocka_unit_test(test_dump_string_matches_jansson),
 	        cmocka_unit_test(test_dump_depth_bound),
 	        cmocka_unit_test(test_utf8_table),
