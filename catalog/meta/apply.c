@@ -557,8 +557,13 @@ static int up_add_snapshot(struct build *b, const json_t *u, struct fl_err *err)
 			                  id, added);
 		b->m.next_row_id += added;
 	}
-	if (b->m.format_version > 1)
+	if (b->m.format_version > 1) {
 		b->m.last_sequence_number = seq; /* v1 has no sequence numbers: stays 0 */
+		if (seq > b->m.seq_bound)
+			b->m.seq_bound = seq;
+	} else {
+		b->m.seq_bound = INT64_MAX; /* whatever a v1 snapshot says is not checked */
+	}
 	copy = json_deep_copy(snap);
 	if (copy != NULL) {
 		const char *k;
@@ -572,7 +577,7 @@ static int up_add_snapshot(struct build *b, const json_t *u, struct fl_err *err)
 		}
 	}
 	snprintf(key, sizeof(key), "%" PRId64, id);
-	if (copy == NULL || meta_snapshot_add(&b->m, copy) < 0 ||
+	if (copy == NULL || meta_snapshot_add(&b->m, copy, id) < 0 ||
 	    json_object_set_new(b->added, key, json_true()) < 0) {
 		json_decref(copy);
 		return nomem(err);

@@ -55,6 +55,10 @@ struct meta {
 	json_t *snapshots; /* array */
 	struct meta_snap_slot *snap_slots; /* id -> snapshot (borrowed from snapshots) */
 	size_t snap_cap, snap_n; /* slots (0 or a power of two), ids held */
+	/* No snapshot's sequence number is above it (INT64_MAX: not known).
+	 * A built document passed meta_check, so its last-sequence-number
+	 * bounds its snapshots; each added one raises the bound to its own. */
+	int64_t seq_bound;
 	json_t *statistics; /* array */
 	json_t *partition_statistics; /* array */
 	json_t *snapshot_log; /* array of {timestamp-ms, snapshot-id} */
@@ -104,8 +108,9 @@ int meta_key_check(const json_t *key, const char *what, struct fl_err *err) FL_M
  * which are derived and never stored. */
 bool meta_prop_reserved(const char *key);
 
-/* Adds snap (a reference is taken) to snapshots and the index. */
-int meta_snapshot_add(struct meta *m, json_t *snap) FL_MUST_CHECK;
+/* Adds snap, whose snapshot-id is id (a reference is taken), to snapshots
+ * and the index. */
+int meta_snapshot_add(struct meta *m, json_t *snap, int64_t id) FL_MUST_CHECK;
 
 /* Drops the snapshot from the index (not from the list); false when it was not there. */
 bool meta_snapshot_unindex(struct meta *m, int64_t id);

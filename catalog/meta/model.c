@@ -119,18 +119,24 @@ static struct meta_snap_slot *snap_find(const struct meta *m, int64_t id)
 	return &m->snap_slots[i];
 }
 
-static int snap_grow(struct meta *m)
+/* Room for want ids, the table still at most 3/4 full. */
+static int snap_reserve(struct meta *m, size_t want)
 {
 	struct meta_snap_slot *old = m->snap_slots;
-	size_t n = m->snap_cap;
+	size_t n = m->snap_cap, cap = n > 0 ? n : 64;
 
-	m->snap_cap = n > 0 ? 2 * n : 64;
-	m->snap_slots = calloc(m->snap_cap, sizeof(*m->snap_slots));
+	if (want == 0)
+		return 0;
+	while (4 * want > 3 * cap)
+		cap *= 2;
+	if (cap == n)
+		return 0;
+	m->snap_slots = calloc(cap, sizeof(*m->snap_slots));
 	if (m->snap_slots == NULL) {
 		m->snap_slots = old;
-		m->snap_cap = n;
 		return -1;
 	}
+	m->snap_cap = cap;
 	for (size_t i = 0; i < n; i++)
 		if (old[i].snap != NULL)
 			*snap_find(m, old[i].id) = old[i];
@@ -167,12 +173,11 @@ bool meta_snapshot_unindex(struct meta *m, int64_t id)
 	return true;
 }
 
-int meta_snapshot_add(struct meta *m, json_t *snap)
+int meta_snapshot_add(struct meta *m, json_t *snap, int64_t id)
 {
-	int64_t id = json_integer_value(json_object_get(snap, "snapshot-id"));
 	struct meta_snap_slot *s;
 
-	if (4 * (m->snap_n + 1) > 3 * m->snap_cap && snap_grow(m) < 0)
+	if (snap_reserve(m, m->snap_n + 1) < 0)
 		return -1;
 	if (json_array_append(m->snapshots, snap) < 0)
 		return -1;
@@ -627,6 +632,8 @@ static int load_snapshots(const json_t *doc, bool built, struct meta *m, struct 
 	r = get_typed(doc, "snapshots", false, JSON_ARRAY, "an array", "metadata", &arr, err);
 	if (r < 0)
 		return -1;
+	if (snap_reserve(m, json_array_size(arr)) < 0)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	/* A table's snapshots are most of its metadata and grow with every
 	 * commit: they are checked, and shared with doc rather than copied (a
 	 * snapshot is never modified once added: the builder only adds and
@@ -645,12 +652,13 @@ static int load_snapshots(const json_t *doc, bool built, struct meta *m, struct 
 				fl_err_set(err, FL_ERR_INTERNAL, "%s: inconsistent check", what);
 			return -1;
 		}
-		if (meta_snapshot_by_id(m, json_integer_value(json_object_get(s, "snapshot-id"))))
-			return fl_err_set(err, FL_ERR_BAD_REQUEST,
-			                  "metadata: snapshot id %" JSON_INTEGER_FORMAT
-			                  " is used more than once",
-			                  json_integer_value(json_object_get(s, "snapshot-id")));
-		if (meta_snapshot_add(m, s) < 0)
+		int64_t id = json_integer_value(json_object_get(s, "snapshot-id"));
+
+		if (meta_snapshot_by_id(m, id))
+			return fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "metadata: snapshot id %" PRId64 " is used more than once", id);
+		if (meta_snapshot_add(m, s, id) < 0)
 			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	}
 	r = get_typed(doc, "current-snapshot-id", false, JSON_INTEGER, "an integer or null",
@@ -749,6 +757,9 @@ int meta_load(const json_t *doc, bool built, struct meta *m, struct fl_err *err)
 		goto fail;
 	if (m->properties == NULL)
 		goto nomem;
+	/* v1 has no sequence numbers to bound: a v1 snapshot's stray one is
+	 * checked when the table moves to v2. */
+	m->seq_bound = built && fv > 1 ? m->last_sequence_number : INT64_MAX;
 	return 0;
 nomem:
 	fl_err_set(err, FL_ERR_NOMEM, "out of memory");
@@ -846,18 +857,21 @@ int meta_check(const struct meta *m, struct fl_err *err)
 		           m->format_version);
 		goto out;
 	}
-	json_array_foreach(m->snapshots, i, v)
-	{
-		int64_t seq = json_integer_value(json_object_get(v, "sequence-number"));
+	/* Each snapshot, unless none can be above the last number. */
+	if (m->format_version > 1 && m->seq_bound > m->last_sequence_number) {
+		json_array_foreach(m->snapshots, i, v)
+		{
+			int64_t seq = json_integer_value(json_object_get(v, "sequence-number"));
 
-		if (m->format_version > 1 && seq > m->last_sequence_number) {
-			fl_err_set(err, FL_ERR_BAD_REQUEST,
-			           "metadata: snapshot %" JSON_INTEGER_FORMAT
-			           " has sequence number %" PRId64
-			           " above last-sequence-number %" PRId64,
-			           json_integer_value(json_object_get(v, "snapshot-id")), seq,
-			           m->last_sequence_number);
-			goto out;
+			if (seq > m->last_sequence_number) {
+				fl_err_set(err, FL_ERR_BAD_REQUEST,
+				           "metadata: snapshot %" JSON_INTEGER_FORMAT
+				           " has sequence number %" PRId64
+				           " above last-sequence-number %" PRId64,
+				           json_integer_value(json_object_get(v, "snapshot-id")),
+				           seq, m->last_sequence_number);
+				goto out;
+			}
 		}
 	}
 	if (m->current_snapshot_id >= 0 && meta_snapshot_by_id(m, m->current_snapshot_id) == NULL) {
@@ -1009,13 +1023,16 @@ int64_t cat_meta_current_snapshot_id(const json_t *metadata)
 const json_t *cat_meta_current_summary(const json_t *metadata)
 {
 	int64_t id = cat_meta_current_snapshot_id(metadata);
-	size_t i;
-	json_t *s;
+	const json_t *snaps = json_object_get(metadata, "snapshots");
 
 	if (id < 0)
 		return NULL;
-	json_array_foreach(json_object_get(metadata, "snapshots"), i, s)
-	{
+	/* From the newest: the current snapshot is almost always the one the
+	 * last commit added, and a table's snapshots number in the thousands.
+	 * (Ids are unique in a validated document.) */
+	for (size_t i = json_array_size(snaps); i-- > 0;) {
+		const json_t *s = json_array_get(snaps, i);
+
 		if (json_integer_value(json_object_get(s, "snapshot-id")) == id) {
 			const json_t *sum = json_object_get(s, "summary");
 

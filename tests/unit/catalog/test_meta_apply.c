@@ -838,10 +838,66 @@ static void test_many_snapshots(void **state)
 	json_decref(ids);
 }
 
+/* A snapshot with no parent may take a sequence number at or below the
+ * last one, and that lowers last-sequence-number; the snapshots a base
+ * carries above it are then refused, on a built base too (whose snapshots
+ * are otherwise not checked one by one again). */
+static void test_lowered_sequence_number(void **state)
+{
+	struct fl_err err = {0};
+	json_t *m = tm_table(2), *u = json_array(), *out = NULL, *one;
+	bool changed;
+
+	(void)state;
+	for (int i = 1; i <= 3; i++) {
+		json_t *snap = json_pack(
+		        "{sisisssIs{ss}si}", "snapshot-id", i, "sequence-number", i,
+		        "manifest-list", "s3://bucket/wh/ns/t/metadata/snap.avro", "timestamp-ms",
+		        (json_int_t)TM_NOW, "summary", "operation", "append", "schema-id", 0);
+
+		if (i > 1)
+			json_object_set_new(snap, "parent-snapshot-id", json_integer(i - 1));
+		json_array_append_new(
+		        u, json_pack("{sssO}", "action", "add-snapshot", "snapshot", snap));
+		json_decref(snap);
+	}
+	one = ref_to("main", "branch", 3);
+	json_array_extend(u, one);
+	json_decref(one);
+	assert_int_equal(cat_meta_apply(m, "f0", u, TM_NOW + 1, 100, &out, &changed, &err), 0);
+	json_decref(m);
+	json_decref(u);
+	m = out;
+	for (int seq = 2; seq <= 3; seq++) {
+		u = json_pack("[{sss{sisisssIs{ss}si}}]", "action", "add-snapshot", "snapshot",
+		              "snapshot-id", 10 + seq, "sequence-number", seq, "manifest-list",
+		              "s3://bucket/wh/ns/t/metadata/snap.avro", "timestamp-ms",
+		              (json_int_t)TM_NOW, "summary", "operation", "append", "schema-id", 0);
+		for (int built = 0; built < 2; built++) {
+			int rc = (built ? cat_meta_apply_built : cat_meta_apply)(
+			        m, "f1", u, TM_NOW + 2, 100, &out, &changed, &err);
+
+			print_message("sequence number %d, %s base\n", seq,
+			              built ? "built" : "parsed");
+			if (seq == 3) {
+				assert_int_equal(rc, 0);
+				json_decref(out);
+				continue;
+			}
+			assert_int_equal(rc, -1);
+			tm_err_is(&err, FL_ERR_BAD_REQUEST,
+			          "snapshot 3 has sequence number 3 above last-sequence-number 2");
+		}
+		json_decref(u);
+	}
+	json_decref(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_cases),
+	        cmocka_unit_test(test_lowered_sequence_number),
 	        cmocka_unit_test(test_metadata_log),
 	        cmocka_unit_test(test_no_base_location),
 	        cmocka_unit_test(test_no_change_is_copy),

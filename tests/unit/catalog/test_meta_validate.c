@@ -231,6 +231,25 @@ static void test_accessors(void **state)
 	        "5");
 	assert_null(cat_meta_current_summary(v3));
 	assert_null(cat_meta_current_summary(t2));
+	/* The current snapshot wherever it is in the list (the search starts
+	 * from the newest), and none for an id the list does not hold. */
+	for (int id = 8; id <= 9; id++)
+		json_array_append_new(
+		        json_object_get(v2, "snapshots"),
+		        json_pack("{sisisIsss{ssss}}", "snapshot-id", id, "sequence-number", id,
+		                  "timestamp-ms", (json_int_t)1700000000000, "manifest-list",
+		                  "s3://b/t/metadata/snap.avro", "summary", "operation", "append",
+		                  "added-records", id == 8 ? "80" : "90"));
+	for (int id = 7; id <= 9; id++) {
+		const char *want[] = {"5", "80", "90"};
+
+		json_object_set_new(v2, "current-snapshot-id", json_integer(id));
+		assert_string_equal(json_string_value(json_object_get(cat_meta_current_summary(v2),
+		                                                      "added-records")),
+		                    want[id - 7]);
+	}
+	json_object_set_new(v2, "current-snapshot-id", json_integer(42));
+	assert_null(cat_meta_current_summary(v2));
 	json_decref(v2);
 	json_decref(v3);
 	json_decref(t2);
