@@ -1078,6 +1078,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	struct cat_row row = {0};
 	struct cat_table_bytes held = {0};
 	struct fl_json_memo *memo = NULL, *next_memo = NULL;
+	struct cat_meta_ids *ids = NULL;
 	const char *known;
 	json_t *base = NULL, *meta = NULL, *filled = NULL;
 	struct cat_row_stats st;
@@ -1189,11 +1190,16 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	}
 	cat_stage_done(db, CAT_STAGE_REQUIREMENTS, &t0);
 	/* A base this process wrote (it has the memo of that dump) is the
-	 * builder's own output: its snapshots are not checked one by one again. */
+	 * builder's own output: its snapshots are not checked one by one again,
+	 * and their ids come with the memo.  The new version's ids go with its
+	 * memo when the table is contended (kloc: the memo is kept). */
 	if (fill_added_rows(wh->io, base, (json_t *)ch->updates, &filled, err) != 0 ||
-	    (!fetched && memo != NULL ? cat_meta_apply_built : cat_meta_apply)(
-	            base, row.metadata_location, filled, fl_now_ms(), lim->max_updates, &meta,
-	            &changed, err) != 0) {
+	    (!fetched && memo != NULL
+	             ? cat_meta_apply_kept(base, fl_json_memo_attached(memo), row.metadata_location,
+	                                   filled, fl_now_ms(), lim->max_updates, &meta,
+	                                   kloc != NULL ? &ids : NULL, &changed, err)
+	             : cat_meta_apply(base, row.metadata_location, filled, fl_now_ms(),
+	                              lim->max_updates, &meta, &changed, err)) != 0) {
 		if (held_row && err->kind == FL_ERR_BAD_REQUEST)
 			goto judge_again;
 		fl_err_prefix(err, "table %s", table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)));
@@ -1235,6 +1241,10 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	if (metadata_text_memo(meta, row.version + 1, fetched ? NULL : memo,
 	                       kloc != NULL ? &next_memo : NULL, &w, &path, &text, &len, err) != 0)
 		goto out;
+	if (next_memo != NULL && ids != NULL) {
+		fl_json_memo_attach(next_memo, ids, cat_meta_ids_free);
+		ids = NULL;
+	}
 	ahead = len >= AHEAD_BYTES || tx != NULL;
 	if (!ahead) {
 		if (metadata_put(&w, &path, &text, len, err) != 0)
@@ -1343,6 +1353,7 @@ out:
 		cat_table_bytes_release(held.hold);
 	fl_json_memo_unref(memo);
 	fl_json_memo_unref(next_memo);
+	cat_meta_ids_free(ids);
 	json_decref(base);
 	json_decref(meta);
 	json_decref(filled);

@@ -203,6 +203,8 @@ struct fl_json_memo {
 	size_t len;
 	struct memo_span *spans; /* the arrays' elements, array by array */
 	size_t n;
+	void *attached; /* the owner's, freed with attached_free */
+	void (*attached_free)(void *);
 };
 
 /* The most arrays one memo covers (fl_json_dump_memo's keys). */
@@ -560,7 +562,22 @@ void fl_json_memo_unref(struct fl_json_memo *m)
 	json_decref(m->doc);
 	free(m->text);
 	free(m->spans);
+	if (m->attached_free != NULL)
+		m->attached_free(m->attached);
 	free(m);
+}
+
+void fl_json_memo_attach(struct fl_json_memo *m, void *p, void (*free_fn)(void *))
+{
+	if (m->attached_free != NULL)
+		m->attached_free(m->attached);
+	m->attached = p;
+	m->attached_free = free_fn;
+}
+
+void *fl_json_memo_attached(const struct fl_json_memo *m)
+{
+	return m != NULL ? m->attached : NULL;
 }
 
 const char *fl_json_memo_text(const struct fl_json_memo *m, size_t *len)

@@ -68,6 +68,11 @@ char *fl_json_dump_memo(const json_t *v, const char *const *keys, const struct f
                         struct fl_json_memo **memo, size_t *len);
 struct fl_json_memo *fl_json_memo_ref(struct fl_json_memo *m);
 void fl_json_memo_unref(struct fl_json_memo *m);
+/* Something its owner derived from the memo's document, kept and freed
+ * (free_fn, which may be NULL) with the memo: attached before the memo is
+ * shared, read-only after.  fl_json_memo_attached of a NULL memo is NULL. */
+void fl_json_memo_attach(struct fl_json_memo *m, void *p, void (*free_fn)(void *));
+void *fl_json_memo_attached(const struct fl_json_memo *m);
 /* The text a memo holds (NUL-terminated) and its length. */
 const char *fl_json_memo_text(const struct fl_json_memo *m, size_t *len);
 

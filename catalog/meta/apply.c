@@ -696,11 +696,14 @@ static int up_remove_snapshots(struct build *b, const json_t *u, struct fl_err *
 		return 0;
 	/* one pass over the list, keeping what the index still holds */
 	for (size_t j = json_array_size(b->m.snapshots); j-- > 0;) {
-		json_t *s = json_array_get(b->m.snapshots, j);
+		size_t n = json_array_size(b->m.snapshots);
 
-		if (meta_snapshot_by_id(&b->m,
-		                        json_integer_value(json_object_get(s, "snapshot-id"))) != s)
-			json_array_remove(b->m.snapshots, j);
+		if (meta_snapshot_by_id(&b->m, b->m.snap_ids[j]) ==
+		    json_array_get(b->m.snapshots, j))
+			continue;
+		json_array_remove(b->m.snapshots, j);
+		memmove(&b->m.snap_ids[j], &b->m.snap_ids[j + 1],
+		        (n - 1 - j) * sizeof(b->m.snap_ids[0]));
 	}
 	remove_where(b->m.statistics, "snapshot-id", ids, 0);
 	remove_where(b->m.partition_statistics, "snapshot-id", ids, 0);
@@ -1111,8 +1114,9 @@ static int recheck_snapshots(const struct build *b, int from, struct fl_err *err
 	return 0;
 }
 
-static int apply(const json_t *base, bool built, const char *base_location, const json_t *updates,
-                 int64_t now_ms, size_t max_updates, json_t **out, bool *changed,
+static int apply(const json_t *base, bool built, const struct cat_meta_ids *ids,
+                 const char *base_location, const json_t *updates, int64_t now_ms,
+                 size_t max_updates, json_t **out, struct cat_meta_ids **out_ids, bool *changed,
                  struct fl_err *err)
 {
 	struct build b;
@@ -1123,6 +1127,8 @@ static int apply(const json_t *base, bool built, const char *base_location, cons
 	int rc = -1;
 
 	memset(&b, 0, sizeof(b));
+	if (out_ids != NULL)
+		*out_ids = NULL;
 	if (!json_is_array(updates))
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "'updates' must be an array");
 	if (json_array_size(updates) > max_updates)
@@ -1131,7 +1137,7 @@ static int apply(const json_t *base, bool built, const char *base_location, cons
 		        "the commit has %zu updates; the limit is %zu (max-commit-updates)",
 		        json_array_size(updates), max_updates);
 	if (base != NULL) {
-		if (meta_load(base, built, &b.m, err) < 0)
+		if (meta_load(base, built, ids, &b.m, err) < 0)
 			return fl_err_prefix(err, "base metadata");
 		base_updated = b.m.last_updated_ms;
 		base_version = b.m.format_version;
@@ -1199,6 +1205,8 @@ static int apply(const json_t *base, bool built, const char *base_location, cons
 	}
 	*out = res;
 	*changed = true;
+	if (out_ids != NULL)
+		*out_ids = meta_ids_of(&b.m); /* NULL: the next build reads them */
 	rc = 0;
 out:
 	json_decref(b.added);
@@ -1211,12 +1219,23 @@ int cat_meta_apply(const json_t *base, const char *base_location, const json_t *
                    int64_t now_ms, size_t max_updates, json_t **out, bool *changed,
                    struct fl_err *err)
 {
-	return apply(base, false, base_location, updates, now_ms, max_updates, out, changed, err);
+	return apply(base, false, NULL, base_location, updates, now_ms, max_updates, out, NULL,
+	             changed, err);
 }
 
 int cat_meta_apply_built(const json_t *base, const char *base_location, const json_t *updates,
                          int64_t now_ms, size_t max_updates, json_t **out, bool *changed,
                          struct fl_err *err)
 {
-	return apply(base, true, base_location, updates, now_ms, max_updates, out, changed, err);
+	return apply(base, true, NULL, base_location, updates, now_ms, max_updates, out, NULL,
+	             changed, err);
+}
+
+int cat_meta_apply_kept(const json_t *base, const struct cat_meta_ids *ids,
+                        const char *base_location, const json_t *updates, int64_t now_ms,
+                        size_t max_updates, json_t **out, struct cat_meta_ids **out_ids,
+                        bool *changed, struct fl_err *err)
+{
+	return apply(base, true, ids, base_location, updates, now_ms, max_updates, out, out_ids,
+	             changed, err);
 }

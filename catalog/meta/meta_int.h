@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "tablemeta.h"
 
 /* current-schema-id of metadata built from empty before any
  * set-current-schema: Java's int field then defaults to 0. */
@@ -55,6 +56,8 @@ struct meta {
 	json_t *snapshots; /* array */
 	struct meta_snap_slot *snap_slots; /* id -> snapshot (borrowed from snapshots) */
 	size_t snap_cap, snap_n; /* slots (0 or a power of two), ids held */
+	int64_t *snap_ids; /* the id of each of snapshots, in its order */
+	size_t snap_ids_cap;
 	/* No snapshot's sequence number is above it (INT64_MAX: not known).
 	 * A built document passed meta_check, so its last-sequence-number
 	 * bounds its snapshots; each added one raises the bound to its own. */
@@ -76,9 +79,14 @@ int meta_init_empty(struct meta *m, int format_version, struct fl_err *err) FL_M
  * unmodified document cat_meta_apply returned, whose snapshots, snapshot
  * log and metadata log were each checked when they joined it; those lists
  * (the part that grows with every commit) are then taken without checking
- * every element again, all the rest is checked as ever.  On failure m is
- * released. */
-int meta_load(const json_t *doc, bool built, struct meta *m, struct fl_err *err) FL_MUST_CHECK;
+ * every element again, all the rest is checked as ever; ids, when not
+ * NULL, are the snapshot ids cat_meta_apply_kept returned with doc, which
+ * then are not read from the snapshots again.  On failure m is released. */
+int meta_load(const json_t *doc, bool built, const struct cat_meta_ids *ids, struct meta *m,
+              struct fl_err *err) FL_MUST_CHECK;
+
+/* A copy of m's snapshot ids (snap_ids), or NULL when out of memory. */
+struct cat_meta_ids *meta_ids_of(const struct meta *m);
 
 /* Referential integrity and per-version rules of a complete model. */
 int meta_check(const struct meta *m, struct fl_err *err) FL_MUST_CHECK;

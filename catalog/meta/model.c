@@ -52,6 +52,9 @@ void meta_free(struct meta *m)
 	free(m->snap_slots);
 	m->snap_slots = NULL;
 	m->snap_cap = m->snap_n = 0;
+	free(m->snap_ids);
+	m->snap_ids = NULL;
+	m->snap_ids_cap = 0;
 }
 
 int meta_init_empty(struct meta *m, int format_version, struct fl_err *err)
@@ -173,14 +176,34 @@ bool meta_snapshot_unindex(struct meta *m, int64_t id)
 	return true;
 }
 
+/* Room for want ids in snap_ids. */
+static int ids_reserve(struct meta *m, size_t want)
+{
+	size_t cap = m->snap_ids_cap > 0 ? m->snap_ids_cap : 16;
+	int64_t *ids;
+
+	if (want <= m->snap_ids_cap)
+		return 0;
+	while (cap < want)
+		cap *= 2;
+	ids = realloc(m->snap_ids, cap * sizeof(*ids));
+	if (ids == NULL)
+		return -1;
+	m->snap_ids = ids;
+	m->snap_ids_cap = cap;
+	return 0;
+}
+
 int meta_snapshot_add(struct meta *m, json_t *snap, int64_t id)
 {
+	size_t n = json_array_size(m->snapshots);
 	struct meta_snap_slot *s;
 
-	if (snap_reserve(m, m->snap_n + 1) < 0)
+	if (ids_reserve(m, n + 1) < 0 || snap_reserve(m, m->snap_n + 1) < 0)
 		return -1;
 	if (json_array_append(m->snapshots, snap) < 0)
 		return -1;
+	m->snap_ids[n] = id;
 	s = snap_find(m, id);
 	if (s->snap == NULL)
 		m->snap_n++;
@@ -622,7 +645,59 @@ static int check_metalog(const json_t *v, const char *what, struct fl_err *err)
 	return 0;
 }
 
-static int load_snapshots(const json_t *doc, bool built, struct meta *m, struct fl_err *err)
+/* The snapshot ids of a built document, in order. */
+struct cat_meta_ids {
+	size_t n;
+	int64_t id[];
+};
+
+struct cat_meta_ids *meta_ids_of(const struct meta *m)
+{
+	size_t n = json_array_size(m->snapshots);
+	struct cat_meta_ids *ids = malloc(sizeof(*ids) + n * sizeof(ids->id[0]));
+
+	if (ids != NULL) {
+		ids->n = n;
+		if (n > 0)
+			memcpy(ids->id, m->snap_ids, n * sizeof(ids->id[0]));
+	}
+	return ids;
+}
+
+void cat_meta_ids_free(void *ids)
+{
+	free(ids);
+}
+
+bool cat_meta_ids_match(const struct cat_meta_ids *ids, const json_t *doc)
+{
+	const json_t *arr = json_object_get(doc, "snapshots");
+
+	if (ids == NULL || ids->n != json_array_size(arr))
+		return false;
+	for (size_t i = 0; i < ids->n; i++)
+		if (ids->id[i] !=
+		    json_integer_value(json_object_get(json_array_get(arr, i), "snapshot-id")))
+			return false;
+	return true;
+}
+
+/* Whether ids can stand for the ids of arr's snapshots: as many, and the
+ * first and last as those snapshots say (a cheap check that they were
+ * returned with this document, not another). */
+static bool ids_fit(const struct cat_meta_ids *ids, const json_t *arr)
+{
+	size_t n = json_array_size(arr);
+
+	return ids != NULL && ids->n == n &&
+	       (n == 0 || (ids->id[0] == json_integer_value(json_object_get(json_array_get(arr, 0),
+	                                                                    "snapshot-id")) &&
+	                   ids->id[n - 1] == json_integer_value(json_object_get(
+	                                             json_array_get(arr, n - 1), "snapshot-id"))));
+}
+
+static int load_snapshots(const json_t *doc, bool built, const struct cat_meta_ids *ids,
+                          struct meta *m, struct fl_err *err)
 {
 	json_t *arr = NULL, *s, *refs = NULL, *v;
 	const char *k;
@@ -632,8 +707,10 @@ static int load_snapshots(const json_t *doc, bool built, struct meta *m, struct 
 	r = get_typed(doc, "snapshots", false, JSON_ARRAY, "an array", "metadata", &arr, err);
 	if (r < 0)
 		return -1;
-	if (snap_reserve(m, json_array_size(arr)) < 0)
+	if (snap_reserve(m, json_array_size(arr)) < 0 || ids_reserve(m, json_array_size(arr)) < 0)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	if (!built || !ids_fit(ids, arr))
+		ids = NULL;
 	/* A table's snapshots are most of its metadata and grow with every
 	 * commit: they are checked, and shared with doc rather than copied (a
 	 * snapshot is never modified once added: the builder only adds and
@@ -652,7 +729,8 @@ static int load_snapshots(const json_t *doc, bool built, struct meta *m, struct 
 				fl_err_set(err, FL_ERR_INTERNAL, "%s: inconsistent check", what);
 			return -1;
 		}
-		int64_t id = json_integer_value(json_object_get(s, "snapshot-id"));
+		int64_t id = ids != NULL ? ids->id[i]
+		                         : json_integer_value(json_object_get(s, "snapshot-id"));
 
 		if (meta_snapshot_by_id(m, id))
 			return fl_err_set(
@@ -690,7 +768,8 @@ static int load_snapshots(const json_t *doc, bool built, struct meta *m, struct 
 	return 0;
 }
 
-int meta_load(const json_t *doc, bool built, struct meta *m, struct fl_err *err)
+int meta_load(const json_t *doc, bool built, const struct cat_meta_ids *ids, struct meta *m,
+              struct fl_err *err)
 {
 	int64_t fv = 0;
 	json_t *v = NULL;
@@ -745,7 +824,7 @@ int meta_load(const json_t *doc, bool built, struct meta *m, struct fl_err *err)
 		json_decref(m->properties);
 		m->properties = json_deep_copy(v);
 	}
-	if (load_snapshots(doc, built, m, err) < 0 ||
+	if (load_snapshots(doc, built, ids, m, err) < 0 ||
 	    load_list(doc, "statistics", &m->statistics, check_stats, err) < 0 ||
 	    load_list(doc, "partition-statistics", &m->partition_statistics, check_pstats, err) <
 	            0 ||
@@ -989,7 +1068,7 @@ int cat_meta_validate(const json_t *metadata, struct fl_err *err)
 	struct meta m;
 	int rc;
 
-	if (meta_load(metadata, false, &m, err) < 0)
+	if (meta_load(metadata, false, NULL, &m, err) < 0)
 		return -1;
 	rc = meta_check(&m, err);
 	meta_free(&m);

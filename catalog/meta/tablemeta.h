@@ -106,6 +106,25 @@ int cat_meta_apply_built(const json_t *base, const char *base_location, const js
                          int64_t now_ms, size_t max_updates, json_t **out, bool *changed,
                          struct fl_err *err) FL_MUST_CHECK;
 
+/* The ids of a built document's snapshots, in their order: what a build on
+ * that document would otherwise read from each snapshot again (one lookup
+ * in each of thousands of objects spread over the heap).  Immutable once
+ * made; cat_meta_ids_free releases them. */
+struct cat_meta_ids;
+
+/* cat_meta_apply_built with the ids cat_meta_apply_kept returned with base
+ * (NULL: read from base), returning those of *out in *out_ids (NULL when
+ * out_ids is NULL, on failure, when nothing changed, or when out of memory,
+ * which fails nothing else). */
+int cat_meta_apply_kept(const json_t *base, const struct cat_meta_ids *ids,
+                        const char *base_location, const json_t *updates, int64_t now_ms,
+                        size_t max_updates, json_t **out, struct cat_meta_ids **out_ids,
+                        bool *changed, struct fl_err *err) FL_MUST_CHECK;
+void cat_meta_ids_free(void *ids);
+/* Whether ids are exactly the ids of doc's snapshots, in order (every one
+ * compared: for tests). */
+bool cat_meta_ids_match(const struct cat_meta_ids *ids, const json_t *doc);
+
 /* The arrays of a document cat_meta_apply emits whose elements its next
  * version shares, the same json_t, and never modifies: the snapshots and
  * the two logs, which grow with every commit.  NULL-ended; the keys of a

@@ -6,8 +6,9 @@
  * the time each commit holds the table.  This program grows one table by
  * PyIceberg-style appends (add-snapshot + set-snapshot-ref main, one
  * snapshot each) and prints, at each size, the mean time of the build (as
- * a contended table's commit runs it, on the base it built last:
- * cat_meta_apply_built; and checking the base as a parsed one is,
+ * a contended table's commit runs it, on the base it built last with that
+ * build's snapshot ids: cat_meta_apply_kept; and checking the base as a
+ * parsed one is,
  * cat_meta_apply) and of the serialization, of the serialization as a
  * contended table's commit runs it (fl_json_dump_memo with the last
  * version's memo; the two texts must be equal), and of jansson's own
@@ -54,6 +55,7 @@ static int step(json_t **meta, struct fl_json_memo **memo, int64_t id, int64_t n
 	static const char loc[] = "s3://bench/t/metadata/00001.metadata.json";
 	json_t *up = append_updates(*meta, id, now_ms), *out = NULL, *checked = NULL;
 	struct fl_json_memo *next = NULL;
+	struct cat_meta_ids *ids = NULL;
 	struct fl_err err = {0};
 	bool changed = false;
 	int64_t tc = fl_mono_ns(), t0, t1, t2, t3;
@@ -62,7 +64,8 @@ static int step(json_t **meta, struct fl_json_memo **memo, int64_t id, int64_t n
 	if (up == NULL ||
 	    cat_meta_apply(*meta, loc, up, now_ms, 100, &checked, &changed, &err) != 0 ||
 	    (t0 = fl_mono_ns(),
-	     cat_meta_apply_built(*meta, loc, up, now_ms, 100, &out, &changed, &err) != 0)) {
+	     cat_meta_apply_kept(*meta, fl_json_memo_attached(*memo), loc, up, now_ms, 100, &out,
+	                         &ids, &changed, &err) != 0)) {
 		fprintf(stderr, "meta_build: apply failed: %s\n", up ? err.msg : "out of memory");
 		json_decref(checked);
 		json_decref(up);
@@ -86,12 +89,17 @@ static int step(json_t **meta, struct fl_json_memo **memo, int64_t id, int64_t n
 		free(fast);
 		free(again);
 		fl_json_memo_unref(next);
+		cat_meta_ids_free(ids);
 		json_decref(out);
 		return -1;
 	}
 	free(text);
 	free(fast);
 	free(again);
+	if (next != NULL)
+		fl_json_memo_attach(next, ids, cat_meta_ids_free);
+	else
+		cat_meta_ids_free(ids);
 	fl_json_memo_unref(*memo);
 	*memo = next;
 	json_decref(*meta);

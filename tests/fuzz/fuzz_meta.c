@@ -193,11 +193,16 @@ static bool same_table(const json_t *base, const json_t *a, const json_t *b)
 }
 
 /* cat_meta_apply_built, which takes a base's snapshots and logs unchecked,
- * answers exactly as cat_meta_apply for every base that validates (every
- * document the builder returns does; check_built). */
+ * and cat_meta_apply_kept with the snapshot ids the last build returned
+ * with base (ids, possibly NULL) answer exactly as cat_meta_apply for
+ * every base that validates (every document the builder returns does;
+ * check_built).  *ids_out (when not NULL) receives the ids of the kept
+ * build's document, which must be exactly its snapshots' ids. */
 static void check_apply_built(const json_t *base, const json_t *updates, int64_t now_ms, int rc,
-                              const json_t *out, const struct fl_err *err)
+                              const json_t *out, const struct fl_err *err,
+                              const struct cat_meta_ids *ids, struct cat_meta_ids **ids_out)
 {
+	struct cat_meta_ids *kept_ids = NULL;
 	struct fl_err e2 = {0};
 	json_t *out2 = NULL;
 	bool changed = false;
@@ -205,21 +210,34 @@ static void check_apply_built(const json_t *base, const json_t *updates, int64_t
 
 	if (base == NULL || cat_meta_validate(base, &e2) != 0)
 		return;
-	rc2 = cat_meta_apply_built(base, BASE_FILE, updates, now_ms, 100, &out2, &changed, &e2);
-	if (rc == 0 && rc2 == 0) {
-		FUZZ_CHECK(same_table(base, out, out2));
-	} else if (rc2 != rc || (err->kind != FL_ERR_NOMEM && e2.kind != FL_ERR_NOMEM &&
-	                         (e2.kind != err->kind || strcmp(e2.msg, err->msg) != 0))) {
-		fprintf(stderr, "apply: %s / apply_built: %s\n", rc == 0 ? "ok" : err->msg,
-		        rc2 == 0 ? "ok" : e2.msg);
-		FUZZ_CHECK(!"apply_built answers as apply");
+	for (int kept = 0; kept < 2; kept++) {
+		rc2 = kept ? cat_meta_apply_kept(base, ids, BASE_FILE, updates, now_ms, 100, &out2,
+		                                 &kept_ids, &changed, &e2)
+		           : cat_meta_apply_built(base, BASE_FILE, updates, now_ms, 100, &out2,
+		                                  &changed, &e2);
+		if (rc == 0 && rc2 == 0) {
+			FUZZ_CHECK(same_table(base, out, out2));
+			FUZZ_CHECK(!kept || !changed || kept_ids == NULL ||
+			           cat_meta_ids_match(kept_ids, out2));
+		} else if (rc2 != rc || (err->kind != FL_ERR_NOMEM && e2.kind != FL_ERR_NOMEM &&
+		                         (e2.kind != err->kind || strcmp(e2.msg, err->msg) != 0))) {
+			fprintf(stderr, "apply: %s / apply_%s: %s\n", rc == 0 ? "ok" : err->msg,
+			        kept ? "kept" : "built", rc2 == 0 ? "ok" : e2.msg);
+			FUZZ_CHECK(!"apply_built and apply_kept answer as apply");
+		}
+		json_decref(out2);
+		out2 = NULL;
 	}
-	json_decref(out2);
+	if (ids_out != NULL)
+		*ids_out = kept_ids;
+	else
+		cat_meta_ids_free(kept_ids);
 }
 
 /* Applies updates to base (NULL: from nothing) and checks the result, which
  * it returns (NULL on failure). */
-static json_t *table_apply(const json_t *base, const json_t *updates, int64_t now_ms)
+static json_t *table_apply(const json_t *base, const json_t *updates, int64_t now_ms,
+                           const struct cat_meta_ids *ids, struct cat_meta_ids **ids_out)
 {
 	struct fl_err err = {0};
 	json_t *pristine = base ? json_deep_copy(base) : NULL, *out = NULL;
@@ -235,7 +253,7 @@ static json_t *table_apply(const json_t *base, const json_t *updates, int64_t no
 		FUZZ_CHECK(out == NULL);
 		check_error(&err);
 	}
-	check_apply_built(base, updates, now_ms, rc, out, &err);
+	check_apply_built(base, updates, now_ms, rc, out, &err, ids, ids_out);
 	FUZZ_CHECK(base == NULL || json_equal(base, pristine));
 	json_decref(pristine);
 	return out;
@@ -309,7 +327,7 @@ static void table_register(const json_t *doc)
 		return;
 	}
 	ups = parse(append);
-	json_decref(table_apply(doc, ups, NOW + 5000));
+	json_decref(table_apply(doc, ups, NOW + 5000, NULL, NULL));
 	json_decref(ups);
 }
 
@@ -491,6 +509,7 @@ static void structured(const json_t *base, const uint8_t *data, size_t size)
 {
 	struct cursor c = {data, size};
 	struct fl_json_memo *memo = NULL;
+	struct cat_meta_ids *ids = NULL;
 	json_t *cur = json_incref((json_t *)base);
 
 	check_stored_text(cur, &memo);
@@ -500,15 +519,23 @@ static void structured(const json_t *base, const uint8_t *data, size_t size)
 
 		for (int k = 0; k < n; k++)
 			json_array_append_new(ups, update_of(&c));
-		out = table_apply(cur, ups, NOW + 9000 + round);
+		struct cat_meta_ids *next = NULL;
+
+		out = table_apply(cur, ups, NOW + 9000 + round, ids, &next);
 		if (out != NULL) {
 			check_stored_text(out, &memo);
 			json_decref(cur);
 			cur = out;
+			/* The kept build's document is cur's twin: its ids are cur's. */
+			cat_meta_ids_free(ids);
+			ids = next;
+		} else {
+			cat_meta_ids_free(next);
 		}
 		json_decref(ups);
 	}
 	fl_json_memo_unref(memo);
+	cat_meta_ids_free(ids);
 	json_decref(cur);
 }
 
@@ -530,8 +557,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fl_json_parse((const char *)data + 2, size - 2, MAX_DEPTH, &in, &err) != 0)
 		return 0; /* the JSON parser has its own target */
 	switch (data[0] % 8) {
-	case 0: json_decref(table_apply(base, in, NOW + 5000)); break;
-	case 1: json_decref(table_apply(NULL, in, NOW + 5000)); break;
+	case 0: json_decref(table_apply(base, in, NOW + 5000, NULL, NULL)); break;
+	case 1: json_decref(table_apply(NULL, in, NOW + 5000, NULL, NULL)); break;
 	case 2: table_requirements(data[1] & 0x80 ? NULL : base, in); break;
 	case 3: table_create(in); break;
 	case 4: view_apply(in); break;

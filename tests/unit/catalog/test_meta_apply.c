@@ -838,6 +838,83 @@ static void test_many_snapshots(void **state)
 	json_decref(ids);
 }
 
+/* A chain of builds, each on the last with its snapshot ids
+ * (cat_meta_apply_kept, as a contended table's commits run): appends,
+ * removals from the middle of the list, and a tag moved to a carried
+ * snapshot (found through the index the ids fill) build what
+ * cat_meta_apply_built and cat_meta_apply build on the same base.  Ids
+ * that were returned with another document are not used. */
+static void test_kept_ids(void **state)
+{
+	enum { STEPS = 240 };
+	struct fl_err err = {0};
+	json_t *m = tm_table(2);
+	struct cat_meta_ids *ids = NULL, *stale = NULL;
+	int64_t live[STEPS], seq = 0;
+	int nlive = 0;
+
+	(void)state;
+	srand(20261204);
+	for (int step = 0; step < STEPS; step++) {
+		json_t *u, *outs[3] = {NULL, NULL, NULL};
+		struct cat_meta_ids *next = NULL;
+		bool changed;
+
+		if (step % 9 == 8 && nlive > 4) {
+			/* two from the middle, never the current (last) one */
+			int a = 1 + rand() % (nlive - 3), b = a + 1;
+
+			u = json_pack("[{sss[II]}]", "action", "remove-snapshots", "snapshot-ids",
+			              (json_int_t)live[a], (json_int_t)live[b]);
+			memmove(&live[a], &live[b + 1], (size_t)(nlive - b - 1) * sizeof(live[0]));
+			nlive -= 2;
+		} else if (step % 5 == 4 && nlive > 1) {
+			u = ref_to("t", "tag", live[rand() % nlive]);
+		} else {
+			json_t *snap =
+			        json_pack("{sIsIsssIs{ss}si}", "snapshot-id", many_id(step),
+			                  "sequence-number", (json_int_t)++seq, "manifest-list",
+			                  "s3://bucket/wh/ns/t/metadata/snap.avro", "timestamp-ms",
+			                  (json_int_t)TM_NOW, "summary", "operation", "append",
+			                  "schema-id", 0);
+
+			if (nlive > 0)
+				json_object_set_new(snap, "parent-snapshot-id",
+				                    json_integer(live[nlive - 1]));
+			u = json_pack("[{ssso}]", "action", "add-snapshot", "snapshot", snap);
+			json_array_extend(u, ref_to("main", "branch", many_id(step)));
+			live[nlive++] = many_id(step);
+		}
+		/* every third step with the ids of an older document */
+		if (cat_meta_apply_kept(m, step % 3 == 2 && stale != NULL ? stale : ids, "f", u,
+		                        TM_NOW + step, 100, &outs[0], &next, &changed, &err) != 0)
+			fail_msg("step %d: %s", step, err.msg);
+		assert_int_equal(cat_meta_apply_built(m, "f", u, TM_NOW + step, 100, &outs[1],
+		                                      &changed, &err),
+		                 0);
+		assert_int_equal(
+		        cat_meta_apply(m, "f", u, TM_NOW + step, 100, &outs[2], &changed, &err), 0);
+		if (!json_equal(outs[0], outs[1]) || !json_equal(outs[0], outs[2]))
+			fail_msg("step %d: the builds differ", step);
+		if (changed)
+			assert_true(cat_meta_ids_match(next, outs[0]));
+		else
+			assert_null(next); /* the next step reads the ids */
+		assert_int_equal(json_array_size(json_object_get(outs[0], "snapshots")), nlive);
+		json_decref(u);
+		json_decref(outs[1]);
+		json_decref(outs[2]);
+		json_decref(m);
+		m = outs[0];
+		cat_meta_ids_free(stale);
+		stale = ids;
+		ids = next;
+	}
+	cat_meta_ids_free(stale);
+	cat_meta_ids_free(ids);
+	json_decref(m);
+}
+
 /* A snapshot with no parent may take a sequence number at or below the
  * last one, and that lowers last-sequence-number; the snapshots a base
  * carries above it are then refused, on a built base too (whose snapshots
@@ -898,6 +975,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_cases),
 	        cmocka_unit_test(test_lowered_sequence_number),
+	        cmocka_unit_test(test_kept_ids),
 	        cmocka_unit_test(test_metadata_log),
 	        cmocka_unit_test(test_no_base_location),
 	        cmocka_unit_test(test_no_change_is_copy),
