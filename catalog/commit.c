@@ -1301,7 +1301,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	if (moved == 1)
 		cat_scope_fresh(&sc, cat_fresh_new(db, wh->name, wh->storage_type, &ch->ns,
 		                                   ch->name, row.id, row.ns_id, row.version + 1,
-		                                   path, text, generation));
+		                                   path, text, len, generation));
 	if (!ahead)
 		(void)cat_scope_end(&sc, true, err); /* a read scope: nothing to commit */
 	else if (cat_scope_end(&sc, moved >= 0, err) != 0 && moved >= 0)

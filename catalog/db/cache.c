@@ -492,7 +492,7 @@ void cat_cache_put(struct cat_cache *c, unsigned long generation, const char *ke
 struct cat_fresh *cat_fresh_new(struct cat_db *db, const char *wh_name, const char *storage_type,
                                 const struct cat_ns *ns, const char *name, const char *table_id,
                                 const char *ns_id, int64_t version, const char *metadata_location,
-                                const char *metadata, unsigned long generation)
+                                const char *metadata, size_t metadata_len, unsigned long generation)
 {
 	struct cat_fresh *f;
 
@@ -505,7 +505,7 @@ struct cat_fresh *cat_fresh_new(struct cat_db *db, const char *wh_name, const ch
 	snprintf(f->storage_type, sizeof(f->storage_type), "%s", storage_type);
 	f->generation = generation;
 	f->key = cat_table_key(wh_name, ns, name, &f->key_len);
-	f->sh = cat_shared_new(metadata_location, metadata, strlen(metadata));
+	f->sh = cat_shared_new(metadata_location, metadata, metadata_len);
 	if (f->key == NULL || f->sh == NULL) {
 		cat_fresh_free(f);
 		return NULL;

@@ -220,7 +220,8 @@ struct cat_fresh {
 struct cat_fresh *cat_fresh_new(struct cat_db *db, const char *wh_name, const char *storage_type,
                                 const struct cat_ns *ns, const char *name, const char *table_id,
                                 const char *ns_id, int64_t version, const char *metadata_location,
-                                const char *metadata, unsigned long generation);
+                                const char *metadata, size_t metadata_len,
+                                unsigned long generation);
 void cat_fresh_free(struct cat_fresh *f);
 /* Invalidates f's table as cat_cache_invalidate does, then inserts f's
  * version unless another invalidation of the table came after
