@@ -766,6 +766,21 @@ static json_t *ref_to(const char *ref, const char *type, int64_t id)
 	                 type, "snapshot-id", (json_int_t)id);
 }
 
+/* {add-snapshot} of a PyIceberg-style append: id, sequence number and
+ * parent (none when parent < 0). */
+static json_t *add_snapshot(int64_t id, int64_t seq, int64_t parent)
+{
+	json_t *snap =
+	        json_pack("{sIsIsssIs{ss}si}", "snapshot-id", (json_int_t)id, "sequence-number",
+	                  (json_int_t)seq, "manifest-list",
+	                  "s3://bucket/wh/ns/t/metadata/snap.avro", "timestamp-ms",
+	                  (json_int_t)TM_NOW, "summary", "operation", "append", "schema-id", 0);
+
+	if (parent >= 0)
+		json_object_set_new(snap, "parent-snapshot-id", json_integer(parent));
+	return json_pack("{ssso}", "action", "add-snapshot", "snapshot", snap);
+}
+
 static void test_many_snapshots(void **state)
 {
 	enum { N = 600 };
@@ -776,18 +791,8 @@ static void test_many_snapshots(void **state)
 
 	(void)state;
 	for (int i = 0; i < N; i++) {
-		json_t *snap = json_pack("{sIsIsssIs{ss}si}", "snapshot-id", many_id(i),
-		                         "sequence-number", (json_int_t)(i + 1), "manifest-list",
-		                         "s3://bucket/wh/ns/t/metadata/snap.avro", "timestamp-ms",
-		                         (json_int_t)TM_NOW, "summary", "operation", "append",
-		                         "schema-id", 0);
-
-		if (i > 0)
-			json_object_set_new(snap, "parent-snapshot-id",
-			                    json_integer(many_id(i - 1)));
-		json_array_append_new(
-		        u, json_pack("{sssO}", "action", "add-snapshot", "snapshot", snap));
-		json_decref(snap);
+		json_array_append_new(u,
+		                      add_snapshot(many_id(i), i + 1, i > 0 ? many_id(i - 1) : -1));
 		if (i % 3 == 0)
 			json_array_append_new(ids, json_integer(many_id(i)));
 	}
@@ -824,11 +829,7 @@ static void test_many_snapshots(void **state)
 	                 -1);
 	tm_err_is(&err, FL_ERR_BAD_REQUEST, "unknown snapshot");
 	json_decref(one);
-	one = json_pack("[{sss{sIsIsIsssIs{ss}si}}]", "action", "add-snapshot", "snapshot",
-	                "snapshot-id", many_id(3), "parent-snapshot-id", many_id(N - 1),
-	                "sequence-number", (json_int_t)(N + 1), "manifest-list",
-	                "s3://bucket/wh/ns/t/metadata/snap.avro", "timestamp-ms",
-	                (json_int_t)TM_NOW, "summary", "operation", "append", "schema-id", 0);
+	one = json_pack("[o]", add_snapshot(many_id(3), N + 1, many_id(N - 1)));
 	assert_int_equal(cat_meta_apply_built(m, "f2", one, TM_NOW + 3, 10, &out, &changed, &err),
 	                 0);
 	assert_int_equal(json_array_size(json_object_get(out, "snapshots")), N - N / 3 + 1);
@@ -871,18 +872,12 @@ static void test_kept_ids(void **state)
 		} else if (step % 5 == 4 && nlive > 1) {
 			u = ref_to("t", "tag", live[rand() % nlive]);
 		} else {
-			json_t *snap =
-			        json_pack("{sIsIsssIs{ss}si}", "snapshot-id", many_id(step),
-			                  "sequence-number", (json_int_t)++seq, "manifest-list",
-			                  "s3://bucket/wh/ns/t/metadata/snap.avro", "timestamp-ms",
-			                  (json_int_t)TM_NOW, "summary", "operation", "append",
-			                  "schema-id", 0);
+			json_t *main = ref_to("main", "branch", many_id(step));
 
-			if (nlive > 0)
-				json_object_set_new(snap, "parent-snapshot-id",
-				                    json_integer(live[nlive - 1]));
-			u = json_pack("[{ssso}]", "action", "add-snapshot", "snapshot", snap);
-			json_array_extend(u, ref_to("main", "branch", many_id(step)));
+			u = json_pack("[o]", add_snapshot(many_id(step), ++seq,
+			                                  nlive > 0 ? live[nlive - 1] : -1));
+			json_array_extend(u, main);
+			json_decref(main);
 			live[nlive++] = many_id(step);
 		}
 		/* every third step with the ids of an older document */
@@ -926,18 +921,8 @@ static void test_lowered_sequence_number(void **state)
 	bool changed;
 
 	(void)state;
-	for (int i = 1; i <= 3; i++) {
-		json_t *snap = json_pack(
-		        "{sisisssIs{ss}si}", "snapshot-id", i, "sequence-number", i,
-		        "manifest-list", "s3://bucket/wh/ns/t/metadata/snap.avro", "timestamp-ms",
-		        (json_int_t)TM_NOW, "summary", "operation", "append", "schema-id", 0);
-
-		if (i > 1)
-			json_object_set_new(snap, "parent-snapshot-id", json_integer(i - 1));
-		json_array_append_new(
-		        u, json_pack("{sssO}", "action", "add-snapshot", "snapshot", snap));
-		json_decref(snap);
-	}
+	for (int i = 1; i <= 3; i++)
+		json_array_append_new(u, add_snapshot(i, i, i > 1 ? i - 1 : -1));
 	one = ref_to("main", "branch", 3);
 	json_array_extend(u, one);
 	json_decref(one);
@@ -946,10 +931,7 @@ static void test_lowered_sequence_number(void **state)
 	json_decref(u);
 	m = out;
 	for (int seq = 2; seq <= 3; seq++) {
-		u = json_pack("[{sss{sisisssIs{ss}si}}]", "action", "add-snapshot", "snapshot",
-		              "snapshot-id", 10 + seq, "sequence-number", seq, "manifest-list",
-		              "s3://bucket/wh/ns/t/metadata/snap.avro", "timestamp-ms",
-		              (json_int_t)TM_NOW, "summary", "operation", "append", "schema-id", 0);
+		u = json_pack("[o]", add_snapshot(10 + seq, seq, -1));
 		for (int built = 0; built < 2; built++) {
 			int rc = (built ? cat_meta_apply_built : cat_meta_apply)(
 			        m, "f1", u, TM_NOW + 2, 100, &out, &changed, &err);
