@@ -1096,8 +1096,9 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	/* Else the loadTable cache may hold the text of the row's version (a
 	 * commit leaves the version it wrote there): the row is then read
 	 * without its metadata, which PostgreSQL would detoast and send again. */
-	if ((kloc == NULL || may_hold) &&
-	    cat_table_cached(db, wh->name, &ch->ns, ch->name, &held) && kloc != NULL &&
+	if (kloc == NULL || may_hold)
+		(void)cat_table_cached(db, wh->name, &ch->ns, ch->name, &held);
+	if (kloc != NULL && held.hold != NULL &&
 	    (held.hold->version < 0 || strcmp(kloc, held.metadata_location) != 0)) {
 		/* Only the row of the version held parsed may stand for it (a
 		 * location names one version); the text is not needed. */

@@ -475,11 +475,14 @@ static char *dump_end(struct dump *d, bool ok, size_t *len)
 	return d->p;
 }
 
-/* Writes v into d (set up but for its allocator) and returns the text, or
- * NULL with nothing left allocated but d->spans. */
-static char *dump_run(struct dump *d, const json_t *v, size_t *len)
+/* Writes v into d (set up but for its allocator), with room for reserve
+ * bytes from the start, and returns the text, or NULL with nothing left
+ * allocated but d->spans. */
+static char *dump_run(struct dump *d, const json_t *v, size_t reserve, size_t *len)
 {
 	json_get_alloc_funcs(&d->alloc, &d->free);
+	if (reserve > 0 && !dump_room(d, reserve))
+		return NULL;
 	return dump_end(d, v != NULL && dump_value(d, v, 0), len);
 }
 
@@ -487,7 +490,7 @@ char *fl_json_dump(const json_t *v, size_t *len)
 {
 	struct dump d = {0};
 
-	return dump_run(&d, v, len);
+	return dump_run(&d, v, 0, len);
 }
 
 char *fl_json_dump_string(const char *s, size_t *len)
@@ -520,14 +523,9 @@ char *fl_json_dump_memo(const json_t *v, const char *const *keys, const struct f
 	/* Spans of each element when a memo is asked for; none is best effort. */
 	if (memo != NULL && n > 0)
 		d.spans = malloc(n * sizeof(*d.spans));
-	json_get_alloc_funcs(&d.alloc, &d.free);
 	/* Room for about prev's size at once: the next version's text is
 	 * mostly prev's, and growing to it would copy it several times. */
-	if (prev != NULL && !dump_room(&d, prev->len + prev->len / 8 + 1024)) {
-		free(d.spans);
-		return NULL;
-	}
-	if (dump_end(&d, v != NULL && dump_value(&d, v, 0), len) == NULL) {
+	if (dump_run(&d, v, prev != NULL ? prev->len + prev->len / 8 + 1024 : 0, len) == NULL) {
 		free(d.spans);
 		return NULL;
 	}

@@ -695,15 +695,13 @@ static int up_remove_snapshots(struct build *b, const json_t *u, struct fl_err *
 	if (!b->removed_snaps)
 		return 0;
 	/* one pass over the list, keeping what the index still holds */
-	for (size_t j = json_array_size(b->m.snapshots); j-- > 0;) {
-		size_t n = json_array_size(b->m.snapshots);
-
+	for (size_t n = json_array_size(b->m.snapshots), j = n; j-- > 0;) {
 		if (meta_snapshot_by_id(&b->m, b->m.snap_ids[j]) ==
 		    json_array_get(b->m.snapshots, j))
 			continue;
 		json_array_remove(b->m.snapshots, j);
 		memmove(&b->m.snap_ids[j], &b->m.snap_ids[j + 1],
-		        (n - 1 - j) * sizeof(b->m.snap_ids[0]));
+		        (--n - j) * sizeof(b->m.snap_ids[0]));
 	}
 	remove_where(b->m.statistics, "snapshot-id", ids, 0);
 	remove_where(b->m.partition_statistics, "snapshot-id", ids, 0);
