@@ -1046,6 +1046,14 @@ static int move_ahead(struct cat_db *db, struct cat_scope *sc, const struct cat_
 	return moved;
 }
 
+/* From this size on, the version an uncontended commit writes is kept in
+ * the base cache like a contended one's: parsing the text again would
+ * take the next commit ~0.4 ms at this size (jansson, ~150 MB/s) and ~2 ms
+ * at 300 KB, while keeping a written version copies nothing.  Below it,
+ * across many tables that commit now and then, the entries would only
+ * push each other out of BASE_SLOTS. */
+#define KEEP_BYTES (64 * 1024)
+
 /* How often a single-table commit is tried optimistically before it takes
  * the row lock for its requirements, builder and file (commit_locked).  The
  * bound keeps a table that changes faster than a commit can be built from
@@ -1083,8 +1091,8 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	json_t *base = NULL, *meta = NULL, *filled = NULL;
 	struct cat_row_stats st;
 	struct cat_scope sc;
-	size_t key_len = 0;
-	bool changed = false, fetched = false, ahead, held_row = false;
+	size_t key_len = 0, parsed = 0;
+	bool changed = false, fetched = false, ahead, held_row = false, keep = false;
 	int64_t t0 = fl_mono_ns();
 	int found, moved = 0, rc = -1;
 	size_t len;
@@ -1155,11 +1163,13 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	if (held_row && kloc == NULL) {
 		/* The held text is parsed where it is, not copied: a held try
 		 * neither keeps it (the base cache) nor answers from it. */
-		base = json_loadb(held.metadata, held.metadata_len, 0, NULL);
+		parsed = held.metadata_len;
+		base = json_loadb(held.metadata, parsed, 0, NULL);
 		fetched = base != NULL;
 	} else if (row.metadata != NULL) {
 		json_decref(base);
-		base = json_loads(row.metadata, 0, NULL);
+		parsed = strlen(row.metadata);
+		base = json_loadb(row.metadata, parsed, 0, NULL);
 		fetched = base != NULL;
 	} else if (kloc == NULL || strcmp(kloc, row.metadata_location) != 0) {
 		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
@@ -1190,15 +1200,20 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 		goto out;
 	}
 	cat_stage_done(db, CAT_STAGE_REQUIREMENTS, &t0);
+	/* The version written here is kept for the next commit (base_kept_run)
+	 * when the table is contended (kloc: the base cache holds it) or when
+	 * its base took long to parse (KEEP_BYTES): a writer that commits to a
+	 * large table again and again then neither fetches nor parses. */
+	keep = kloc != NULL || parsed >= KEEP_BYTES;
 	/* A base this process wrote (it has the memo of that dump) is the
 	 * builder's own output: its snapshots are not checked one by one again,
 	 * and their ids come with the memo.  The new version's ids go with its
-	 * memo when the table is contended (kloc: the memo is kept). */
+	 * memo when it is kept. */
 	if (fill_added_rows(wh->io, base, (json_t *)ch->updates, &filled, err) != 0 ||
 	    (!fetched && memo != NULL
 	             ? cat_meta_apply_kept(base, fl_json_memo_attached(memo), row.metadata_location,
 	                                   filled, fl_now_ms(), lim->max_updates, &meta,
-	                                   kloc != NULL ? &ids : NULL, &changed, err)
+	                                   keep ? &ids : NULL, &changed, err)
 	             : cat_meta_apply(base, row.metadata_location, filled, fl_now_ms(),
 	                              lim->max_updates, &meta, &changed, err)) != 0) {
 		if (held_row && err->kind == FL_ERR_BAD_REQUEST)
@@ -1236,11 +1251,11 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	/* A contended table (one the base cache holds) keeps the memo of the
-	 * new text for its next commit, whose dump then copies the snapshots
-	 * this one shares with it instead of writing them again. */
+	/* A kept version keeps the memo of the new text for the next commit,
+	 * whose dump then copies the snapshots this one shares with it instead
+	 * of writing them again. */
 	if (metadata_text_memo(meta, row.version + 1, fetched ? NULL : memo,
-	                       kloc != NULL ? &next_memo : NULL, &w, &path, &text, &len, err) != 0)
+	                       keep ? &next_memo : NULL, &w, &path, &text, &len, err) != 0)
 		goto out;
 	if (next_memo != NULL && ids != NULL) {
 		fl_json_memo_attach(next_memo, ids, cat_meta_ids_free);
@@ -1275,11 +1290,10 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	} else {
 		moved = cat_row_move_if(sc.c, &mv, row.ns_id, row.version, err);
 	}
-	/* A table already in the base cache is contended: the version written
-	 * here is the base of the next tries, kept once it is committed (so
-	 * that they neither fetch nor parse it).  meta is built, not parsed,
-	 * but it is the document that text serializes. */
-	if (moved == 1 && kloc != NULL) {
+	/* The version written here is the base of the next tries, kept once
+	 * it is committed (so that they neither fetch nor parse it).  meta is
+	 * built, not parsed, but it is the document that text serializes. */
+	if (moved == 1 && keep) {
 		kept = base_kept_new(db, key, key_len, row.id, row.version + 1, path, meta,
 		                     next_memo);
 		next_memo = NULL; /* taken over */
@@ -1335,8 +1349,10 @@ out:
 	/* A table whose commits conflict keeps the version read for the next
 	 * try.  Only a committed version is kept: one this commit wrote joins
 	 * after its COMMIT (base_kept_run), not before, when it would push out
-	 * the version the other readers see.  Uncontended tables are not kept:
-	 * the copies cost more than the parse they would save. */
+	 * the version the other readers see.  A version read for a commit
+	 * that does not conflict is not kept: its text would be copied, which
+	 * across many tables costs more than the parse it would save (the
+	 * version that commit writes may be kept: KEEP_BYTES). */
 	if (fetched && !held_row &&
 	    (rc == TRY_RACED || (rc < 0 && err->kind == FL_ERR_COMMIT_FAILED)))
 		cat_base_put(db->bases, key, key_len, row.id, row.version, row.metadata_location,

@@ -90,16 +90,25 @@ test('a version held parsed by one replica never judges a commit after another r
   }
 });
 
+// Properties that make a table's metadata text larger than 64 KB: from that size on, the
+// version a commit writes is kept parsed for the next commit even when no commit conflicts
+// (catalog/commit.c, KEEP_BYTES), so the tests below run on a small and on a large table.
+const SIZES = [['', {}], ['_large', { properties: Object.fromEntries(Array.from({ length: 80 }, (_, i) => [`pad.${i}`, 'x'.repeat(1000)])) }]];
+
 // A commit reads the table's row without its metadata when the row still names the version
 // whose text the daemon holds in its loadTable cache (where its own last commit left it).
 // Here A's listening backend is stopped while B commits, so A's cached text is one version
 // behind when the next commits arrive: the row's own text must then be the base, never the
-// cached one (reading the cached text whenever A holds one fails every check below).
+// cached one (reading the cached text whenever A holds one fails every check below). On the
+// large table A also holds the version it wrote parsed, which must not stand in either.
 test('text a replica cached for a table never stands in for a version another replica committed', async () => {
   assert.ok(aListener > 0, 'A listens for cache notifications');
-  const name = 'cached';
+  for (const [suffix, extra] of SIZES) await cachedRounds(`cached${suffix}`, extra);
+});
+
+async function cachedRounds(name, extra) {
   const path = tablePath(a.p, NS, name);
-  let v = (await call(a.base, 'POST', `${a.p}/namespaces/rbase/tables`, { body: createBody(name), expect: 200 })).json;
+  let v = (await call(a.base, 'POST', `${a.p}/namespaces/rbase/tables`, { body: createBody(name, extra), expect: 200 })).json;
   const ids = [];
   for (let i = 0; i < 3; i++) {
     // A commits, and its loadTable cache holds what it wrote.
@@ -133,7 +142,7 @@ test('text a replica cached for a table never stands in for a version another re
     assert.equal(v.metadata['metadata-log'].at(-1)['metadata-file'], vb['metadata-location'], `round ${i}: the metadata log ends with B's version`);
     assert.deepEqual(readMetadataFile(v['metadata-location']), v.metadata, 'the file holds what was answered');
   }
-});
+}
 
 // A commit's first try may not read the table's row at all: the version A's loadTable cache
 // holds stands for it, and the move names that version (under an Idempotency-Key the move also
@@ -144,8 +153,9 @@ test('text a replica cached for a table never stands in for a version another re
 // on the row's; a commit that changes nothing answers the row's version. A keyed answer then
 // replays byte for byte and writes nothing more.
 test('a commit that A judges on the version it holds never lands on, nor answers from, an older version', async () => {
-  for (const [withKey, kind] of [false, true].flatMap((k) => ['stale', 'fresh', 'noop'].map((x) => [k, x]))) {
-    const name = `held_${kind}${withKey ? '_keyed' : ''}`;
+  const variants = SIZES.flatMap((size) => [false, true].flatMap((k) => ['stale', 'fresh', 'noop'].map((x) => [size, k, x])));
+  for (const [[suffix, extra], withKey, kind] of variants) {
+    const name = `held_${kind}${withKey ? '_keyed' : ''}${suffix}`;
     const key = uuidv7();
     const headers = withKey ? { 'Idempotency-Key': key } : {};
     // The same request again under its key: the stored answer, and no file written or left.
@@ -159,7 +169,7 @@ test('a commit that A judges on the version it holds never lands on, nor answers
       assert.deepEqual(fs.readdirSync(dir).sort(), files, `${name}: a replay leaves no file`);
     };
     const path = tablePath(a.p, NS, name);
-    const v0 = (await call(a.base, 'POST', `${a.p}/namespaces/rbase/tables`, { body: createBody(name), expect: 200 })).json;
+    const v0 = (await call(a.base, 'POST', `${a.p}/namespaces/rbase/tables`, { body: createBody(name, extra), expect: 200 })).json;
     const ca = appendCommit(v0.metadata, { ns: NS, name });
     const va = (await call(a.base, 'POST', path, { body: ca.body, expect: 200 })).json;
     const dir = localPath(`${va.metadata.location}/metadata`);
