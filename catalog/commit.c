@@ -1048,8 +1048,9 @@ static int move_ahead(struct cat_db *db, struct cat_scope *sc, const struct cat_
 
 /* From this size on, the version an uncontended commit writes is kept in
  * the base cache like a contended one's: parsing the text again would
- * take the next commit ~0.4 ms at this size (jansson, ~150 MB/s) and ~2 ms
- * at 300 KB, while keeping a written version copies nothing.  Below it,
+ * take the next commit ~0.7 ms at this size and ~8 ms at 700 KB (jansson
+ * parsed 80-100 MB/s beside a single writer: BENCHMARKS.md, twenty-fourth
+ * pass), while keeping a written version copies nothing.  Below it,
  * across many tables that commit now and then, the entries would only
  * push each other out of BASE_SLOTS. */
 #define KEEP_BYTES (64 * 1024)
