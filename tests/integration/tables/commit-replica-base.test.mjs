@@ -94,6 +94,11 @@ test('a version held parsed by one replica never judges a commit after another r
 // version a commit writes is kept parsed for the next commit even when no commit conflicts
 // (catalog/commit.c, KEEP_BYTES), so the tests below run on a small and on a large table.
 const SIZES = [['', {}], ['_large', { properties: Object.fromEntries(Array.from({ length: 80 }, (_, i) => [`pad.${i}`, 'x'.repeat(1000)])) }]];
+// The large table's document is larger than 64 KB from its first version, the small one's is not.
+const assertSize = (name, extra, created) => {
+  const bytes = fs.statSync(localPath(created['metadata-location'])).size;
+  assert.equal(bytes > 64 * 1024, extra.properties !== undefined, `${name}: a ${bytes}-byte document`);
+};
 
 // A commit reads the table's row without its metadata when the row still names the version
 // whose text the daemon holds in its loadTable cache (where its own last commit left it).
@@ -109,6 +114,7 @@ test('text a replica cached for a table never stands in for a version another re
 async function cachedRounds(name, extra) {
   const path = tablePath(a.p, NS, name);
   let v = (await call(a.base, 'POST', `${a.p}/namespaces/rbase/tables`, { body: createBody(name, extra), expect: 200 })).json;
+  assertSize(name, extra, v);
   const ids = [];
   for (let i = 0; i < 3; i++) {
     // A commits, and its loadTable cache holds what it wrote.
@@ -170,6 +176,7 @@ test('a commit that A judges on the version it holds never lands on, nor answers
     };
     const path = tablePath(a.p, NS, name);
     const v0 = (await call(a.base, 'POST', `${a.p}/namespaces/rbase/tables`, { body: createBody(name, extra), expect: 200 })).json;
+    assertSize(name, extra, v0);
     const ca = appendCommit(v0.metadata, { ns: NS, name });
     const va = (await call(a.base, 'POST', path, { body: ca.body, expect: 200 })).json;
     const dir = localPath(`${va.metadata.location}/metadata`);
