@@ -1092,8 +1092,8 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	json_t *base = NULL, *meta = NULL, *filled = NULL;
 	struct cat_row_stats st;
 	struct cat_scope sc;
-	size_t key_len = 0, parsed = 0;
-	bool changed = false, fetched = false, ahead, held_row = false, keep = false;
+	size_t key_len = 0;
+	bool changed = false, fetched = false, ahead, held_row = false, large = false, keep = false;
 	int64_t t0 = fl_mono_ns();
 	int found, moved = 0, rc = -1;
 	size_t len;
@@ -1164,13 +1164,13 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	if (held_row && kloc == NULL) {
 		/* The held text is parsed where it is, not copied: a held try
 		 * neither keeps it (the base cache) nor answers from it. */
-		parsed = held.metadata_len;
-		base = json_loadb(held.metadata, parsed, 0, NULL);
+		large = held.metadata_len >= KEEP_BYTES;
+		base = json_loadb(held.metadata, held.metadata_len, 0, NULL);
 		fetched = base != NULL;
 	} else if (row.metadata != NULL) {
 		json_decref(base);
-		parsed = strlen(row.metadata);
-		base = json_loadb(row.metadata, parsed, 0, NULL);
+		large = strnlen(row.metadata, KEEP_BYTES) == KEEP_BYTES;
+		base = json_loads(row.metadata, 0, NULL);
 		fetched = base != NULL;
 	} else if (kloc == NULL || strcmp(kloc, row.metadata_location) != 0) {
 		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
@@ -1205,7 +1205,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
 	 * when the table is contended (kloc: the base cache holds it) or when
 	 * its base took long to parse (KEEP_BYTES): a writer that commits to a
 	 * large table again and again then neither fetches nor parses. */
-	keep = kloc != NULL || parsed >= KEEP_BYTES;
+	keep = kloc != NULL || large;
 	/* A base this process wrote (it has the memo of that dump) is the
 	 * builder's own output: its snapshots are not checked one by one again,
 	 * and their ids come with the memo.  The new version's ids go with its
