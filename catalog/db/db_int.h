@@ -588,4 +588,15 @@ char *cat_page_token_make(const struct cat_db *db, const json_t *cursor);
 int cat_page_token_parse(const struct cat_db *db, const char *token, json_t **cursor,
                          struct fl_err *err) FL_MUST_CHECK;
 
+/* ---- a metadata document as the row stores it (doc.c) ---- */
+
+/* What table_entry.metadata stores for text (NULL: NULL): text itself or,
+ * packed, *owned, which the caller frees once the statement is sent. */
+const char *cat_doc_pack(const char *text, char **owned);
+/* Whether a stored value of len bytes is a packed document. */
+bool cat_doc_packed(const char *v, size_t len);
+/* The text of a packed stored value: *out (malloc'd, NUL-terminated) and
+ * *out_len; -1 with err set when it is not one. */
+int cat_doc_unpack(const char *v, size_t len, char **out, size_t *out_len, struct fl_err *err);
+
 #endif

@@ -3,7 +3,8 @@
  * (kind TABLE or VIEW) and its unique (namespace, name) index, so a view and
  * a table can never have the same name in a namespace.
  *
- * A table row carries its current metadata JSON beside its location, so
+ * A table row carries its current metadata JSON beside its location, most
+ * often packed (doc.c: every reader here unpacks it), so
  * loadTable is one indexed read (namespace by levels, then table by name)
  * and never touches object storage; except a document larger than the
  * inline limit (cat_db_set_metadata_inline), which only its file holds:
@@ -30,6 +31,40 @@ static char *dup_or_null(PGresult *r, int row, int col)
 	return PQgetisnull(r, row, col) ? NULL : strdup(PQgetvalue(r, row, col));
 }
 
+/* The document stored at row, col of r, unpacked (doc.c) into *out, which
+ * is NULL for a NULL; -1 with err set. */
+static int doc_of_row(PGresult *r, int row, int col, char **out, struct fl_err *err)
+{
+	const char *v = PQgetvalue(r, row, col);
+	size_t len = (size_t)PQgetlength(r, row, col), n;
+
+	*out = NULL;
+	if (PQgetisnull(r, row, col))
+		return 0;
+	if (cat_doc_packed(v, len))
+		return cat_doc_unpack(v, len, out, &n, err);
+	return (*out = strdup(v)) != NULL ? 0 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+}
+
+/* The shared bytes of the version stored at row of r (its location in
+ * column mloc, its document, not NULL, in column meta); NULL with err set. */
+static struct cat_shared *shared_of_row(PGresult *r, int row, int mloc, int meta,
+                                        struct fl_err *err)
+{
+	const char *v = PQgetvalue(r, row, meta);
+	size_t len = (size_t)PQgetlength(r, row, meta);
+	struct cat_shared *sh;
+	char *text = NULL;
+
+	if (cat_doc_packed(v, len) && cat_doc_unpack(v, len, &text, &len, err) != 0)
+		return NULL;
+	sh = cat_shared_new(PQgetvalue(r, row, mloc), text != NULL ? text : v, len);
+	free(text);
+	if (sh == NULL)
+		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	return sh;
+}
+
 /* The row of a table by name, with sql (FOR UPDATE or not), on c or as
  * a statement of tx. */
 static int row_select_in(struct cat_conn *c, struct cat_tx *tx, const char *sql, const char *wh_id,
@@ -53,11 +88,15 @@ static int row_select_in(struct cat_conn *c, struct cat_tx *tx, const char *sql,
 		snprintf(row->id, sizeof(row->id), "%s", PQgetvalue(r, 0, 0));
 		snprintf(row->ns_id, sizeof(row->ns_id), "%s", PQgetvalue(r, 0, 1));
 		row->metadata_location = dup_or_null(r, 0, 2);
-		row->metadata = dup_or_null(r, 0, 3);
 		row->location = dup_or_null(r, 0, 4);
 		row->version = cat_i64(PQgetvalue(r, 0, 5));
 		/* metadata is NULL for a version the caller holds (known_location)
 		 * and for a document only its file holds (cat_row_text). */
+		if (doc_of_row(r, 0, 3, &row->metadata, err) != 0) {
+			PQclear(r);
+			cat_row_free(row);
+			return -1;
+		}
 		if (row->metadata_location == NULL || row->location == NULL) {
 			PQclear(r);
 			cat_row_free(row);
@@ -198,8 +237,9 @@ int cat_row_insert(struct cat_conn *c, const char *wh_id, const char *ns_id, con
                    const char *metadata, int64_t version, const struct cat_row_stats *st,
                    struct fl_err *err)
 {
-	char a[24], b[24], d[24], v[24];
-	const char *params[11] = {id, wh_id, ns_id, name, location, metadata_location, metadata};
+	char a[24], b[24], d[24], v[24], *packed;
+	const char *doc = cat_doc_pack(metadata, &packed);
+	const char *params[11] = {id, wh_id, ns_id, name, location, metadata_location, doc};
 	PGresult *r;
 
 	stat_text(st->records, a, sizeof(a), &params[7]);
@@ -214,6 +254,7 @@ int cat_row_insert(struct cat_conn *c, const char *wh_id, const char *ns_id, con
 	        " total_data_files, total_files_size)"
 	        " VALUES ($1, $2, $3::bigint, $4, 'TABLE', $5, $6, $7, $11::bigint, now(), $8, $9, $10)",
 	        11, params, err);
+	free(packed);
 	if (r == NULL) {
 		if (err->kind == FL_ERR_ALREADY_EXISTS)
 			fl_err_set(err, FL_ERR_ALREADY_EXISTS,
@@ -228,8 +269,9 @@ int cat_view_row_insert(struct cat_conn *c, const char *wh_id, const char *ns_id
                         const char *name, const char *location, const char *metadata_location,
                         const char *metadata, int64_t version, struct fl_err *err)
 {
-	char v[24];
-	const char *params[8] = {id, wh_id, ns_id, name, location, metadata_location, metadata, v};
+	char v[24], *packed;
+	const char *doc = cat_doc_pack(metadata, &packed);
+	const char *params[8] = {id, wh_id, ns_id, name, location, metadata_location, doc, v};
 	PGresult *r;
 
 	snprintf(v, sizeof(v), "%lld", (long long)version);
@@ -239,6 +281,7 @@ int cat_view_row_insert(struct cat_conn *c, const char *wh_id, const char *ns_id
 	        " metadata_location, metadata, version)"
 	        " VALUES ($1, $2, $3::bigint, $4, 'VIEW', $5, $6, $7, $8::bigint)",
 	        8, params, err);
+	free(packed);
 
 	if (r == NULL) {
 		if (err->kind == FL_ERR_ALREADY_EXISTS)
@@ -254,8 +297,9 @@ int cat_view_row_move(struct cat_conn *c, const char *id, int64_t expected,
                       const char *metadata_location, const char *metadata, const char *location,
                       struct fl_err *err)
 {
-	char v[24], nv[24];
-	const char *params[6] = {id, v, nv, metadata_location, metadata, location};
+	char v[24], nv[24], *packed;
+	const char *doc = cat_doc_pack(metadata, &packed);
+	const char *params[6] = {id, v, nv, metadata_location, doc, location};
 	PGresult *r;
 	int n;
 
@@ -266,6 +310,7 @@ int cat_view_row_move(struct cat_conn *c, const char *id, int64_t expected,
 	             " version = $3::bigint, updated_at = now()"
 	             " WHERE id = $1 AND version = $2::bigint AND kind = 'VIEW' RETURNING id",
 	             6, params, err);
+	free(packed);
 	if (r == NULL)
 		return -1;
 	n = PQntuples(r);
@@ -276,25 +321,32 @@ int cat_view_row_move(struct cat_conn *c, const char *id, int64_t expected,
 }
 
 /* The parameters of a pointer move: those of m ($1-$14) and, when ns_id
- * is not NULL, the expected version and namespace ($15, $16).  p->arr is
- * malloc'd (move_params_free). */
+ * is not NULL, the expected version and namespace ($15, $16).  Freed with
+ * move_params_free once sent. */
 struct move_params {
 	char v[24], a[24], b[24], d[24], snap[24], ev[24];
-	char *arr;
+	char *arr, *packed;
 	const char *p[16];
 	int n;
 };
 
+static void move_params_free(struct move_params *mp)
+{
+	free(mp->arr);
+	free(mp->packed);
+}
+
 static int move_params(struct move_params *mp, const struct cat_row_move *m, const char *ns_id,
                        int64_t expected, struct fl_err *err)
 {
+	mp->packed = NULL;
 	mp->arr = cat_text_array(m->ns, m->ns->n);
 	if (mp->arr == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	snprintf(mp->v, sizeof(mp->v), "%lld", (long long)m->version);
 	mp->p[0] = m->id;
 	mp->p[1] = m->metadata_location;
-	mp->p[2] = m->metadata;
+	mp->p[2] = cat_doc_pack(m->metadata, &mp->packed);
 	mp->p[3] = mp->v;
 	mp->p[4] = m->location;
 	stat_text(m->stats->records, mp->a, sizeof(mp->a), &mp->p[5]);
@@ -326,7 +378,7 @@ static int row_move(struct cat_conn *c, const char *sql, const struct cat_row_mo
 	if (move_params(&mp, m, ns_id, expected, err) != 0)
 		return -1;
 	r = cat_exec(c, sql, mp.n, mp.p, err);
-	free(mp.arr);
+	move_params_free(&mp);
 	if (r == NULL)
 		return -1;
 	n = PQntuples(r);
@@ -429,7 +481,7 @@ int cat_row_move_if_notify(struct cat_conn *c, const struct cat_row_move *m, con
 	};
 
 	ok = cat_pipeline(c, 2, q, res);
-	free(mp.arr);
+	move_params_free(&mp);
 	r = cat_result(c, res[0], err); /* a result that never came: connection lost */
 	if (r != NULL)
 		n = PQntuples(r);
@@ -462,7 +514,7 @@ int cat_row_move_if_send(struct cat_scope *s, const struct cat_row_move *m, cons
 	k = cat_scope_prefix(s, q);
 	q[k] = move;
 	sent = cat_pipeline_send(s->c, k + 1, q);
-	free(mp.arr);
+	move_params_free(&mp);
 	if (!sent) {
 		PGresult *none[9] = {NULL};
 
@@ -820,8 +872,7 @@ static void load_batch(struct cat_db *db, struct cat_load_wait **w, int n, bool 
 		 * back in the pool; one that cannot be is read again alone. */
 		x->sh = PQgetisnull(r, j, 2)
 		                ? shared_from_file(db, NULL, x->wh, PQgetvalue(r, j, 1), &err)
-		                : cat_shared_new(PQgetvalue(r, j, 1), PQgetvalue(r, j, 2),
-		                                 (size_t)PQgetlength(r, j, 2));
+		                : shared_of_row(r, j, 1, 2, &err);
 		if (x->sh == NULL)
 			continue;
 		cat_shared_row(x->sh, PQgetvalue(r, j, 4), PQgetvalue(r, j, 6),
@@ -1117,12 +1168,8 @@ static int load_shared(struct cat_db *db, struct cat_tx *tx, const char *wh_name
 		rc = file_row(r, &later, err);
 		goto out;
 	}
-	*sh = cat_shared_new(PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1),
-	                     (size_t)PQgetlength(r, 0, 1));
-	if (*sh == NULL) {
-		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	if ((*sh = shared_of_row(r, 0, 0, 1, err)) == NULL)
 		goto out;
-	}
 	cat_shared_row(*sh, PQgetvalue(r, 0, 3), PQgetvalue(r, 0, 5), cat_i64(PQgetvalue(r, 0, 4)));
 	snprintf(storage_type, 16, "%s", PQgetvalue(r, 0, 2));
 	if (key != NULL)
