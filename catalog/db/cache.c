@@ -166,7 +166,8 @@ struct cat_shared *cat_shared_new(const char *mloc, const char *meta, size_t met
 	}
 	snprintf(s->answer, head + 1, "%s%s%s", answer_head, qloc, answer_meta);
 	free(qloc);
-	memcpy(s->answer + head, meta, meta_len);
+	if (meta != NULL)
+		memcpy(s->answer + head, meta, meta_len);
 	memcpy(s->answer + head + meta_len, answer_tail, sizeof(answer_tail));
 	s->meta = s->answer + head;
 	s->meta_len = meta_len;

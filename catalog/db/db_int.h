@@ -168,6 +168,7 @@ struct cat_shared {
 	char row_id[40], ns_id[24];
 	int64_t version;
 };
+/* meta NULL: its meta_len bytes are left for the caller to write, at s->meta. */
 struct cat_shared *cat_shared_new(const char *mloc, const char *meta, size_t meta_len);
 /* Notes the row of s's version (a version < 0, or an id too long to keep:
  * not known). */
@@ -598,5 +599,16 @@ bool cat_doc_packed(const char *v, size_t len);
 /* The text of a packed stored value: *out (malloc'd, NUL-terminated) and
  * *out_len; -1 with err set when it is not one. */
 int cat_doc_unpack(const char *v, size_t len, char **out, size_t *out_len, struct fl_err *err);
+/* The same in two steps, for a caller that has the text's room to fill:
+ * cat_doc_open reads the frame of a packed stored value and its text's
+ * size; cat_doc_inflate writes exactly that many bytes to dst (no NUL
+ * added) and closes the frame, as cat_doc_close does, whatever it returns. */
+struct cat_doc_frame {
+	unsigned char *z;
+	size_t zn, size;
+};
+int cat_doc_open(const char *v, size_t len, struct cat_doc_frame *f, struct fl_err *err);
+int cat_doc_inflate(struct cat_doc_frame *f, char *dst, struct fl_err *err);
+void cat_doc_close(struct cat_doc_frame *f);
 
 #endif

@@ -107,48 +107,77 @@ const char *cat_doc_pack(const char *text, char **owned)
 	return *owned != NULL ? *owned : text;
 }
 
-int cat_doc_unpack(const char *v, size_t len, char **out, size_t *out_len, struct fl_err *err)
+int cat_doc_open(const char *v, size_t len, struct cat_doc_frame *f, struct fl_err *err)
 {
-	ZSTD_DCtx *dctx = thread_ctx(&dctx_key, make_dctx, free_dctx);
-	unsigned char *z;
+	size_t cap;
 	unsigned long long size;
-	size_t zn, got;
-	char *t;
 
-	*out = NULL;
+	f->z = NULL;
+	f->zn = f->size = 0;
 	if (!cat_doc_packed(v, len))
 		return fl_err_set(err, FL_ERR_INTERNAL, "stored metadata is not a packed document");
-	if (dctx == NULL || (z = malloc((len - PACK_PREFIX_LEN) * 3 / 4 + 3)) == NULL)
+	cap = (len - PACK_PREFIX_LEN) * 3 / 4 + 3;
+	if ((f->z = malloc(cap)) == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-	if (fl_b64_decode(v + PACK_PREFIX_LEN, len - PACK_PREFIX_LEN, z,
-	                  (len - PACK_PREFIX_LEN) * 3 / 4 + 3, &zn) != 0) {
-		free(z);
+	if (fl_b64_decode(v + PACK_PREFIX_LEN, len - PACK_PREFIX_LEN, f->z, cap, &f->zn) != 0) {
+		cat_doc_close(f);
 		return fl_err_set(err, FL_ERR_INTERNAL,
 		                  "stored metadata: a packed document that is not base64url");
 	}
-	size = ZSTD_getFrameContentSize(z, zn);
+	size = ZSTD_getFrameContentSize(f->z, f->zn);
 	if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size == 0 ||
 	    size > UNPACK_MAX) {
-		free(z);
+		cat_doc_close(f);
 		return fl_err_set(err, FL_ERR_INTERNAL,
 		                  "stored metadata: a packed document without a valid zstd frame");
 	}
-	if ((t = malloc((size_t)size + 1)) == NULL) {
-		free(z);
+	f->size = (size_t)size;
+	return 0;
+}
+
+int cat_doc_inflate(struct cat_doc_frame *f, char *dst, struct fl_err *err)
+{
+	ZSTD_DCtx *dctx = thread_ctx(&dctx_key, make_dctx, free_dctx);
+	size_t got = dctx != NULL ? ZSTD_decompressDCtx(dctx, dst, f->size, f->z, f->zn) : 0;
+	bool ok = dctx != NULL && !ZSTD_isError(got) && got == f->size &&
+	          memchr(dst, '\0', got) == NULL;
+
+	cat_doc_close(f);
+	if (dctx == NULL)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-	}
-	got = ZSTD_decompressDCtx(dctx, t, (size_t)size, z, zn);
-	free(z);
 	/* A document is text: a NUL inside would cut it short for its readers. */
-	if (ZSTD_isError(got) || got != size || memchr(t, '\0', got) != NULL) {
-		free(t);
+	if (!ok)
 		return fl_err_set(err, FL_ERR_INTERNAL,
 		                  "stored metadata: a packed document that does not unpack (%s)",
 		                  ZSTD_isError(got) ? ZSTD_getErrorName(got)
 		                                    : "wrong size or a NUL");
+	return 0;
+}
+
+void cat_doc_close(struct cat_doc_frame *f)
+{
+	free(f->z);
+	f->z = NULL;
+}
+
+int cat_doc_unpack(const char *v, size_t len, char **out, size_t *out_len, struct fl_err *err)
+{
+	struct cat_doc_frame f;
+	char *t;
+
+	*out = NULL;
+	if (cat_doc_open(v, len, &f, err) != 0)
+		return -1;
+	if ((t = malloc(f.size + 1)) == NULL) {
+		cat_doc_close(&f);
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	}
-	t[got] = '\0';
+	if (cat_doc_inflate(&f, t, err) != 0) {
+		free(t);
+		return -1;
+	}
+	t[f.size] = '\0';
 	*out = t;
-	*out_len = got;
+	*out_len = f.size;
 	return 0;
 }

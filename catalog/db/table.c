@@ -53,15 +53,21 @@ static struct cat_shared *shared_of_row(PGresult *r, int row, int mloc, int meta
 {
 	const char *v = PQgetvalue(r, row, meta);
 	size_t len = (size_t)PQgetlength(r, row, meta);
+	struct cat_doc_frame f = {0};
 	struct cat_shared *sh;
-	char *text = NULL;
+	bool packed = cat_doc_packed(v, len);
 
-	if (cat_doc_packed(v, len) && cat_doc_unpack(v, len, &text, &len, err) != 0)
+	/* A packed document is unpacked straight into the shared bytes. */
+	if (packed && cat_doc_open(v, len, &f, err) != 0)
 		return NULL;
-	sh = cat_shared_new(PQgetvalue(r, row, mloc), text != NULL ? text : v, len);
-	free(text);
-	if (sh == NULL)
+	sh = cat_shared_new(PQgetvalue(r, row, mloc), packed ? NULL : v, packed ? f.size : len);
+	if (sh == NULL) {
+		cat_doc_close(&f);
 		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	} else if (packed && cat_doc_inflate(&f, sh->meta, err) != 0) {
+		cat_table_bytes_release(sh);
+		sh = NULL;
+	}
 	return sh;
 }
 
