@@ -17,6 +17,7 @@
  *     shrink.
  * Views' documents are stored the same way. */
 #include <pthread.h>
+#include <stdint.h>
 #include <string.h>
 #include <zstd.h>
 
@@ -87,7 +88,7 @@ const char *cat_doc_pack(const char *text, char **owned)
 {
 	ZSTD_CCtx *cctx;
 	unsigned char *z;
-	size_t n, cap, zn;
+	size_t n, cap, zn, packed;
 
 	*owned = NULL;
 	if (text == NULL || (n = strlen(text)) < PACK_MIN || strstr(text, "floe.maintenance.") ||
@@ -97,9 +98,10 @@ const char *cat_doc_pack(const char *text, char **owned)
 	if ((z = malloc(cap)) == NULL)
 		return text;
 	zn = ZSTD_compressCCtx(cctx, z, cap, text, n, PACK_LEVEL);
+	/* The packed text's length, its NUL aside (fl_b64url_encode). */
+	packed = ZSTD_isError(zn) ? SIZE_MAX : PACK_PREFIX_LEN + (4 * zn + 2) / 3;
 	/* A failure leaves the text as it is: it is stored either way. */
-	if (!ZSTD_isError(zn) && PACK_PREFIX_LEN + (4 * zn + 2) / 3 < n &&
-	    (*owned = malloc(PACK_PREFIX_LEN + (4 * zn + 2) / 3 + 1)) != NULL) {
+	if (packed < n && (*owned = malloc(packed + 1)) != NULL) {
 		memcpy(*owned, PACK_PREFIX, PACK_PREFIX_LEN);
 		fl_b64url_encode(z, zn, *owned + PACK_PREFIX_LEN);
 	}
