@@ -322,9 +322,24 @@ static int walk_type(struct walk *w, const json_t *type, int64_t owner, bool und
 	const char *tn;
 
 	if (k == META_T_INVALID) {
-		if (json_is_string(type))
+		const char *s = json_string_value(type);
+		int64_t p[2];
+
+		/* Well formed but out of range: say which bound. */
+		if (s != NULL && parse_params(s, "decimal", '(', ')', 2, p))
+			return fl_err_set(
+			        w->err, FL_ERR_BAD_REQUEST,
+			        "%s: %s: type '%s': a decimal's precision must be 1 to 38 "
+			        "and its scale 0 to its precision",
+			        w->what, where, s);
+		if (s != NULL && parse_params(s, "fixed", '[', ']', 1, p))
+			return fl_err_set(
+			        w->err, FL_ERR_BAD_REQUEST,
+			        "%s: %s: type '%s': a fixed's length must be 0 to %" PRId32,
+			        w->what, where, s, INT32_MAX);
+		if (s != NULL)
 			return fl_err_set(w->err, FL_ERR_BAD_REQUEST, "%s: %s: unknown type '%s'",
-			                  w->what, where, json_string_value(type));
+			                  w->what, where, s);
 		return fl_err_set(w->err, FL_ERR_BAD_REQUEST,
 		                  "%s: %s: 'type' must be a string or an object", w->what, where);
 	}
