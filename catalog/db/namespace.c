@@ -4,6 +4,7 @@
  * parent is the row with all but the last level.  Creating a child takes a
  * share lock on the parent row and dropping takes an exclusive one, so a drop
  * cannot slip between a child's existence check and its insert. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -235,6 +236,29 @@ int cat_namespace_load(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
 	PQclear(r);
 	return 0;
 }
+/* "2 namespaces and 1 table": the non-zero counts of r's row (namespaces,
+ * tables, views), for the error that refuses to drop a namespace. */
+static void held_str(const PGresult *r, char *buf, size_t cap)
+{
+	static const char *const kind[3] = {"namespace", "table", "view"};
+	int64_t c[3];
+	int n = 0, k = 0;
+	size_t at = 0;
+
+	for (int i = 0; i < 3; i++)
+		n += (c[i] = cat_i64(PQgetvalue(r, 0, i))) > 0;
+	buf[0] = '\0';
+	for (int i = 0; i < 3 && at < cap; i++) {
+		if (c[i] <= 0)
+			continue;
+		k++;
+		at += (size_t)snprintf(buf + at, cap - at, "%s%" PRId64 " %s%s",
+		                       k == 1   ? ""
+		                       : k == n ? " and "
+		                                : ", ",
+		                       c[i], kind[i], c[i] == 1 ? "" : "s");
+	}
+}
 
 int cat_namespace_drop(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
                        const struct cat_ns *ns, struct fl_err *err)
@@ -268,11 +292,12 @@ int cat_namespace_drop(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
 	if (cat_i64(PQgetvalue(r, 0, 0)) + cat_i64(PQgetvalue(r, 0, 1)) +
 	            cat_i64(PQgetvalue(r, 0, 2)) >
 	    0) {
-		fl_err_set(
-		        err, FL_ERR_NAMESPACE_NOT_EMPTY,
-		        "namespace %s is not empty: it holds %s namespaces, %s tables and %s views",
-		        cat_ns_str(ns, name, sizeof(name)), PQgetvalue(r, 0, 0),
-		        PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2));
+		char held[128];
+
+		held_str(r, held, sizeof(held));
+		fl_err_set(err, FL_ERR_NAMESPACE_NOT_EMPTY,
+		           "namespace %s is not empty: it holds %s",
+		           cat_ns_str(ns, name, sizeof(name)), held);
 		PQclear(r);
 		goto out;
 	}

@@ -335,12 +335,27 @@ test('raw: create existing -> 409, parent missing -> 404, missing -> 404 everywh
   expectNoContent(await r('DELETE', `${P()}/namespaces/dup`));
 });
 
-test('raw: drop non-empty -> 409 NamespaceNotEmptyException', async () => {
+test('raw: drop non-empty -> 409 NamespaceNotEmptyException naming what it holds', async () => {
   expectJson(await r('POST', `${P()}/namespaces`, { body: { namespace: ['full'] } }), 200);
   expectJson(await r('POST', `${P()}/namespaces`, { body: { namespace: ['full', 'kid'] } }), 200);
-  expectError(await r('DELETE', `${P()}/namespaces/full`), 409, 'NamespaceNotEmptyException', 'full');
+  expectError(await r('DELETE', `${P()}/namespaces/full`), 409, 'NamespaceNotEmptyException',
+    /namespace full is not empty: it holds 1 namespace$/);
   expectJson(await r('GET', `${P()}/namespaces/full`), 200, 'GetNamespaceResponse');
+  // The message counts what the namespace holds, each kind once, in words.
+  const schema = { type: 'struct', 'schema-id': 0, fields: [{ id: 1, name: 'id', type: 'long', required: false }] };
+  expectJson(await r('POST', `${P()}/namespaces`, { body: { namespace: ['full', 'kid2'] } }), 200);
+  expectJson(await r('POST', `${P()}/namespaces/full/tables`, { body: { name: 't', schema } }), 200);
+  expectJson(await r('POST', `${P()}/namespaces/full/views`, { body: { name: 'v', schema,
+    'view-version': { 'version-id': 1, 'timestamp-ms': Date.now(), 'schema-id': 0, summary: {},
+      representations: [{ type: 'sql', sql: 'SELECT 1', dialect: 'spark' }], 'default-namespace': ['full'] } } }), 200);
+  expectError(await r('DELETE', `${P()}/namespaces/full`), 409, 'NamespaceNotEmptyException',
+    /it holds 2 namespaces, 1 table and 1 view$/);
+  expectNoContent(await r('DELETE', `${P()}/namespaces/full%1Fkid2`));
+  expectNoContent(await r('DELETE', `${P()}/namespaces/full/views/v`));
+  expectError(await r('DELETE', `${P()}/namespaces/full`), 409, 'NamespaceNotEmptyException',
+    /it holds 1 namespace and 1 table$/);
   expectNoContent(await r('DELETE', `${P()}/namespaces/full%1Fkid`));
+  expectNoContent(await r('DELETE', `${P()}/namespaces/full/tables/t`));
   expectNoContent(await r('DELETE', `${P()}/namespaces/full`));
 });
 
