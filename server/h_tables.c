@@ -774,11 +774,13 @@ int srv_h_transactions(struct srv_req *r, struct fl_err *err)
 	json_array_foreach(changes, i, c)
 	{
 		json_t *id = NULL;
+		char where[48], idwhere[64];
 
-		if (fl_json_get_obj(c, "identifier", true, "table-changes[]", &id, err) != 0 ||
-		    srv_identifier(r, id, "table-changes[].identifier", &ch[i].ns, &ch[i].name,
-		                   err) != 0 ||
-		    change_body(c, "table-changes[]", &ch[i], err) != 0)
+		snprintf(where, sizeof(where), "table-changes[%zu]", i);
+		snprintf(idwhere, sizeof(idwhere), "%s.identifier", where);
+		if (fl_json_get_obj(c, "identifier", true, where, &id, err) != 0 ||
+		    srv_identifier(r, id, idwhere, &ch[i].ns, &ch[i].name, err) != 0 ||
+		    change_body(c, where, &ch[i], err) != 0)
 			return -1;
 	}
 	if (srv_warehouse(r, &wh, err) != 0)

@@ -397,6 +397,21 @@ test('100,000 updates → 400 naming max-commit-updates, nothing applied', async
   await assertUnchanged(t2, 'tx limit');
 });
 
+test('a malformed change in a transaction names its index, and no table changes', async () => {
+  const t = await fixture();
+  const good = { identifier: { namespace: NS, name: t.name }, requirements: [], updates: [prop()] };
+  const cases = [
+    [{ requirements: [], updates: [] }, "table-changes[1]: missing required field 'identifier'"],
+    [{ identifier: { namespace: NS }, requirements: [], updates: [] }, 'table-changes[1].identifier'],
+    [{ identifier: { namespace: NS, name: 'other' }, requirements: [], updates: {} }, 'table-changes[1]'],
+  ];
+  for (const [bad, word] of cases) {
+    const res = await call(c.base, 'POST', `${c.p}/transactions/commit`, { body: { 'table-changes': [good, bad] } });
+    assertError(res, 400, 'BadRequestException', word);
+  }
+  await assertUnchanged(t, 'malformed transaction');
+});
+
 test('snapshot ids beyond 2^53 survive exactly (64-bit longs)', async () => {
   const t = await fixture();
   const big = '9007199254740993'; // 2^53 + 1: not representable as a double
