@@ -102,11 +102,11 @@ test('every command of the README "Try it" block works on the embedded default',
 
   // What the block shows a newcomer is what it says it shows.
   const ingest = outputs.find((o) => o.original.includes(`${README_BIN} ingest`));
-  if (ingest) {
-    const line = JSON.parse(ingest.stdout.trim().split('\n').at(-1));
-    assert.equal(line.status, 'committed', ingest.stdout);
-    assert.ok(line['rows-committed'] > 0, ingest.stdout);
-  }
+  assert.ok(ingest, 'the block runs floe ingest');
+  const line = JSON.parse(ingest.stdout.trim().split('\n').at(-1));
+  assert.equal(line.status, 'committed', ingest.stdout);
+  assert.ok(line['rows-committed'] > 0, ingest.stdout);
   const metrics = outputs.find((o) => o.original.includes('/metrics'));
-  if (metrics && ingest) assert.match(metrics.stdout, /floe_table_records\{[^}]*\} [1-9]/, metrics.stdout);
+  assert.ok(metrics, 'the block reads /metrics');
+  assert.match(metrics.stdout, /floe_table_records\{[^}]*\} [1-9]/, metrics.stdout);
 });

@@ -133,6 +133,8 @@ test('the database holds no recoverable secret', async () => {
   for (const s of remembered()) assert.ok(!dump.includes(s), 'no secret or token is stored');
   // Two principals with the same secret would still have different hashes (salted):
   const hashes = rows.map((r) => r.split('|')[1]).filter(Boolean);
+  assert.ok(hashes.length >= 2, `principals with a secret: ${hashes.length}`);
+  assert.ok(rows.some((r) => r.startsWith(`${ADMIN_ID}|pbkdf2-sha256$`)), 'the bootstrap principal has a hashed secret');
   assert.equal(new Set(hashes).size, hashes.length);
 });
 

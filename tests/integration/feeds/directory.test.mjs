@@ -134,6 +134,7 @@ test('a feed whose source is missing backs off and records why', async () => {
   }, { timeoutMs: 20000, what: 'the feed to pause after its retries' });
   assert.match(f['last-error'], /absent/);
   assert.equal(f.failures, 2);
+  assert.equal(f['last-batches'].length, 2, 'each failed run is a batch');
   assert.ok(f['last-batches'].every((b) => b.outcome === 'failed'));
 });
 

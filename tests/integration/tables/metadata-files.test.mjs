@@ -76,6 +76,7 @@ test('racing commits leave exactly one metadata file per version: losers delete 
       }
     }),
   );
+  assert.ok(conflicts > 0 && acks > 0, `the commits raced: ${acks} won, ${conflicts} lost`);
   const now = (await call(c.base, 'GET', path_, { expect: 200 })).json;
   assert.equal(versionOf(now['metadata-location']), acks, 'one version per acknowledged commit');
   const files = metadataFiles(now['metadata-location']);

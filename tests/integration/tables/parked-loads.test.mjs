@@ -104,7 +104,7 @@ test('misses wait for PostgreSQL without holding the worker: a cached table is s
   }
 });
 
-test('a daemon stopped while loads are parked answers them and exits 0; a client gone while parked is let go', async () => {
+test('a daemon stopped while loads are parked answers them and exits 0; a client that gave up while parked holds up neither the others nor the exit', async () => {
   const c = await startFloe({ databaseUrl: a.dbUrl, args: ['--threads', String(WORKERS)] });
   let lock = null;
   try {

@@ -125,8 +125,13 @@ const accepted = [
       assert.deepEqual(spec.fields, [{ 'source-id': 1, 'field-id': 1000, transform: 'bucket[8]', name: 'id_bucket' }]);
       assert.equal(m['last-partition-id'], 1000);
     }],
-  ['set-default-spec (existing id 0)', () => [[], [{ action: 'add-spec', spec: bucketSpec }, { action: 'set-default-spec', 'spec-id': 1 }, { action: 'set-default-spec', 'spec-id': 0 }, prop()]],
-    (m) => assert.equal(m['default-spec-id'], 0)],
+  ['set-default-spec (an existing id, given explicitly)', () => [[], [{ action: 'add-spec', spec: bucketSpec }, { action: 'set-default-spec', 'spec-id': 1 }]],
+    (m) => assert.equal(m['default-spec-id'], 1)],
+  ['set-default-spec 1, 0, then 1 again: the last one wins', () => [[], [{ action: 'add-spec', spec: bucketSpec }, { action: 'set-default-spec', 'spec-id': 1 }, { action: 'set-default-spec', 'spec-id': 0 }, { action: 'set-default-spec', 'spec-id': 1 }]],
+    (m) => {
+      assert.equal(m['default-spec-id'], 1);
+      assert.deepEqual(m['partition-specs'].map((s) => s['spec-id']), [0, 1]);
+    }],
   ['add-sort-order + set-default-sort-order(-1)', () => [[], [{ action: 'add-sort-order', 'sort-order': sortById }, { action: 'set-default-sort-order', 'sort-order-id': -1 }]],
     (m) => {
       assert.equal(m['default-sort-order-id'], 1);
