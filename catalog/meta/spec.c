@@ -86,35 +86,60 @@ static bool can_transform(enum transform t, enum meta_type k)
 	return false;
 }
 
+/* The column f, as a client named it: its dotted path, or the path of the
+ * struct field a list element or map key/value sits in.  Ids are not named:
+ * createTable gives the schema fresh ones, which the client never sent. */
+static const char *column_str(const struct meta_fields *schema, const struct meta_field *f,
+                              char *buf, size_t cap)
+{
+	const struct meta_field *p = f;
+
+	while (p != NULL && p->path == NULL)
+		p = p->parent < 0 ? NULL : meta_fields_find(schema, p->parent);
+	if (p == f)
+		snprintf(buf, cap, "column '%.100s'", f->path);
+	else if (p != NULL)
+		snprintf(buf, cap, "a list element or map key or value in column '%.100s'",
+		         p->path);
+	else
+		snprintf(buf, cap, "column %" PRId64, f->id);
+	return buf;
+}
+
 /* Java PartitionSpec.checkCompatibility / SortOrder.checkCompatibility for
- * one field: the source exists, is primitive, takes the transform, and (for
+ * fields[i]: the source exists, is primitive, takes the transform, and (for
  * partitions) sits only inside structs. */
-static int check_source(const struct meta_fields *schema, int64_t source_id, const char *tr_name,
-                        enum transform t, bool partition, const char *what, struct fl_err *err)
+static int check_source(const struct meta_fields *schema, size_t i, int64_t source_id,
+                        const char *tr_name, enum transform t, bool partition, const char *what,
+                        struct fl_err *err)
 {
 	const struct meta_field *src;
+	char col[160];
 
 	if (schema == NULL || (t == TR_VOID && partition))
 		return 0; /* shape check only, or a void (dropped) partition */
 	src = meta_fields_find(schema, source_id);
 	if (src == NULL)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
-		                  "%s: cannot find source column %" PRId64 " in the schema", what,
-		                  source_id);
+		                  "%s: fields[%zu]: cannot find source column %" PRId64
+		                  " in the schema",
+		                  what, i, source_id);
 	if (!src->primitive)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
-		                  "%s: cannot %s by non-primitive source column %" PRId64, what,
-		                  partition ? "partition" : "sort", source_id);
+		                  "%s: fields[%zu]: cannot %s by %s: it is not of a primitive type",
+		                  what, i, partition ? "partition" : "sort",
+		                  column_str(schema, src, col, sizeof(col)));
 	if (!can_transform(t, src->kind))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "%s: fields[%zu]: invalid source type %s of %s for transform %s",
+		                  what, i,
+		                  json_is_string(src->type) ? json_string_value(src->type) : "?",
+		                  column_str(schema, src, col, sizeof(col)), tr_name);
+	if (partition && src->under_list_map)
 		return fl_err_set(
 		        err, FL_ERR_BAD_REQUEST,
-		        "%s: invalid source type %s of column %" PRId64 " for transform %s", what,
-		        json_is_string(src->type) ? json_string_value(src->type) : "?", source_id,
-		        tr_name);
-	if (partition && src->under_list_map)
-		return fl_err_set(err, FL_ERR_BAD_REQUEST,
-		                  "%s: source column %" PRId64 " is inside a list or map", what,
-		                  source_id);
+		        "%s: fields[%zu]: cannot partition by %s: it is inside a list or map", what,
+		        i, column_str(schema, src, col, sizeof(col)));
 	return 0;
 }
 
@@ -143,9 +168,20 @@ static int read_field(const json_t *fld, size_t i, const char *what, int64_t *so
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "%s: fields[%zu]: field 'transform' must be a string", what, i);
 	*tr_name = json_string_value(v);
-	if (transform_parse(*tr_name, t) < 0)
+	if (transform_parse(*tr_name, t) < 0) {
+		/* bucket[0], truncate[x]: a known transform, its parameter wrong */
+		bool b = strncasecmp(*tr_name, "bucket[", 7) == 0,
+		     tr = strncasecmp(*tr_name, "truncate[", 9) == 0;
+
+		if (b || tr)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "%s: fields[%zu]: transform '%.60s': the %s must be an "
+			                  "integer from 1 to %" PRId32,
+			                  what, i, *tr_name, b ? "bucket count" : "width",
+			                  INT32_MAX);
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "%s: fields[%zu]: unknown transform '%s'", what, i, *tr_name);
+	}
 	return 0;
 }
 
@@ -227,7 +263,7 @@ int meta_spec_bind(const json_t *spec, const struct meta_fields *schema, int64_t
 		}
 		name = json_string_value(v);
 		if (check_part_name(fields, i, name, source_id, schema, what, err) < 0 ||
-		    check_source(schema, source_id, tr_name, t, true, what, err) < 0)
+		    check_source(schema, i, source_id, tr_name, t, true, what, err) < 0)
 			goto fail;
 		v = json_object_get(fld, "field-id");
 		if (v != NULL && !json_is_null(v)) {
@@ -319,7 +355,7 @@ int meta_spec_check(const json_t *spec, const struct meta_fields *schema, const 
 		enum transform t;
 
 		if (read_field(fld, i, what, &source_id, &tr_name, &t, err) < 0 ||
-		    check_source(schema, source_id, tr_name, t, true, what, err) < 0)
+		    check_source(schema, i, source_id, tr_name, t, true, what, err) < 0)
 			return -1;
 	}
 	return 0;
@@ -368,7 +404,7 @@ static int order_fields(const json_t *order, const struct meta_fields *schema, c
 		json_t *o;
 
 		if (read_field(fld, i, what, &source_id, &tr_name, &t, err) < 0 ||
-		    check_source(schema, source_id, tr_name, t, false, what, err) < 0)
+		    check_source(schema, i, source_id, tr_name, t, false, what, err) < 0)
 			return -1;
 		dir = sort_direction(json_object_get(fld, "direction"));
 		if (dir == NULL)

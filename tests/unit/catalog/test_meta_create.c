@@ -178,7 +178,13 @@ static const struct bad_case bad[] = {
         {"partition transform wrong for type",
          "{'name':'t'," S1
          ",'partition-spec':{'fields':[{'source-id':1,'name':'p','transform':'hour'}]}}",
-         TM_LOCATION, "invalid source type string of column 1 for transform hour"},
+         TM_LOCATION, "fields[0]: invalid source type string of column 'a' for transform hour"},
+        {"the column named as the client named it, not by its fresh id",
+         "{'name':'t','schema':{'type':'struct','fields':[{'id':10,'name':'id','required':false,'type':'long'},"
+         "{'id':20,'name':'name','required':false,'type':'string'}]},"
+         "'partition-spec':{'fields':[{'source-id':10,'name':'i','transform':'identity'},"
+         "{'source-id':20,'name':'d','transform':'day'}]}}",
+         TM_LOCATION, "fields[1]: invalid source type string of column 'name' for transform day"},
         {"partition unknown transform",
          "{'name':'t'," S1
          ",'partition-spec':{'fields':[{'source-id':1,'name':'p','transform':'zorder'}]}}",
@@ -187,12 +193,14 @@ static const struct bad_case bad[] = {
          "{'name':'t','schema':{'type':'struct','fields':[{'id':1,'name':'l','required':false,'type':"
          "{'type':'list','element-id':2,'element':'int','element-required':false}}]},"
          "'partition-spec':{'fields':[{'source-id':2,'name':'p','transform':'identity'}]}}",
-         TM_LOCATION, "inside a list or map"},
+         TM_LOCATION,
+         "cannot partition by a list element or map key or value in column 'l': it is inside a "
+         "list or map"},
         {"partition on a struct",
          "{'name':'t','schema':{'type':'struct','fields':[{'id':1,'name':'s','required':false,'type':"
          "{'type':'struct','fields':[{'id':2,'name':'x','required':false,'type':'int'}]}}]},"
          "'partition-spec':{'fields':[{'source-id':1,'name':'p','transform':'identity'}]}}",
-         TM_LOCATION, "cannot partition by non-primitive source column 1"},
+         TM_LOCATION, "cannot partition by column 's': it is not of a primitive type"},
         {"sort direction",
          "{'name':'t'," S1
          ",'write-order':{'order-id':1,'fields':[{'source-id':1,'transform':'identity','direction':'sideways','null-order':'nulls-first'}]}}",

@@ -146,7 +146,7 @@ static const struct bad_doc bad[] = {
         {"schema with a bad type", V2_DOC, "schemas/0/fields/1/type", "'text'",
          "unknown type 'text'"},
         {"default spec not bound to the schema", V2_DOC, "partition-specs/0/fields/0/source-id",
-         "2", "invalid source type string of column 2 for transform day"},
+         "2", "invalid source type string of column 'data' for transform day"},
         {"properties not strings", V2_DOC, "properties/n", "1", "value of 'n' must be a string"},
         {"snapshot-log entry malformed", V2_DOC, "snapshot-log/0/snapshot-id", "'7'",
          "field 'snapshot-id' must be an integer"},
