@@ -594,24 +594,39 @@ static int check_actions(const json_t *updates, struct fl_err *err)
 
 	json_array_foreach((json_t *)updates, i, u)
 	{
-		const char *a = json_string_value(json_object_get(u, "action"));
+		const char *a = NULL, *k, *s;
 		const struct action_shape *shape = NULL;
-		const json_t *m, *v;
-		const char *k;
+		json_t *m = NULL;
+		const json_t *v;
+		char what[96];
+		int64_t n64;
+		int rc;
 
-		for (size_t n = 0;
-		     a != NULL && n < sizeof(action_shapes) / sizeof(action_shapes[0]); n++)
+		snprintf(what, sizeof(what), "updates[%zu]", i);
+		if (fl_json_get_str(u, "action", true, what, &a, err) != 0)
+			return -1;
+		for (size_t n = 0; n < sizeof(action_shapes) / sizeof(action_shapes[0]); n++)
 			if (strcmp(a, action_shapes[n].action) == 0)
 				shape = &action_shapes[n];
 		if (shape == NULL)
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
-			                  "updates[%zu]: unknown action '%.60s'", i,
-			                  a ? a : "(missing)");
-		m = json_object_get(u, shape->member);
-		if (m == NULL || json_typeof(m) != shape->type)
-			return fl_err_set(err, FL_ERR_BAD_REQUEST,
-			                  "updates[%zu] (%s): '%s' is missing or of the wrong type",
-			                  i, a, shape->member);
+			                  "updates[%zu]: unknown action '%.60s'", i, a);
+		/* The member the action carries, of its type: the message names both. */
+		snprintf(what, sizeof(what), "updates[%zu] (%s)", i, a);
+		switch (shape->type) {
+		case JSON_STRING:
+			rc = fl_json_get_str(u, shape->member, true, what, &s, err);
+			break;
+		case JSON_INTEGER:
+			rc = fl_json_get_int(u, shape->member, true, what, &n64, err);
+			break;
+		case JSON_OBJECT:
+			rc = fl_json_get_obj(u, shape->member, true, what, &m, err);
+			break;
+		default: rc = fl_json_get_arr(u, shape->member, true, what, &m, err); break;
+		}
+		if (rc != 0)
+			return -1;
 		/* Property values are strings; removals are strings. */
 		if (strcmp(a, "set-properties") == 0) {
 			json_object_foreach((json_t *)m, k, v) if (!json_is_string(v)) return fl_err_set(
@@ -623,7 +638,8 @@ static int check_actions(const json_t *updates, struct fl_err *err)
 
 			json_array_foreach((json_t *)m, x, v) if (!json_is_string(v)) return fl_err_set(
 			        err, FL_ERR_BAD_REQUEST,
-			        "updates[%zu] (remove-properties): removals must be strings", i);
+			        "updates[%zu] (remove-properties): removals[%zu] must be a string",
+			        i, x);
 		}
 	}
 	return 0;
