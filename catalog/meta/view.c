@@ -102,27 +102,24 @@ static int version_check(const json_t *v, const char *what, struct fl_err *err)
 	{
 		if (!json_is_string(r))
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
-			                  "%s: default-namespace must be an array of strings",
-			                  what);
+			                  "%s: default-namespace[%zu] must be a string", what, i);
 	}
 	json_array_foreach(reps, i, r)
 	{
 		const char *type = NULL, *sql = NULL, *dialect = NULL;
+		char rwhat[160];
 
-		if (!json_is_object(r) ||
-		    fl_json_get_str(r, "type", true, "view representation", &type, err) != 0)
-			return err->kind != FL_ERR_NONE
-			               ? -1
-			               : fl_err_set(err, FL_ERR_BAD_REQUEST,
-			                            "%s: representations[%zu] must be an object",
-			                            what, i);
+		snprintf(rwhat, sizeof(rwhat), "%s: representations[%zu]", what, i);
+		if (!json_is_object(r))
+			return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s must be an object", rwhat);
+		if (fl_json_get_str(r, "type", true, rwhat, &type, err) != 0)
+			return -1;
 		if (strcmp(type, "sql") != 0)
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
 			                  "%s: representations[%zu] has unknown type '%.40s'", what,
 			                  i, type);
-		if (fl_json_get_str(r, "sql", true, "SQLViewRepresentation", &sql, err) != 0 ||
-		    fl_json_get_str(r, "dialect", true, "SQLViewRepresentation", &dialect, err) !=
-		            0)
+		if (fl_json_get_str(r, "sql", true, rwhat, &sql, err) != 0 ||
+		    fl_json_get_str(r, "dialect", true, rwhat, &dialect, err) != 0)
 			return -1;
 		for (j = 0; j < i; j++)
 			if (strcasecmp(dialect, json_string_value(json_object_get(
@@ -383,14 +380,18 @@ int cat_viewmeta_check_requirements(const json_t *base, const json_t *requiremen
 		if (!json_is_object(r))
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
 			                  "requirements[%zu] must be an object", i);
-		if (fl_json_get_str(r, "type", true, "ViewRequirement", &type, err) != 0)
+		char rwhat[64];
+
+		snprintf(rwhat, sizeof(rwhat), "requirements[%zu]", i);
+		if (fl_json_get_str(r, "type", true, rwhat, &type, err) != 0)
 			return -1;
 		if (strcmp(type, "assert-view-uuid") != 0)
 			return fl_err_set(
 			        err, FL_ERR_BAD_REQUEST,
 			        "requirements[%zu]: unknown view requirement type '%.60s'", i,
 			        type);
-		if (fl_json_get_str(r, "uuid", true, "assert-view-uuid", &uuid, err) != 0)
+		snprintf(rwhat, sizeof(rwhat), "requirements[%zu] (assert-view-uuid)", i);
+		if (fl_json_get_str(r, "uuid", true, rwhat, &uuid, err) != 0)
 			return -1;
 		have = json_string_value(json_object_get(base, "view-uuid"));
 		if (have == NULL || strcasecmp(have, uuid) != 0)
@@ -414,7 +415,8 @@ static int apply_one(struct vb *b, const json_t *u, size_t i, struct fl_err *err
 
 	if (!json_is_object(u))
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "updates[%zu] must be an object", i);
-	if (fl_json_get_str(u, "action", true, "ViewUpdate", &action, err) != 0)
+	snprintf(what, sizeof(what), "updates[%zu]", i);
+	if (fl_json_get_str(u, "action", true, what, &action, err) != 0)
 		return -1;
 	snprintf(what, sizeof(what), "updates[%zu] (%.30s)", i, action);
 	if (strcmp(action, "assign-uuid") == 0) {

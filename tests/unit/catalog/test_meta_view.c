@@ -68,6 +68,16 @@ static const struct create_case bad_creates[] = {
          "'schema-id':0,'summary':{},'representations':[{'type':'sql','sql':'a','dialect':'spark'},"
          "{'type':'sql','sql':'b','dialect':'Spark'}],'default-namespace':[]}}",
          "more than one representation for dialect"},
+        {"a representation without its sql",
+         "{'name':'v','schema':" SCHEMA ",'view-version':{'version-id':1,'timestamp-ms':1,"
+         "'schema-id':0,'summary':{},'representations':[{'type':'sql','sql':'a','dialect':'spark'},"
+         "{'type':'sql','dialect':'trino'}],'default-namespace':[]}}",
+         "representations[1]: missing required field 'sql'"},
+        {"a default namespace level that is not a string",
+         "{'name':'v','schema':" SCHEMA ",'view-version':{'version-id':1,'timestamp-ms':1,"
+         "'schema-id':0,'summary':{},'representations':[{'type':'sql','sql':'a','dialect':'spark'}],"
+         "'default-namespace':['a',2]}}",
+         "default-namespace[1] must be a string"},
         {"bad schema",
          "{'name':'v','schema':{'type':'struct','fields':[{'id':1}]},'view-version':" VERSION(
                  "s", "0") "}",
@@ -157,7 +167,10 @@ static const struct apply_case applies[] = {
          "schema 4 does not exist"},
         {"unknown action", "[{'action':'add-snapshot'}]", BAD,
          "unknown view update action 'add-snapshot'"},
-        {"no action", "[{'uuid':'x'}]", BAD, "'action'"},
+        {"no action", "[{'uuid':'x'}]", BAD, "updates[0]: missing required field 'action'"},
+        {"the second update without its action",
+         "[{'action':'set-properties','updates':{'a':'b'}},{'location':'x'}]", BAD,
+         "updates[1]: missing required field 'action'"},
         {"not an object", "[1]", BAD, "updates[0] must be an object"},
         {"not an array", "{}", BAD, "updates must be an array"},
 };
