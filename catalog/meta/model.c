@@ -240,8 +240,9 @@ static int get_id(const json_t *o, const char *key, bool required, const char *w
 	int r = get_int(o, key, required, what, out, err);
 
 	if (r == 1 && (*out < 0 || *out > INT32_MAX))
-		return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s: field '%s' is out of range", what,
-		                  key);
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "%s: field '%s' is %" PRId64 ", out of range (0 to %" PRId32 ")",
+		                  what, key, *out, INT32_MAX);
 	return r;
 }
 

@@ -157,12 +157,20 @@ struct walk {
 static int walk_type(struct walk *w, const json_t *type, int64_t owner, bool under_lm,
                      bool opt_parent, const char *path, const char *where);
 
+/* A field as a message names it: its dotted path, else its name, else what
+ * it is (list elements and map keys and values have neither). */
+static const char *field_label(const struct meta_field *mf)
+{
+	return mf->path ? mf->path : mf->name ? mf->name : "a list element or map key or value";
+}
+
 static int push(struct walk *w, const struct meta_field *mf)
 {
 	if (mf->id < 0 || mf->id > INT32_MAX)
-		return fl_err_set(w->err, FL_ERR_BAD_REQUEST,
-		                  "%s: field id %" PRId64 " of %s is out of range", w->what, mf->id,
-		                  mf->name ? mf->name : "a nested type");
+		return fl_err_set(
+		        w->err, FL_ERR_BAD_REQUEST,
+		        "%s: field id %" PRId64 " of %s is out of range (0 to %" PRId32 ")",
+		        w->what, mf->id, mf->name ? mf->name : "a nested type", INT32_MAX);
 	if (w->f->n == w->f->cap) {
 		size_t cap = w->f->cap ? w->f->cap * 2 : 16;
 		struct meta_field *v = realloc(w->f->v, cap * sizeof(*v));
@@ -430,8 +438,10 @@ int meta_schema_index(const json_t *schema, int format_version, const char *what
 	for (i = 1; i < f->n; i++) {
 		if (f->v[i].id == f->v[i - 1].id) {
 			fl_err_set(err, FL_ERR_BAD_REQUEST,
-			           "%s: field id %" PRId64 " is used more than once", what,
-			           f->v[i].id);
+			           "%s: field id %" PRId64
+			           " is used more than once, by '%.60s' and by '%.60s'",
+			           what, f->v[i].id, field_label(&f->v[i - 1]),
+			           field_label(&f->v[i]));
 			goto fail;
 		}
 	}

@@ -145,7 +145,10 @@ static const struct bad_case bad[] = {
         {"duplicate field id",
          "{'name':'t','schema':{'type':'struct','fields':[{'id':1,'name':'a','required':true,'type':'int'},"
          "{'id':1,'name':'b','required':true,'type':'int'}]}}",
-         TM_LOCATION, "field id 1 is used more than once"},
+         TM_LOCATION, "field id 1 is used more than once, by 'a' and by 'b'"},
+        {"field id out of range",
+         "{'name':'t','schema':{'type':'struct','fields':[{'id':-1,'name':'a','required':true,'type':'int'}]}}",
+         TM_LOCATION, "field id -1 of a is out of range (0 to 2147483647)"},
         {"duplicate field name",
          "{'name':'t','schema':{'type':'struct','fields':[{'id':1,'name':'a','required':true,'type':'int'},"
          "{'id':2,'name':'a','required':true,'type':'int'}]}}",

@@ -147,6 +147,8 @@ static const struct bad_doc bad[] = {
          "unknown type 'text'"},
         {"default spec not bound to the schema", V2_DOC, "partition-specs/0/fields/0/source-id",
          "2", "invalid source type string of column 'data' for transform day"},
+        {"current-schema-id out of range", V2_DOC, "current-schema-id", "3000000000",
+         "field 'current-schema-id' is 3000000000, out of range (0 to 2147483647)"},
         {"properties not strings", V2_DOC, "properties/n", "1", "value of 'n' must be a string"},
         {"snapshot-log entry malformed", V2_DOC, "snapshot-log/0/snapshot-id", "'7'",
          "field 'snapshot-id' must be an integer"},
