@@ -69,9 +69,13 @@ static int check_level(struct srv_req *r, const char *s, size_t n, struct fl_err
 		        err, FL_ERR_BAD_REQUEST,
 		        "namespace level of %zu bytes exceeds the limit of %lld (max-identifier-bytes)",
 		        n, (long long)r->ctx->cfg->max_identifier_bytes);
-	if (!fl_utf8_valid(s, n) || memchr(s, '\x1f', n) != NULL)
+	if (!fl_utf8_valid(s, n))
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "namespace level is not valid UTF-8 text");
+	if (memchr(s, '\x1f', n) != NULL)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "namespace level must not contain the unit separator U+001F "
+		                  "(it separates levels in URLs)");
 	return 0;
 }
 

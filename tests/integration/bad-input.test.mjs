@@ -65,6 +65,7 @@ bad('namespace levels as numbers', (f) => post(f, '/v1/namespaces', { namespace:
 bad('namespace missing', (f) => post(f, '/v1/namespaces', { properties: {} }), 400, 'BadRequestException', /namespace/);
 bad('namespace empty array', (f) => post(f, '/v1/namespaces', { namespace: [] }), 400, 'BadRequestException', /namespace/);
 bad('namespace level empty string', (f) => post(f, '/v1/namespaces', { namespace: [''] }), 400, 'BadRequestException', /namespace|empty/i);
+bad('the level separator U+001F inside a namespace level', (f) => post(f, '/v1/namespaces', { namespace: ['a\x1fb'] }), 400, 'BadRequestException', /must not contain the unit separator U\+001F/);
 bad('NUL inside a namespace name', (f) => post(f, '/v1/namespaces', '{"namespace":["a\\u0000b"]}'), 400, 'BadRequestException', /nul|\\0|control|invalid/i);
 bad('properties values as numbers', (f) => post(f, '/v1/namespaces', { namespace: ['pnum'], properties: { k: 1 } }), 400, 'BadRequestException', /properties|'k'.*string/);
 bad('properties as an array', (f) => post(f, '/v1/namespaces', { namespace: ['parr'], properties: ['k'] }), 400, 'BadRequestException', /properties/);
