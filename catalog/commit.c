@@ -928,9 +928,12 @@ static int commit_one(struct cat_scope *sc, const struct cat_warehouse *wh, stru
 		goto out;
 	}
 	if (json_array_size(ch->updates) > *budget) {
+		/* The limit counts the updates of all the commit's tables together. */
 		fl_err_set(err, FL_ERR_BAD_REQUEST,
-		           "commit has more than %zu updates (max-commit-updates)",
-		           lim->max_updates);
+		           "commit has more than %zu updates (max-commit-updates, counted across "
+		           "its tables): table %s brings %zu with %zu left",
+		           lim->max_updates, table_str(&ch->ns, ch->name, tbuf, sizeof(tbuf)),
+		           json_array_size(ch->updates), *budget);
 		goto out;
 	}
 	*budget -= json_array_size(ch->updates);
