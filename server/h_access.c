@@ -259,12 +259,20 @@ int srv_h_principal_create(struct srv_req *r, struct fl_err *err)
 	if (subject != NULL) {
 		if (issuer == NULL && r->ctx->auth != NULL)
 			issuer = srv_auth_external_issuer(r->ctx->auth);
-		if (issuer == NULL || issuer[0] == '\0' || strlen(issuer) > 255 ||
-		    subject[0] == '\0' || strlen(subject) > 255)
+		if (issuer == NULL)
 			return fl_err_set(
 			        err, FL_ERR_BAD_REQUEST,
-			        "%s: an external principal needs subject and issuer (1-255 bytes; issuer defaults to oidc-issuer)",
+			        "%s: an external principal needs an issuer (this server has "
+			        "no oidc-issuer to default to)",
 			        what);
+		if (subject[0] == '\0' || strlen(subject) > 255)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "%s: subject must be 1 to 255 bytes, got %zu", what,
+			                  strlen(subject));
+		if (issuer[0] == '\0' || strlen(issuer) > 255)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "%s: issuer must be 1 to 255 bytes, got %zu", what,
+			                  strlen(issuer));
 		rc = cat_principal_create(r->ctx->db, name, NULL, issuer, subject, &out, err);
 	} else {
 		if (issuer != NULL)
@@ -425,28 +433,42 @@ int srv_h_grant_add(struct srv_req *r, struct fl_err *err)
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
 			                  "%s: a namespace grant needs a named warehouse", what);
 		if ((int64_t)json_array_size(levels) > r->ctx->cfg->max_namespace_levels)
-			return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s: namespace is too deep",
-			                  what);
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "%s: namespace has %zu levels, over the limit of %lld "
+			                  "(max-namespace-levels)",
+			                  what, json_array_size(levels),
+			                  (long long)r->ctx->cfg->max_namespace_levels);
 		lv = fl_arena_alloc(r->arena, sizeof(char *) * json_array_size(levels));
 		if (lv == NULL)
 			return nomem(err);
 		json_array_foreach(levels, i, v)
 		{
-			if (!json_is_string(v) || json_string_length(v) == 0 ||
-			    (int64_t)json_string_length(v) > r->ctx->cfg->max_identifier_bytes)
+			if (!json_is_string(v) || json_string_length(v) == 0)
 				return fl_err_set(err, FL_ERR_BAD_REQUEST,
-				                  "%s: namespace levels must be non-empty strings",
-				                  what);
+				                  "%s: namespace[%zu] must be a non-empty string",
+				                  what, i);
+			if ((int64_t)json_string_length(v) > r->ctx->cfg->max_identifier_bytes)
+				return fl_err_set(
+				        err, FL_ERR_BAD_REQUEST,
+				        "%s: namespace[%zu] of %zu bytes exceeds the limit of "
+				        "%lld (max-identifier-bytes)",
+				        what, i, json_string_length(v),
+				        (long long)r->ctx->cfg->max_identifier_bytes);
 			lv[i] = json_string_value(v);
 		}
 		ns.levels = lv;
 		ns.n = (int)json_array_size(levels);
 		nsp = &ns;
 	}
-	if (table != NULL && (nsp == NULL || table[0] == '\0' ||
-	                      (int64_t)strlen(table) > r->ctx->cfg->max_identifier_bytes))
+	if (table != NULL && (nsp == NULL || table[0] == '\0'))
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "%s: a table grant needs a namespace and a table name", what);
+	if (table != NULL && (int64_t)strlen(table) > r->ctx->cfg->max_identifier_bytes)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "%s: table of %zu bytes exceeds the limit of %lld "
+		                  "(max-identifier-bytes)",
+		                  what, strlen(table),
+		                  (long long)r->ctx->cfg->max_identifier_bytes);
 	if (cat_grant_add(r->ctx->db, seg(r, 3), wh, nsp, table, priv, &out, err) != 0)
 		return -1;
 	srv_auth_changed(r->ctx->auth);

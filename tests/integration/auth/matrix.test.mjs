@@ -202,6 +202,15 @@ test('management: principals, roles and grants round-trip, built-ins cannot be d
   expectError(await mgmt(base, t, 'POST', '/roles/custom/grants', { privilege: 'fly', warehouse: 'default' }), 400, undefined, 'unknown privilege');
   expectError(await mgmt(base, t, 'POST', '/principals', { name: 'c1' }), 409, undefined, 'already exists');
   expectError(await mgmt(base, t, 'POST', '/principals', { name: 'bad name!' }), 400, undefined, 'principal name');
+  // each malformed grant or principal names what is wrong
+  const g = (body) => mgmt(base, t, 'POST', '/roles/custom/grants', { privilege: 'table-read', warehouse: 'default', ...body });
+  expectError(await g({ namespace: ['m', ''] }), 400, undefined, 'namespace[1] must be a non-empty string');
+  expectError(await g({ namespace: ['m', 'x'.repeat(300)] }), 400, undefined, 'namespace[1] of 300 bytes exceeds the limit of 255 (max-identifier-bytes)');
+  expectError(await g({ namespace: Array(17).fill('n') }), 400, undefined, 'namespace has 17 levels, over the limit of 16 (max-namespace-levels)');
+  expectError(await g({ namespace: ['m'], table: 'y'.repeat(300) }), 400, undefined, 'table of 300 bytes exceeds the limit of 255');
+  expectError(await g({ table: 't' }), 400, undefined, 'a table grant needs a namespace and a table name');
+  expectError(await mgmt(base, t, 'POST', '/principals', { name: 'ext1', subject: 's' }), 400, undefined, 'an external principal needs an issuer (this server has no oidc-issuer');
+  expectError(await mgmt(base, t, 'POST', '/principals', { name: 'ext1', subject: '', issuer: 'https://idp.example' }), 400, undefined, 'subject must be 1 to 255 bytes, got 0');
 });
 
 test('secrets shown at creation or rotation are never stored for Idempotency-Key replay', async () => {
