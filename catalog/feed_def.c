@@ -285,10 +285,16 @@ int cat_feed_table_split(const char *table, char ***levels, int *nlevels, const 
 	block[n] = s;
 	for (int i = 0; i <= n; i++)
 		if (block[i][0] == '\0' || strlen(block[i]) > 255) {
+			size_t plen = strlen(block[i]);
+
 			free(block);
+			if (plen == 0)
+				return fl_err_set(err, FL_ERR_BAD_REQUEST,
+				                  WHAT ": table '%.200s': part %d is empty", table,
+				                  i + 1);
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
-			                  WHAT ": table '%.200s' has an empty or over-long part",
-			                  table);
+			                  WHAT ": table '%.60s...': part %d is %zu bytes, over 255",
+			                  table, i + 1, plen);
 		}
 	*levels = block;
 	*nlevels = n;

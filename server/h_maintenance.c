@@ -22,9 +22,8 @@ static int path_table(struct srv_req *r, struct cat_warehouse *wh, struct cat_ns
 {
 	if (srv_namespace(r, r->namespace_raw, ns, err) != 0)
 		return -1;
-	if (r->table == NULL || r->table[0] == '\0' ||
-	    strlen(r->table) > (size_t)r->ctx->cfg->max_identifier_bytes)
-		return fl_err_set(err, FL_ERR_BAD_REQUEST, "the table name is empty or too long");
+	if (srv_check_name(r, r->table != NULL ? r->table : "", "table name", err) != 0)
+		return -1;
 	return srv_warehouse(r, wh, err);
 }
 

@@ -107,13 +107,25 @@ static int check_properties(struct srv_req *r, const json_t *props, struct fl_er
 	json_object_foreach((json_t *)props, k, val)
 	{
 		v = json_string_value(val);
-		if (strlen(k) > 255 || strlen(v) > 4096)
-			return fl_err_set(err, FL_ERR_BAD_REQUEST,
-			                  "UpdateWarehouseRequest: property %.64s is too long", k);
+		if (strlen(k) > 255)
+			return fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "UpdateWarehouseRequest: properties: key '%.64s...' of %zu "
+			        "bytes is over 255",
+			        k, strlen(k));
+		if (strlen(v) > 4096)
+			return fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "UpdateWarehouseRequest: properties: value of '%.64s' is %zu "
+			        "bytes, over 4096",
+			        k, strlen(v));
 		if (strcmp(k, "floe.maintenance.enabled") == 0 && strcmp(v, "true") != 0 &&
 		    strcmp(v, "false") != 0)
-			return fl_err_set(err, FL_ERR_BAD_REQUEST,
-			                  "floe.maintenance.enabled must be true or false");
+			return fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "UpdateWarehouseRequest: floe.maintenance.enabled must be "
+			        "true or false, got '%.40s'",
+			        v);
 		if (strcmp(k, "floe.maintenance.interval") == 0 && fl_duration_parse(v) <= 0)
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
 			                  "floe.maintenance.interval '%.40s' is not an ISO-8601 "

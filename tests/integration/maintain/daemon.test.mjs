@@ -172,6 +172,10 @@ test('daemon: warehouse properties are the default policy', async () => {
   assertError(bad, 400, 'BadRequestException', 'floe.maintenance.interval');
   const bad2 = await request(a.baseUrl, 'PUT', wh, { body: { properties: { 'floe.maintenance.actions': 'expire,vacuum' } } });
   assertError(bad2, 400, 'BadRequestException', "unknown maintenance action 'vacuum'");
+  const bad3 = await request(a.baseUrl, 'PUT', wh, { body: { properties: { 'floe.maintenance.enabled': 'yes' } } });
+  assertError(bad3, 400, 'BadRequestException', "floe.maintenance.enabled must be true or false, got 'yes'");
+  const bad4 = await request(a.baseUrl, 'PUT', wh, { body: { properties: { note: 'x'.repeat(5000) } } });
+  assertError(bad4, 400, 'BadRequestException', "value of 'note' is 5000 bytes, over 4096");
   const name = 'bydefault';
   await createTable(ctx, name, fields);
   for (let k = 0; k < 3; k++) await append(name, [k]);
