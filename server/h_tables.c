@@ -539,9 +539,13 @@ int srv_identifier(struct srv_req *r, const json_t *id, const char *what, struct
 	if (!json_is_object(id))
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s must be an object {namespace, name}",
 		                  what);
+	char where[160];
+
 	if (fl_json_get_arr(id, "namespace", true, what, &levels, err) != 0 ||
-	    fl_json_get_str(id, "name", true, what, name, err) != 0 ||
-	    srv_check_name(r, *name, "name", err) != 0)
+	    fl_json_get_str(id, "name", true, what, name, err) != 0)
+		return -1;
+	snprintf(where, sizeof(where), "%s.name", what);
+	if (srv_check_name(r, *name, where, err) != 0)
 		return -1;
 	if (json_array_size(levels) == 0 ||
 	    (int64_t)json_array_size(levels) > r->ctx->cfg->max_namespace_levels)
@@ -555,8 +559,9 @@ int srv_identifier(struct srv_req *r, const json_t *id, const char *what, struct
 	{
 		if (!json_is_string(v) || json_string_length(v) == 0)
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
-			                  "%s: namespace levels must be non-empty strings", what);
-		if (srv_check_name(r, json_string_value(v), "namespace level", err) != 0)
+			                  "%s.namespace[%zu] must be a non-empty string", what, i);
+		snprintf(where, sizeof(where), "%s.namespace[%zu]", what, i);
+		if (srv_check_name(r, json_string_value(v), where, err) != 0)
 			return -1;
 		lv[i] = json_string_value(v);
 	}
@@ -576,8 +581,8 @@ int srv_rename_entry(struct srv_req *r, bool views, struct fl_err *err)
 	if (srv_body_json(r, &body, err) != 0 ||
 	    fl_json_get_obj(body, "source", true, what, &src, err) != 0 ||
 	    fl_json_get_obj(body, "destination", true, what, &dst, err) != 0 ||
-	    srv_identifier(r, src, "source", &sns, &sname, err) != 0 ||
-	    srv_identifier(r, dst, "destination", &dns, &dname, err) != 0 ||
+	    srv_identifier(r, src, "RenameTableRequest source", &sns, &sname, err) != 0 ||
+	    srv_identifier(r, dst, "RenameTableRequest destination", &dns, &dname, err) != 0 ||
 	    srv_warehouse(r, &wh, err) != 0 ||
 	    srv_authorize(r, SRV_PRIV_TABLE_WRITE, wh.name, &sns, sname, err) != 0 ||
 	    srv_authorize(r, SRV_PRIV_TABLE_CREATE, wh.name, &dns, NULL, err) != 0 ||

@@ -151,6 +151,10 @@ test('a declared Content-Length over the limit is refused before the body is sen
 });
 
 bad('depth 6 over --max-json-depth=5', (f) => post(f, '/v1/default/namespaces', `{"namespace":["dd"],"properties":{"k":[[[[["x"]]]]]}}`), 400, 'BadRequestException', /max-json-depth/, () => B);
+bad('a rename to an empty name names the destination', (f) => post(f, '/v1/tables/rename', { source: { namespace: ['a'], name: 't' }, destination: { namespace: ['a'], name: '' } }),
+  400, 'BadRequestException', 'RenameTableRequest destination.name must not be empty');
+bad('a rename from a namespace level over the limit names the source and the level', (f) => post(f, '/v1/default/tables/rename', { source: { namespace: ['a', 'b'.repeat(17)], name: 't' }, destination: { namespace: ['a'], name: 'u' } }),
+  400, 'BadRequestException', 'RenameTableRequest source.namespace[1] of 17 bytes exceeds the limit of 16', () => B);
 bad('17-byte name over --max-identifier-bytes=16', (f) => post(f, '/v1/default/namespaces', { namespace: ['a'.repeat(17)] }), 400, 'BadRequestException', /max-identifier-bytes/, () => B);
 bad('4 properties over --max-properties=3', (f) => post(f, '/v1/default/namespaces', { namespace: ['p4'], properties: { a: '1', b: '2', c: '3', d: '4' } }), 400, 'BadRequestException', /max-properties/, () => B);
 test('--max-properties bounds what a namespace holds, not just one request', async () => {
