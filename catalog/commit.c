@@ -24,6 +24,7 @@
  * unused file is deleted and the commit is judged again on the new state
  * (a stale client gets its 409 as before); after OPTIMISTIC_TRIES it takes
  * the row lock first (commit_locked), as every other commit does. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -715,8 +716,11 @@ static int fill_added_rows(struct st_io *io, const json_t *base, json_t *updates
 			json_decref(copy);
 			return fl_err_set(
 			        err, FL_ERR_BAD_REQUEST,
-			        "snapshot without added-rows: its manifest-list %.200s is "
-			        "not under the table location",
+			        "updates[%zu] (add-snapshot): snapshot %" PRId64
+			        " has no added-rows, and its manifest-list %.120s lies outside the "
+			        "table location and write.metadata.path",
+			        i,
+			        (int64_t)json_integer_value(json_object_get(snap, "snapshot-id")),
 			        json_string_value(list));
 		}
 		if (st_snapshot_added_rows(&t, json_string_value(list), json_integer_value(first),
@@ -725,9 +729,11 @@ static int fill_added_rows(struct st_io *io, const json_t *base, json_t *updates
 			/* A list that is missing or malformed is the request's fault. */
 			if (err->kind == FL_ERR_NOT_FOUND)
 				err->kind = FL_ERR_BAD_REQUEST;
-			return fl_err_prefix(err,
-			                     "snapshot without added-rows, which Floe computes "
-			                     "from its manifest list");
+			return fl_err_prefix(
+			        err,
+			        "updates[%zu] (add-snapshot): snapshot without added-rows, "
+			        "which Floe computes from its manifest list",
+			        i);
 		}
 		if (copy == NULL && (copy = json_deep_copy(updates)) == NULL)
 			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");

@@ -359,7 +359,12 @@ static int up_add_spec(struct build *b, const json_t *u, struct fl_err *err)
 			    META_PARTITION_ID_START + (int64_t)i) {
 				fl_err_set(
 				        err, FL_ERR_BAD_REQUEST,
-				        "spec does not use the sequential field ids that v1 requires");
+				        "spec: fields[%zu]: field-id %" PRId64 " must be %" PRId64
+				        " (v1 numbers partition fields from %d, in order)",
+				        i,
+				        (int64_t)json_integer_value(json_object_get(s, "field-id")),
+				        (int64_t)META_PARTITION_ID_START + (int64_t)i,
+				        META_PARTITION_ID_START);
 				goto out;
 			}
 		}
