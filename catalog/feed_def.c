@@ -549,7 +549,9 @@ int cat_feed_replay_check(const json_t *req, json_t **out, struct fl_err *err)
 		                  "2026-12-01T15:04:05Z",
 		                  since != NULL && since_ms < 0 ? "since" : "until");
 	if (from != NULL && to != NULL && strcmp(from, to) > 0)
-		return fl_err_set(err, FL_ERR_BAD_REQUEST, "ReplayFeedRequest: from is after to");
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "ReplayFeedRequest: from '%.100s' sorts after to '%.100s'", from,
+		                  to);
 	fl_uuid_v4(id);
 	*out = json_pack("{s:s, s:o, s:o, s:I, s:I, s:b, s:n}", "id", id, "from",
 	                 from ? json_string(from) : json_null(), "to",

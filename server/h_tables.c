@@ -608,8 +608,11 @@ int srv_h_tbl_metrics(struct srv_req *r, struct fl_err *err)
 	    fl_json_get_str(body, "report-type", true, "ReportMetricsRequest", &type, err) != 0)
 		return -1;
 	if (strcmp(type, "scan-report") != 0 && strcmp(type, "commit-report") != 0)
-		return fl_err_set(err, FL_ERR_BAD_REQUEST,
-		                  "ReportMetricsRequest: unknown report-type '%.40s'", type);
+		return fl_err_set(
+		        err, FL_ERR_BAD_REQUEST,
+		        "ReportMetricsRequest: unknown report-type '%.40s' (scan-report or "
+		        "commit-report)",
+		        type);
 	if (path_table(r, &wh, &ns, err) != 0 ||
 	    cat_table_report(r->ctx->db, r->tx, wh.id, &ns, r->table, body, err) != 0)
 		return -1;

@@ -63,7 +63,9 @@ int st_url_split(const char *uri, struct st_url *out, struct fl_err *err)
 	q = strchr(auth_end, '?');
 	pl = q ? (size_t)(q - auth_end) : strlen(auth_end);
 	if (pl + 2 > sizeof(u.path) || (q && strlen(q + 1) >= sizeof(u.query)))
-		return fl_err_set(err, FL_ERR_BAD_REQUEST, "uri is too long");
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "RemoteSignRequest: uri's path or query is over %zu bytes",
+		                  sizeof(u.path) - 2);
 	if (pl == 0) {
 		u.path[0] = '/';
 	} else {

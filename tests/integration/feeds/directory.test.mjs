@@ -178,7 +178,7 @@ test('replay: missing objects only, or --force again under new batch ids; bad ra
   assert.equal(new Set(batches).size, batches.length, 'a forced replay has its own batch id');
 
   // Bad requests.
-  expectError(await request(ctx.base, 'POST', `${F}/rp/replay`, { body: { from: 'z', to: 'a' } }), 400, 'BadRequestException', 'from is after to');
+  expectError(await request(ctx.base, 'POST', `${F}/rp/replay`, { body: { from: 'z', to: 'a' } }), 400, 'BadRequestException', "from 'z' sorts after to 'a'");
   expectError(await request(ctx.base, 'POST', `${F}/rp/replay`, { body: { since: 'yesterday' } }), 400, 'BadRequestException', 'since');
   expectError(await request(ctx.base, 'POST', `${F}/rp/replay`, { body: { force: true, color: 1 } }), 400, 'BadRequestException', "unknown key 'color'");
   expectError(await request(ctx.base, 'POST', `${F}/nope/replay`), 404, undefined, "feed 'nope' does not exist");
