@@ -189,7 +189,11 @@ int srv_h_oauth_tokens(struct srv_req *r, struct fl_err *err)
 		scope = "catalog";
 	if (strlen(scope) > 1000 || !fl_utf8_valid(scope, strlen(scope))) {
 		code = "invalid_scope";
-		fl_err_set(err, FL_ERR_BAD_REQUEST, "scope is too long or not text");
+		if (strlen(scope) > 1000)
+			fl_err_set(err, FL_ERR_BAD_REQUEST, "scope of %zu bytes is over 1000",
+			           strlen(scope));
+		else
+			fl_err_set(err, FL_ERR_BAD_REQUEST, "scope is not valid UTF-8 text");
 		goto oauth;
 	}
 	if (srv_auth_token(r, id, secret, scope, &out, &retry, err) != 0) {

@@ -128,6 +128,9 @@ test('OAuth errors: shape and status', async () => {
   check(await form(`client_id=etl&client_secret=x`), 400, 'invalid_request');
   check(await form(`grant_type=client_credentials&grant_type=client_credentials&client_id=etl&client_secret=x`), 400, 'invalid_request');
   check(await form(`grant_type=client_credentials`), 401, 'invalid_client');
+  const wide = await form(`grant_type=client_credentials&client_id=etl&client_secret=x&scope=${'a'.repeat(1001)}`);
+  check(wide, 400, 'invalid_scope');
+  assert.equal(wide.json.error_description, 'scope of 1001 bytes is over 1000');
   const wrongBody = await form(`grant_type=client_credentials&client_id=etl&client_secret=wrong-secret-1`);
   check(wrongBody, 401, 'invalid_client');
   assert.match(wrongBody.headers['www-authenticate'], /^Bearer/);
