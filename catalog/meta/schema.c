@@ -167,10 +167,10 @@ static const char *field_label(const struct meta_field *mf)
 static int push(struct walk *w, const struct meta_field *mf)
 {
 	if (mf->id < 0 || mf->id > INT32_MAX)
-		return fl_err_set(
-		        w->err, FL_ERR_BAD_REQUEST,
-		        "%s: field id %" PRId64 " of %s is out of range (0 to %" PRId32 ")",
-		        w->what, mf->id, mf->name ? mf->name : "a nested type", INT32_MAX);
+		return fl_err_set(w->err, FL_ERR_BAD_REQUEST,
+		                  "%s: field id %" PRId64 " of %s is out of range (0 to %" PRId32
+		                  ")",
+		                  w->what, mf->id, field_label(mf), INT32_MAX);
 	if (w->f->n == w->f->cap) {
 		size_t cap = w->f->cap ? w->f->cap * 2 : 16;
 		struct meta_field *v = realloc(w->f->v, cap * sizeof(*v));

@@ -149,6 +149,12 @@ static const struct bad_case bad[] = {
         {"field id out of range",
          "{'name':'t','schema':{'type':'struct','fields':[{'id':-1,'name':'a','required':true,'type':'int'}]}}",
          TM_LOCATION, "field id -1 of a is out of range (0 to 2147483647)"},
+        {"list element id out of range",
+         "{'name':'t','schema':{'type':'struct','fields':[{'id':1,'name':'l','required':false,'type':"
+         "{'type':'list','element-id':3000000000,'element':'int','element-required':false}}]}}",
+         TM_LOCATION,
+         "field id 3000000000 of a list element or map key or value is out of range (0 to "
+         "2147483647)"},
         {"duplicate field name",
          "{'name':'t','schema':{'type':'struct','fields':[{'id':1,'name':'a','required':true,'type':'int'},"
          "{'id':2,'name':'a','required':true,'type':'int'}]}}",
