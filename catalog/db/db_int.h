@@ -88,8 +88,9 @@ void cat_db_loaders_stop(struct cat_db *db);
 /* PQconnectdb for every connection Floe opens; a server on this machine is
  * reached without TLS/GSS negotiation unless conninfo or the environment
  * asks for it (pool.c says why).  Loads libpq first (libpq.h).  NULL when
- * out of memory or when libpq cannot be loaded: PQerrorMessage(NULL) then
- * says why. */
+ * out of memory, when libpq cannot be loaded, or when conninfo does not
+ * parse (libpq never sees it: its parse errors quote it, password and all):
+ * PQerrorMessage(NULL) then says why. */
 PGconn *cat_pg_connect(const char *conninfo);
 
 /* A cache key for a table: the warehouse (its name or id), the levels and

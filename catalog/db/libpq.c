@@ -61,7 +61,10 @@ ConnStatusType cat_pq_status(const PGconn *c)
 
 char *cat_pq_error_message(const PGconn *c)
 {
-	static char nulconn[] = "connection pointer is NULL\n";
+	/* cat_pg_connect's NULL: its text is not shown, it may hold a password. */
+	static char nulconn[] = "the database URL is not a valid PostgreSQL URL or connection "
+	                        "string (percent-encode @ % / : and spaces in its user name and "
+	                        "password), or out of memory\n";
 
 	if (c != NULL)
 		return cat_pq.PQerrorMessage(c);

@@ -126,6 +126,26 @@ static bool loopback_list(const char *list, bool sockets)
  * SSLRequest round trip and the Kerberos credential probe on every
  * connection -- felt by short-lived commands such as floe ingest.  Remote
  * servers keep libpq's defaults. */
+/* False for a URL whose authority holds more than one '@': an unescaped '@'
+ * in the password, which libpq would take for part of the host name (and
+ * quote in its error). */
+static bool one_userinfo(const char *conninfo)
+{
+	const char *a = NULL, *end;
+	int ats = 0;
+
+	if (strncmp(conninfo, "postgresql://", 13) == 0)
+		a = conninfo + 13;
+	else if (strncmp(conninfo, "postgres://", 11) == 0)
+		a = conninfo + 11;
+	if (a == NULL)
+		return true; /* keyword=value: libpq's parse has judged it */
+	end = a + strcspn(a, "/?");
+	for (; a < end; a++)
+		ats += *a == '@';
+	return ats <= 1;
+}
+
 PGconn *cat_pg_connect(const char *conninfo)
 {
 	PQconninfoOption *opts, *o;
@@ -139,9 +159,13 @@ PGconn *cat_pg_connect(const char *conninfo)
 
 	if (cat_libpq_load(&err) != 0)
 		return NULL;
+	/* libpq's parse errors quote the text they stumble on, the password
+	 * included: a string it cannot parse is not handed to it. */
 	opts = PQconninfoParse(conninfo, NULL);
-	if (opts == NULL)
-		return PQconnectdb(conninfo); /* its error says what is wrong */
+	if (opts == NULL || !one_userinfo(conninfo)) {
+		PQconninfoFree(opts);
+		return NULL;
+	}
 	for (o = opts; o->keyword != NULL && n + 3 < sizeof(kw) / sizeof(kw[0]); o++) {
 		if (o->val == NULL)
 			continue;
@@ -229,7 +253,9 @@ static int conn_open(struct cat_db *db, struct cat_conn *c, struct fl_err *err)
 	if (PQstatus(c->pg) != CONNECTION_OK) {
 		char msg[160];
 
-		/* libpq's message names host and port but never the password. */
+		/* libpq's message names host and port; a string it could not
+		 * parse, whose error might quote the password, never reached it
+		 * (cat_pg_connect). */
 		snprintf(msg, sizeof(msg), "%s", PQerrorMessage(c->pg));
 		msg[strcspn(msg, "\n")] = '\0';
 		PQfinish(c->pg);

@@ -62,3 +62,23 @@ test('an unknown command fails with the list of commands', () => {
     for (const name of dispatchedCommands()) assert.match(r.stderr, new RegExp(`  floe ${name}\\b`));
   }
 });
+
+// libpq's parse errors quote the text they stumble on: a database URL it cannot
+// parse must not reach it, and no part of its password may reach the log.
+test('a database URL that does not parse is refused without quoting its password', () => {
+  const urls = [
+    'postgresql://floe:Sek%r3tPw@127.0.0.1:1/db', // a bare % in the password
+    'postgresql://floe:Sek@r3tPw@127.0.0.1:1/db', // a bare @ in the password
+    'postgresql://floe:Sekr3tPw@[::1]x/db', // junk after the host
+    'host=127.0.0.1 port=1 password=Sekr3t Pw', // a space in a keyword=value password
+  ];
+  for (const url of urls) {
+    for (const args of [['migrate', `--database-url=${url}`], ['serve', '--port=0', `--database-url=${url}`]]) {
+      const r = runFloe(args, { timeoutMs: 20000 });
+      const out = r.stdout + r.stderr;
+      assert.notEqual(r.code, 0, `floe ${args[0]} with ${url}: ${out}`);
+      assert.match(out, /the database URL is not a valid PostgreSQL URL or connection string/, out);
+      for (const piece of ['Sek', 'r3t', 'Pw']) assert.ok(!out.includes(piece), `'${piece}' of the password in: ${out}`);
+    }
+  }
+});
