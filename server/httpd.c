@@ -333,11 +333,13 @@ static void dispatch(struct srv_req *r)
 		return;
 	}
 	key = srv_header(r, "Idempotency-Key");
-	/* Responses of the token endpoint and of the access management API may
-	 * carry a token or a secret, which must never be stored: those routes
-	 * ignore the key. */
+	/* Responses of the token endpoint, of the access management API and of
+	 * remote signing carry a token, a secret or a signature with the
+	 * server's session token, which must never be stored: those routes
+	 * ignore the key (signing changes nothing, so a retry signs again). */
 	if (key != NULL && mutating(r->method) && r->route->priv != SRV_PRIV_PUBLIC &&
-	    r->route->priv != SRV_PRIV_ACCESS_ADMIN)
+	    r->route->priv != SRV_PRIV_ACCESS_ADMIN && r->route->handler != srv_h_tbl_sign &&
+	    r->route->handler != srv_h_s3_sign)
 		run_idempotent(r, key);
 	else
 		run_handler(r);

@@ -363,6 +363,23 @@ test('remote signing: signer settings in config, and a request Floe signed is ac
   assert.equal(h['x-amz-content-sha256'], crypto.createHash('sha256').update(xml).digest('hex'));
 });
 
+test('a signing request with an Idempotency-Key is signed each time and stored nowhere', { skip }, async () => {
+  const res = expectJson(await r('GET', tpath('lake', ['ns'], 't'), { headers: SIGN }), 200, 'LoadTableResult');
+  const route = `/${res.config['s3.signer.endpoint']}`;
+  const uri = `${moto.endpoint}/warehouse/lake/ns/t/data/keyed.txt`;
+  const key = uuidv7();
+  const body = { region: 'us-east-1', method: 'GET', uri, headers: {} };
+  for (const path of [route, '/v1/aws/s3/sign']) {
+    const first = await r('POST', path, { headers: { 'Idempotency-Key': key }, body });
+    const a = expectJson(first, 200, 'RemoteSignResult');
+    const again = await r('POST', path, { headers: { 'Idempotency-Key': key }, body });
+    expectJson(again, 200, 'RemoteSignResult');
+    assert.equal(again.headers['idempotent-replayed'], undefined, `${path}: signed again, not replayed`);
+    assert.ok(a.headers.Authorization?.[0], `${path}: signed`);
+  }
+  assert.equal(psql(dbUrl, `SELECT count(*) FROM idempotency_record WHERE key = '${key}'`).trim(), '0', 'no record under the key');
+});
+
 test('remote signing refuses every escape with 403', { skip }, async () => {
   const route = `${tpath('lake', ['ns'], 't')}/sign`;
   const ep = moto.endpoint;
