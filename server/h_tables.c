@@ -604,6 +604,11 @@ int srv_h_tbl_metrics(struct srv_req *r, struct fl_err *err)
 	const char *type = NULL;
 	json_t *body;
 
+	/* A report is stored: it gets a bound of its own, not the body's. */
+	if (r->body.len > SRV_REPORT_MAX_BYTES)
+		return fl_err_set(err, FL_ERR_TOO_LARGE,
+		                  "ReportMetricsRequest of %zu bytes exceeds the limit of %d bytes",
+		                  r->body.len, SRV_REPORT_MAX_BYTES);
 	if (srv_body_json(r, &body, err) != 0 ||
 	    fl_json_get_str(body, "report-type", true, "ReportMetricsRequest", &type, err) != 0)
 		return -1;

@@ -9,6 +9,9 @@
 
 #include "srv.h"
 
+/* The largest metrics report accepted (reports are stored). */
+#define SRV_REPORT_MAX_BYTES 65536
+
 int srv_h_config(struct srv_req *r, struct fl_err *err);
 int srv_h_ns_list(struct srv_req *r, struct fl_err *err);
 int srv_h_ns_create(struct srv_req *r, struct fl_err *err);

@@ -517,9 +517,13 @@ int cat_row_move_if_recv(struct cat_scope *s, struct fl_err *err) FL_MUST_CHECK;
  * creation and location changes within a warehouse. */
 int cat_warehouse_lock(struct cat_conn *c, const char *wh_id, struct fl_err *err) FL_MUST_CHECK;
 
-/* FL_ERR_BAD_REQUEST when location lies outside the warehouse or overlaps
- * another table's location (excluding the table exclude_id). Serializes
- * location changes per warehouse with a transaction advisory lock. */
+/* The longest table or view location, in bytes (the S3 profile's bound). */
+#define CAT_LOCATION_MAX 1024
+
+/* FL_ERR_BAD_REQUEST when location is longer than CAT_LOCATION_MAX, lies
+ * outside the warehouse or overlaps another table's location (excluding the
+ * table exclude_id). Serializes location changes per warehouse with a
+ * transaction advisory lock. */
 int cat_location_check(struct cat_conn *c, const struct cat_warehouse *wh, const char *location,
                        const char *exclude_id, struct fl_err *err) FL_MUST_CHECK;
 

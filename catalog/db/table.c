@@ -574,6 +574,11 @@ int cat_location_check(struct cat_conn *c, const struct cat_warehouse *wh, const
 	PGresult *r = NULL;
 	int rc = -1;
 
+	/* The ancestors below cost ~ll bytes each: bound ll first. */
+	if (ll > CAT_LOCATION_MAX)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "table location of %zu bytes exceeds the limit of %d bytes", ll,
+		                  CAT_LOCATION_MAX);
 	if (ll <= wl || strncmp(location, wh->location, wl) != 0 || location[wl] != '/' ||
 	    location[ll - 1] == '/' || strstr(location + wl, "/../") != NULL ||
 	    strstr(location + wl, "//") != NULL)

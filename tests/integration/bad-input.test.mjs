@@ -151,6 +151,19 @@ test('a declared Content-Length over the limit is refused before the body is sen
 });
 
 bad('depth 6 over --max-json-depth=5', (f) => post(f, '/v1/default/namespaces', `{"namespace":["dd"],"properties":{"k":[[[[["x"]]]]]}}`), 400, 'BadRequestException', /max-json-depth/, () => B);
+const longSchema = { type: 'struct', fields: [{ id: 1, name: 'id', type: 'long', required: false }] };
+bad('a table location over 1024 bytes (its overlap check is quadratic in it)', async (f) => {
+  await post(f, '/v1/namespaces', { namespace: ['loc'] });
+  const cfg = (await request(f.baseUrl, 'GET', '/v1/config')).json;
+  const wh = `${cfg.overrides.prefix}`;
+  const root = (await post(f, `/v1/${wh}/namespaces/loc/tables`, { name: 'probe', schema: longSchema })).json.metadata.location;
+  return post(f, `/v1/${wh}/namespaces/loc/tables`, { name: 'deep', schema: longSchema, location: `${root}x/${'a/'.repeat(600)}t` });
+}, 400, 'BadRequestException', /table location of \d+ bytes exceeds the limit of 1024 bytes/);
+bad('a metrics report over 64 KiB', async (f) => {
+  await post(f, '/v1/namespaces', { namespace: ['rep'] });
+  await post(f, '/v1/namespaces/rep/tables', { name: 't', schema: longSchema });
+  return post(f, '/v1/namespaces/rep/tables/t/metrics', { 'report-type': 'scan-report', 'table-name': 'rep.t', filler: 'x'.repeat(70000) });
+}, 413, 'RequestTooLargeException', 'ReportMetricsRequest of 70');
 bad('a rename to an empty name names the destination', (f) => post(f, '/v1/tables/rename', { source: { namespace: ['a'], name: 't' }, destination: { namespace: ['a'], name: '' } }),
   400, 'BadRequestException', 'RenameTableRequest destination.name must not be empty');
 bad('a rename from a namespace level over the limit names the source and the level', (f) => post(f, '/v1/default/tables/rename', { source: { namespace: ['a', 'b'.repeat(17)], name: 't' }, destination: { namespace: ['a'], name: 'u' } }),
