@@ -22,6 +22,7 @@
 #include "reply.h"
 
 #define FORM_MAX_FIELDS 16
+#define FORM_MAX_BYTES 16384 /* a token request: a few fields of at most ~1,000 bytes */
 
 static int nomem(struct fl_err *err)
 {
@@ -59,19 +60,29 @@ struct form {
 static int form_parse(struct srv_req *r, struct form *f, struct fl_err *err)
 {
 	const char *p = r->body.data ? r->body.data : "", *end = p + r->body.len;
+	int segments = 0;
 
 	f->n = 0;
+	/* A token request is a few short fields: its body has a bound of its own. */
+	if (r->body.len > FORM_MAX_BYTES)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST, "form body of %zu bytes is over %d",
+		                  r->body.len, FORM_MAX_BYTES);
 	while (p < end) {
 		const char *amp = memchr(p, '&', (size_t)(end - p)), *e = amp ? amp : end;
 		const char *eq = memchr(p, '=', (size_t)(e - p));
 		size_t kl = (size_t)((eq ? eq : e) - p), vl = eq ? (size_t)(e - eq - 1) : 0, dn;
-		char *k = fl_arena_alloc(r->arena, kl + 1), *v = fl_arena_alloc(r->arena, vl + 1);
+		char *k, *v;
 
-		if (k == NULL || v == NULL)
-			return nomem(err);
+		/* Empty segments ("&&") count too: each one costs a pass. */
+		if (++segments > 4 * FORM_MAX_FIELDS)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST, "too many form fields");
 		if (kl > 0) {
 			if (f->n == FORM_MAX_FIELDS)
 				return fl_err_set(err, FL_ERR_BAD_REQUEST, "too many form fields");
+			k = fl_arena_alloc(r->arena, kl + 1);
+			v = fl_arena_alloc(r->arena, vl + 1);
+			if (k == NULL || v == NULL)
+				return nomem(err);
 			if (fl_pct_decode(p, kl, true, k, &dn, err) != 0 ||
 			    fl_pct_decode(eq ? eq + 1 : "", vl, true, v, &dn, err) != 0)
 				return fl_err_prefix(err, "form body");

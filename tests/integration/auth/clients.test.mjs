@@ -128,6 +128,12 @@ test('OAuth errors: shape and status', async () => {
   check(await form(`client_id=etl&client_secret=x`), 400, 'invalid_request');
   check(await form(`grant_type=client_credentials&grant_type=client_credentials&client_id=etl&client_secret=x`), 400, 'invalid_request');
   check(await form(`grant_type=client_credentials`), 401, 'invalid_client');
+  const amps = await form('&'.repeat(20000));
+  check(amps, 400, 'invalid_request');
+  assert.equal(amps.json.error_description, 'form body of 20000 bytes is over 16384');
+  const empties = await form(`${'&'.repeat(100)}grant_type=client_credentials`);
+  check(empties, 400, 'invalid_request');
+  assert.equal(empties.json.error_description, 'too many form fields');
   const wide = await form(`grant_type=client_credentials&client_id=etl&client_secret=x&scope=${'a'.repeat(1001)}`);
   check(wide, 400, 'invalid_scope');
   assert.equal(wide.json.error_description, 'scope of 1001 bytes is over 1000');
