@@ -22,6 +22,8 @@
 #include "meta_int.h"
 #include "viewmeta.h"
 
+#define VIEW_MAX_REPRESENTATIONS 64 /* SQL dialects of one view version */
+
 #define NONE INT64_MIN
 
 /* The state of one build: the document and the ids last added. */
@@ -98,6 +100,11 @@ static int version_check(const json_t *v, const char *what, struct fl_err *err)
 	if (json_array_size(reps) == 0)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s: representations must not be empty",
 		                  what);
+	/* One per dialect, each checked against the others. */
+	if (json_array_size(reps) > VIEW_MAX_REPRESENTATIONS)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "%s: %zu representations, over the limit of %d", what,
+		                  json_array_size(reps), VIEW_MAX_REPRESENTATIONS);
 	json_array_foreach(dns, i, r)
 	{
 		if (!json_is_string(r))
@@ -254,59 +261,59 @@ static int history_size(const json_t *m, int64_t *out, struct fl_err *err)
 	return 0;
 }
 
-/* True when version id is in kept (n ids). */
-static bool kept_has(const int64_t *kept, size_t n, int64_t id)
+static int cmp_i64(const void *a, const void *b)
 {
-	for (size_t i = 0; i < n; i++) {
-		if (kept[i] == id)
-			return true;
-	}
-	return false;
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
 }
 
-/* Trims versions and the version log to version.history.num-entries. */
+/* True when version id is in kept (n ids, ascending). */
+static bool kept_has(const int64_t *kept, size_t n, int64_t id)
+{
+	return bsearch(&id, kept, n, sizeof(*kept), cmp_i64) != NULL;
+}
+
+/* Trims versions and the version log to version.history.num-entries: the
+ * current version and the newest others (version ids only grow).  Sorted,
+ * so that a commit of thousands of versions costs n log n, not n * max. */
 static int trim_history(struct vb *b, struct fl_err *err)
 {
-	json_t *versions = json_object_get(b->m, "versions"), *log, *keep = NULL, *v;
+	json_t *versions = json_object_get(b->m, "versions"), *log, *keep = NULL, *vs = NULL, *v;
 	int64_t max, cur = json_integer_value(json_object_get(b->m, "current-version-id"));
-	int64_t *kept;
-	size_t nkept = 0, i;
+	int64_t *ids = NULL, *kept = NULL;
+	size_t n = json_array_size(versions), nkept = 0, i;
 	int rc = -1;
 
 	if (history_size(b->m, &max, err) != 0)
 		return -1;
-	if (json_array_size(versions) <= (size_t)max)
+	if (n <= (size_t)max)
 		return 0;
-	kept = calloc((size_t)max, sizeof(*kept));
-	if (kept == NULL)
-		return nomem(err);
+	ids = malloc(n * sizeof(*ids));
+	kept = malloc(((size_t)max < n ? (size_t)max : n) * sizeof(*kept));
+	if (ids == NULL || kept == NULL)
+		goto nomem;
+	json_array_foreach(versions, i, v) ids[i] =
+	        json_integer_value(json_object_get(v, "version-id"));
+	qsort(ids, n, sizeof(*ids), cmp_i64);
 	kept[nkept++] = cur;
-	/* The newest others: version ids only grow, so pick by id, descending. */
-	while (nkept < (size_t)max) {
-		int64_t best = NONE;
-
-		json_array_foreach(versions, i, v)
-		{
-			int64_t id = json_integer_value(json_object_get(v, "version-id"));
-
-			if (id > best && !kept_has(kept, nkept, id))
-				best = id;
-		}
-		if (best == NONE)
-			break;
-		kept[nkept++] = best;
-	}
-	for (i = json_array_size(versions); i-- > 0;) {
-		if (!kept_has(kept, nkept,
-		              json_integer_value(json_object_get(json_array_get(versions, i),
-		                                                 "version-id"))) &&
-		    json_array_remove(versions, i) != 0)
+	for (i = n; i-- > 0 && nkept < (size_t)max;)
+		if (ids[i] != cur && ids[i] != kept[nkept - 1])
+			kept[nkept++] = ids[i];
+	qsort(kept, nkept, sizeof(*kept), cmp_i64);
+	vs = json_array();
+	keep = json_array();
+	if (vs == NULL || keep == NULL)
+		goto nomem;
+	json_array_foreach(versions, i, v)
+	{
+		if (kept_has(kept, nkept, json_integer_value(json_object_get(v, "version-id"))) &&
+		    json_array_append(vs, v) != 0)
 			goto nomem;
 	}
-	log = json_object_get(b->m, "version-log");
-	keep = json_array();
-	if (keep == NULL)
+	if (json_object_set(b->m, "versions", vs) != 0)
 		goto nomem;
+	log = json_object_get(b->m, "version-log");
 	json_array_foreach(log, i, v)
 	{
 		if (!kept_has(kept, nkept, json_integer_value(json_object_get(v, "version-id"))))
@@ -321,7 +328,9 @@ static int trim_history(struct vb *b, struct fl_err *err)
 nomem:
 	nomem(err);
 out:
+	json_decref(vs);
 	json_decref(keep);
+	free(ids);
 	free(kept);
 	return rc;
 }

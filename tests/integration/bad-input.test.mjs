@@ -164,6 +164,12 @@ bad('a metrics report over 64 KiB', async (f) => {
   await post(f, '/v1/namespaces/rep/tables', { name: 't', schema: longSchema });
   return post(f, '/v1/namespaces/rep/tables/t/metrics', { 'report-type': 'scan-report', 'table-name': 'rep.t', filler: 'x'.repeat(70000) });
 }, 413, 'RequestTooLargeException', 'ReportMetricsRequest of 70');
+bad('a view version of 65 representations (each dialect is checked against the others)', async (f) => {
+  await post(f, '/v1/namespaces', { namespace: ['vrep'] });
+  const representations = Array.from({ length: 65 }, (_, i) => ({ type: 'sql', sql: 'select 1', dialect: `d${i}` }));
+  return post(f, '/v1/namespaces/vrep/views', { name: 'v', schema: longSchema,
+    'view-version': { 'version-id': 1, 'timestamp-ms': 1, 'schema-id': 0, summary: {}, representations, 'default-namespace': ['vrep'] } });
+}, 400, 'BadRequestException', '65 representations, over the limit of 64');
 bad('a rename to an empty name names the destination', (f) => post(f, '/v1/tables/rename', { source: { namespace: ['a'], name: 't' }, destination: { namespace: ['a'], name: '' } }),
   400, 'BadRequestException', 'RenameTableRequest destination.name must not be empty');
 bad('a rename from a namespace level over the limit names the source and the level', (f) => post(f, '/v1/default/tables/rename', { source: { namespace: ['a', 'b'.repeat(17)], name: 't' }, destination: { namespace: ['a'], name: 'u' } }),
