@@ -237,10 +237,39 @@ static int walk_child(struct walk *w, const json_t *type, const char *idkey, con
 	return walk_type(w, t, mf.id, true, opt_parent || !mf.required, NULL, where);
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* FL_ERR_BAD_REQUEST when two of a struct's fields (all named, walk_fields
+ * checked) share a name: sorted, so that a wide struct costs n log n. */
+static int dup_names(struct walk *w, const json_t *fields, const char *where)
+{
+	size_t n = json_array_size(fields), i;
+	const char **v;
+	int rc = 0;
+
+	if (n < 2)
+		return 0;
+	v = malloc(n * sizeof(*v));
+	if (v == NULL)
+		return fl_err_set(w->err, FL_ERR_NOMEM, "out of memory indexing a schema");
+	for (i = 0; i < n; i++)
+		v[i] = json_string_value(json_object_get(json_array_get(fields, i), "name"));
+	qsort(v, n, sizeof(*v), cmp_str);
+	for (i = 1; i < n && rc == 0; i++)
+		if (strcmp(v[i - 1], v[i]) == 0)
+			rc = fl_err_set(w->err, FL_ERR_BAD_REQUEST,
+			                "%s: %s: duplicate field name '%s'", w->what, where, v[i]);
+	free(v);
+	return rc;
+}
+
 static int walk_fields(struct walk *w, const json_t *fields, int64_t owner, bool under_lm,
                        bool opt_parent, const char *path, const char *where)
 {
-	size_t i, j;
+	size_t i;
 	json_t *fld;
 
 	if (!json_is_array(fields))
@@ -285,15 +314,6 @@ static int walk_fields(struct walk *w, const json_t *fields, int64_t owner, bool
 			        w->err, FL_ERR_BAD_REQUEST,
 			        "%s: %s: default values are not supported until format version 3 (table is v%d)",
 			        w->what, here, w->fv);
-		for (j = 0; j < i; j++) {
-			const char *other = json_string_value(
-			        json_object_get(json_array_get(fields, j), "name"));
-
-			if (other != NULL && strcmp(other, mf.name) == 0)
-				return fl_err_set(w->err, FL_ERR_BAD_REQUEST,
-				                  "%s: %s: duplicate field name '%s'", w->what,
-				                  where, mf.name);
-		}
 		t = json_object_get(fld, "type");
 		if (t == NULL)
 			return fl_err_set(w->err, FL_ERR_BAD_REQUEST,
@@ -320,7 +340,7 @@ static int walk_fields(struct walk *w, const json_t *fields, int64_t owner, bool
 		if (walk_type(w, t, mf.id, under_lm, opt_parent || !mf.required, mf.path, here) < 0)
 			return -1;
 	}
-	return 0;
+	return dup_names(w, fields, where);
 }
 
 static int walk_type(struct walk *w, const json_t *type, int64_t owner, bool under_lm,
@@ -473,6 +493,13 @@ fail:
 }
 
 /* Sorted copy of identifier-field-ids (missing = empty). */
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
 static size_t sorted_ids(const json_t *schema, int64_t **out)
 {
 	const json_t *ids = json_object_get(schema, "identifier-field-ids");
@@ -484,14 +511,7 @@ static size_t sorted_ids(const json_t *schema, int64_t **out)
 		return 0;
 	for (size_t i = 0; i < n; i++)
 		v[i] = json_integer_value(json_array_get(ids, i));
-	for (size_t i = 1; i < n; i++) {
-		for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
-			int64_t t = v[j];
-
-			v[j] = v[j - 1];
-			v[j - 1] = t;
-		}
-	}
+	qsort(v, n, sizeof(*v), cmp_i64);
 	return n;
 }
 

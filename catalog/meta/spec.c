@@ -19,6 +19,8 @@
 #include <string.h>
 #include <strings.h>
 
+#define META_SPEC_MAX_FIELDS 1000 /* fields of one partition spec or sort order */
+
 enum transform { TR_IDENTITY, TR_BUCKET, TR_TRUNCATE, TR_YEAR, TR_MONTH, TR_DAY, TR_HOUR, TR_VOID };
 
 /* "bucket[16]": a positive int parameter. */
@@ -196,6 +198,13 @@ static const json_t *fields_of(const json_t *obj, const char *what, struct fl_er
 	fields = json_object_get(obj, "fields");
 	if (!json_is_array(fields)) {
 		fl_err_set(err, FL_ERR_BAD_REQUEST, "%s: field 'fields' must be an array", what);
+		return NULL;
+	}
+	/* Each field is checked against the others and against the schema's
+	 * names: the count is bounded, far above any real spec or order. */
+	if (json_array_size(fields) > META_SPEC_MAX_FIELDS) {
+		fl_err_set(err, FL_ERR_BAD_REQUEST, "%s: %zu fields, over the limit of %d", what,
+		           json_array_size(fields), META_SPEC_MAX_FIELDS);
 		return NULL;
 	}
 	return fields;

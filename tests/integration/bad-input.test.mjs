@@ -170,6 +170,16 @@ bad('a view version of 65 representations (each dialect is checked against the o
   return post(f, '/v1/namespaces/vrep/views', { name: 'v', schema: longSchema,
     'view-version': { 'version-id': 1, 'timestamp-ms': 1, 'schema-id': 0, summary: {}, representations, 'default-namespace': ['vrep'] } });
 }, 400, 'BadRequestException', '65 representations, over the limit of 64');
+bad('a partition spec of 1,001 fields (each is checked against the others)', async (f) => {
+  await post(f, '/v1/namespaces', { namespace: ['wide'] });
+  const fields = Array.from({ length: 1001 }, (_, i) => ({ 'source-id': 1, transform: 'void', name: `p${i}` }));
+  return post(f, '/v1/namespaces/wide/tables', { name: 'w', schema: longSchema, 'partition-spec': { 'spec-id': 0, fields } });
+}, 400, 'BadRequestException', 'partition-spec: 1001 fields, over the limit of 1000');
+bad('a struct of 30,000 fields, two sharing a name, is refused by name', async (f) => {
+  await post(f, '/v1/namespaces', { namespace: ['wide2'] });
+  const fields = Array.from({ length: 30000 }, (_, i) => ({ id: i + 1, name: i === 29999 ? 'c17' : `c${i}`, type: 'int', required: false }));
+  return post(f, '/v1/namespaces/wide2/tables', { name: 'w', schema: { type: 'struct', fields } });
+}, 400, 'BadRequestException', "duplicate field name 'c17'");
 bad('a rename to an empty name names the destination', (f) => post(f, '/v1/tables/rename', { source: { namespace: ['a'], name: 't' }, destination: { namespace: ['a'], name: '' } }),
   400, 'BadRequestException', 'RenameTableRequest destination.name must not be empty');
 bad('a rename from a namespace level over the limit names the source and the level', (f) => post(f, '/v1/default/tables/rename', { source: { namespace: ['a', 'b'.repeat(17)], name: 't' }, destination: { namespace: ['a'], name: 'u' } }),
