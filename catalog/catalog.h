@@ -107,6 +107,9 @@ void cat_db_on_stage(struct cat_db *db, cat_stage_fn fn, void *arg);
  * set, else through a handle opened for the read.  Views always keep their
  * text in the row. */
 #define CAT_INLINE_DEFAULT ((size_t)262144)
+
+/* The longest property value of a namespace, table or view, in bytes. */
+#define CAT_PROPERTY_VALUE_MAX 65536
 typedef int (*cat_storage_fn)(void *arg, struct cat_warehouse *wh, struct fl_err *err);
 void cat_db_set_metadata_inline(struct cat_db *db, size_t max_inline, cat_storage_fn storage_fn,
                                 void *arg);

@@ -630,10 +630,22 @@ static int check_actions(const json_t *updates, struct fl_err *err)
 			return -1;
 		/* Property values are strings; removals are strings. */
 		if (strcmp(a, "set-properties") == 0) {
-			json_object_foreach((json_t *)m, k, v) if (!json_is_string(v)) return fl_err_set(
-			        err, FL_ERR_BAD_REQUEST,
-			        "updates[%zu] (set-properties): the value of '%.60s' must be a string",
-			        i, k);
+			json_object_foreach((json_t *)m, k, v)
+			{
+				if (!json_is_string(v))
+					return fl_err_set(
+					        err, FL_ERR_BAD_REQUEST,
+					        "updates[%zu] (set-properties): the value of "
+					        "'%.60s' must be a string",
+					        i, k);
+				if (json_string_length(v) > CAT_PROPERTY_VALUE_MAX)
+					return fl_err_set(
+					        err, FL_ERR_BAD_REQUEST,
+					        "updates[%zu] (set-properties): the value of "
+					        "'%.60s' is %zu bytes, over the limit of %d",
+					        i, k, json_string_length(v),
+					        CAT_PROPERTY_VALUE_MAX);
+			}
 		} else if (strcmp(a, "remove-properties") == 0) {
 			size_t x;
 

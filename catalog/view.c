@@ -142,6 +142,32 @@ out:
 	json_decref(meta);
 	return ok ? 0 : -1;
 }
+/* FL_ERR_BAD_REQUEST when a set-properties update sets a value longer than
+ * CAT_PROPERTY_VALUE_MAX (the builder checks the rest of its shape). */
+static int long_property(const json_t *updates, struct fl_err *err)
+{
+	const json_t *u, *v;
+	const char *k;
+	size_t i;
+
+	json_array_foreach(updates, i, u)
+	{
+		const char *a = json_string_value(json_object_get(u, "action"));
+
+		if (a == NULL || strcmp(a, "set-properties") != 0)
+			continue;
+		json_object_foreach((json_t *)json_object_get(u, "updates"), k, v)
+		{
+			if (json_string_length(v) > CAT_PROPERTY_VALUE_MAX)
+				return fl_err_set(
+				        err, FL_ERR_BAD_REQUEST,
+				        "updates[%zu] (set-properties): the value of '%.60s' is "
+				        "%zu bytes, over the limit of %d",
+				        i, k, json_string_length(v), CAT_PROPERTY_VALUE_MAX);
+		}
+	}
+	return 0;
+}
 
 int cat_view_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
                     struct cat_change *ch, const struct cat_limits *lim, struct fl_err *err)
@@ -154,6 +180,8 @@ int cat_view_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_wareh
 	struct cat_scope sc;
 	bool ok = false;
 
+	if (long_property(ch->updates, err) != 0)
+		return -1;
 	if (json_array_size(ch->updates) > lim->max_updates)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "CommitViewRequest: %zu updates exceed the limit of %zu "

@@ -126,7 +126,8 @@ static int path_ns(struct srv_req *r, struct cat_warehouse *wh, struct cat_ns *n
 	return srv_warehouse(r, wh, err);
 }
 
-static int check_props(struct srv_req *r, const json_t *props, const char *what, struct fl_err *err)
+int srv_check_properties(struct srv_req *r, const json_t *props, const char *what,
+                         struct fl_err *err)
 {
 	const char *k;
 	json_t *v;
@@ -144,6 +145,11 @@ static int check_props(struct srv_req *r, const json_t *props, const char *what,
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
 			                  "%s: property keys must be 1-%lld bytes", what,
 			                  (long long)r->ctx->cfg->max_identifier_bytes * 4);
+		if (json_string_length(v) > CAT_PROPERTY_VALUE_MAX)
+			return fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "%s: the value of '%.60s' is %zu bytes, over the limit of %d", what,
+			        k, json_string_length(v), CAT_PROPERTY_VALUE_MAX);
 	}
 	return 0;
 }
@@ -233,7 +239,7 @@ int srv_h_ns_create(struct srv_req *r, struct fl_err *err)
 	}
 	ns.levels = levels;
 	ns.n = (int)json_array_size(arr);
-	if (props != NULL && check_props(r, props, what, err) != 0)
+	if (props != NULL && srv_check_properties(r, props, what, err) != 0)
 		return -1;
 	/* Creating a namespace is a privilege on its parent (or the warehouse). */
 	parent.levels = ns.levels;
@@ -320,10 +326,10 @@ int srv_h_ns_properties(struct srv_req *r, struct fl_err *err)
 	json_array_foreach(removals, i, v)
 	{
 		if (!json_is_string(v))
-			return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s: removals must be strings",
-			                  what);
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "%s: removals[%zu] must be a string", what, i);
 	}
-	if (check_props(r, updates, what, err) != 0 || path_ns(r, &wh, &ns, err) != 0 ||
+	if (srv_check_properties(r, updates, what, err) != 0 || path_ns(r, &wh, &ns, err) != 0 ||
 	    cat_namespace_update_props(r->ctx->db, r->tx, wh.id, &ns, removals, updates,
 	                               (long)r->ctx->cfg->max_properties, &out, err) != 0)
 		return -1;

@@ -359,15 +359,8 @@ int srv_h_tbl_create(struct srv_req *r, struct fl_err *err)
 	    fl_json_get_obj(body, "properties", false, what, &props, err) != 0 ||
 	    srv_check_name(r, name, "table name", err) != 0)
 		return -1;
-	if (props != NULL && ((int64_t)json_object_size(props) > r->ctx->cfg->max_properties ||
-	                      fl_json_check_str_map(props, what, err) != 0)) {
-		if (err->kind == FL_ERR_NONE)
-			fl_err_set(err, FL_ERR_BAD_REQUEST,
-			           "%s: %zu properties exceed the limit of %lld (max-properties)",
-			           what, json_object_size(props),
-			           (long long)r->ctx->cfg->max_properties);
+	if (props != NULL && srv_check_properties(r, props, what, err) != 0)
 		return -1;
-	}
 	if (path_table(r, &wh, &ns, err) != 0 || srv_warehouse_io(r, &wh, err) != 0 ||
 	    cat_table_create(r->ctx->db, r->tx, &wh, &ns, body, stage, &mloc, &meta, srv_actor(r),
 	                     err) != 0)

@@ -75,11 +75,8 @@ int srv_h_view_create(struct srv_req *r, struct fl_err *err)
 	v = NULL;
 	if (fl_json_get_obj(body, "properties", false, what, &v, err) != 0)
 		return -1;
-	if (v != NULL && (int64_t)json_object_size(v) > r->ctx->cfg->max_properties)
-		return fl_err_set(err, FL_ERR_BAD_REQUEST,
-		                  "%s: %zu properties exceed the limit of %lld (max-properties)",
-		                  what, json_object_size(v),
-		                  (long long)r->ctx->cfg->max_properties);
+	if (v != NULL && srv_check_properties(r, v, what, err) != 0)
+		return -1;
 	if (path_view(r, &wh, &ns, err) != 0 || srv_warehouse_io(r, &wh, err) != 0 ||
 	    cat_view_create(r->ctx->db, r->tx, &wh, &ns, body, &mloc, &meta, err) != 0)
 		return -1;

@@ -68,6 +68,23 @@ bad('namespace level empty string', (f) => post(f, '/v1/namespaces', { namespace
 bad('the level separator U+001F inside a namespace level', (f) => post(f, '/v1/namespaces', { namespace: ['a\x1fb'] }), 400, 'BadRequestException', /must not contain the unit separator U\+001F/);
 bad('NUL inside a namespace name', (f) => post(f, '/v1/namespaces', '{"namespace":["a\\u0000b"]}'), 400, 'BadRequestException', /nul|\\0|control|invalid/i);
 bad('properties values as numbers', (f) => post(f, '/v1/namespaces', { namespace: ['pnum'], properties: { k: 1 } }), 400, 'BadRequestException', /properties|'k'.*string/);
+bad('a namespace property value over 64 KiB', (f) => post(f, '/v1/namespaces', { namespace: ['pbig'], properties: { comment: 'x'.repeat(65537) } }),
+  400, 'BadRequestException', "the value of 'comment' is 65537 bytes, over the limit of 65536");
+bad('a table property value over 64 KiB, at create', async (f) => {
+  await post(f, '/v1/namespaces', { namespace: ['tbig'] });
+  return post(f, '/v1/namespaces/tbig/tables', { name: 't', schema: longSchema, properties: { note: 'x'.repeat(65537) } });
+}, 400, 'BadRequestException', "the value of 'note' is 65537 bytes, over the limit of 65536");
+bad('a table property value over 64 KiB, in a commit', async (f) => {
+  await post(f, '/v1/namespaces', { namespace: ['tbig2'] });
+  await post(f, '/v1/namespaces/tbig2/tables', { name: 't', schema: longSchema });
+  return post(f, '/v1/namespaces/tbig2/tables/t', { requirements: [], updates: [{ action: 'set-properties', updates: { note: 'x'.repeat(65537) } }] });
+}, 400, 'BadRequestException', "updates[0] (set-properties): the value of 'note' is 65537 bytes, over the limit of 65536");
+bad('a view property value over 64 KiB, in a commit', async (f) => {
+  await post(f, '/v1/namespaces', { namespace: ['vbig'] });
+  await post(f, '/v1/namespaces/vbig/views', { name: 'v', schema: longSchema,
+    'view-version': { 'version-id': 1, 'timestamp-ms': 1, 'schema-id': 0, summary: {}, representations: [{ type: 'sql', sql: 'select 1', dialect: 'spark' }], 'default-namespace': ['vbig'] } });
+  return post(f, '/v1/namespaces/vbig/views/v', { requirements: [], updates: [{ action: 'set-properties', updates: { note: 'x'.repeat(65537) } }] });
+}, 400, 'BadRequestException', "updates[0] (set-properties): the value of 'note' is 65537 bytes, over the limit of 65536");
 bad('properties as an array', (f) => post(f, '/v1/namespaces', { namespace: ['parr'], properties: ['k'] }), 400, 'BadRequestException', /properties/);
 bad('update properties: removals as a string', async (f) => {
   await post(f, '/v1/namespaces', { namespace: ['up_types'] });
