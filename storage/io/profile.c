@@ -78,8 +78,19 @@ static int opt_str(const json_t *j, const char *key, char *out, size_t cap, stru
 	return 0;
 }
 
+/* A variable a profile may name: shaped like one, and none whose value
+ * is a secret of Floe's own or of libpq's (the profile is written by a
+ * warehouse admin, and its credentials go to the endpoint it names). */
 static bool env_name_ok(const char *s)
 {
+	static const char *const own[] = {"FLOE_DATABASE_URL", "FLOE_BOOTSTRAP_CLIENT_SECRET",
+	                                  "FLOE_TOKEN_SIGNING_KEY", "DATABASE_URL"};
+
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (strcmp(s, own[i]) == 0)
+			return false;
+	if (strncmp(s, "PG", 2) == 0)
+		return false;
 	if (!(isalpha((unsigned char)s[0]) || s[0] == '_'))
 		return false;
 	for (; *s; s++)
@@ -193,7 +204,8 @@ static int parse_s3(const json_t *j, struct st_profile *p, struct fl_err *err)
 			return fl_err_set(
 			        err, FL_ERR_BAD_REQUEST,
 			        WHAT
-			        ": %s must name an environment variable ([A-Za-z_][A-Za-z0-9_]*)",
+			        ": %s must name an environment variable ([A-Za-z_][A-Za-z0-9_]*) "
+			        "other than Floe's own secrets and libpq's PG*",
 			        envs[i]);
 	}
 	if (p->credentials_file[0] != '\0') {

@@ -97,6 +97,13 @@ static void test_refusals(void **state)
 	        {"{\"type\":\"s3\",\"location\":\"s3://bkt\",\"region\":\"US East\"}", "region"},
 	        {"{\"type\":\"s3\",\"location\":\"s3://bkt\",\"access-key-id-env\":\"1X\"}",
 	         "access-key-id-env must name an environment variable"},
+	        {"{\"type\":\"s3\",\"location\":\"s3://bkt\",\"session-token-env\":\"FLOE_DATABASE_URL\"}",
+	         "session-token-env must name an environment variable ([A-Za-z_][A-Za-z0-9_]*) other "
+	         "than Floe's own secrets and libpq's PG*"},
+	        {"{\"type\":\"s3\",\"location\":\"s3://bkt\",\"secret-access-key-env\":\"PGPASSWORD\"}",
+	         "secret-access-key-env must name an environment variable"},
+	        {"{\"type\":\"s3\",\"location\":\"s3://bkt\",\"access-key-id-env\":\"FLOE_BOOTSTRAP_CLIENT_SECRET\"}",
+	         "access-key-id-env must name an environment variable"},
 	        {"{\"type\":\"s3\",\"location\":\"s3://bkt\",\"credentials-file\":\"/f\",\"access-key-id-env\":\"A\"}",
 	         "not both"},
 	        {"{\"type\":\"s3\",\"location\":\"s3://bkt\",\"credentials-file\":\"rel\"}",
