@@ -171,9 +171,10 @@ int srv_cmd_feed(int argc, char **argv)
 			}
 			*dst = argv[++i];
 		} else if (strncmp(argv[i], "--", 2) == 0 || npos == 2) {
+			/* Up to an '=': "--token=<secret>" must not print its value. */
 			fprintf(stderr,
-			        "floe feed: unexpected argument '%s' (see floe feed --help)\n",
-			        argv[i]);
+			        "floe feed: unexpected argument '%.*s' (see floe feed --help)\n",
+			        (int)strcspn(argv[i], "="), argv[i]);
 			return 2;
 		} else {
 			pos[npos++] = argv[i];

@@ -175,7 +175,13 @@ static int cmd_bootstrap(struct srv_config *cfg)
 	    cat_db_open(conninfo, 1, &db, &err) != 0 ||
 	    srv_auth_bootstrap(db, id, secret, &created, &err) != 0)
 		goto fail;
-	if (created)
+	/* A secret the operator gave is theirs already: it is not printed (the
+	 * output often lands in a CI log). */
+	if (created && cfg->bootstrap_client_secret[0] != '\0')
+		printf("created admin principal\nclient_id: %s\nclient_secret: the one given "
+		       "(--bootstrap-client-secret)\n",
+		       id);
+	else if (created)
 		printf("created admin principal (shown once; store the secret now)\n"
 		       "client_id: %s\nclient_secret: %s\n",
 		       id, secret);

@@ -186,6 +186,14 @@ test('floe admin bootstrap creates the admin once', async () => {
   assert.match(f.logs(), /ephemeral key/);
   await assertNoLeaks(f, t);
   await f.stop();
+  // A secret the operator gave is not printed back.
+  const db2 = await freshDatabase('auth_boot_given');
+  const given = remember('given-bootstrap-secret-0123456789abcdef');
+  const third = runFloe(['admin', 'bootstrap', '--database-url', db2.url, '--data-dir', path.join(env.keyDir, 'bootdata2'),
+    `--bootstrap-client-secret=${given}`]);
+  assert.equal(third.code, 0, third.stderr);
+  assert.match(third.stdout, /created admin principal\nclient_id: admin\nclient_secret: the one given/);
+  assert.ok(!(third.stdout + third.stderr).includes(given), 'the given secret is not printed');
 });
 
 test('modes: loopback defaults to none; other addresses to token; explicit none warns', async () => {

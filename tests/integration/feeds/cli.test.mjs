@@ -83,4 +83,9 @@ test('floe feed: refusals', () => {
   r = runFloe(['feed', '--help']);
   assert.equal(r.code, 0);
   assert.match(r.stdout, /replay NAME/);
+  // --token=VALUE is not a form it takes, and the refusal does not print the value
+  r = runFloe(['feed', 'list', '--token=s3cr3t-t0ken-value']);
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /unexpected argument '--token'/);
+  assert.ok(!r.stderr.includes('s3cr3t'), r.stderr);
 });
