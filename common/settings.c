@@ -39,6 +39,13 @@ static bool enum_has(const char *choices, const char *v)
 	}
 	return false;
 }
+/* How much of a refused value a message quotes: another option given where
+ * a value was due ("--port --database-url=postgresql://u:pw@h") is quoted up
+ * to its '=', so that what follows (a password, a token) is not. */
+static int shown(const char *value)
+{
+	return (int)(strncmp(value, "--", 2) == 0 ? strcspn(value, "=") : strlen(value));
+}
 
 int fl_settings_set(const struct fl_setting *s, void *cfg, const char *value, const char *source,
                     struct fl_err *err)
@@ -53,10 +60,11 @@ int fl_settings_set(const struct fl_setting *s, void *cfg, const char *value, co
 		/* Digits only (an optional '-'): no spaces, no '+', no surprises. */
 		if (errno != 0 || end == value || *end != '\0' || v < s->min || v > s->max ||
 		    !(value[0] == '-' || (value[0] >= '0' && value[0] <= '9')))
-			return fl_err_set(err, FL_ERR_BAD_REQUEST,
-			                  "setting %s (%s): '%s' is not an integer in [%lld, %lld]",
-			                  s->name, source, value, (long long)s->min,
-			                  (long long)s->max);
+			return fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "setting %s (%s): '%.*s' is not an integer in [%lld, %lld]",
+			        s->name, source, shown(value), value, (long long)s->min,
+			        (long long)s->max);
 		*(int64_t *)field(s, cfg) = v;
 		return 0;
 	}
@@ -66,8 +74,9 @@ int fl_settings_set(const struct fl_setting *s, void *cfg, const char *value, co
 		if (v < s->min || v > s->max)
 			return fl_err_set(
 			        err, FL_ERR_BAD_REQUEST,
-			        "setting %s (%s): '%s' is not a duration between %llds and %llds (e.g. 90, 30m, PT30M)",
-			        s->name, source, value, (long long)s->min, (long long)s->max);
+			        "setting %s (%s): '%.*s' is not a duration between %llds and %llds (e.g. 90, 30m, PT30M)",
+			        s->name, source, shown(value), value, (long long)s->min,
+			        (long long)s->max);
 		*(int64_t *)field(s, cfg) = v;
 		return 0;
 	}
@@ -86,8 +95,8 @@ int fl_settings_set(const struct fl_setting *s, void *cfg, const char *value, co
 			}
 		}
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
-		                  "setting %s (%s): '%s' is not a boolean (true|false)", s->name,
-		                  source, value);
+		                  "setting %s (%s): '%.*s' is not a boolean (true|false)", s->name,
+		                  source, shown(value), value);
 	}
 	case FL_SET_STR:
 		if ((int64_t)strlen(value) > s->max)
@@ -100,8 +109,8 @@ int fl_settings_set(const struct fl_setting *s, void *cfg, const char *value, co
 	case FL_SET_ENUM:
 		if (!enum_has(s->choices, value))
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
-			                  "setting %s (%s): '%s' is not one of %s", s->name, source,
-			                  value, s->choices);
+			                  "setting %s (%s): '%.*s' is not one of %s", s->name,
+			                  source, shown(value), value, s->choices);
 		if (set_str(field(s, cfg), value) != 0)
 			return fl_err_set(err, FL_ERR_NOMEM, "setting %s: out of memory", s->name);
 		return 0;

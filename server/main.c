@@ -297,7 +297,9 @@ static int with_config(int argc, char **argv, int (*fn)(struct srv_config *))
 		goto out;
 	}
 	if (argi < argc) {
-		fprintf(stderr, "floe: unexpected argument '%s'\n", argv[argi]);
+		/* Up to an '=': what follows may be a secret given the wrong way. */
+		fprintf(stderr, "floe: unexpected argument '%.*s'\n", (int)strcspn(argv[argi], "="),
+		        argv[argi]);
 		goto out;
 	}
 	fl_log_set_level((enum fl_log_level)fl_log_level_parse(cfg.log_level));

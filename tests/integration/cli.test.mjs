@@ -82,3 +82,15 @@ test('a database URL that does not parse is refused without quoting its password
     }
   }
 });
+
+test('a refused setting or argument is not quoted past its "=" (it may hold a secret)', () => {
+  for (const args of [
+    ['serve', '--port', '--database-url=postgresql://floe:Sekr3tPw@127.0.0.1/db'],
+    ['serve', '--auth', '--bootstrap-client-secret=Sekr3tPw'],
+    ['serve', 'stray=Sekr3tPw'],
+  ]) {
+    const r = runFloe(args, { timeoutMs: 20000 });
+    assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+    assert.ok(!(r.stdout + r.stderr).includes('Sekr3t'), r.stderr);
+  }
+});
