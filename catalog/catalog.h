@@ -284,7 +284,7 @@ void cat_changes_free(struct cat_change *c, int n);
 /* Limits the catalog enforces on table calls. */
 struct cat_limits {
 	size_t max_updates; /* per commit, all tables together */
-	size_t max_metadata_bytes; /* register-table metadata file size */
+	size_t max_metadata_bytes; /* a metadata file read (register) or written (commit) */
 };
 
 /* Creates a table from a CreateTableRequest.  With stage, nothing is stored

@@ -218,6 +218,19 @@ static int metadata_text_memo(const json_t *meta, int64_t version, const struct 
 	if (metadata_dir_check(meta, err) != 0)
 		return -1;
 	t = fl_json_dump_memo(meta, cat_meta_shared_arrays, prev, next, len);
+	/* A document past the bound is refused before anything is written:
+	 * every later load and commit would read it whole. */
+	if (t != NULL && w->max_bytes > 0 && *len > w->max_bytes) {
+		free(t);
+		if (next != NULL) {
+			fl_json_memo_unref(*next);
+			*next = NULL;
+		}
+		return fl_err_set(err, FL_ERR_TOO_LARGE,
+		                  "the new metadata of %zu bytes exceeds the limit of %zu bytes "
+		                  "(max-metadata-bytes)",
+		                  *len, w->max_bytes);
+	}
 	p = metadata_file(meta, version);
 	if (t == NULL || p == NULL || written_add(w, p) != 0) {
 		free(t);
@@ -1118,7 +1131,7 @@ static int commit_try(struct cat_db *db, struct cat_tx *tx, const struct cat_war
                       const char *request_id, const char *actor, struct fl_err *err)
 {
 	char tbuf[520], *path = NULL, *text = NULL, *key, *kloc = NULL;
-	struct cat_written w = {.io = wh->io};
+	struct cat_written w = {.io = wh->io, .max_bytes = lim->max_metadata_bytes};
 	struct cat_written *stale = NULL;
 	struct base_kept *kept = NULL;
 	struct cat_row row = {0};
@@ -1424,7 +1437,7 @@ static int commit_locked(struct cat_db *db, struct cat_tx *tx, const struct cat_
                          struct cat_change *changes, int n, const struct cat_limits *lim,
                          const char *request_id, const char *actor, struct fl_err *err)
 {
-	struct cat_written w = {.io = wh->io};
+	struct cat_written w = {.io = wh->io, .max_bytes = lim->max_metadata_bytes};
 	struct cat_written *stale = NULL;
 	struct cat_scope sc;
 	size_t budget = lim->max_updates;
@@ -1588,7 +1601,7 @@ int cat_table_append_tx(struct cat_db *db, struct cat_tx *tx, const struct cat_w
                         const struct cat_known *known, const struct cat_limits *lim,
                         const char *request_id, const char *actor, struct fl_err *err)
 {
-	struct cat_written w = {.io = wh->io};
+	struct cat_written w = {.io = wh->io, .max_bytes = lim->max_metadata_bytes};
 	struct cat_written *stale = malloc(sizeof(*stale));
 	struct cat_row row = {0};
 	struct locked_row locked;

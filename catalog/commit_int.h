@@ -17,6 +17,7 @@ struct cat_written {
 	struct st_io *io;
 	char **paths;
 	int n;
+	size_t max_bytes; /* largest metadata file to write (max-metadata-bytes); 0 = any */
 };
 
 /* <warehouse location>/<namespace levels…>/<name>, each segment escaped;

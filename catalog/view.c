@@ -174,7 +174,7 @@ int cat_view_commit(struct cat_db *db, struct cat_tx *tx, const struct cat_wareh
 {
 	char *path = NULL, *text = NULL;
 	const char *location;
-	struct cat_written w = {.io = wh->io};
+	struct cat_written w = {.io = wh->io, .max_bytes = lim->max_metadata_bytes};
 	struct cat_row row = {0};
 	json_t *base = NULL, *meta = NULL;
 	struct cat_scope sc;

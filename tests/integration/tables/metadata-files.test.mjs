@@ -107,3 +107,25 @@ test('write.metadata.path must lie under the table location: the server never wr
   assert.ok(res.json['metadata-location'].startsWith(`${loc}/meta2/`), res.json['metadata-location']);
   assert.ok(fs.existsSync(localPath(res.json['metadata-location'])));
 });
+
+test('a commit whose metadata would pass --max-metadata-bytes is refused before any file is written', async () => {
+  const small = await startCatalog('tbl_metadata_limit', { args: ['--max-metadata-bytes=8192'] });
+  try {
+    await call(small.base, 'POST', `${small.p}/namespaces`, { body: { namespace: NS }, expect: 200 });
+    const created = await call(small.base, 'POST', `${small.p}/namespaces/${NS[0]}/tables`, { body: createBody('capped'), expect: 200 });
+    const path_ = tablePath(small.p, NS, 'capped');
+    const body = { requirements: [], updates: [{ action: 'set-properties', updates: { note: 'x'.repeat(10000) } }] };
+    const res = await call(small.base, 'POST', path_, { body });
+    assert.equal(res.status, 413, res.text);
+    assert.equal(res.json.error.type, 'RequestTooLargeException');
+    assert.match(res.json.error.message, /the new metadata of \d+ bytes exceeds the limit of 8192 bytes \(max-metadata-bytes\)/);
+    const now = (await call(small.base, 'GET', path_, { expect: 200 })).json;
+    assert.equal(now['metadata-location'], created.json['metadata-location'], 'nothing committed');
+    assert.deepEqual(metadataFiles(now['metadata-location']), metadataFiles(created.json['metadata-location']), 'no file written');
+    // under the bound, it commits
+    body.updates[0].updates.note = 'x'.repeat(1000);
+    await call(small.base, 'POST', path_, { body, expect: 200 });
+  } finally {
+    await small.floe.stop();
+  }
+});
