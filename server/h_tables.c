@@ -85,11 +85,19 @@ static void etag_of(const char *metadata_location, const unsigned char *location
 }
 
 /* Keeps only the snapshots that a ref points at (snapshots=refs). */
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
 static char *refs_only(const char *metadata, size_t len, struct fl_err *err)
 {
 	json_t *m = json_loadb(metadata, len, 0, NULL), *snaps, *refs, *keep, *s, *ref;
 	const char *k;
-	size_t i;
+	size_t i, nids = 0;
+	int64_t *ids;
 	char *out;
 
 	if (m == NULL) {
@@ -99,17 +107,26 @@ static char *refs_only(const char *metadata, size_t len, struct fl_err *err)
 	snaps = json_object_get(m, "snapshots");
 	refs = json_object_get(m, "refs");
 	keep = json_array();
+	/* The refs' snapshot ids, sorted: each snapshot is then one search. */
+	ids = malloc((json_object_size(refs) + 1) * sizeof(*ids));
+	if (keep == NULL || ids == NULL) {
+		json_decref(keep);
+		json_decref(m);
+		free(ids);
+		nomem(err);
+		return NULL;
+	}
+	json_object_foreach(refs, k, ref) ids[nids++] =
+	        json_integer_value(json_object_get(ref, "snapshot-id"));
+	qsort(ids, nids, sizeof(*ids), cmp_i64);
 	json_array_foreach(snaps, i, s)
 	{
-		json_object_foreach(refs, k, ref)
-		{
-			if (json_equal(json_object_get(ref, "snapshot-id"),
-			               json_object_get(s, "snapshot-id"))) {
-				json_array_append(keep, s);
-				break;
-			}
-		}
+		int64_t id = json_integer_value(json_object_get(s, "snapshot-id"));
+
+		if (bsearch(&id, ids, nids, sizeof(*ids), cmp_i64) != NULL)
+			json_array_append(keep, s);
 	}
+	free(ids);
 	json_object_set_new(m, "snapshots", keep);
 	out = fl_json_dump(m, NULL);
 	json_decref(m);

@@ -1532,10 +1532,12 @@ int cat_table_find_by_object(struct cat_db *db, const char *object, struct cat_t
 	*found = 0;
 	if (strncmp(object, "s3://", 5) != 0 || (start = strcspn(object + 5, "/") + 5) >= ol)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "'%.200s' names no object", object);
-	/* Every proper ancestor of the object below its bucket, as text[]. */
+	/* Every proper ancestor of the object below its bucket, as text[]; none
+	 * longer than a table location can be (CAT_LOCATION_MAX), so that a
+	 * deep path costs no more than a shallow one. */
 	if (fl_buf_puts(&anc, "{") != 0)
 		goto nomem;
-	for (size_t i = start + 1; i < ol; i++)
+	for (size_t i = start + 1; i < ol && i <= CAT_LOCATION_MAX; i++)
 		if (object[i] == '/' && text_array_add(&anc, object, i) != 0)
 			goto nomem;
 	if (fl_buf_puts(&anc, "}") != 0)
