@@ -165,13 +165,6 @@ static int nomem(struct fl_err *err)
 	return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* Removes the elements of arr whose integer member key is in ids (or equals
  * one id when ids is NULL); returns how many went.  The ids (a request's,
  * any number of them) are sorted once and searched. */
@@ -183,12 +176,12 @@ static size_t remove_where(json_t *arr, const char *key, const json_t *ids, int6
 	for (size_t i = 0; sorted != NULL && i < k; i++)
 		sorted[i] = json_integer_value(json_array_get(ids, i));
 	if (sorted != NULL)
-		qsort(sorted, k, sizeof(*sorted), cmp_i64);
+		qsort(sorted, k, sizeof(*sorted), meta_cmp_i64);
 	for (size_t i = json_array_size(arr); i-- > 0;) {
 		int64_t v = json_integer_value(json_object_get(json_array_get(arr, i), key));
 		bool hit = ids == NULL ? v == id
 		           : sorted != NULL
-		                   ? bsearch(&v, sorted, k, sizeof(*sorted), cmp_i64) != NULL
+		                   ? bsearch(&v, sorted, k, sizeof(*sorted), meta_cmp_i64) != NULL
 		                   : int_array_has(ids, v); /* out of memory: slower */
 
 		if (hit) {

@@ -493,13 +493,6 @@ fail:
 }
 
 /* Sorted copy of identifier-field-ids (missing = empty). */
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 static size_t sorted_ids(const json_t *schema, int64_t **out)
 {
 	const json_t *ids = json_object_get(schema, "identifier-field-ids");
@@ -511,7 +504,7 @@ static size_t sorted_ids(const json_t *schema, int64_t **out)
 		return 0;
 	for (size_t i = 0; i < n; i++)
 		v[i] = json_integer_value(json_array_get(ids, i));
-	qsort(v, n, sizeof(*v), cmp_i64);
+	qsort(v, n, sizeof(*v), meta_cmp_i64);
 	return n;
 }
 

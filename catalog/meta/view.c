@@ -261,17 +261,10 @@ static int history_size(const json_t *m, int64_t *out, struct fl_err *err)
 	return 0;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* True when version id is in kept (n ids, ascending). */
 static bool kept_has(const int64_t *kept, size_t n, int64_t id)
 {
-	return bsearch(&id, kept, n, sizeof(*kept), cmp_i64) != NULL;
+	return bsearch(&id, kept, n, sizeof(*kept), meta_cmp_i64) != NULL;
 }
 
 /* Trims versions and the version log to version.history.num-entries: the
@@ -293,14 +286,16 @@ static int trim_history(struct vb *b, struct fl_err *err)
 	kept = malloc(((size_t)max < n ? (size_t)max : n) * sizeof(*kept));
 	if (ids == NULL || kept == NULL)
 		goto nomem;
-	json_array_foreach(versions, i, v) ids[i] =
-	        json_integer_value(json_object_get(v, "version-id"));
-	qsort(ids, n, sizeof(*ids), cmp_i64);
+	json_array_foreach(versions, i, v)
+	{
+		ids[i] = json_integer_value(json_object_get(v, "version-id"));
+	}
+	qsort(ids, n, sizeof(*ids), meta_cmp_i64);
 	kept[nkept++] = cur;
 	for (i = n; i-- > 0 && nkept < (size_t)max;)
 		if (ids[i] != cur && ids[i] != kept[nkept - 1])
 			kept[nkept++] = ids[i];
-	qsort(kept, nkept, sizeof(*kept), cmp_i64);
+	qsort(kept, nkept, sizeof(*kept), meta_cmp_i64);
 	vs = json_array();
 	keep = json_array();
 	if (vs == NULL || keep == NULL)
