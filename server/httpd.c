@@ -299,6 +299,32 @@ fail:
 	srv_reply_error(r, &err, NULL);
 }
 
+/* The most of a body r may send, decided before any of it is read: a GET,
+ * HEAD or DELETE has no use for one, and until a request carries
+ * credentials (when they are required) it is held to what the token
+ * endpoint needs, so that a client without them cannot make the daemon
+ * buffer max-body-bytes per connection. */
+static void body_limit(const struct srv_httpd *h, struct srv_req *r)
+{
+	size_t max = (size_t)h->ctx->cfg->max_body_bytes;
+
+	r->body_max = max;
+	r->body_why = NULL;
+	if (strcmp(r->method, "GET") == 0 || strcmp(r->method, "HEAD") == 0 ||
+	    strcmp(r->method, "DELETE") == 0) {
+		if (SRV_BODYLESS_MAX < max) {
+			r->body_max = SRV_BODYLESS_MAX;
+			r->body_why = "for a GET, HEAD or DELETE";
+		}
+	} else if (srv_auth_enabled(h->ctx->auth) &&
+	           srv_libmhd()->lookup_connection_value(r->conn, MHD_HEADER_KIND,
+	                                                 MHD_HTTP_HEADER_AUTHORIZATION) == NULL &&
+	           SRV_ANON_BODY_MAX < max) {
+		r->body_max = SRV_ANON_BODY_MAX;
+		r->body_why = "without an Authorization header";
+	}
+}
+
 /* Routes r; an error (413, 404, 405, a malformed path) is its response. */
 static void route(struct srv_req *r)
 {
@@ -306,9 +332,14 @@ static void route(struct srv_req *r)
 	char allow[64];
 
 	if (r->body_too_large) {
-		fl_err_set(&err, FL_ERR_TOO_LARGE,
-		           "request body exceeds the limit of %lld bytes (max-body-bytes)",
-		           (long long)r->ctx->cfg->max_body_bytes);
+		if (r->body_why != NULL)
+			fl_err_set(&err, FL_ERR_TOO_LARGE,
+			           "request body exceeds the limit of %zu bytes %s", r->body_max,
+			           r->body_why);
+		else
+			fl_err_set(&err, FL_ERR_TOO_LARGE,
+			           "request body exceeds the limit of %zu bytes (max-body-bytes)",
+			           r->body_max);
 		srv_reply_error(r, &err, NULL);
 	} else if (srv_path_split(r->arena, r->raw_path, r->segs, SRV_MAX_SEGS, &r->nsegs, &err) !=
 	           0) {
@@ -440,12 +471,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		make_request_id(h, r);
 		atomic_fetch_add(&h->active, 1);
 		*con_cls = r;
+		body_limit(h, r);
 		/* A declared body over the limit is refused before it is sent; the
 		 * connection closes, which costs nothing on an error path. */
 		const char *cl = srv_libmhd()->lookup_connection_value(
 		        conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-		if (cl != NULL &&
-		    strtoull(cl, NULL, 10) > (unsigned long long)h->ctx->cfg->max_body_bytes) {
+		if (cl != NULL && strtoull(cl, NULL, 10) > (unsigned long long)r->body_max) {
 			r->body_too_large = true;
 			route(r);
 			return r->resp ? srv_libmhd()->queue_response(conn, r->status, r->resp)
@@ -455,7 +486,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	if (*upload_size > 0) {
 		if (!r->body_too_large) {
-			if (r->body.len + *upload_size > (size_t)h->ctx->cfg->max_body_bytes) {
+			if (r->body.len + *upload_size > r->body_max) {
 				r->body_too_large = true;
 				fl_buf_free(&r->body);
 			} else if (fl_buf_append(&r->body, upload, *upload_size) != 0) {

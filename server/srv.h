@@ -90,6 +90,12 @@ struct srv_ctx {
 };
 
 #define SRV_MAX_SEGS 32
+/* Body limits below max-body-bytes (httpd.c body_limit): a GET, HEAD or
+ * DELETE; a request without credentials where they are required (above the
+ * token endpoint's own bound, h_access.c FORM_MAX_BYTES, which answers in
+ * OAuth's error form). */
+#define SRV_BODYLESS_MAX ((size_t)65536)
+#define SRV_ANON_BODY_MAX ((size_t)65536)
 
 struct srv_httpd;
 
@@ -113,6 +119,10 @@ struct srv_req {
 	const char *name;
 	struct fl_buf body;
 	bool body_too_large;
+	/* The most of a body this request may send (httpd.c body_limit), and
+	 * why it is below max-body-bytes (NULL when it is not). */
+	size_t body_max;
+	const char *body_why;
 	int64_t start_ns;
 	/* The response, built by reply.c; a copy of its body is kept so that an
 	 * idempotency record can store it. */

@@ -167,6 +167,19 @@ test('a declared Content-Length over the limit is refused before the body is sen
   await healthy(B);
 });
 
+test('a GET, HEAD or DELETE may declare no more than 64 KiB of body, refused before it is sent', async () => {
+  const u = new URL(A.baseUrl);
+  for (const method of ['GET', 'DELETE']) {
+    const raw = await rawExchange(
+      A.baseUrl,
+      `${method} /v1/namespaces/x HTTP/1.1\r\nHost: ${u.host}\r\nContent-Length: 70000\r\n\r\n{`,
+      { timeoutMs: 5000 },
+    );
+    assert.match(raw, /^HTTP\/1\.[01] 413/, `${method}: ${raw.slice(0, 300) || '(nothing within 5 s)'}`);
+    assert.match(raw, /request body exceeds the limit of 65536 bytes for a GET, HEAD or DELETE/);
+  }
+  await healthy(A);
+});
 bad('depth 6 over --max-json-depth=5', (f) => post(f, '/v1/default/namespaces', `{"namespace":["dd"],"properties":{"k":[[[[["x"]]]]]}}`), 400, 'BadRequestException', /max-json-depth/, () => B);
 const longSchema = { type: 'struct', fields: [{ id: 1, name: 'id', type: 'long', required: false }] };
 bad('a table location over 1024 bytes (its overlap check is quadratic in it)', async (f) => {

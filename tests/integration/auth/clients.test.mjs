@@ -7,7 +7,7 @@
 // no call can outlive its token on a slow machine (a sanitizer build under load).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { request, sleep, startFloe } from '../lib/harness.mjs';
+import { rawExchange, request, sleep, startFloe } from '../lib/harness.mjs';
 import { catalog } from '../lib/clients.mjs';
 import {
   ADMIN_ID, ADMIN_SECRET, assertNoLeaks, bearer, duckdbTokenRequest, mgmt, pyicebergTokenRequest, remember,
@@ -150,6 +150,23 @@ test('OAuth errors: shape and status', async () => {
   const json = await request(env.base, 'POST', '/v1/oauth/tokens', { body: { grant_type: 'client_credentials' } });
   check(json, 400, 'invalid_request');
   check(await pyicebergTokenRequest(env.base, 'nobody', 'whatever-secret'), 401, 'invalid_client');
+});
+
+test('without an Authorization header a body may declare no more than 64 KiB, refused before it is sent', async () => {
+  const u = new URL(env.base);
+  const raw = await rawExchange(
+    env.base,
+    `POST /v1/namespaces HTTP/1.1\r\nHost: ${u.host}\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{`,
+    { timeoutMs: 5000 },
+  );
+  assert.match(raw, /^HTTP\/1\.[01] 413/, raw.slice(0, 300) || '(nothing within 5 s)');
+  assert.match(raw, /request body exceeds the limit of 65536 bytes without an Authorization header/);
+  // with one, the body limit is max-body-bytes (a bad token is then refused as such)
+  const res = await request(env.base, 'POST', '/v1/namespaces', {
+    body: { namespace: ['big'], properties: { a: 'x'.repeat(100000) } },
+    headers: { Authorization: 'Bearer not-a-token' },
+  });
+  assert.equal(res.status, 401, res.text);
 });
 
 test('failed attempts are rate limited per client and per address (429 + Retry-After)', async () => {
