@@ -300,9 +300,9 @@ fail:
 }
 
 /* The most of a body r may send, decided before any of it is read: a GET,
- * HEAD or DELETE has no use for one, and until a request carries
- * credentials (when they are required) it is held to what the token
- * endpoint needs, so that a client without them cannot make the daemon
+ * HEAD or DELETE has no use for one, and a request without credentials
+ * (when they are required) is held to a small bound, above what the token
+ * endpoint takes, so that a client without them cannot make the daemon
  * buffer max-body-bytes per connection. */
 static void body_limit(const struct srv_httpd *h, struct srv_req *r)
 {
