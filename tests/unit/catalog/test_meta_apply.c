@@ -216,7 +216,8 @@ static const struct apply_case cases[] = {
          BAD, "field 'source-id' must be an integer", -1, NULL},
         {"add-spec v1 needs sequential ids", 1, NULL,
          "[{'action':'add-spec','spec':{'fields':[{'source-id':1,'field-id':1005,'name':'x','transform':'identity'}]}}]",
-         BAD, "spec: fields[0]: field-id 1005 must be 1000 (v1 numbers partition fields from 1000, in order)",
+         BAD,
+         "spec: fields[0]: field-id 1005 must be 1000 (v1 numbers partition fields from 1000, in order)",
          -1, NULL},
         {"add-spec v1 numbers missing ids from 1000", 1, NULL,
          "[{'action':'add-spec','spec':{'fields':[{'source-id':1,'name':'b','transform':'bucket[8]'},"
