@@ -84,7 +84,6 @@ static void etag_of(const char *metadata_location, const unsigned char *location
 	out[34] = '\0';
 }
 
-/* Keeps only the snapshots that a ref points at (snapshots=refs). */
 static int cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -92,6 +91,7 @@ static int cmp_i64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Keeps only the snapshots that a ref points at (snapshots=refs). */
 static char *refs_only(const char *metadata, size_t len, struct fl_err *err)
 {
 	json_t *m = json_loadb(metadata, len, 0, NULL), *snaps, *refs, *keep, *s, *ref;
@@ -116,8 +116,10 @@ static char *refs_only(const char *metadata, size_t len, struct fl_err *err)
 		nomem(err);
 		return NULL;
 	}
-	json_object_foreach(refs, k, ref) ids[nids++] =
-	        json_integer_value(json_object_get(ref, "snapshot-id"));
+	json_object_foreach(refs, k, ref)
+	{
+		ids[nids++] = json_integer_value(json_object_get(ref, "snapshot-id"));
+	}
 	qsort(ids, nids, sizeof(*ids), cmp_i64);
 	json_array_foreach(snaps, i, s)
 	{
@@ -544,13 +546,12 @@ int srv_identifier(struct srv_req *r, const json_t *id, const char *what, struct
 {
 	json_t *levels = NULL, *v;
 	const char **lv;
+	char where[160];
 	size_t i;
 
 	if (!json_is_object(id))
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "%s must be an object {namespace, name}",
 		                  what);
-	char where[160];
-
 	if (fl_json_get_arr(id, "namespace", true, what, &levels, err) != 0 ||
 	    fl_json_get_str(id, "name", true, what, name, err) != 0)
 		return -1;
