@@ -659,27 +659,27 @@ static int verify_token(struct srv_auth *a, const char *tok, struct token_slot *
 	return 0;
 }
 
-/* The principal of a Bearer token, through the token cache. */
-static int authenticate(struct srv_req *r, const char *tok, struct fl_err *err)
+/* Verifies tok through the token cache: res gets its principal's key. */
+static int token_check(struct srv_auth *a, const char *tok, struct token_slot *res,
+                       struct fl_err *err)
 {
-	struct srv_auth *a = r->ctx->auth;
-	struct token_slot res = {0}, *s;
+	struct token_slot *s;
 	pthread_mutex_t *mu;
 	size_t slot;
-	struct srv_principal *p = NULL;
 	int64_t now = now_s();
 	bool hit = false;
 
 	if (strlen(tok) > SRV_JWT_MAX_BYTES)
 		return fl_err_set(err, FL_ERR_NOT_AUTHORIZED, "invalid token: too long");
-	sha256(tok, strlen(tok), NULL, 0, res.h);
-	slot = (res.h[0] | res.h[1] << 8 | (unsigned)res.h[2] << 16) % TOKEN_SLOTS;
+	memset(res, 0, sizeof(*res));
+	sha256(tok, strlen(tok), NULL, 0, res->h);
+	slot = (res->h[0] | res->h[1] << 8 | (unsigned)res->h[2] << 16) % TOKEN_SLOTS;
 	s = &a->tokens[slot];
 	mu = &a->stripes[slot % LOCK_STRIPES];
 	pthread_mutex_lock(mu);
-	if (s->used && memcmp(s->h, res.h, 32) == 0) {
+	if (s->used && memcmp(s->h, res->h, 32) == 0) {
 		if (s->exp > now - a->cfg->token_clock_skew) {
-			res = *s;
+			*res = *s;
 			hit = true;
 		} else {
 			s->used = false;
@@ -687,13 +687,51 @@ static int authenticate(struct srv_req *r, const char *tok, struct fl_err *err)
 	}
 	pthread_mutex_unlock(mu);
 	if (!hit) {
-		if (verify_token(a, tok, &res, err) != 0)
+		if (verify_token(a, tok, res, err) != 0)
 			return -1;
-		res.used = true;
+		res->used = true;
 		pthread_mutex_lock(mu);
-		*s = res;
+		*s = *res;
 		pthread_mutex_unlock(mu);
 	}
+	return 0;
+}
+
+/* The token of an Authorization header (NULL if it is not a Bearer one). */
+static const char *bearer_token(const char *hdr)
+{
+	const char *tok;
+
+	if (strncasecmp(hdr, "Bearer ", 7) != 0)
+		return NULL;
+	for (tok = hdr + 7; *tok == ' ';)
+		tok++;
+	return tok;
+}
+
+int srv_auth_token_refused(struct srv_auth *a, const char *hdr, struct fl_err *err)
+{
+	struct token_slot res;
+	const char *tok = bearer_token(hdr);
+	struct fl_err e = {0};
+
+	if (tok == NULL)
+		return 0;
+	if (token_check(a, tok, &res, &e) == 0 || e.kind != FL_ERR_NOT_AUTHORIZED)
+		return 0;
+	*err = e;
+	return 1;
+}
+
+/* The principal of a Bearer token, through the token cache. */
+static int authenticate(struct srv_req *r, const char *tok, struct fl_err *err)
+{
+	struct srv_auth *a = r->ctx->auth;
+	struct token_slot res;
+	struct srv_principal *p = NULL;
+
+	if (token_check(a, tok, &res, err) != 0)
+		return -1;
 	if (principal_get(a, res.key, &p, err) != 0)
 		return -1;
 	if (fl_arena_defer(r->arena, principal_unref, p) != 0) {
@@ -901,13 +939,11 @@ int srv_auth_request(struct srv_req *r, struct fl_err *err)
 		        err, FL_ERR_NOT_AUTHORIZED,
 		        "authentication required: send Authorization: Bearer <token> (POST /v1/oauth/tokens issues one)");
 	}
-	if (strncasecmp(hdr, "Bearer ", 7) != 0) {
+	if ((tok = bearer_token(hdr)) == NULL) {
 		fl_info(r->id, "auth: Authorization is not a Bearer token");
 		return fl_err_set(err, FL_ERR_NOT_AUTHORIZED,
 		                  "Authorization must be a Bearer token");
 	}
-	for (tok = hdr + 7; *tok == ' ';)
-		tok++;
 	if (authenticate(r, tok, err) != 0) {
 		if (err->kind == FL_ERR_NOT_AUTHORIZED)
 			fl_info(r->id, "auth: rejected a token: %s", err->msg);

@@ -42,6 +42,14 @@ void srv_auth_free(struct srv_auth *a);
 /* True when requests must carry a token (mode token). */
 bool srv_auth_enabled(const struct srv_auth *a);
 
+/* Whether the Authorization header hdr carries a Bearer token that is
+ * refused as it stands (signature, issuer, audience, expiry): 1 with the
+ * reason in err.  0 for any other header, a token that verifies, or one that
+ * cannot be judged without waiting.  Cheap for a known token (the cache
+ * srv_auth_request uses, which a verified token fills); httpd.c asks before
+ * it reads a body.  Looks at no principal. */
+int srv_auth_token_refused(struct srv_auth *a, const char *hdr, struct fl_err *err);
+
 /* Authenticates the request (when its route is not public and the mode is
  * token) and checks the route's privilege on the resource named by its path.
  * FL_ERR_NOT_AUTHORIZED (401) for a missing, invalid or unknown token or

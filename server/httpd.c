@@ -300,13 +300,16 @@ fail:
 }
 
 /* The most of a body r may send, decided before any of it is read: a GET,
- * HEAD or DELETE has no use for one, and a request without credentials
- * (when they are required) is held to a small bound, above what the token
- * endpoint takes, so that a client without them cannot make the daemon
- * buffer max-body-bytes per connection. */
+ * HEAD or DELETE has no use for one, and a request without valid
+ * credentials (when they are required) is held to a small bound, above what
+ * the token endpoint takes, so that a client without them cannot make the
+ * daemon buffer max-body-bytes per connection.  A Bearer token is judged
+ * here by its signature and claims (its principal later, by dispatch); one
+ * refused is answered as such if the body goes over the bound. */
 static void body_limit(const struct srv_httpd *h, struct srv_req *r)
 {
 	size_t max = (size_t)h->ctx->cfg->max_body_bytes;
+	const char *auth;
 
 	r->body_max = max;
 	r->body_why = NULL;
@@ -316,12 +319,18 @@ static void body_limit(const struct srv_httpd *h, struct srv_req *r)
 			r->body_max = SRV_BODYLESS_MAX;
 			r->body_why = "for a GET, HEAD or DELETE";
 		}
-	} else if (srv_auth_enabled(h->ctx->auth) &&
-	           srv_libmhd()->lookup_connection_value(r->conn, MHD_HEADER_KIND,
-	                                                 MHD_HTTP_HEADER_AUTHORIZATION) == NULL &&
-	           SRV_ANON_BODY_MAX < max) {
+		return;
+	}
+	if (!srv_auth_enabled(h->ctx->auth) || SRV_ANON_BODY_MAX >= max)
+		return;
+	auth = srv_libmhd()->lookup_connection_value(r->conn, MHD_HEADER_KIND,
+	                                             MHD_HTTP_HEADER_AUTHORIZATION);
+	if (auth == NULL) {
 		r->body_max = SRV_ANON_BODY_MAX;
 		r->body_why = "without an Authorization header";
+	} else if (srv_auth_token_refused(h->ctx->auth, auth, &r->token_err)) {
+		r->body_max = SRV_ANON_BODY_MAX;
+		r->body_why = "with a token that is refused";
 	}
 }
 
@@ -331,7 +340,10 @@ static void route(struct srv_req *r)
 	struct fl_err err = {0};
 	char allow[64];
 
-	if (r->body_too_large) {
+	if (r->body_too_large && r->token_err.kind != FL_ERR_NONE) {
+		fl_info(r->id, "auth: rejected a token: %s", r->token_err.msg);
+		srv_reply_error(r, &r->token_err, NULL);
+	} else if (r->body_too_large) {
 		if (r->body_why != NULL)
 			fl_err_set(&err, FL_ERR_TOO_LARGE,
 			           "request body exceeds the limit of %zu bytes %s", r->body_max,
@@ -451,6 +463,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	enum MHD_Result ret;
 
 	(void)version;
+	fl_no_wait = true;
 	if (r == NULL) {
 		struct fl_arena *a = fl_arena_new();
 
@@ -496,7 +509,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_size = 0;
 		return MHD_YES;
 	}
-	fl_no_wait = true;
 	if (r->worked) {
 		/* Resumed by the worker that answered it. */
 	} else if (r->parked) {

@@ -123,6 +123,7 @@ struct srv_req {
 	 * why it is below max-body-bytes (NULL when it is not). */
 	size_t body_max;
 	const char *body_why;
+	struct fl_err token_err; /* why body_limit refused the token, if it did */
 	int64_t start_ns;
 	/* The response, built by reply.c; a copy of its body is kept so that an
 	 * idempotency record can store it. */

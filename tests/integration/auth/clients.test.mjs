@@ -98,6 +98,15 @@ for (const [client, fetchToken, scope] of [
     const stale = await request(short.baseUrl, 'GET', `/v1/default/namespaces/${ns}/tables/t`, { headers: bearer(first) });
     assert.equal(stale.status, 401, 'the expired token is refused');
     assert.match(stale.json.error.message, /expired/);
+    const u = new URL(short.baseUrl);
+    const big = await rawExchange(
+      short.baseUrl,
+      `POST /v1/default/namespaces HTTP/1.1\r\nHost: ${u.host}\r\nAuthorization: Bearer ${first}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{`,
+      { timeoutMs: 5000 },
+    );
+    assert.match(big, /^HTTP\/1\.[01] 401/, `a large body with the expired token: ${big.slice(0, 300)}`);
+    assert.match(big, /expired/);
     res = await s.send('GET', `/v1/default/namespaces/${ns}/tables/t`);
     assert.equal(res.status, 200, res.text);
     assert.equal(s.refreshes(), refreshed + 1, 'one refresh after expiry');
@@ -161,12 +170,30 @@ test('without an Authorization header a body may declare no more than 64 KiB, re
   );
   assert.match(raw, /^HTTP\/1\.[01] 413/, raw.slice(0, 300) || '(nothing within 5 s)');
   assert.match(raw, /request body exceeds the limit of 65536 bytes without an Authorization header/);
-  // with one, the body limit is max-body-bytes (a bad token is then refused as such)
-  const res = await request(env.base, 'POST', '/v1/namespaces', {
-    body: { namespace: ['big'], properties: { a: 'x'.repeat(100000) } },
-    headers: { Authorization: 'Bearer not-a-token' },
+  // A token refused by its signature or claims gets the same bound, and the refusal as
+  // its answer: a client whose token expired refreshes it on 401 (a 413 would stop it).
+  const bad = await rawExchange(
+    env.base,
+    `POST /v1/namespaces HTTP/1.1\r\nHost: ${u.host}\r\nAuthorization: Bearer not-a-token\r\n` +
+      `Content-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{`,
+    { timeoutMs: 5000 },
+  );
+  assert.match(bad, /^HTTP\/1\.[01] 401/, bad.slice(0, 300) || '(nothing within 5 s)');
+  assert.match(bad, /invalid token/);
+  assert.doesNotMatch(bad, /not-a-token/, 'the token is not echoed');
+  // the same without a declared length (chunked): refused once 64 KiB have come
+  let res = await request(env.base, 'POST', '/v1/namespaces', {
+    body: { namespace: ['big'], properties: { a: 'x'.repeat(50000), b: 'y'.repeat(50000) } },
+    headers: { Authorization: 'Bearer not-a-token', 'Transfer-Encoding': 'chunked' },
   });
   assert.equal(res.status, 401, res.text);
+  assert.match(res.json.error.message, /invalid token/);
+  // a valid token may send up to max-body-bytes
+  res = await request(env.base, 'POST', '/v1/default/namespaces', {
+    body: { namespace: ['big'], properties: { a: 'x'.repeat(50000), b: 'y'.repeat(50000) } },
+    headers: bearer(adminToken),
+  });
+  assert.equal(res.status, 200, res.text);
 });
 
 test('failed attempts are rate limited per client and per address (429 + Retry-After)', async () => {
