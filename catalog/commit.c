@@ -700,44 +700,72 @@ static bool under(const char *uri, const char *dir)
  * location (or write.metadata.path), so a request cannot make the server
  * read other files.  Runs under the row lock: the format version and the
  * location are those of the locked state and of the updates before the
- * snapshot. */
+ * snapshot.  At most FILL_MAX snapshots a commit are counted, since each is a
+ * read under the lock (a client appends one or two a commit). */
+#define FILL_MAX 64
+
+/* The snapshot of update u if it is a v3 add-snapshot whose added-rows Floe
+ * must count (NULL otherwise), following the format version *fv and the
+ * location *loc through the updates before it. */
+static const json_t *unfilled(const json_t *u, json_int_t *fv, const char **loc)
+{
+	const char *action = json_string_value(json_object_get(u, "action"));
+	const json_t *snap = json_object_get(u, "snapshot");
+
+	if (action == NULL)
+		return NULL;
+	if (strcmp(action, "upgrade-format-version") == 0) {
+		if (json_integer_value(json_object_get(u, "format-version")) > *fv)
+			*fv = json_integer_value(json_object_get(u, "format-version"));
+		return NULL;
+	}
+	if (strcmp(action, "set-location") == 0) {
+		*loc = json_string_value(json_object_get(u, "location"));
+		return NULL;
+	}
+	if (strcmp(action, "add-snapshot") != 0 || *fv < 3 || !json_is_object(snap) ||
+	    json_object_get(snap, "added-rows") != NULL)
+		return NULL;
+	/* Without these the builder names what is missing. */
+	if (!json_is_integer(json_object_get(snap, "first-row-id")) ||
+	    !json_is_string(json_object_get(snap, "manifest-list")))
+		return NULL;
+	return snap;
+}
+
 static int fill_added_rows(struct st_io *io, const json_t *base, json_t *updates, json_t **out,
                            struct fl_err *err)
 {
 	const json_t *props = json_object_get(base, "properties");
-	const char *loc = json_string_value(json_object_get(base, "location"));
+	const char *loc0 = json_string_value(json_object_get(base, "location")), *loc = loc0;
 	const char *mdir = json_string_value(json_object_get(props, "write.metadata.path"));
-	json_int_t fv = json_integer_value(json_object_get(base, "format-version"));
+	json_int_t fv0 = json_integer_value(json_object_get(base, "format-version")), fv = fv0;
 	json_t *copy = NULL, *u;
-	size_t i;
+	const json_t *snap;
+	size_t i, n = 0;
 
 	json_array_foreach(updates, i, u)
 	{
-		const char *action = json_string_value(json_object_get(u, "action"));
-		const json_t *snap = json_object_get(u, "snapshot"), *first, *list;
+		if (unfilled(u, &fv, &loc) != NULL && ++n > FILL_MAX)
+			return fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "updates[%zu] (add-snapshot): more than %d snapshots in one "
+			        "commit have no added-rows (Floe reads each one's manifest "
+			        "list to count them); send added-rows",
+			        i, FILL_MAX);
+	}
+	fv = fv0;
+	loc = loc0;
+	json_array_foreach(updates, i, u)
+	{
 		struct st_snapshot_table t = {.io = io};
+		const char *list;
 		int64_t added = 0;
 
-		if (action == NULL)
+		if ((snap = unfilled(u, &fv, &loc)) == NULL)
 			continue;
-		if (strcmp(action, "upgrade-format-version") == 0) {
-			if (json_integer_value(json_object_get(u, "format-version")) > fv)
-				fv = json_integer_value(json_object_get(u, "format-version"));
-			continue;
-		}
-		if (strcmp(action, "set-location") == 0) {
-			loc = json_string_value(json_object_get(u, "location"));
-			continue;
-		}
-		if (strcmp(action, "add-snapshot") != 0 || fv < 3 || !json_is_object(snap) ||
-		    json_object_get(snap, "added-rows") != NULL)
-			continue;
-		first = json_object_get(snap, "first-row-id");
-		list = json_object_get(snap, "manifest-list");
-		/* Without these the builder names what is missing. */
-		if (!json_is_integer(first) || !json_is_string(list))
-			continue;
-		if (!under(json_string_value(list), loc) && !under(json_string_value(list), mdir)) {
+		list = json_string_value(json_object_get(snap, "manifest-list"));
+		if (!under(list, loc) && !under(list, mdir)) {
 			json_decref(copy);
 			return fl_err_set(
 			        err, FL_ERR_BAD_REQUEST,
@@ -746,10 +774,11 @@ static int fill_added_rows(struct st_io *io, const json_t *base, json_t *updates
 			        "table location and write.metadata.path",
 			        i,
 			        (int64_t)json_integer_value(json_object_get(snap, "snapshot-id")),
-			        json_string_value(list));
+			        list);
 		}
-		if (st_snapshot_added_rows(&t, json_string_value(list), json_integer_value(first),
-		                           &added, err) != 0) {
+		if (st_snapshot_added_rows(
+		            &t, list, json_integer_value(json_object_get(snap, "first-row-id")),
+		            &added, err) != 0) {
 			json_decref(copy);
 			/* A list that is missing or malformed is the request's fault. */
 			if (err->kind == FL_ERR_NOT_FOUND)

@@ -703,6 +703,35 @@ test('PyIceberg: a v3 append whose manifest list is missing or outside the table
   assert.equal(after['metadata-location'], r['metadata-location'], 'nothing applied');
 });
 
+test('a v3 commit with more than 64 snapshots without added-rows → 400 naming the bound, before any list is read', async () => {
+  const r = await createV3('v3_many');
+  const body = pyAppend(r.metadata, ['py'], 'v3_many', newSnapshotId(), 1);
+  const first = body.updates[0].snapshot;
+  first['first-row-id'] = 0;
+  let parent = first['snapshot-id'];
+  for (let i = 1; i <= 64; i++) {
+    const id = newSnapshotId();
+    body.updates.push({
+      action: 'add-snapshot',
+      snapshot: {
+        ...first,
+        'snapshot-id': id,
+        'parent-snapshot-id': parent,
+        'sequence-number': first['sequence-number'] + i,
+        'manifest-list': `${r.metadata.location}/metadata/snap-${id}.avro`,
+      },
+    });
+    parent = id;
+  }
+  // None of the lists exists: a read would answer "manifest list" for updates[0]. The
+  // 65th snapshot is updates[65] (updates[1] sets the ref).
+  const res = await py('POST', tbl(['py'], 'v3_many'), body);
+  assertError(res, 400, 'BadRequestException', 'added-rows');
+  assert.match(res.json.error.message, /updates\[65\] \(add-snapshot\): more than 64 snapshots in one commit have no added-rows/);
+  const after = expectStatus(await py('GET', tbl(['py'], 'v3_many')), 200);
+  assert.equal(after['metadata-location'], r['metadata-location'], 'nothing applied');
+});
+
 test('DuckDB STAGE_CREATE_TABLES=false: real create, then the create updates as no-ops + a snapshot → 200', async () => {
   const created = expectStatus(
     await duck(
