@@ -266,6 +266,10 @@ int cat_feed_table_split(const char *table, char ***levels, int *nlevels, const 
 	int n = 1;
 	char **block, *s, *dot;
 
+	if (len > CAT_FEED_TABLE_MAX)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  WHAT ": table '%.60s...' is %zu bytes, over %d", table, len,
+		                  CAT_FEED_TABLE_MAX);
 	for (const char *p = table; *p; p++)
 		n += *p == '.';
 	if (n < 2)
@@ -548,6 +552,16 @@ int cat_feed_replay_check(const json_t *req, json_t **out, struct fl_err *err)
 		                  "ReplayFeedRequest: %s must be an RFC 3339 UTC time like "
 		                  "2026-12-01T15:04:05Z",
 		                  since != NULL && since_ms < 0 ? "since" : "until");
+	for (int k = 0; k < 2; k++) {
+		const char *v = k == 0 ? from : to;
+
+		if (v != NULL && strlen(v) > CAT_FEED_PATH_MAX)
+			return fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "ReplayFeedRequest: %s is %zu bytes, over %d (an object's "
+			        "path)",
+			        k == 0 ? "from" : "to", strlen(v), CAT_FEED_PATH_MAX);
+	}
 	if (from != NULL && to != NULL && strcmp(from, to) > 0)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "ReplayFeedRequest: from '%.100s' sorts after to '%.100s'", from,

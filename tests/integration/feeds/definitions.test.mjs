@@ -119,6 +119,7 @@ test('every bad definition is a 400 naming its key', async () => {
     [{ table: 'orders' }, 'NAMESPACE.TABLE'],
     [{ table: 'ns..t' }, "table 'ns..t': part 2 is empty"],
     [{ table: `ns.${'t'.repeat(300)}` }, 'part 2 is 300 bytes, over 255'],
+    [{ table: 'n.'.repeat(600) + 't' }, 'is 1201 bytes, over 1024'],
     [{ source: undefined }, 'source'],
     [{ source: { type: 'ftp' } }, 'source.type'],
     [{ source: { type: 's3', location: 's3://bkt/p/' } }, "'s3' needs an S3 warehouse"],

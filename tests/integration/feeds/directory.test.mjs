@@ -180,6 +180,7 @@ test('replay: missing objects only, or --force again under new batch ids; bad ra
   // Bad requests.
   expectError(await request(ctx.base, 'POST', `${F}/rp/replay`, { body: { from: 'z', to: 'a' } }), 400, 'BadRequestException', "from 'z' sorts after to 'a'");
   expectError(await request(ctx.base, 'POST', `${F}/rp/replay`, { body: { since: 'yesterday' } }), 400, 'BadRequestException', 'since');
+  expectError(await request(ctx.base, 'POST', `${F}/rp/replay`, { body: { to: 'k'.repeat(1025) } }), 400, 'BadRequestException', 'to is 1025 bytes, over 1024');
   expectError(await request(ctx.base, 'POST', `${F}/rp/replay`, { body: { force: true, color: 1 } }), 400, 'BadRequestException', "unknown key 'color'");
   expectError(await request(ctx.base, 'POST', `${F}/nope/replay`), 404, undefined, "feed 'nope' does not exist");
   await createFeed(ctx.base, { name: 'rp-push', table: 'ns.rp', source: { type: 'push' }, format: 'csv' });

@@ -94,6 +94,16 @@ static void test_table_split(void **state)
 	free(levels);
 	assert_int_equal(cat_feed_table_split("a.", &levels, &n, &name, &err), -1);
 	assert_int_equal(cat_feed_table_split("t", &levels, &n, &name, &err), -1);
+	{
+		char long_table[CAT_FEED_TABLE_MAX + 2];
+
+		for (size_t i = 0; i + 1 < sizeof(long_table); i += 2)
+			memcpy(long_table + i, "n.", 2);
+		long_table[sizeof(long_table) - 2] = 't';
+		long_table[sizeof(long_table) - 1] = '\0';
+		assert_int_equal(cat_feed_table_split(long_table, &levels, &n, &name, &err), -1);
+		assert_non_null(strstr(err.msg, "is 1025 bytes, over 1024"));
+	}
 }
 
 /* An s3 source: normalized without the trailing '/', bad locations refused,
