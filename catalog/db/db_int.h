@@ -15,10 +15,15 @@
 
 struct cat_conn {
 	PGconn *pg;
-	/* Statements prepared on this connection, keyed by the address of their
-	 * SQL text (always a string literal), named "s<index>". */
+	/* Statements named on this connection, keyed by the address of their
+	 * SQL text (always a string literal), named "s<index>", and where each
+	 * stands (enum cat_stmt_state, pool.c).  A new one runs unnamed while
+	 * its preparation rides at the end of the connection's next pipeline. */
 	const char *stmts[CAT_STMT_CACHE];
+	unsigned char stmt_state[CAT_STMT_CACHE];
 	int nstmts;
+	int pipe_nprep; /* preparations sent by cat_pipeline_send, not read yet */
+	unsigned char pipe_prep[CAT_STMT_CACHE]; /* their indexes */
 	bool busy;
 	bool unprepared; /* cat_db_oneshot: never prepare */
 	bool settings_pending; /* session settings not sent yet (cat_db_open_oneshot) */
@@ -262,9 +267,11 @@ PGresult *cat_exec(struct cat_conn *c, const char *sql, int n, const char *const
 int cat_exec_cmd(struct cat_conn *c, const char *sql, struct fl_err *err) FL_MUST_CHECK;
 
 /* The prepared name of sql (a string literal: its address is the key) on
- * c, written to name and returned, preparing it on first use; NULL when
- * the connection's cache is full or preparing failed: the statement then
- * runs unprepared. */
+ * c, written to name and returned; NULL when it is not prepared there (yet:
+ * its first use asks for its preparation, which the connection's next
+ * pipeline carries after its statements, costing no round trip of its own;
+ * or at all: the cache is full, or PostgreSQL refused it).  A NULL runs the
+ * statement unnamed, in the same round trip. */
 const char *cat_prepared(struct cat_conn *c, const char *sql, char name[16]);
 
 /* One statement of a pipeline: prepared as stmt when stmt is not NULL,

@@ -51,10 +51,10 @@
 	X(PQnotifies)           \
 	X(PQntuples)            \
 	X(PQpipelineSync)       \
-	X(PQprepare)            \
 	X(PQresultErrorField)   \
 	X(PQresultErrorMessage) \
 	X(PQresultStatus)       \
+	X(PQsendPrepare)        \
 	X(PQsendQuery)          \
 	X(PQsendQueryParams)    \
 	X(PQsendQueryPrepared)  \
@@ -113,10 +113,10 @@ char *cat_pq_result_error_message(const PGresult *r);
 #define PQnotifies (*cat_pq.PQnotifies)
 #define PQntuples (*cat_pq.PQntuples)
 #define PQpipelineSync (*cat_pq.PQpipelineSync)
-#define PQprepare (*cat_pq.PQprepare)
 #define PQresultErrorField (*cat_pq.PQresultErrorField)
 #define PQresultErrorMessage cat_pq_result_error_message
 #define PQresultStatus cat_pq_result_status
+#define PQsendPrepare (*cat_pq.PQsendPrepare)
 #define PQsendQuery (*cat_pq.PQsendQuery)
 #define PQsendQueryParams (*cat_pq.PQsendQueryParams)
 #define PQsendQueryPrepared (*cat_pq.PQsendQueryPrepared)

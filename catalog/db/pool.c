@@ -247,8 +247,8 @@ static int conn_open(struct cat_db *db, struct cat_conn *c, struct fl_err *err)
 
 	if (now < c->retry_at_ns)
 		return fl_err_set(err, FL_ERR_UNAVAILABLE, "database unavailable (reconnecting)");
-	c->nstmts = 0;
 	c->nstmts = 0; /* a new session has no prepared statements */
+	c->pipe_nprep = 0;
 	c->pg = cat_pg_connect(db->conninfo);
 	if (PQstatus(c->pg) != CONNECTION_OK) {
 		char msg[160];
@@ -469,31 +469,91 @@ void cat_conn_put(struct cat_db *db, struct cat_conn *c)
 	pthread_mutex_unlock(&db->mu);
 }
 
+/* Where a statement named on a connection stands (cat_conn.stmt_state). */
+enum cat_stmt_state {
+	STMT_WANTED, /* to be prepared by the next pipeline */
+	STMT_SENT, /* its preparation is in the pipeline in flight */
+	STMT_READY,
+	STMT_REFUSED, /* PostgreSQL would not prepare it: it runs unnamed */
+};
+
 /* As db_int.h says. */
 const char *cat_prepared(struct cat_conn *c, const char *sql, char name[16])
 {
-	PGresult *r;
 	int i;
 
 	if (c->unprepared)
 		return NULL;
 	for (i = 0; i < c->nstmts; i++) {
 		if (c->stmts[i] == sql) {
+			if (c->stmt_state[i] != STMT_READY)
+				return NULL;
 			snprintf(name, 16, "s%d", i);
 			return name;
 		}
 	}
-	if (c->nstmts == CAT_STMT_CACHE)
-		return NULL;
-	snprintf(name, 16, "s%d", i);
-	r = PQprepare(c->pg, name, sql, 0, NULL);
-	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-		PQclear(r);
-		return NULL;
+	if (c->nstmts < CAT_STMT_CACHE) {
+		c->stmt_state[c->nstmts] = STMT_WANTED;
+		c->stmts[c->nstmts++] = sql;
 	}
-	PQclear(r);
-	c->stmts[c->nstmts++] = sql;
-	return name;
+	return NULL;
+}
+
+/* Queues the preparation of every wanted statement in the pipeline being
+ * sent, after its statements (so a failure among them skips the
+ * preparations, which are then wanted again).  False when libpq refused. */
+static bool prepares_send(struct cat_conn *c)
+{
+	char name[16];
+
+	c->pipe_nprep = 0;
+	for (int i = 0; i < c->nstmts; i++) {
+		if (c->stmt_state[i] != STMT_WANTED)
+			continue;
+		snprintf(name, sizeof(name), "s%d", i);
+		if (PQsendPrepare(c->pg, name, c->stmts[i], 0, NULL) != 1)
+			return false;
+		c->stmt_state[i] = STMT_SENT;
+		c->pipe_prep[c->pipe_nprep++] = (unsigned char)i;
+	}
+	return true;
+}
+
+/* Whether r failed because its transaction had failed before it. */
+static bool aborted_tx(const PGresult *r)
+{
+	const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+
+	return state != NULL && strcmp(state, "25P02") == 0;
+}
+
+/* Reads the results of the preparations prepares_send queued.  False when
+ * one never came (the connection is lost). */
+static bool prepares_recv(struct cat_conn *c)
+{
+	bool ok = true;
+
+	for (int j = 0; j < c->pipe_nprep; j++) {
+		unsigned char *st = &c->stmt_state[c->pipe_prep[j]];
+		PGresult *r = PQgetResult(c->pg), *more;
+
+		if (r == NULL) {
+			ok = false;
+			*st = STMT_WANTED;
+			continue;
+		}
+		if (PQresultStatus(r) == PGRES_COMMAND_OK)
+			*st = STMT_READY;
+		else if (PQresultStatus(r) == PGRES_PIPELINE_ABORTED || aborted_tx(r))
+			*st = STMT_WANTED; /* skipped, for a failure before it */
+		else
+			*st = STMT_REFUSED;
+		PQclear(r);
+		while ((more = PQgetResult(c->pg)) != NULL)
+			PQclear(more);
+	}
+	c->pipe_nprep = 0;
+	return ok;
 }
 
 /* r when it succeeded; otherwise NULL with err set as cat_exec says. */
@@ -537,6 +597,14 @@ PGresult *cat_exec(struct cat_conn *c, const char *sql, int n, const char *const
 
 	settings_due(c);
 	stmt = n > 0 ? cat_prepared(c, sql, name) : NULL;
+	if (stmt == NULL && n > 0 && !c->unprepared) {
+		/* Unnamed, with whatever preparations are wanted riding behind. */
+		PGresult *r;
+		const struct cat_pipe_q q = {.sql = sql, .n = n, .params = params};
+
+		(void)cat_pipeline(c, 1, &q, &r);
+		return checked(c, r, err);
+	}
 	return checked(c,
 	               stmt ? PQexecPrepared(c->pg, stmt, n, params, NULL, NULL, 0)
 	                    : PQexecParams(c->pg, sql, n, NULL, params, NULL, NULL, 0),
@@ -549,6 +617,7 @@ bool cat_pipeline_send(struct cat_conn *c, int k, const struct cat_pipe_q *q)
 
 	c->pipe_set_syncs = 0;
 	c->pipe_mid_syncs = 0;
+	c->pipe_nprep = 0;
 	if (k > 64 || PQenterPipelineMode(c->pg) != 1)
 		return false;
 	/* Pending session settings ride in front, each in its own sync. */
@@ -568,7 +637,7 @@ bool cat_pipeline_send(struct cat_conn *c, int k, const struct cat_pipe_q *q)
 			c->pipe_mid_syncs |= (uint64_t)1 << i;
 		}
 	}
-	if (i == k && PQpipelineSync(c->pg) == 1)
+	if (i == k && prepares_send(c) && PQpipelineSync(c->pg) == 1)
 		return true;
 	/* A connection left in pipeline mode is not idle: cat_conn_put drops it. */
 	(void)PQexitPipelineMode(c->pg);
@@ -604,6 +673,8 @@ bool cat_pipeline_recv(struct cat_conn *c, int k, PGresult **res)
 				goto out;
 		}
 	}
+	if (!prepares_recv(c))
+		goto out;
 	r = PQgetResult(c->pg);
 	synced = PQresultStatus(r) == PGRES_PIPELINE_SYNC;
 	PQclear(r);
@@ -650,7 +721,6 @@ PGresult *cat_exec_begin(struct cat_conn *c, const char *sql, int n, const char 
 	char name[16];
 	const struct cat_pipe_q q[2] = {
 	        {.sql = "BEGIN"},
-	        /* prepared outside the pipeline */
 	        {.sql = sql,
 	         .stmt = n > 0 ? cat_prepared(c, sql, name) : NULL,
 	         .n = n,
