@@ -2,11 +2,13 @@
 # Floe's whole test suite, the README's test command and what CI runs.
 #
 # Usage: tests/run.sh [--quick] [--no-deps] [--build-only]
-#   --quick       skip the second pass under AddressSanitizer + UndefinedBehaviorSanitizer
+#   --quick       skip the sanitizer passes (AddressSanitizer + UndefinedBehaviorSanitizer,
+#                 and ThreadSanitizer)
 #   --no-deps     do not check or install Debian packages
 #   --build-only  only the build steps (each pass's build and the release build), no tests
 # Environment: TESTS_BUILD_DIR (default build-test), TESTS_ASAN_BUILD_DIR (default
-#   build-asan), TESTS_RELEASE_BUILD_DIR (default build-release), FLOE_SHARED_DIR,
+#   build-asan), TESTS_TSAN_BUILD_DIR (default build-tsan), TESTS_RELEASE_BUILD_DIR
+#   (default build-release), FLOE_SHARED_DIR,
 #   INTEGRATION_TIMEOUT (seconds per integration pass, default 1200),
 #   INTEGRATION_CONCURRENCY (test files run at once, default 2; each file has its own
 #   database, daemons on port 0 and temporary directories).
@@ -23,10 +25,13 @@
 #   3. build-asan/     (debug, -Dwerror=true, -Db_sanitize=address,undefined): every unit
 #                      test again, and the integration files that reach C code of their own
 #                      (all but ASAN_SKIP below; not with --quick)
-#   4. tests/quickstart-build.sh: in a copy of the checkout, build/ configured as the
+#   4. build-tsan/     (debug, -Dwerror=true, -Db_sanitize=thread): every unit test and the
+#                      same integration files again under ThreadSanitizer, which fails on
+#                      the first data race (suppressions: tests/tsan.supp; not with --quick)
+#   5. tests/quickstart-build.sh: in a copy of the checkout, build/ configured as the
 #                      quickstart does, then this script's build steps (one pass or one
 #                      failure; not with --build-only)
-# Steps 2, 3's build and 4 are compiles: unless --build-only, they run in the background at
+# Steps 2, the builds of 3 and 4, and 5 are compiles: unless --build-only, they run in the background at
 # nice 19 while the tests of step 1 run (the tests mostly wait on daemons, PostgreSQL and
 # sleeps, so the compiler gets the idle CPU and the tests keep theirs); their logs are
 # printed when they are done. Integration files run INTEGRATION_CONCURRENCY at a time.
@@ -221,8 +226,8 @@ integration_setup()
 	integration_ready=1
 }
 
-# Integration files the ASan pass leaves out; the main pass runs every file, and a new file
-# runs under ASan unless it is added here. Chosen by evidence: each file run alone against a
+# Integration files the sanitizer passes (ASan and TSan) leave out; the main pass runs every
+# file, and a new file runs under both unless it is added here. Chosen by evidence: each file run alone against a
 # -Db_coverage=true build, gcov's executed lines of the C sources (not tests/) per file.
 # Without these 17 files the other files still execute 21,840 of the 21,845 lines the whole
 # suite does (the 5: one line each in storage/feed/cast.c, storage/feed/infer.c,
@@ -381,6 +386,21 @@ asan_tests()
 	unset ASAN_OPTIONS UBSAN_OPTIONS UNIT_TIMEOUT_MULTIPLIER FLOE_TEST_CHILD_METADATA_INLINE_MAX_BYTES
 }
 
+# The ThreadSanitizer pass's tests, on a build-tsan/ built already. $1 = build dir. A
+# daemon stops at its first data race (the harness reports it exited by itself, with the
+# report), and a command exits 66; tests/tsan.supp says what is suppressed and why.
+tsan_tests()
+{
+	local files
+	export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$repo/tests/tsan.supp"
+	UNIT_TIMEOUT_MULTIPLIER=3
+	section "unit tests (tsan)"
+	unit_tests "$1" tsan
+	mapfile -t files < <(integration_files_except "${ASAN_SKIP[@]}")
+	integration_tests "$1" tsan "${files[@]}"
+	unset TSAN_OPTIONS UNIT_TIMEOUT_MULTIPLIER
+}
+
 # The compile steps that overlap the tests (see the header), run by background_start in a
 # process group of their own at nice 19. Each step STEP leaves its output in
 # $logdir/bg-STEP.log and then its exit status in $logdir/bg-STEP.rc.
@@ -395,6 +415,10 @@ background_steps()
 		build "$asan_dir" $(options debug -Db_sanitize=address,undefined -Db_lundef=false \
 			-Dc_args=-fno-omit-frame-pointer) >"$logdir/bg-asan.log" 2>&1 && rc=0 || rc=$?
 		echo "$rc" >"$logdir/bg-asan.rc"
+		# shellcheck disable=SC2046
+		build "$tsan_dir" $(options debug -Db_sanitize=thread -Db_lundef=false \
+			-Dc_args=-fno-omit-frame-pointer) >"$logdir/bg-tsan.log" 2>&1 && rc=0 || rc=$?
+		echo "$rc" >"$logdir/bg-tsan.rc"
 	fi
 	"$repo/tests/quickstart-build.sh" >"$logdir/bg-quickstart.log" 2>&1 && rc=0 || rc=$?
 	echo "$rc" >"$logdir/bg-quickstart.rc"
@@ -402,7 +426,7 @@ background_steps()
 
 background_start()
 {
-	export logdir repo quick rel_dir asan_dir
+	export logdir repo quick rel_dir asan_dir tsan_dir
 	export -f background_steps build options
 	# timeout(1) makes itself the leader of a new process group: cleanup() can stop it all.
 	nice -n 19 timeout -k 10 3600 bash -c background_steps </dev/null >"$logdir/bg.log" 2>&1 &
@@ -461,6 +485,7 @@ echo "node $(node --version 2>/dev/null || echo missing), $(meson --version 2>/d
 main_dir=$(abs_dir "${TESTS_BUILD_DIR:-build-test}")
 rel_dir=$(abs_dir "${TESTS_RELEASE_BUILD_DIR:-build-release}")
 asan_dir=$(abs_dir "${TESTS_ASAN_BUILD_DIR:-build-asan}")
+tsan_dir=$(abs_dir "${TESTS_TSAN_BUILD_DIR:-build-tsan}")
 if [ "$failed" = 0 ] && [ "$build_only" = 1 ]; then
 	# shellcheck disable=SC2046 # options() prints words
 	run_pass "$main_dir" main $(options debug)
@@ -470,6 +495,9 @@ if [ "$failed" = 0 ] && [ "$build_only" = 1 ]; then
 		# shellcheck disable=SC2046
 		run_pass "$asan_dir" asan $(options debug \
 			-Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fno-omit-frame-pointer)
+		# shellcheck disable=SC2046
+		run_pass "$tsan_dir" tsan $(options debug \
+			-Db_sanitize=thread -Db_lundef=false -Dc_args=-fno-omit-frame-pointer)
 	fi
 elif [ "$failed" = 0 ]; then
 	section "build $main_dir (main)"
@@ -487,6 +515,8 @@ elif [ "$failed" = 0 ]; then
 	if [ "$quick" = 0 ]; then
 		background_report asan "build $asan_dir (asan)"
 		[ "$bg_rc" = 0 ] && asan_tests "$asan_dir"
+		background_report tsan "build $tsan_dir (tsan)"
+		[ "$bg_rc" = 0 ] && tsan_tests "$tsan_dir"
 	fi
 	background_report quickstart "the quickstart's build/, then this script's build steps (tests/quickstart-build.sh)"
 	bg_group=
