@@ -472,7 +472,9 @@ void cat_conn_put(struct cat_db *db, struct cat_conn *c)
 /* Where a statement named on a connection stands (cat_conn.stmt_state). */
 enum cat_stmt_state {
 	STMT_WANTED, /* to be prepared by the next pipeline */
-	STMT_SENT, /* its preparation is in the pipeline in flight */
+	STMT_SENT, /* its preparation was sent; if no result came, it stays so (a
+	            * second Parse of one that exists would fail, and abort an open
+	            * transaction) until the connection is opened again */
 	STMT_READY,
 	STMT_REFUSED, /* PostgreSQL would not prepare it: it runs unnamed */
 };
@@ -539,7 +541,6 @@ static bool prepares_recv(struct cat_conn *c)
 
 		if (r == NULL) {
 			ok = false;
-			*st = STMT_WANTED;
 			continue;
 		}
 		if (PQresultStatus(r) == PGRES_COMMAND_OK)

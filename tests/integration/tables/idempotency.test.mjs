@@ -393,25 +393,27 @@ test('a keyed commit replays from its metadata file after later commits, then fr
 // COMMIT are the second and last round trip to PostgreSQL. The same holds for a contended
 // table, whose version the daemon also keeps parsed for its next commit (a conflict makes it
 // keep the version it read, and each commit then keeps the one it wrote).
-async function twoRoundTrips(name, contended) {
-  await call(c.base, 'POST', `${c.p}/namespaces/idem/tables`, { body: createBody(name), expect: 200 });
-  const p = tablePath(c.p, NS, name);
-  // A few keyed commits first, so that the statements are prepared on the connection the
-  // traced one takes (a first use prepares them in round trips of their own).
-  for (let i = 0; i < 3; i++) await keyed('POST', p, appendCommit((await load(name)).metadata, { ns: NS, name }).body, uuidv7());
+// warm: keyed commits before the traced one (0 on a new daemon: its statements are then
+// used for the first time, and their preparations must ride behind them).
+async function twoRoundTrips(name, { contended = false, warm = 3, cat = c } = {}) {
+  const p = tablePath(cat.p, NS, name);
+  const keyed = (method, path, body, key) => call(cat.base, method, path, { body, headers: { 'Idempotency-Key': key } });
+  const load = async () => (await call(cat.base, 'GET', p, { expect: 200 })).json;
+  await call(cat.base, 'POST', `${cat.p}/namespaces/idem/tables`, { body: createBody(name), expect: 200 });
+  for (let i = 0; i < warm; i++) await keyed('POST', p, appendCommit((await load()).metadata, { ns: NS, name }).body, uuidv7());
   if (contended) {
-    const stale = appendCommit((await load(name)).metadata, { ns: NS, name });
+    const stale = appendCommit((await load()).metadata, { ns: NS, name });
     stale.body.requirements[0]['snapshot-id'] = 42;
     assertError(await keyed('POST', p, stale.body, uuidv7()), 409, 'CommitFailedException');
-    for (let i = 0; i < 2; i++) await keyed('POST', p, appendCommit((await load(name)).metadata, { ns: NS, name }).body, uuidv7());
+    for (let i = 0; i < 2; i++) await keyed('POST', p, appendCommit((await load()).metadata, { ns: NS, name }).body, uuidv7());
   }
-  const body = appendCommit((await load(name)).metadata, { ns: NS, name }).body;
-  const pgPort = new URL(c.dbUrl).port || '5432';
-  const st = await traceProcess(c.floe.proc.pid, {
+  const body = appendCommit((await load()).metadata, { ns: NS, name }).body;
+  const pgPort = new URL(cat.dbUrl).port || '5432';
+  const st = await traceProcess(cat.floe.proc.pid, {
     calls: 'linkat,sendto,recvfrom',
     decode: '-yy',
     size: 2000,
-    poke: () => call(c.base, 'GET', '/v1/config?warehouse=default', { expect: 200 }),
+    poke: () => call(cat.base, 'GET', '/v1/config?warehouse=default', { expect: 200 }),
   });
   try {
     const key = uuidv7();
@@ -443,9 +445,19 @@ async function twoRoundTrips(name, contended) {
   }
 }
 
-test('a keyed commit on a version the daemon holds sends its claim with its move, ahead of the file: two round trips', { skip: !haveStrace && 'strace is not installed' }, () => twoRoundTrips('trt', false));
+test('a keyed commit on a version the daemon holds sends its claim with its move, ahead of the file: two round trips', { skip: !haveStrace && 'strace is not installed' }, () => twoRoundTrips('trt'));
 
-test('the same on a contended table, whose version the daemon keeps parsed: two round trips', { skip: !haveStrace && 'strace is not installed' }, () => twoRoundTrips('trtc', true));
+test('the same on a contended table, whose version the daemon keeps parsed: two round trips', { skip: !haveStrace && 'strace is not installed' }, () => twoRoundTrips('trtc', { contended: true }));
+
+test('the first keyed commit of a new daemon takes the same two round trips: its statements are prepared behind them', { skip: !haveStrace && 'strace is not installed' }, async () => {
+  const fresh = await startCatalog('tbl_idem_fresh');
+  try {
+    await call(fresh.base, 'POST', `${fresh.p}/namespaces`, { body: { namespace: NS }, expect: 200 });
+    await twoRoundTrips('trtf', { warm: 0, cat: fresh });
+  } finally {
+    await fresh.floe.stop();
+  }
+});
 
 // A TCP proxy in front of PostgreSQL that cuts the connection which carries `armed`
 // (a string in what the daemon sends) right after forwarding that chunk, before any answer
