@@ -163,8 +163,19 @@ test('the Kubernetes pod: the init container migrates, floe serves with the Conf
     FLOE_PORT: String(await freePort()),
     FLOE_DATA_DIR: path.join(dir, 'data'),
   });
-  const init = spawnSync('sh', [entrypoint, 'migrate'], { env, encoding: 'utf8', timeout: 60000 });
-  assert.equal(init.status, 0, `init container: ${init.stdout}${init.stderr}`);
+  // The init container has a read-only root file system and no volume: FLOE_DATA_DIR is
+  // the image's directory, read-only (a bind mount here, when this process may make one).
+  const ro = path.join(dir, 'image-data-dir');
+  fs.mkdirSync(ro);
+  const mounted = spawnSync('sh', ['-c', 'mount --bind "$1" "$1" && mount -o remount,ro,bind "$1"', 'sh', ro]).status === 0;
+  let init;
+  try {
+    if (mounted) assert.throws(() => fs.writeFileSync(path.join(ro, 'probe'), 'x'), /EROFS/);
+    init = spawnSync('sh', [entrypoint, 'migrate'], { env: { ...env, FLOE_DATA_DIR: ro }, encoding: 'utf8', timeout: 60000 });
+  } finally {
+    if (mounted) spawnSync('umount', [ro]);
+  }
+  assert.equal(init.status, 0, `init container${mounted ? ' (read-only data directory)' : ''}: ${init.stdout}${init.stderr}`);
   const s = await startEntrypoint(['serve'], env);
   try {
     assert.doesNotMatch(s.logs(), /applying migrations/, 'FLOE_ENTRYPOINT_MIGRATE=0: the serving container does not migrate');
