@@ -24,6 +24,7 @@ struct cat_conn {
 	int nstmts;
 	int pipe_nprep; /* preparations sent by cat_pipeline_send, not read yet */
 	unsigned char pipe_prep[CAT_STMT_CACHE]; /* their indexes */
+	bool pipe_prep_sync; /* the sync sent ahead of them, not read yet */
 	bool busy;
 	bool unprepared; /* cat_db_oneshot: never prepare */
 	bool settings_pending; /* session settings not sent yet (cat_db_open_oneshot) */
@@ -269,7 +270,8 @@ int cat_exec_cmd(struct cat_conn *c, const char *sql, struct fl_err *err) FL_MUS
 /* The prepared name of sql (a string literal: its address is the key) on
  * c, written to name and returned; NULL when it is not prepared there (yet:
  * its first use asks for its preparation, which the connection's next
- * pipeline carries after its statements, costing no round trip of its own;
+ * pipeline that leaves no transaction block open carries after its
+ * statements and a sync, costing no round trip of its own;
  * or at all: the cache is full, or PostgreSQL refused it).  A NULL runs the
  * statement unnamed, in the same round trip. */
 const char *cat_prepared(struct cat_conn *c, const char *sql, char name[16]);

@@ -81,7 +81,7 @@ int cat_idem_claim_defer(struct cat_tx *tx, const char *key, const char *method,
 
 struct cat_pipe_q cat_claim_q(struct cat_conn *c, struct cat_claim *cl)
 {
-	/* Prepared outside the pipeline, as cat_exec would. */
+	/* Named once prepared (cat_prepared); unnamed until then. */
 	return (struct cat_pipe_q){
 	        .sql = claim_sql,
 	        .stmt = cat_prepared(c, claim_sql, cl->stmt),

@@ -249,6 +249,7 @@ static int conn_open(struct cat_db *db, struct cat_conn *c, struct fl_err *err)
 		return fl_err_set(err, FL_ERR_UNAVAILABLE, "database unavailable (reconnecting)");
 	c->nstmts = 0; /* a new session has no prepared statements */
 	c->pipe_nprep = 0;
+	c->pipe_prep_sync = false;
 	c->pg = cat_pg_connect(db->conninfo);
 	if (PQstatus(c->pg) != CONNECTION_OK) {
 		char msg[160];
@@ -501,14 +502,48 @@ const char *cat_prepared(struct cat_conn *c, const char *sql, char name[16])
 	return NULL;
 }
 
-/* Queues the preparation of every wanted statement in the pipeline being
- * sent, after its statements (so a failure among them skips the
- * preparations, which are then wanted again).  False when libpq refused. */
-static bool prepares_send(struct cat_conn *c)
+/* Whether the k statements of q, run from a state inside a transaction
+ * block or not (open), leave no block open (when they succeed; a failure
+ * that skips a COMMIT leaves the block aborted, where a preparation fails
+ * harmlessly). */
+static bool ends_outside_block(bool open, int k, const struct cat_pipe_q *q)
+{
+	for (int i = 0; i < k; i++) {
+		if (q[i].sql == NULL)
+			continue;
+		if (strcmp(q[i].sql, "BEGIN") == 0)
+			open = true;
+		else if (strcmp(q[i].sql, "COMMIT") == 0 || strcmp(q[i].sql, "ROLLBACK") == 0)
+			open = false;
+	}
+	return !open;
+}
+
+/* Whether a statement on c waits for its preparation. */
+static bool wanted(const struct cat_conn *c)
+{
+	for (int i = 0; i < c->nstmts; i++)
+		if (c->stmt_state[i] == STMT_WANTED)
+			return true;
+	return false;
+}
+
+/* Queues the preparation of every wanted statement behind the k statements
+ * of q, after a sync of their own: in an implicit transaction of their own,
+ * so that whatever happens to them (a lock wait that times out, an error)
+ * touches none of the pipeline's statements.  Only when the pipeline leaves
+ * no transaction block open: a failed Parse inside one would abort it.  False
+ * when libpq refused. */
+static bool prepares_send(struct cat_conn *c, bool open, int k, const struct cat_pipe_q *q)
 {
 	char name[16];
 
 	c->pipe_nprep = 0;
+	if (!wanted(c) || !ends_outside_block(open, k, q))
+		return true;
+	if (PQpipelineSync(c->pg) != 1)
+		return false;
+	c->pipe_prep_sync = true;
 	for (int i = 0; i < c->nstmts; i++) {
 		if (c->stmt_state[i] != STMT_WANTED)
 			continue;
@@ -521,32 +556,42 @@ static bool prepares_send(struct cat_conn *c)
 	return true;
 }
 
-/* Whether r failed because its transaction had failed before it. */
-static bool aborted_tx(const PGresult *r)
+/* Whether a failed preparation is worth trying again: anything but a
+ * statement PostgreSQL cannot take (SQLSTATE classes 42, syntax or access
+ * rule, and 0A, not supported), which then runs unnamed on this connection.
+ * A lock timeout, a cancel or a lack of resources passes. */
+static bool prepare_again(const PGresult *r)
 {
 	const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
 
-	return state != NULL && strcmp(state, "25P02") == 0;
+	return state == NULL || (strncmp(state, "42", 2) != 0 && strncmp(state, "0A", 2) != 0);
 }
 
-/* Reads the results of the preparations prepares_send queued.  False when
- * one never came (the connection is lost). */
+/* Reads the sync and the results of the preparations prepares_send queued.
+ * False when one never came (the connection is lost). */
 static bool prepares_recv(struct cat_conn *c)
 {
+	PGresult *r;
 	bool ok = true;
 
-	for (int j = 0; j < c->pipe_nprep; j++) {
+	if (c->pipe_prep_sync) {
+		c->pipe_prep_sync = false;
+		r = PQgetResult(c->pg);
+		ok = PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+		PQclear(r);
+	}
+	for (int j = 0; ok && j < c->pipe_nprep; j++) {
 		unsigned char *st = &c->stmt_state[c->pipe_prep[j]];
-		PGresult *r = PQgetResult(c->pg), *more;
+		PGresult *more;
 
-		if (r == NULL) {
+		if ((r = PQgetResult(c->pg)) == NULL) {
 			ok = false;
-			continue;
+			break;
 		}
 		if (PQresultStatus(r) == PGRES_COMMAND_OK)
 			*st = STMT_READY;
-		else if (PQresultStatus(r) == PGRES_PIPELINE_ABORTED || aborted_tx(r))
-			*st = STMT_WANTED; /* skipped, for a failure before it */
+		else if (PQresultStatus(r) == PGRES_PIPELINE_ABORTED || prepare_again(r))
+			*st = STMT_WANTED;
 		else
 			*st = STMT_REFUSED;
 		PQclear(r);
@@ -598,8 +643,9 @@ PGresult *cat_exec(struct cat_conn *c, const char *sql, int n, const char *const
 
 	settings_due(c);
 	stmt = n > 0 ? cat_prepared(c, sql, name) : NULL;
-	if (stmt == NULL && n > 0 && !c->unprepared) {
-		/* Unnamed, with whatever preparations are wanted riding behind. */
+	/* Unnamed, with whatever preparations are wanted riding behind (the
+	 * COMMIT of BEGIN ... COMMIT carries those of the statements between). */
+	if (stmt == NULL && (n > 0 || wanted(c)) && !c->unprepared) {
 		PGresult *r;
 		const struct cat_pipe_q q = {.sql = sql, .n = n, .params = params};
 
@@ -614,11 +660,14 @@ PGresult *cat_exec(struct cat_conn *c, const char *sql, int n, const char *const
 
 bool cat_pipeline_send(struct cat_conn *c, int k, const struct cat_pipe_q *q)
 {
+	bool open;
 	int i;
 
 	c->pipe_set_syncs = 0;
 	c->pipe_mid_syncs = 0;
 	c->pipe_nprep = 0;
+	c->pipe_prep_sync = false;
+	open = PQtransactionStatus(c->pg) != PQTRANS_IDLE;
 	if (k > 64 || PQenterPipelineMode(c->pg) != 1)
 		return false;
 	/* Pending session settings ride in front, each in its own sync. */
@@ -638,7 +687,7 @@ bool cat_pipeline_send(struct cat_conn *c, int k, const struct cat_pipe_q *q)
 			c->pipe_mid_syncs |= (uint64_t)1 << i;
 		}
 	}
-	if (i == k && prepares_send(c) && PQpipelineSync(c->pg) == 1)
+	if (i == k && prepares_send(c, open, k, q) && PQpipelineSync(c->pg) == 1)
 		return true;
 	/* A connection left in pipeline mode is not idle: cat_conn_put drops it. */
 	(void)PQexitPipelineMode(c->pg);

@@ -511,8 +511,8 @@ int cat_row_move_if_send(struct cat_scope *s, const struct cat_row_move *m, cons
 		                  "a pointer move sent ahead needs a transaction");
 	if (move_params(&mp, m, ns_id, expected, err) != 0)
 		return -1;
-	/* Prepared outside the pipeline, as cat_exec would; the scope's due
-	 * statements are taken only once nothing can fail before the send. */
+	/* Named once prepared (cat_prepared); the scope's due statements
+	 * are taken only once nothing can fail before the send. */
 	move = (struct cat_pipe_q){.sql = move_if_sql,
 	                           .stmt = cat_prepared(s->c, move_if_sql, name),
 	                           .n = mp.n,

@@ -339,8 +339,8 @@ static int commit_after(struct cat_conn *c, const struct cat_pipe_q *last,
 	char name[16];
 	int k = 2;
 
-	/* Prepared outside the pipeline, as cat_exec would: last runs once per
-	 * keyed mutation and is not worth parsing and planning each time. */
+	/* Named once prepared (cat_prepared): last runs once per keyed
+	 * mutation and is not worth parsing and planning each time. */
 	if (q[0].stmt == NULL && q[0].n > 0)
 		q[0].stmt = cat_prepared(c, q[0].sql, name);
 	if (!touched_none(t) && notify_sql(&nq, t) == 0)
