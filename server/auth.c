@@ -944,6 +944,13 @@ int srv_auth_request(struct srv_req *r, struct fl_err *err)
 		return fl_err_set(err, FL_ERR_NOT_AUTHORIZED,
 		                  "Authorization must be a Bearer token");
 	}
+	/* Refused already, before the body was read (httpd.c body_limit): a
+	 * forged token costs one signature check, not two. */
+	if (r->token_err.kind != FL_ERR_NONE) {
+		*err = r->token_err;
+		fl_info(r->id, "auth: rejected a token: %s", err->msg);
+		return -1;
+	}
 	if (authenticate(r, tok, err) != 0) {
 		if (err->kind == FL_ERR_NOT_AUTHORIZED)
 			fl_info(r->id, "auth: rejected a token: %s", err->msg);
