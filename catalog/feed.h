@@ -18,7 +18,7 @@
 /* Bounds of a definition, enforced by cat_feed_def_check. */
 #define CAT_FEED_NAME_MAX 128
 #define CAT_FEED_PATH_MAX 1024 /* also a replay's from and to */
-#define CAT_FEED_TABLE_MAX 1024 /* NAMESPACE.TABLE, each part at most 255 */
+#define CAT_FEED_TABLE_MAX 1024 /* NAMESPACE.TABLE, each part at most 255 (new feeds) */
 #define CAT_FEED_GLOB_MAX 255
 #define CAT_FEED_INTERVAL_MIN 1 /* seconds */
 #define CAT_FEED_INTERVAL_MAX 86400

@@ -101,8 +101,19 @@ static void test_table_split(void **state)
 			memcpy(long_table + i, "n.", 2);
 		long_table[sizeof(long_table) - 2] = 't';
 		long_table[sizeof(long_table) - 1] = '\0';
-		assert_int_equal(cat_feed_table_split(long_table, &levels, &n, &name, &err), -1);
+		json_t *req = json_pack("{s:s, s:s, s:s, s:{s:s}}", "name", "long", "table",
+		                        long_table, "format", "csv", "source", "type", "push");
+		json_t *out = NULL;
+
+		/* A new feed is refused; one stored before the bound still splits. */
+		assert_non_null(req);
+		assert_int_equal(cat_feed_def_check(req, "wh", &out, &err), -1);
 		assert_non_null(strstr(err.msg, "is 1025 bytes, over 1024"));
+		json_decref(req);
+		assert_int_equal(cat_feed_table_split(long_table, &levels, &n, &name, &err), 0);
+		assert_int_equal(n, 512);
+		assert_string_equal(name, "t");
+		free(levels);
 	}
 }
 
