@@ -47,10 +47,14 @@ function knownSettings() {
   return names;
 }
 
-// The environment of a child: this process's, without FLOE_* (as the harness gives floe).
+// The environment of a child as the harness gives floe: this process's without FLOE_*,
+// and FLOE_TEST_CHILD_X as FLOE_X.
 function baseEnv(extra) {
   const env = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('FLOE_')) env[k] = v;
+  for (const [k, v] of Object.entries(process.env)) {
+    if (k.startsWith('FLOE_TEST_CHILD_')) env[`FLOE_${k.slice('FLOE_TEST_CHILD_'.length)}`] = v;
+    else if (!k.startsWith('FLOE_')) env[k] = v;
+  }
   return { ...env, FLOE_BIN: floeBin, ...extra };
 }
 
@@ -76,17 +80,26 @@ async function startEntrypoint(args, env) {
       clearTimeout(t);
       reject(new Error(`the entry point exited (${JSON.stringify(r)}):\n${logs}`));
     });
+  }).catch((e) => {
+    proc.kill('SIGKILL');
+    throw e;
   });
   return { proc, exited, base: `http://127.0.0.1:${port}`, logs: () => logs };
 }
 
 // SIGTERM to the entry point's process, which must be floe itself by then (exec).
 async function stopAsContainer(s) {
-  assert.equal(fs.realpathSync(`/proc/${s.proc.pid}/exe`), fs.realpathSync(floeBin), 'the entry point execs floe');
+  let exe = null;
+  try {
+    exe = fs.realpathSync(`/proc/${s.proc.pid}/exe`);
+  } catch {
+    /* gone already: the exit below says how */
+  }
   s.proc.kill('SIGTERM');
   const t = setTimeout(() => s.proc.kill('SIGKILL'), 30000);
   const r = await s.exited;
   clearTimeout(t);
+  assert.equal(exe, fs.realpathSync(floeBin), 'the entry point execs floe');
   assert.deepEqual(r, { code: 0, signal: null }, `floe drains and exits 0 on SIGTERM:\n${s.logs().slice(-2000)}`);
 }
 
@@ -146,36 +159,44 @@ test('the settings the deploy files name are settings floe knows, and their path
   assert.match(fs.readFileSync(path.join(deploy, 'Dockerfile'), 'utf8'), /deploy\/entrypoint\.sh \/out\/usr\/local\/bin\/floe-entrypoint/);
 });
 
-test('the Kubernetes pod: the init container migrates, floe serves with the ConfigMap and Secrets, SIGTERM drains', async () => {
+test('the Kubernetes pod: the init container migrates, floe serves with the ConfigMap and Secrets, SIGTERM drains', async (t) => {
   const db = await freshDatabase('deploy_k8s');
   const dir = tmpDir('deploy-k8s');
-  const cm = k8s('configmap.yaml', 'ConfigMap').data;
   const bootstrap = k8s('auth-secret.yaml', 'Secret', 'floe-bootstrap').stringData;
-  // What the image, the ConfigMap and the Secrets give; the test's own port, key and disk.
+  const pod = k8s('deployment.yaml', 'Deployment').spec.template.spec;
+  // What a container's envFrom gives it (the ConfigMap, the Secrets it names).
+  const envFrom = (c) =>
+    Object.assign({}, ...c.envFrom.map((e) =>
+      e.configMapRef ? k8s('configmap.yaml', 'ConfigMap', e.configMapRef.name).data
+        : k8s(e.secretRef.name === 'floe-database' ? 'secret.yaml' : 'auth-secret.yaml', 'Secret', e.secretRef.name).stringData));
+  // The serving container: what the image and its envFrom give; the test's own database,
+  // bootstrap secret, port, key and disk.
   const env = baseEnv({
     ...dockerfileEnv(),
-    ...cm,
-    ...k8s('secret.yaml', 'Secret', 'floe-database').stringData,
-    ...bootstrap,
+    ...envFrom(pod.containers.find((c) => c.name === 'floe')),
     FLOE_DATABASE_URL: db.url,
     FLOE_BOOTSTRAP_CLIENT_SECRET: SECRET,
     FLOE_TOKEN_SIGNING_KEY: makeRsaKey(dir).priv,
     FLOE_PORT: String(await freePort()),
     FLOE_DATA_DIR: path.join(dir, 'data'),
   });
-  // The init container has a read-only root file system and no volume: FLOE_DATA_DIR is
-  // the image's directory, read-only (a bind mount here, when this process may make one).
+  // The init container: its own envFrom only (no bootstrap secret, no signing key mounted),
+  // a read-only root file system and no volume, so FLOE_DATA_DIR is the image's directory,
+  // read-only (a bind mount here, when this process may make one).
+  const initEnv = baseEnv({ ...dockerfileEnv(), ...envFrom(pod.initContainers[0]), FLOE_DATABASE_URL: db.url });
   const ro = path.join(dir, 'image-data-dir');
   fs.mkdirSync(ro);
-  const mounted = spawnSync('sh', ['-c', 'mount --bind "$1" "$1" && mount -o remount,ro,bind "$1"', 'sh', ro]).status === 0;
+  const bound = spawnSync('mount', ['--bind', ro, ro]).status === 0;
+  const readOnly = bound && spawnSync('mount', ['-o', 'remount,ro,bind', ro]).status === 0;
   let init;
   try {
-    if (mounted) assert.throws(() => fs.writeFileSync(path.join(ro, 'probe'), 'x'), /EROFS/);
-    init = spawnSync('sh', [entrypoint, 'migrate'], { env: { ...env, FLOE_DATA_DIR: ro }, encoding: 'utf8', timeout: 60000 });
+    if (readOnly) assert.throws(() => fs.writeFileSync(path.join(ro, 'probe'), 'x'), /EROFS/);
+    else t.diagnostic('no read-only bind mount could be made: the init container ran on a writable data directory');
+    init = spawnSync('sh', [entrypoint, 'migrate'], { env: { ...initEnv, FLOE_DATA_DIR: ro }, encoding: 'utf8', timeout: 60000 });
   } finally {
-    if (mounted) spawnSync('umount', [ro]);
+    if (bound) assert.equal(spawnSync('umount', [ro]).status, 0, `umount ${ro}`);
   }
-  assert.equal(init.status, 0, `init container${mounted ? ' (read-only data directory)' : ''}: ${init.stdout}${init.stderr}`);
+  assert.equal(init.status, 0, `init container${readOnly ? ' (read-only data directory)' : ''}: ${init.stdout}${init.stderr}`);
   const s = await startEntrypoint(['serve'], env);
   try {
     assert.doesNotMatch(s.logs(), /applying migrations/, 'FLOE_ENTRYPOINT_MIGRATE=0: the serving container does not migrate');
@@ -227,10 +248,16 @@ test('docker compose: the entry point awaits and migrates the database, and read
 const havePgIsready = spawnSync('sh', ['-c', 'command -v pg_isready'], { encoding: 'utf8' }).status === 0;
 
 test('the entry point gives up on a database it cannot reach after FLOE_ENTRYPOINT_DB_WAIT, and never prints its URL', { skip: !havePgIsready && 'pg_isready is not installed' }, async () => {
-  const port = await freePort();
+  // A socket directory where no server listens (a TCP port could be taken meanwhile).
+  const dir = tmpDir('deploy-nodb');
   const started = Date.now();
   const r = spawnSync('sh', [entrypoint], {
-    env: baseEnv({ FLOE_DATABASE_URL: `postgresql://floe:pw-not-to-print@127.0.0.1:${port}/floe`, FLOE_ENTRYPOINT_DB_WAIT: '2' }),
+    env: baseEnv({
+      FLOE_DATABASE_URL: `postgresql://floe:pw-not-to-print@/floe?host=${dir}`,
+      FLOE_ENTRYPOINT_DB_WAIT: '2',
+      FLOE_DATA_DIR: path.join(dir, 'data'),
+    }),
+    cwd: dir,
     encoding: 'utf8',
     timeout: 30000,
   });
