@@ -31,10 +31,10 @@
 #   5. tests/quickstart-build.sh: in a copy of the checkout, build/ configured as the
 #                      quickstart does, then this script's build steps (one pass or one
 #                      failure; not with --build-only)
-# Steps 2, the builds of 3 and 4, and 5 are compiles: unless --build-only, they run in the background at
-# nice 19 while the tests of step 1 run (the tests mostly wait on daemons, PostgreSQL and
-# sleeps, so the compiler gets the idle CPU and the tests keep theirs); their logs are
-# printed when they are done. Integration files run INTEGRATION_CONCURRENCY at a time.
+# Steps 2, the builds of 3 and 4, and 5 are compiles: unless --build-only, they run in the
+# background at nice 19 while the tests of step 1 run (the tests mostly wait on daemons,
+# PostgreSQL and sleeps, so the compiler gets the idle CPU and the tests keep theirs); their
+# logs are printed when they are done. Integration files run INTEGRATION_CONCURRENCY at a time.
 # Both test passes share one throwaway PostgreSQL cluster (scripts/pg-throwaway.sh); each
 # pass gets a fresh database in it, named in FLOE_TEST_PG_URL. The integration tests also
 # get FLOE_BIN, FLOE_BUILD_DIR and FLOE_SHARED_DIR (default: ../shared beside the checkout).
