@@ -110,6 +110,12 @@ void cat_db_on_stage(struct cat_db *db, cat_stage_fn fn, void *arg);
 
 /* The longest property value of a namespace, table or view, in bytes. */
 #define CAT_PROPERTY_VALUE_MAX 65536
+
+/* FL_ERR_BAD_REQUEST, "<what>: the value of 'k' is N bytes, over the limit
+ * of CAT_PROPERTY_VALUE_MAX", for the first string value of props longer
+ * than that (values that are not strings are the caller's to refuse). */
+int cat_property_values_check(const json_t *props, const char *what,
+                              struct fl_err *err) FL_MUST_CHECK;
 typedef int (*cat_storage_fn)(void *arg, struct cat_warehouse *wh, struct fl_err *err);
 void cat_db_set_metadata_inline(struct cat_db *db, size_t max_inline, cat_storage_fn storage_fn,
                                 void *arg);

@@ -651,14 +651,9 @@ static int check_actions(const json_t *updates, struct fl_err *err)
 					        "updates[%zu] (set-properties): the value of "
 					        "'%.60s' must be a string",
 					        i, k);
-				if (json_string_length(v) > CAT_PROPERTY_VALUE_MAX)
-					return fl_err_set(
-					        err, FL_ERR_BAD_REQUEST,
-					        "updates[%zu] (set-properties): the value of "
-					        "'%.60s' is %zu bytes, over the limit of %d",
-					        i, k, json_string_length(v),
-					        CAT_PROPERTY_VALUE_MAX);
 			}
+			if (cat_property_values_check(m, what, err) != 0)
+				return -1;
 		} else if (strcmp(a, "remove-properties") == 0) {
 			size_t x;
 
@@ -667,6 +662,22 @@ static int check_actions(const json_t *updates, struct fl_err *err)
 			        "updates[%zu] (remove-properties): removals[%zu] must be a string",
 			        i, x);
 		}
+	}
+	return 0;
+}
+
+int cat_property_values_check(const json_t *props, const char *what, struct fl_err *err)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach((json_t *)props, k, v)
+	{
+		if (json_string_length(v) > CAT_PROPERTY_VALUE_MAX)
+			return fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "%s: the value of '%.60s' is %zu bytes, over the limit of %d", what,
+			        k, json_string_length(v), CAT_PROPERTY_VALUE_MAX);
 	}
 	return 0;
 }

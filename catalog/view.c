@@ -146,8 +146,8 @@ out:
  * CAT_PROPERTY_VALUE_MAX (the builder checks the rest of its shape). */
 static int long_property(const json_t *updates, struct fl_err *err)
 {
-	const json_t *u, *v;
-	const char *k;
+	const json_t *u;
+	char what[64];
 	size_t i;
 
 	json_array_foreach(updates, i, u)
@@ -156,15 +156,9 @@ static int long_property(const json_t *updates, struct fl_err *err)
 
 		if (a == NULL || strcmp(a, "set-properties") != 0)
 			continue;
-		json_object_foreach((json_t *)json_object_get(u, "updates"), k, v)
-		{
-			if (json_string_length(v) > CAT_PROPERTY_VALUE_MAX)
-				return fl_err_set(
-				        err, FL_ERR_BAD_REQUEST,
-				        "updates[%zu] (set-properties): the value of '%.60s' is "
-				        "%zu bytes, over the limit of %d",
-				        i, k, json_string_length(v), CAT_PROPERTY_VALUE_MAX);
-		}
+		snprintf(what, sizeof(what), "updates[%zu] (set-properties)", i);
+		if (cat_property_values_check(json_object_get(u, "updates"), what, err) != 0)
+			return -1;
 	}
 	return 0;
 }

@@ -145,13 +145,8 @@ int srv_check_properties(struct srv_req *r, const json_t *props, const char *wha
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
 			                  "%s: property keys must be 1-%lld bytes", what,
 			                  (long long)r->ctx->cfg->max_identifier_bytes * 4);
-		if (json_string_length(v) > CAT_PROPERTY_VALUE_MAX)
-			return fl_err_set(
-			        err, FL_ERR_BAD_REQUEST,
-			        "%s: the value of '%.60s' is %zu bytes, over the limit of %d", what,
-			        k, json_string_length(v), CAT_PROPERTY_VALUE_MAX);
 	}
-	return 0;
+	return cat_property_values_check(props, what, err);
 }
 
 static int reply_or_nomem(int rc, struct fl_err *err)

@@ -100,13 +100,13 @@ int srv_warehouse_io(struct srv_req *r, struct cat_warehouse *wh, struct fl_err 
 int srv_page_size(struct srv_req *r, const char *value, long *page,
                   struct fl_err *err) FL_MUST_CHECK;
 
-/* Checks an identifier name (h_tables.c): non-empty, valid UTF-8, within
- * max-identifier-bytes; `what` names it in the message. */
 /* A properties map of a create or an update: at most max-properties string
  * values, keys of 1 to 4 * max-identifier-bytes bytes, values of at most
  * CAT_PROPERTY_VALUE_MAX bytes; else FL_ERR_BAD_REQUEST naming which. */
 int srv_check_properties(struct srv_req *r, const json_t *props, const char *what,
                          struct fl_err *err) FL_MUST_CHECK;
+/* Checks an identifier name (h_tables.c): non-empty, valid UTF-8, within
+ * max-identifier-bytes; `what` names it in the message. */
 int srv_check_name(struct srv_req *r, const char *name, const char *what,
                    struct fl_err *err) FL_MUST_CHECK;
 

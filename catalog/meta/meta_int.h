@@ -123,7 +123,6 @@ int meta_snapshot_add(struct meta *m, json_t *snap, int64_t id) FL_MUST_CHECK;
 /* Drops the snapshot from the index (not from the list); false when it was not there. */
 bool meta_snapshot_unindex(struct meta *m, int64_t id);
 
-/* Integer of a JSON value that must be an integer (not a real, not a bool). */
 /* qsort / bsearch order of int64_t ids. */
 static inline int meta_cmp_i64(const void *a, const void *b)
 {
@@ -132,6 +131,7 @@ static inline int meta_cmp_i64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Integer of a JSON value that must be an integer (not a real, not a bool). */
 static inline bool meta_int(const json_t *v, int64_t *out)
 {
 	if (!json_is_integer(v))
