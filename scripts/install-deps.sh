@@ -46,8 +46,11 @@ run_pkgs=(postgresql ca-certificates)
 # To test and benchmark. util-linux gives runuser (PostgreSQL must not run as root); procps
 # gives pgrep/ps, which the scripts use to make sure nothing is left running; bsdutils gives
 # script(1), the pseudo-terminal of the ingest progress test; strace shows the durability test
-# (ingest/durability.test.mjs) which syncs an ingest makes before it commits.
-test_pkgs=(wrk jq python3 python3-avro python3-yaml curl util-linux bsdutils procps strace)
+# (ingest/durability.test.mjs) which syncs an ingest makes before it commits; zstd decodes
+# the zstd-coded responses the HTTP tests read (node 20's zlib has no zstd), and
+# python3-requests is PyIceberg's HTTP library, reading gzip-coded ones
+# (tables/coding.test.mjs).
+test_pkgs=(wrk jq python3 python3-avro python3-requests python3-yaml curl util-linux bsdutils procps strace zstd)
 
 pkgs=("${build_pkgs[@]}")
 [ "$want_run" = 1 ] && pkgs+=("${run_pkgs[@]}")

@@ -478,6 +478,12 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 		plain = json_object_size(extra) == 1 &&
 		        json_object_size(json_object_get(extra, "config")) == 0;
 	}
+	/* A large answer to be coded is coded by a worker, which runs this
+	 * again (and a version's coded copy is then kept for the next ones). */
+	if (srv_reply_codes_later(r, &t, plain && !refs)) {
+		fl_err_set(err, FL_ERR_WOULD_BLOCK, "the coded answer is made by a worker");
+		goto out;
+	}
 	/* Such an answer is the cache's whole block, sent without a copy. */
 	if (plain && !refs) {
 		rc = srv_reply_table_held(r, &t, etag) == 0 ? 0 : nomem(err);

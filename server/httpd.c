@@ -485,6 +485,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		atomic_fetch_add(&h->active, 1);
 		*con_cls = r;
 		body_limit(h, r);
+		if (h->ctx->cfg->response_compress_min_bytes > 0) {
+			r->code_min = (size_t)h->ctx->cfg->response_compress_min_bytes;
+			r->coding = fl_coding_accepted(srv_libmhd()->lookup_connection_value(
+			        conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT_ENCODING));
+		}
 		/* A declared body over the limit is refused before it is sent; the
 		 * connection closes, which costs nothing on an error path. */
 		const char *cl = srv_libmhd()->lookup_connection_value(
@@ -548,6 +553,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		return;
 	ns = fl_mono_ns() - r->start_ns;
 	srv_metrics_request(h->ctx->metrics, srv_route_index(r->route), r->method, r->status, ns);
+	if (r->out_coding != FL_CODING_IDENTITY && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		srv_metrics_coded(h->ctx->metrics, r->out_coding, r->out_len, r->out_coded_len);
 	if (r->status >= 500 || toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
 		fl_info(r->id, "%s %s -> %u in %.1f ms%s", r->method,
 		        r->route ? r->route->path : "-", r->status, (double)ns / 1e6,

@@ -48,6 +48,10 @@ struct srv_metrics {
 	atomic_ullong vended; /* credentials handed out (cache hits included) */
 	atomic_ullong sts_calls; /* AssumeRole calls made */
 	atomic_ullong signed_requests[2]; /* remote signing: signed, refused */
+	/* Responses sent content-coded, by coding: how many, their bodies'
+	 * bytes before coding and as sent. */
+	atomic_ullong coded[FL_CODING_COUNT], coded_plain[FL_CODING_COUNT],
+	        coded_sent[FL_CODING_COUNT];
 };
 
 static void hist_observe(struct hist *h, int64_t ns)
@@ -145,6 +149,15 @@ void srv_metrics_vend(struct srv_metrics *m, enum srv_vend_event e)
 	                                             : &m->signed_requests[1];
 
 	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+
+void srv_metrics_coded(struct srv_metrics *m, enum fl_coding c, size_t plain, size_t sent)
+{
+	if (c <= FL_CODING_IDENTITY || c >= FL_CODING_COUNT)
+		return;
+	atomic_fetch_add_explicit(&m->coded[c], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&m->coded_plain[c], plain, memory_order_relaxed);
+	atomic_fetch_add_explicit(&m->coded_sent[c], sent, memory_order_relaxed);
 }
 
 void srv_metrics_replay(struct srv_metrics *m)
@@ -499,6 +512,32 @@ int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx, struct fl_buf
 	        atomic_load(&m->vend_unavailable), atomic_load(&m->vended),
 	        atomic_load(&m->sts_calls), atomic_load(&m->signed_requests[0]),
 	        atomic_load(&m->signed_requests[1]));
+	rc |= fl_buf_puts(
+	        out,
+	        "# HELP floe_http_coded_responses_total Responses sent content-coded (gzip or zstd,"
+	        " as the client's Accept-Encoding asked).\n"
+	        "# TYPE floe_http_coded_responses_total counter\n"
+	        "# HELP floe_http_coded_plain_bytes_total Bytes of those responses' bodies before"
+	        " coding.\n"
+	        "# TYPE floe_http_coded_plain_bytes_total counter\n"
+	        "# HELP floe_http_coded_sent_bytes_total Bytes of those bodies as sent.\n"
+	        "# TYPE floe_http_coded_sent_bytes_total counter\n");
+	for (int c = FL_CODING_IDENTITY + 1; c < FL_CODING_COUNT; c++)
+		rc |= fl_buf_printf(
+		        out,
+		        "floe_http_coded_responses_total{coding=\"%s\"} %llu\n"
+		        "floe_http_coded_plain_bytes_total{coding=\"%s\"} %llu\n"
+		        "floe_http_coded_sent_bytes_total{coding=\"%s\"} %llu\n",
+		        fl_coding_name((enum fl_coding)c), atomic_load(&m->coded[c]),
+		        fl_coding_name((enum fl_coding)c), atomic_load(&m->coded_plain[c]),
+		        fl_coding_name((enum fl_coding)c), atomic_load(&m->coded_sent[c]));
+	rc |= fl_buf_printf(
+	        out,
+	        "# HELP floe_table_cache_coded_bytes Bytes of the coded copies of cached"
+	        " loadTable and loadView answers (at most a quarter of"
+	        " table-cache-bytes).\n"
+	        "# TYPE floe_table_cache_coded_bytes gauge\nfloe_table_cache_coded_bytes %zu\n",
+	        cat_table_coded_bytes());
 	{
 		struct table_render t = {out, FL_BUF_INIT, 0};
 		struct fl_err err;

@@ -32,6 +32,9 @@ enum srv_vend_event {
 /* Counts one credential-vending or remote-signing event. */
 void srv_metrics_vend(struct srv_metrics *m, enum srv_vend_event e);
 
+/* Counts a response sent coded with c: its body's bytes before coding, and as sent. */
+void srv_metrics_coded(struct srv_metrics *m, enum fl_coding c, size_t plain, size_t sent);
+
 /* Counts a response replayed from an idempotency record. */
 void srv_metrics_replay(struct srv_metrics *m);
 

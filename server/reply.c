@@ -62,10 +62,24 @@ const char *srv_err_type(enum fl_err_kind kind)
 	return err_table[kind].type;
 }
 
+/* The most a thread that must not wait codes for one response (about a
+ * millisecond): a larger loadTable moves to a worker first
+ * (srv_reply_codes_later), and anything else goes out as it is. */
+#define CODE_INLINE_MAX (128 * 1024)
+
+/* Whether a body of n bytes with status may go out coded, and so varies
+ * with Accept-Encoding (see struct srv_req for secret). */
+static bool codable(const struct srv_req *r, unsigned status, size_t n)
+{
+	return r->code_min > 0 && n >= r->code_min && !r->secret && !r->head &&
+	       status != MHD_HTTP_NO_CONTENT && status != MHD_HTTP_NOT_MODIFIED;
+}
+
 /* Installs resp (NULL: it could not be made) as the answer, whose body is
- * the n bytes at body. */
+ * the n bytes at body, sent coded with c (varies: the body may be coded
+ * for another client). */
 static int install(struct srv_req *r, struct MHD_Response *resp, unsigned status, const char *ctype,
-                   const char *body, size_t n)
+                   const char *body, size_t n, enum fl_coding c, size_t coded_len, bool varies)
 {
 	if (r->resp != NULL) {
 		srv_libmhd()->destroy_response(r->resp);
@@ -75,6 +89,12 @@ static int install(struct srv_req *r, struct MHD_Response *resp, unsigned status
 		return -1;
 	if (ctype != NULL)
 		srv_libmhd()->add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	if (c != FL_CODING_IDENTITY)
+		srv_libmhd()->add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING,
+		                                  fl_coding_name(c));
+	if (varies)
+		srv_libmhd()->add_response_header(resp, MHD_HTTP_HEADER_VARY,
+		                                  MHD_HTTP_HEADER_ACCEPT_ENCODING);
 	srv_libmhd()->add_response_header(resp, "X-Request-Id", r->id);
 	r->resp = resp;
 	r->status = status;
@@ -82,18 +102,61 @@ static int install(struct srv_req *r, struct MHD_Response *resp, unsigned status
 	r->out_len = n;
 	r->out_ctype = ctype;
 	r->out_etag = NULL;
+	r->out_coding = c;
+	r->out_coded_len = coded_len;
 	return 0;
 }
 
-/* Installs a response taking ownership of a malloc'd body. */
+/* A coded body and what it was made from, freed with the response: the
+ * plain body stays r->out_body (an idempotency record stores it), and a
+ * coded copy the cache keeps holds its version. */
+struct coded {
+	char *bytes; /* NULL: kept by the cache */
+	char *plain;
+	struct cat_shared *hold;
+};
+
+static void coded_free(void *cls)
+{
+	struct coded *k = cls;
+
+	free(k->bytes);
+	free(k->plain);
+	cat_table_bytes_release(k->hold);
+	free(k);
+}
+
+/* Installs a response taking ownership of a malloc'd body, coded when r
+ * asks for it and it gains. */
 static int set_response(struct srv_req *r, unsigned status, const char *ctype, char *body, size_t n)
 {
-	struct MHD_Response *resp = srv_libmhd()->create_response_from_buffer(
-	        n, body, body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+	const struct srv_libmhd *mhd = srv_libmhd();
+	bool varies = body != NULL && codable(r, status, n);
+	struct MHD_Response *resp;
+	struct coded *k = NULL;
+	size_t zn = 0;
 
-	if (resp == NULL)
-		free(body);
-	return install(r, resp, status, ctype, body, n);
+	if (varies && r->coding != FL_CODING_IDENTITY && !(fl_no_wait && n > CODE_INLINE_MAX) &&
+	    (k = calloc(1, sizeof(*k))) != NULL &&
+	    (fl_coding_encode(r->coding, body, n, &k->bytes, &zn) != 0 || zn >= n)) {
+		free(k->bytes);
+		free(k);
+		k = NULL;
+	}
+	if (k != NULL) {
+		k->plain = body;
+		resp = mhd->create_response_from_buffer_with_free_callback_cls(zn, k->bytes,
+		                                                               coded_free, k);
+		if (resp == NULL)
+			coded_free(k);
+	} else {
+		resp = mhd->create_response_from_buffer(
+		        n, body, body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+		if (resp == NULL)
+			free(body);
+	}
+	return install(r, resp, status, ctype, body, n, k != NULL ? r->coding : FL_CODING_IDENTITY,
+	               zn, varies);
 }
 
 static int reply_json(struct srv_req *r, unsigned status, const json_t *v)
@@ -113,6 +176,7 @@ int srv_reply_ok(struct srv_req *r, const json_t *v)
 
 int srv_reply_ok_private(struct srv_req *r, const json_t *v)
 {
+	r->secret = true;
 	if (reply_json(r, MHD_HTTP_OK, v) != 0)
 		return -1;
 	srv_libmhd()->add_response_header(r->resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
@@ -139,11 +203,25 @@ int srv_reply_bytes(struct srv_req *r, const char *ctype, const char *p, size_t 
 	return set_response(r, MHD_HTTP_OK, ctype, copy, n);
 }
 
+/* Adds the ETag header etag to the installed response: weak when its body
+ * is coded (RFC 9110 §8.8.3: a strong tag names one sequence of bytes,
+ * and the coded body is another; If-None-Match compares weakly, so either
+ * form of the tag matches there). */
+static void etag_header(struct srv_req *r, const char *etag)
+{
+	char weak[128];
+
+	if (r->out_coding != FL_CODING_IDENTITY && strncmp(etag, "W/", 2) != 0 &&
+	    (size_t)snprintf(weak, sizeof(weak), "W/%s", etag) < sizeof(weak))
+		etag = weak;
+	srv_libmhd()->add_response_header(r->resp, MHD_HTTP_HEADER_ETAG, etag);
+}
+
 /* Adds an ETag (none when NULL) to the installed response. */
 static void add_etag(struct srv_req *r, const char *etag)
 {
 	if (etag != NULL) {
-		srv_libmhd()->add_response_header(r->resp, MHD_HTTP_HEADER_ETAG, etag);
+		etag_header(r, etag);
 		r->out_etag = fl_arena_strdup(r->arena, etag);
 	}
 }
@@ -162,14 +240,33 @@ static void release_held(void *hold)
 	cat_table_bytes_release(hold);
 }
 
+bool srv_reply_codes_later(const struct srv_req *r, const struct cat_table_bytes *t, bool held)
+{
+	return fl_no_wait && r->coding != FL_CODING_IDENTITY && t->answer_len > CODE_INLINE_MAX &&
+	       codable(r, MHD_HTTP_OK, t->answer_len) &&
+	       !(held && cat_table_bytes_coded_kept(t, r->coding));
+}
+
 int srv_reply_table_held(struct srv_req *r, struct cat_table_bytes *t, const char *etag)
 {
+	bool varies = codable(r, MHD_HTTP_OK, t->answer_len);
+	enum fl_coding c = FL_CODING_IDENTITY;
+	const char *p = t->answer;
+	size_t n = t->answer_len;
+
+	/* The version's coded copy, made once (on a worker when it is large:
+	 * srv_reply_codes_later); while another thread makes it, or when it
+	 * gains nothing, the answer goes as it is. */
+	if (varies && r->coding != FL_CODING_IDENTITY &&
+	    !(fl_no_wait && n > CODE_INLINE_MAX && !cat_table_bytes_coded_kept(t, r->coding)) &&
+	    cat_table_bytes_coded(t, r->coding, &p, &n) == 1)
+		c = r->coding;
 	/* libmicrohttpd only reads the buffer (it is not MUST_FREE): the cast
 	 * is its API's, not a licence to write. */
 	if (install(r,
 	            srv_libmhd()->create_response_from_buffer_with_free_callback_cls(
-	                    t->answer_len, (void *)(uintptr_t)t->answer, release_held, t->hold),
-	            MHD_HTTP_OK, "application/json", t->answer, t->answer_len) != 0)
+	                    n, (void *)(uintptr_t)p, release_held, t->hold),
+	            MHD_HTTP_OK, "application/json", t->answer, t->answer_len, c, n, varies) != 0)
 		return -1;
 	t->hold = NULL; /* the response's now */
 	add_etag(r, etag);
@@ -198,7 +295,7 @@ int srv_reply_stored(struct srv_req *r, int status, const char *ctype, const cha
 	if (set_response(r, (unsigned)status, ctype, copy, n) != 0)
 		return -1;
 	if (etag != NULL)
-		srv_libmhd()->add_response_header(r->resp, MHD_HTTP_HEADER_ETAG, etag);
+		etag_header(r, etag);
 	return srv_reply_replayed(r, NULL);
 }
 
@@ -222,6 +319,7 @@ int srv_reply_not_ready(struct srv_req *r, const char *why)
 
 int srv_reply_token(struct srv_req *r, const json_t *v)
 {
+	r->secret = true;
 	if (reply_json(r, MHD_HTTP_OK, v) != 0)
 		return -1;
 	/* RFC 6749 §5.1: a response carrying a token must not be cached. */

@@ -22,9 +22,14 @@ int srv_reply_table(struct srv_req *r, char *body, size_t n, const char *etag) F
 /* 200 with t->answer (the cache's block) as the body, not copied: the
  * response takes t's hold (t->hold is NULL after) and releases it once
  * libmicrohttpd has sent the response or dropped it.  On failure t keeps
- * its hold. */
+ * its hold.  A client that accepts gzip or zstd gets the version's coded
+ * copy (cat_table_bytes_coded).  srv_reply_codes_later: r's answer about
+ * t (the held block when held, else one made around t's metadata) is to
+ * be coded and too large to code on a thread that must not wait, so the
+ * handler hands r to a worker (FL_ERR_WOULD_BLOCK) first. */
 int srv_reply_table_held(struct srv_req *r, struct cat_table_bytes *t,
                          const char *etag) FL_MUST_CHECK;
+bool srv_reply_codes_later(const struct srv_req *r, const struct cat_table_bytes *t, bool held);
 /* 304 with the ETag. */
 int srv_reply_not_modified(struct srv_req *r, const char *etag) FL_MUST_CHECK;
 /* Replays a response stored under an Idempotency-Key (status as stored). */

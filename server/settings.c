@@ -33,6 +33,8 @@ static const struct fl_setting srv_settings[] = {
 	 "memory for cached loadTable and loadView metadata, in bytes (0 = no cache)"},
 	{"metadata-inline-max-bytes", FL_SET_INT, "262144", 0, 1073741824, NULL, "FLOE_METADATA_INLINE_MAX_BYTES", OFF(metadata_inline_max_bytes),
 	 "largest table metadata kept in PostgreSQL beside its row; larger is read from its file"},
+	{"response-compress-min-bytes", FL_SET_INT, "1024", 0, 1073741824, NULL, "FLOE_RESPONSE_COMPRESS_MIN_BYTES", OFF(response_compress_min_bytes),
+	 "smallest response body sent gzip- or zstd-coded to a client whose Accept-Encoding asks for it (0 = never coded)"},
 	{"max-body-bytes", FL_SET_INT, "8388608", 1024, 1073741824, NULL, "FLOE_MAX_BODY_BYTES", OFF(max_body_bytes),
 	 "largest accepted request body"},
 	{"max-json-depth", FL_SET_INT, "64", 4, 1000, NULL, "FLOE_MAX_JSON_DEPTH", OFF(max_json_depth),

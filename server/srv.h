@@ -57,6 +57,7 @@ struct srv_config {
 	int64_t auth_cache_ttl;
 	int64_t table_cache_bytes;
 	int64_t metadata_inline_max_bytes;
+	int64_t response_compress_min_bytes;
 	int64_t auth_max_failures;
 	char *bootstrap_client_id;
 	char *bootstrap_client_secret;
@@ -138,6 +139,15 @@ struct srv_req {
 	 * reach PostgreSQL; NULL = out_body. */
 	const char *idem_body;
 	size_t idem_len;
+	/* The content coding the client accepts best (httpd.c, from
+	 * Accept-Encoding), and the smallest body worth coding (0: none is);
+	 * secret: the response carries a credential, a token or a signature,
+	 * and is never coded (a compressed secret beside text an attacker
+	 * chooses leaks through the length: BREACH); out_coding: what the
+	 * installed response went out in, out_coded_len: its body's bytes so. */
+	enum fl_coding coding, out_coding;
+	size_t code_min, out_coded_len;
+	bool secret;
 	/* Set by a commit once its 200 is made: its record keeps this metadata
 	 * location instead of any body, and a replay answers from it
 	 * (srv_replay_commit). */

@@ -376,6 +376,7 @@ int srv_vend_table(struct srv_req *r, const struct cat_warehouse *wh, const stru
 		if (arr == NULL)
 			goto nomem;
 		srv_metrics_vend(r->ctx->metrics, SRV_VEND_VENDED);
+		r->secret = true; /* never coded (struct srv_req) */
 	}
 	*config = cfg;
 	*creds = arr;

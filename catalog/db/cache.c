@@ -172,6 +172,8 @@ struct cat_shared *cat_shared_new(const char *mloc, const char *meta, size_t met
 	s->meta = s->answer + head;
 	s->meta_len = meta_len;
 	atomic_init(&s->location, NULL);
+	for (int c = 0; c < FL_CODING_COUNT; c++)
+		atomic_init(&s->coded[c], NULL);
 	s->row_id[0] = s->ns_id[0] = '\0';
 	s->version = -1;
 	/* Hashed here, once per version read, instead of on every hit. */
@@ -189,6 +191,94 @@ void cat_shared_row(struct cat_shared *s, const char *row_id, const char *ns_id,
 	s->version = version;
 }
 
+/* A coded copy of a version's answer (cat_table_bytes_coded). */
+struct cat_coded {
+	size_t len;
+	char *bytes;
+};
+
+/* Stands in a version's slot while its copy is made, or for good when the
+ * coding gains nothing or the budget was spent: the answer is sent as it is. */
+static struct cat_coded coded_busy, coded_none;
+
+/* What the kept copies of every version hold, against a quarter of the
+ * loadTable cache's budget (set by cat_cache_new; one cache per process). */
+static atomic_size_t coded_used, coded_cap;
+
+static void coded_free(struct cat_coded *k)
+{
+	if (k == NULL || k == &coded_busy || k == &coded_none)
+		return;
+	atomic_fetch_sub_explicit(&coded_used, k->len, memory_order_relaxed);
+	free(k->bytes);
+	free(k);
+}
+
+size_t cat_table_coded_bytes(void)
+{
+	return atomic_load_explicit(&coded_used, memory_order_relaxed);
+}
+
+bool cat_table_bytes_coded_kept(const struct cat_table_bytes *t, enum fl_coding c)
+{
+	struct cat_coded *k;
+
+	if (t->hold == NULL || c <= FL_CODING_IDENTITY || c >= FL_CODING_COUNT)
+		return false;
+	k = atomic_load_explicit(&t->hold->coded[c], memory_order_acquire);
+	return k != NULL && k != &coded_busy && k != &coded_none;
+}
+
+int cat_table_bytes_coded(const struct cat_table_bytes *t, enum fl_coding c, const char **p,
+                          size_t *n)
+{
+	struct cat_shared *s = t->hold;
+	struct cat_coded *k, *mine = NULL;
+	char *bytes;
+	size_t len;
+
+	if (s == NULL || c <= FL_CODING_IDENTITY || c >= FL_CODING_COUNT)
+		return 0;
+	k = atomic_load_explicit(&s->coded[c], memory_order_acquire);
+	if (k == NULL) {
+		/* The first asker makes it; the others meanwhile send the answer
+		 * as it is rather than make it again (a hot table's reloads come
+		 * together). */
+		if (!atomic_compare_exchange_strong_explicit(&s->coded[c], &k, &coded_busy,
+		                                             memory_order_acq_rel,
+		                                             memory_order_acquire))
+			goto found;
+		if (fl_coding_encode(c, s->answer, s->answer_len, &bytes, &len) != 0) {
+			atomic_store_explicit(&s->coded[c], NULL, memory_order_release);
+			return -1;
+		}
+		k = &coded_none;
+		if (len < s->answer_len &&
+		    atomic_fetch_add_explicit(&coded_used, len, memory_order_relaxed) + len <=
+		            atomic_load_explicit(&coded_cap, memory_order_relaxed)) {
+			mine = malloc(sizeof(*mine));
+			if (mine != NULL) {
+				mine->len = len;
+				mine->bytes = bytes;
+				bytes = NULL;
+				k = mine;
+			} else {
+				atomic_fetch_sub_explicit(&coded_used, len, memory_order_relaxed);
+			}
+		} else if (len < s->answer_len) {
+			atomic_fetch_sub_explicit(&coded_used, len, memory_order_relaxed);
+		}
+		free(bytes);
+		atomic_store_explicit(&s->coded[c], k, memory_order_release);
+	}
+found:
+	if (k == &coded_busy || k == &coded_none)
+		return 0;
+	*p = k->bytes;
+	*n = k->len;
+	return 1;
+}
+
 void cat_table_bytes_release(struct cat_shared *s)
 {
 	if (s == NULL || atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
@@ -196,6 +286,8 @@ void cat_table_bytes_release(struct cat_shared *s)
 	free(s->mloc);
 	free(s->answer);
 	free(atomic_load_explicit(&s->location, memory_order_relaxed));
+	for (int c = 0; c < FL_CODING_COUNT; c++)
+		coded_free(atomic_load_explicit(&s->coded[c], memory_order_relaxed));
 	free(s);
 }
 
@@ -611,6 +703,7 @@ struct cat_cache *cat_cache_new(size_t max_bytes, bool live)
 	if (c == NULL)
 		return NULL;
 	c->max_bytes = max_bytes;
+	atomic_store(&coded_cap, max_bytes / 4);
 	c->max_entry = max_bytes / 32 > MIN_ENTRY_LIMIT ? max_bytes / 32 : MIN_ENTRY_LIMIT;
 	for (int i = 0; i < STRIPES; i++)
 		pthread_rwlock_init(&c->stripes[i].lock, NULL);

@@ -168,6 +168,8 @@ struct cat_shared {
 	char *answer; /* cat_table_bytes.answer, NUL-terminated */
 	char *meta; /* inside answer: not NUL-terminated */
 	_Atomic(char *) location; /* cat_table_bytes_location, once asked */
+	/* answer content-coded (cat_table_bytes_coded), once asked */
+	_Atomic(struct cat_coded *) coded[FL_CODING_COUNT];
 	unsigned char mloc_sha256[32];
 	/* The row that held this version: its id, namespace and version
 	 * (version -1: not known), which an optimistic commit's

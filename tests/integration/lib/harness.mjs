@@ -21,6 +21,7 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { floeBin } from './paths.mjs';
 
 const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
@@ -427,7 +428,18 @@ export function request(baseUrl, method, rawPath, { headers = {}, body, timeoutM
   });
 }
 
-function toResult(res, buf) {
+// A body sent with Content-Encoding, decoded as an HTTP client (requests, fetch) does:
+// gzip by node's zlib, zstd by the zstd program (node 20 has no zstd). rawBody keeps the
+// bytes as sent.
+export function decodeBody(coding, buf) {
+  if (!coding || coding === 'identity') return buf;
+  if (coding === 'gzip') return zlib.gunzipSync(buf);
+  if (coding === 'zstd') return execFileSync('zstd', ['-dcq'], { input: buf, maxBuffer: 1 << 30 });
+  throw new Error(`Content-Encoding ${coding}: no decoder here`);
+}
+
+function toResult(res, raw) {
+  const buf = decodeBody(res.headers['content-encoding'], raw);
   const text = buf.toString('utf8');
   let json;
   const ct = res.headers['content-type'] || '';
@@ -438,7 +450,7 @@ function toResult(res, buf) {
       json = undefined;
     }
   }
-  return { status: res.statusCode, headers: res.headers, text, json, rawHeaders: res.rawHeaders };
+  return { status: res.statusCode, headers: res.headers, text, json, rawHeaders: res.rawHeaders, rawBody: raw };
 }
 
 // Writes raw bytes to a fresh TCP connection and returns the raw response text

@@ -194,6 +194,26 @@ test('createTable with vended-credentials: storage-credentials and config carry 
   assert.deepEqual(bare.config, {});
 });
 
+test('a response carrying vended keys is never content-coded; the same load without them is', { skip }, async () => {
+  // A compressed secret beside text an attacker may choose leaks through the length
+  // (BREACH): whatever the client accepts, such a response goes out as it is.
+  const AE = { 'Accept-Encoding': 'gzip, deflate, zstd' };
+  const properties = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`p.${i}`, 'x'.repeat(40)]));
+  expectJson(await r('POST', `${P.lake}/namespaces/ns/tables`, { body: { name: 'wide', schema, properties } }), 200, 'LoadTableResult');
+  const vended = await r('GET', tpath('lake', ['ns'], 'wide'), { headers: { ...VEND, ...AE } });
+  const v = expectJson(vended, 200, 'LoadTableResult');
+  assert.ok(v['storage-credentials']?.length === 1, 'credentials were vended');
+  assert.ok(vended.text.length >= 1024, `long enough to be coded (${vended.text.length} bytes)`);
+  assert.equal(vended.headers['content-encoding'], undefined, 'vended keys are never coded');
+  const credRes = await r('GET', `${tpath('lake', ['ns'], 'wide')}/credentials`, { headers: AE });
+  assert.ok(expectJson(credRes, 200, 'LoadCredentialsResponse')['storage-credentials'].length === 1);
+  assert.equal(credRes.headers['content-encoding'], undefined, 'GET …/credentials is never coded');
+  const bare = await r('GET', tpath('lake', ['ns'], 'wide'), { headers: AE });
+  expectJson(bare, 200, 'LoadTableResult');
+  assert.equal(bare.headers['content-encoding'], 'zstd', 'the same table without keys is coded');
+  assert.deepEqual(JSON.parse(bare.text).metadata, v.metadata);
+});
+
 test('vended keys never reach PostgreSQL: an idempotent replay answers without them', { skip }, async () => {
   const key = uuidv7();
   const body = { name: 'idem', schema };

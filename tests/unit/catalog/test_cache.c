@@ -14,6 +14,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <pthread.h>
+#include <zstd.h>
 
 #include "db/db_int.h"
 
@@ -153,6 +155,130 @@ static void test_not_live(void **state)
 	cat_cache_stop(c);
 }
 
+/* A version's coded answer (cat_table_bytes_coded): made once and kept
+ * with the version, the same bytes for every asker, freed with the
+ * version; never kept past a quarter of the cache's budget, nor when it
+ * would not be smaller. */
+enum text { REPEATED, LETTERS, RANDOM };
+
+static struct cat_shared *version_of(size_t meta_len, enum text kind)
+{
+	char *meta = malloc(meta_len + 1);
+	struct cat_shared *sh;
+
+	assert_non_null(meta);
+	for (size_t i = 0; i < meta_len; i++)
+		meta[i] = kind == RANDOM    ? (char)(rand() & 0xff)
+		          : kind == LETTERS ? (char)('a' + rand() % 26)
+		                            : "{\"snapshot-id\":1}"[i % 17];
+	sh = cat_shared_new("file:///w/t/metadata/00001-x.metadata.json", meta, meta_len);
+	free(meta);
+	assert_non_null(sh);
+	return sh;
+}
+
+static void test_coded_kept(void **state)
+{
+	struct cat_cache *c = cat_cache_new(1 << 20, true); /* coded copies: at most 256 KiB */
+	struct cat_shared *sh = version_of(100000, REPEATED);
+	struct cat_table_bytes t = {.hold = sh, .answer = sh->answer, .answer_len = sh->answer_len};
+	const char *p1, *p2;
+	size_t n1, n2;
+
+	(void)state;
+	assert_int_equal(cat_table_coded_bytes(), 0);
+	assert_false(cat_table_bytes_coded_kept(&t, FL_CODING_ZSTD));
+	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_ZSTD, &p1, &n1), 1);
+	assert_true(cat_table_bytes_coded_kept(&t, FL_CODING_ZSTD));
+	assert_false(cat_table_bytes_coded_kept(&t, FL_CODING_GZIP));
+	assert_true(n1 > 0 && n1 < sh->answer_len / 20);
+	assert_int_equal(ZSTD_getFrameContentSize(p1, n1), sh->answer_len);
+	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_ZSTD, &p2, &n2), 1);
+	assert_ptr_equal(p1, p2); /* kept, not made again */
+	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_GZIP, &p2, &n2), 1);
+	assert_ptr_not_equal(p1, p2);
+	assert_int_equal(cat_table_coded_bytes(), n1 + n2);
+	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_IDENTITY, &p2, &n2), 0);
+	cat_table_bytes_release(sh);
+	assert_int_equal(cat_table_coded_bytes(), 0); /* freed with the version */
+
+	/* Incompressible (random bytes): not kept, the answer goes as it is. */
+	sh = version_of(20000, RANDOM);
+	t = (struct cat_table_bytes){
+	        .hold = sh, .answer = sh->answer, .answer_len = sh->answer_len};
+	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_GZIP, &p1, &n1), 0);
+	assert_false(cat_table_bytes_coded_kept(&t, FL_CODING_GZIP));
+	assert_int_equal(cat_table_coded_bytes(), 0);
+	cat_table_bytes_release(sh);
+	cat_cache_stop(c);
+
+	/* Past the budget (a quarter of 64 KiB; letters code to ~60 %): not
+	 * kept, and nothing counted. */
+	c = cat_cache_new(64 * 1024, true);
+	sh = version_of(100000, LETTERS);
+	t = (struct cat_table_bytes){
+	        .hold = sh, .answer = sh->answer, .answer_len = sh->answer_len};
+	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_GZIP, &p1, &n1), 0);
+	assert_false(cat_table_bytes_coded_kept(&t, FL_CODING_GZIP));
+	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_GZIP, &p1, &n1), 0); /* decided once */
+	assert_int_equal(cat_table_coded_bytes(), 0);
+	cat_table_bytes_release(sh);
+	cat_cache_stop(c);
+}
+
+struct asker {
+	pthread_t th;
+	struct cat_table_bytes *t;
+	int rc;
+	const char *p;
+	size_t n;
+};
+
+static void *ask(void *arg)
+{
+	struct asker *a = arg;
+
+	a->rc = cat_table_bytes_coded(a->t, FL_CODING_ZSTD, &a->p, &a->n);
+	return NULL;
+}
+
+/* Many first askers at once: one makes the copy, the others get it or
+ * are told to send the answer as it is (never a second copy). */
+static void test_coded_concurrent(void **state)
+{
+	struct cat_cache *c = cat_cache_new(64 << 20, true);
+	struct asker a[8];
+
+	(void)state;
+	for (int round = 0; round < 20; round++) {
+		struct cat_shared *sh = version_of(300000, REPEATED);
+		struct cat_table_bytes t = {
+		        .hold = sh, .answer = sh->answer, .answer_len = sh->answer_len};
+		const char *kept = NULL;
+
+		for (int i = 0; i < 8; i++) {
+			a[i] = (struct asker){.t = &t};
+			assert_int_equal(pthread_create(&a[i].th, NULL, ask, &a[i]), 0);
+		}
+		for (int i = 0; i < 8; i++)
+			pthread_join(a[i].th, NULL);
+		for (int i = 0; i < 8; i++) {
+			assert_true(a[i].rc == 0 || a[i].rc == 1);
+			if (a[i].rc == 1) {
+				assert_true(kept == NULL || kept == a[i].p);
+				kept = a[i].p;
+			}
+		}
+		assert_non_null(kept); /* the maker got it */
+		for (int i = 0; i < 8; i++) /* one copy, counted once */
+			if (a[i].rc == 1)
+				assert_int_equal(cat_table_coded_bytes(), a[i].n);
+		cat_table_bytes_release(sh);
+		assert_int_equal(cat_table_coded_bytes(), 0);
+	}
+	cat_cache_stop(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -161,6 +287,8 @@ int main(void)
 	        cmocka_unit_test(test_reader_before_commit_refused),
 	        cmocka_unit_test(test_other_tables),
 	        cmocka_unit_test(test_not_live),
+	        cmocka_unit_test(test_coded_kept),
+	        cmocka_unit_test(test_coded_concurrent),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
