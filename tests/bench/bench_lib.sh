@@ -219,7 +219,8 @@ bench_floe_start()
 		cat "$log" >&2
 		bench_die "floe did not report its port"
 	}
-	BASE="http://127.0.0.1:$port"
+	# the address it listens on (127.0.0.1 unless --host says otherwise)
+	BASE=$(sed -n 's/.*listening on \(http:\/\/[^ "]*:[0-9][0-9]*\).*/\1/p' "$log" | head -n 1)
 	PREFIX=$(curl -fsS "$BASE/v1/config?warehouse=default" | jq -r '.overrides.prefix // empty') ||
 		bench_die "GET /v1/config failed"
 	# shellcheck disable=SC2034 # used by the scripts that source this file
