@@ -461,13 +461,6 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 		rc = srv_reply_not_modified(r, etag) == 0 ? 0 : nomem(err);
 		goto out;
 	}
-	meta = t.metadata;
-	mlen = t.metadata_len;
-	if (refs) {
-		if ((meta = filtered = refs_only(t.metadata, t.metadata_len, err)) == NULL)
-			goto out;
-		mlen = strlen(filtered);
-	}
 	/* A file warehouse needs no lookup and no vending: its extras are
 	 * fixed.  Elsewhere they are made, and an empty config without
 	 * credentials (a client that asked for no delegation) is the same. */
@@ -479,7 +472,8 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 		        json_object_size(json_object_get(extra, "config")) == 0;
 	}
 	/* A large answer to be coded is coded by a worker, which runs this
-	 * again (and a version's coded copy is then kept for the next ones). */
+	 * again (and a version's coded copy is then kept for the next ones):
+	 * decided before anything is filtered, which the worker would redo. */
 	if (srv_reply_codes_later(r, &t, plain && !refs)) {
 		fl_err_set(err, FL_ERR_WOULD_BLOCK, "the coded answer is made by a worker");
 		goto out;
@@ -488,6 +482,13 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 	if (plain && !refs) {
 		rc = srv_reply_table_held(r, &t, etag) == 0 ? 0 : nomem(err);
 		goto out;
+	}
+	meta = t.metadata;
+	mlen = t.metadata_len;
+	if (refs) {
+		if ((meta = filtered = refs_only(t.metadata, t.metadata_len, err)) == NULL)
+			goto out;
+		mlen = strlen(filtered);
 	}
 	rc = reply_table_text(r, t.metadata_location, t.location_sha256, meta, mlen, refs,
 	                      plain ? NULL : extra, plain ? CAT_EMPTY_CONFIG : NULL, err);
