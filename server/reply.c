@@ -278,6 +278,11 @@ int srv_reply_not_modified(struct srv_req *r, const char *etag)
 	if (set_response(r, MHD_HTTP_NOT_MODIFIED, NULL, NULL, 0) != 0)
 		return -1;
 	srv_libmhd()->add_response_header(r->resp, MHD_HTTP_HEADER_ETAG, etag);
+	/* RFC 9110 §15.4.5: the Vary a 200 would have carried (a 304 answers a
+	 * load, whose body is almost always large enough to be coded). */
+	if (r->code_min > 0)
+		srv_libmhd()->add_response_header(r->resp, MHD_HTTP_HEADER_VARY,
+		                                  MHD_HTTP_HEADER_ACCEPT_ENCODING);
 	return 0;
 }
 

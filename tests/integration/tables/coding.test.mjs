@@ -68,6 +68,7 @@ for (const [name, minBytes] of [['small', 5000], ['large', 150000]]) {
       for (const headers of [{}, ZSTD]) {
         const res = await call(c.base, 'GET', path, { headers: { ...headers, 'If-None-Match': inm }, expect: 304 });
         assert.equal(res.rawBody.length, 0);
+        assert.equal(res.headers.vary, 'Accept-Encoding', 'a 304 varies as its 200 would');
       }
     const m1 = await metrics();
     assert.equal(coded(m1, 'zstd') - coded(m0, 'zstd'), 2, 'two zstd answers counted');
