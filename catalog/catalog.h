@@ -355,14 +355,15 @@ const char *cat_table_bytes_location(const struct cat_table_bytes *t);
 /* The answer of t's version (cat_table_bytes.answer) coded with c, kept
  * with the version once made, so that a version is coded once however
  * often it is sent.  The coded copies of all versions a process keeps stay
- * within a quarter of the loadTable cache's budget; past it, or when the
- * copy would not be smaller, none is kept.  1: *p and *n are the kept
- * bytes, valid while t->hold is; 0: another thread is making them, the
- * budget is spent or the coding gains nothing, and the caller sends the
- * answer as it is; -1: out of memory.  cat_table_bytes_coded_kept says,
- * without making them, whether they are kept.  Thread-safe. */
+ * within a quarter of the loadTable cache's budget (none without a cache).
+ * 1: *p and *n are the coded bytes, valid while t->hold is, or, past the
+ * budget, a copy made for this caller, which *owned then names (the
+ * caller frees it; NULL otherwise); 0: another thread is making them, or
+ * the coding gains nothing, and the caller sends the answer as it is; -1:
+ * out of memory.  cat_table_bytes_coded_kept says, without making them,
+ * whether they are kept.  Thread-safe. */
 int cat_table_bytes_coded(const struct cat_table_bytes *t, enum fl_coding c, const char **p,
-                          size_t *n);
+                          size_t *n, char **owned);
 bool cat_table_bytes_coded_kept(const struct cat_table_bytes *t, enum fl_coding c);
 /* Bytes of the coded copies kept now, in this process. */
 size_t cat_table_coded_bytes(void);

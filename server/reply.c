@@ -108,10 +108,10 @@ static int install(struct srv_req *r, struct MHD_Response *resp, unsigned status
 }
 
 /* A coded body and what it was made from, freed with the response: the
- * plain body stays r->out_body (an idempotency record stores it), and a
- * coded copy the cache keeps holds its version. */
+ * plain body stays r->out_body (an idempotency record stores it), or it
+ * is a cached version's answer (hold), which stays held until then. */
 struct coded {
-	char *bytes; /* NULL: kept by the cache */
+	char *bytes;
 	char *plain;
 	struct cat_shared *hold;
 };
@@ -249,24 +249,48 @@ bool srv_reply_codes_later(const struct srv_req *r, const struct cat_table_bytes
 
 int srv_reply_table_held(struct srv_req *r, struct cat_table_bytes *t, const char *etag)
 {
+	const struct srv_libmhd *mhd = srv_libmhd();
 	bool varies = codable(r, MHD_HTTP_OK, t->answer_len);
 	enum fl_coding c = FL_CODING_IDENTITY;
 	const char *p = t->answer;
 	size_t n = t->answer_len;
+	struct MHD_Response *resp;
+	struct coded *k = NULL;
+	char *owned = NULL;
 
 	/* The version's coded copy, made once (on a worker when it is large:
-	 * srv_reply_codes_later); while another thread makes it, or when it
-	 * gains nothing, the answer goes as it is. */
+	 * srv_reply_codes_later), or this request's own past the budget;
+	 * while another thread makes it, or when it gains nothing, the answer
+	 * goes as it is. */
 	if (varies && r->coding != FL_CODING_IDENTITY &&
 	    !(fl_no_wait && n > CODE_INLINE_MAX && !cat_table_bytes_coded_kept(t, r->coding)) &&
-	    cat_table_bytes_coded(t, r->coding, &p, &n) == 1)
+	    cat_table_bytes_coded(t, r->coding, &p, &n, &owned) == 1)
 		c = r->coding;
 	/* libmicrohttpd only reads the buffer (it is not MUST_FREE): the cast
-	 * is its API's, not a licence to write. */
-	if (install(r,
-	            srv_libmhd()->create_response_from_buffer_with_free_callback_cls(
-	                    n, (void *)(uintptr_t)p, release_held, t->hold),
-	            MHD_HTTP_OK, "application/json", t->answer, t->answer_len, c, n, varies) != 0)
+	 * is its API's, not a licence to write.  An owned copy goes with the
+	 * hold when the response is done. */
+	if (owned != NULL && (k = calloc(1, sizeof(*k))) == NULL) {
+		free(owned);
+		owned = NULL;
+		c = FL_CODING_IDENTITY;
+		p = t->answer;
+		n = t->answer_len;
+	}
+	if (k != NULL) {
+		k->bytes = owned;
+		k->hold = t->hold;
+		resp = mhd->create_response_from_buffer_with_free_callback_cls(n, owned, coded_free,
+		                                                               k);
+		if (resp == NULL) {
+			k->hold = NULL; /* t keeps it on failure */
+			coded_free(k);
+		}
+	} else {
+		resp = mhd->create_response_from_buffer_with_free_callback_cls(
+		        n, (void *)(uintptr_t)p, release_held, t->hold);
+	}
+	if (install(r, resp, MHD_HTTP_OK, "application/json", t->answer, t->answer_len, c, n,
+	            varies) != 0)
 		return -1;
 	t->hold = NULL; /* the response's now */
 	add_etag(r, etag);

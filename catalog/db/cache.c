@@ -198,7 +198,7 @@ struct cat_coded {
 };
 
 /* Stands in a version's slot while its copy is made, or for good when the
- * coding gains nothing or the budget was spent: the answer is sent as it is. */
+ * coding gains nothing: the answer is then sent as it is. */
 static struct cat_coded coded_busy, coded_none;
 
 /* What the kept copies of every version hold, against a quarter of the
@@ -230,47 +230,51 @@ bool cat_table_bytes_coded_kept(const struct cat_table_bytes *t, enum fl_coding 
 }
 
 int cat_table_bytes_coded(const struct cat_table_bytes *t, enum fl_coding c, const char **p,
-                          size_t *n)
+                          size_t *n, char **owned)
 {
 	struct cat_shared *s = t->hold;
-	struct cat_coded *k, *mine = NULL;
+	struct cat_coded *k, *mine;
 	char *bytes;
 	size_t len;
 
+	*owned = NULL;
 	if (s == NULL || c <= FL_CODING_IDENTITY || c >= FL_CODING_COUNT)
 		return 0;
 	k = atomic_load_explicit(&s->coded[c], memory_order_acquire);
-	if (k == NULL) {
-		/* The first asker makes it; the others meanwhile send the answer
-		 * as it is rather than make it again (a hot table's reloads come
-		 * together). */
-		if (!atomic_compare_exchange_strong_explicit(&s->coded[c], &k, &coded_busy,
-		                                             memory_order_acq_rel,
-		                                             memory_order_acquire))
-			goto found;
-		if (fl_coding_encode(c, s->answer, s->answer_len, &bytes, &len) != 0) {
-			atomic_store_explicit(&s->coded[c], NULL, memory_order_release);
-			return -1;
-		}
-		k = &coded_none;
-		if (len < s->answer_len &&
-		    atomic_fetch_add_explicit(&coded_used, len, memory_order_relaxed) + len <=
-		            atomic_load_explicit(&coded_cap, memory_order_relaxed)) {
-			mine = malloc(sizeof(*mine));
-			if (mine != NULL) {
-				mine->len = len;
-				mine->bytes = bytes;
-				bytes = NULL;
-				k = mine;
-			} else {
-				atomic_fetch_sub_explicit(&coded_used, len, memory_order_relaxed);
-			}
-		} else if (len < s->answer_len) {
-			atomic_fetch_sub_explicit(&coded_used, len, memory_order_relaxed);
-		}
-		free(bytes);
-		atomic_store_explicit(&s->coded[c], k, memory_order_release);
+	if (k != NULL)
+		goto found;
+	/* The first asker makes it; the others meanwhile send the answer as
+	 * it is rather than make it again (a hot table's reloads come
+	 * together). */
+	if (!atomic_compare_exchange_strong_explicit(&s->coded[c], &k, &coded_busy,
+	                                             memory_order_acq_rel, memory_order_acquire))
+		goto found;
+	if (fl_coding_encode(c, s->answer, s->answer_len, &bytes, &len) != 0) {
+		atomic_store_explicit(&s->coded[c], NULL, memory_order_release);
+		return -1;
 	}
+	if (len >= s->answer_len) { /* gains nothing, now or later */
+		free(bytes);
+		atomic_store_explicit(&s->coded[c], &coded_none, memory_order_release);
+		return 0;
+	}
+	mine = NULL;
+	if (atomic_fetch_add_explicit(&coded_used, len, memory_order_relaxed) + len >
+	            atomic_load_explicit(&coded_cap, memory_order_relaxed) ||
+	    (mine = malloc(sizeof(*mine))) == NULL) {
+		/* Past the budget: the asker's own copy; a later asker may find
+		 * room (the slot is open again). */
+		atomic_fetch_sub_explicit(&coded_used, len, memory_order_relaxed);
+		atomic_store_explicit(&s->coded[c], NULL, memory_order_release);
+		*owned = bytes;
+		*p = bytes;
+		*n = len;
+		return 1;
+	}
+	mine->len = len;
+	mine->bytes = bytes;
+	atomic_store_explicit(&s->coded[c], mine, memory_order_release);
+	k = mine;
 found:
 	if (k == &coded_busy || k == &coded_none)
 		return 0;

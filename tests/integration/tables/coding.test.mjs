@@ -189,6 +189,26 @@ test('--response-compress-min-bytes 0 codes nothing', async () => {
   }
 });
 
+test('without a cache (--table-cache-bytes 0) each coded load is coded for itself', async () => {
+  const d = await startCatalog('coding_nocache', { args: ['--table-cache-bytes', '0'] });
+  try {
+    await call(d.base, 'POST', `${d.p}/namespaces`, { body: { namespace: NS }, expect: 200 });
+    await call(d.base, 'POST', `${d.p}/namespaces/${NS[0]}/tables`, { body: createBody('t', { properties: props(900, 200) }), expect: 200 });
+    const path = tablePath(d.p, NS, 't');
+    const plain = await call(d.base, 'GET', path, { expect: 200 });
+    for (let i = 0; i < 3; i++) {
+      const res = await call(d.base, 'GET', path, { headers: ZSTD, expect: 200 });
+      assert.equal(res.headers['content-encoding'], 'zstd');
+      assert.ok(Buffer.from(res.text).equals(plain.rawBody));
+    }
+    const m = parse((await request(d.base, 'GET', '/metrics')).text);
+    assert.equal(sum(m, 'floe_table_cache_coded_bytes'), 0, 'nothing kept without a cache');
+    assert.equal(sum(m, 'floe_http_coded_responses_total', { coding: 'zstd' }), 3);
+  } finally {
+    await d.floe.stop();
+  }
+});
+
 test('tokens and client secrets are never coded, even when every body would be', async () => {
   const a = await startAuthFloe({ tag: 'coding_auth', args: ['--response-compress-min-bytes', '1'] });
   try {

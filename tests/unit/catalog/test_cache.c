@@ -183,22 +183,23 @@ static void test_coded_kept(void **state)
 	struct cat_shared *sh = version_of(100000, REPEATED);
 	struct cat_table_bytes t = {.hold = sh, .answer = sh->answer, .answer_len = sh->answer_len};
 	const char *p1, *p2;
+	char *own = NULL, *own2 = NULL;
 	size_t n1, n2;
 
 	(void)state;
 	assert_int_equal(cat_table_coded_bytes(), 0);
 	assert_false(cat_table_bytes_coded_kept(&t, FL_CODING_ZSTD));
-	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_ZSTD, &p1, &n1), 1);
+	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_ZSTD, &p1, &n1, &own), 1);
 	assert_true(cat_table_bytes_coded_kept(&t, FL_CODING_ZSTD));
 	assert_false(cat_table_bytes_coded_kept(&t, FL_CODING_GZIP));
 	assert_true(n1 > 0 && n1 < sh->answer_len / 20);
 	assert_int_equal(ZSTD_getFrameContentSize(p1, n1), sh->answer_len);
-	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_ZSTD, &p2, &n2), 1);
+	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_ZSTD, &p2, &n2, &own), 1);
 	assert_ptr_equal(p1, p2); /* kept, not made again */
-	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_GZIP, &p2, &n2), 1);
+	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_GZIP, &p2, &n2, &own), 1);
 	assert_ptr_not_equal(p1, p2);
 	assert_int_equal(cat_table_coded_bytes(), n1 + n2);
-	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_IDENTITY, &p2, &n2), 0);
+	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_IDENTITY, &p2, &n2, &own), 0);
 	cat_table_bytes_release(sh);
 	assert_int_equal(cat_table_coded_bytes(), 0); /* freed with the version */
 
@@ -206,22 +207,45 @@ static void test_coded_kept(void **state)
 	sh = version_of(20000, RANDOM);
 	t = (struct cat_table_bytes){
 	        .hold = sh, .answer = sh->answer, .answer_len = sh->answer_len};
-	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_GZIP, &p1, &n1), 0);
+	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_GZIP, &p1, &n1, &own), 0);
 	assert_false(cat_table_bytes_coded_kept(&t, FL_CODING_GZIP));
 	assert_int_equal(cat_table_coded_bytes(), 0);
 	cat_table_bytes_release(sh);
 	cat_cache_stop(c);
 
-	/* Past the budget (a quarter of 64 KiB; letters code to ~60 %): not
-	 * kept, and nothing counted. */
+	assert_null(own); /* nothing above was the caller's own */
+
+	/* Past the budget (a quarter of 64 KiB; letters code to ~60 %): each
+	 * asker gets a copy of its own, nothing is kept or counted. */
 	c = cat_cache_new(64 * 1024, true);
 	sh = version_of(100000, LETTERS);
 	t = (struct cat_table_bytes){
 	        .hold = sh, .answer = sh->answer, .answer_len = sh->answer_len};
-	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_GZIP, &p1, &n1), 0);
+	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_GZIP, &p1, &n1, &own), 1);
+	assert_non_null(own);
+	assert_ptr_equal(p1, own);
+	assert_true(n1 > sh->answer_len / 2 && n1 < sh->answer_len);
 	assert_false(cat_table_bytes_coded_kept(&t, FL_CODING_GZIP));
-	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_GZIP, &p1, &n1), 0); /* decided once */
+	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_GZIP, &p2, &n2, &own2), 1);
+	assert_non_null(own2);
+	assert_ptr_not_equal(own, own2);
+	assert_int_equal(n1, n2);
+	assert_memory_equal(own, own2, n1);
 	assert_int_equal(cat_table_coded_bytes(), 0);
+	free(own);
+	free(own2);
+	cat_table_bytes_release(sh);
+	cat_cache_stop(c);
+
+	/* No cache at all: no budget, every copy the caller's. */
+	sh = version_of(100000, REPEATED);
+	t = (struct cat_table_bytes){
+	        .hold = sh, .answer = sh->answer, .answer_len = sh->answer_len};
+	c = cat_cache_new(0, false);
+	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_ZSTD, &p1, &n1, &own), 1);
+	assert_non_null(own);
+	assert_int_equal(cat_table_coded_bytes(), 0);
+	free(own);
 	cat_table_bytes_release(sh);
 	cat_cache_stop(c);
 }
@@ -238,7 +262,11 @@ static void *ask(void *arg)
 {
 	struct asker *a = arg;
 
-	a->rc = cat_table_bytes_coded(a->t, FL_CODING_ZSTD, &a->p, &a->n);
+	char *own = NULL;
+
+	a->rc = cat_table_bytes_coded(a->t, FL_CODING_ZSTD, &a->p, &a->n, &own);
+	if (own != NULL) /* within the budget: never the asker's own */
+		a->rc = 99;
 	return NULL;
 }
 
