@@ -49,6 +49,7 @@ struct cat_cache_stats {
 	unsigned long hits, misses, evictions;
 	unsigned long notifications; /* NOTIFY floe_table applied (from every process) */
 	size_t bytes, entries, max_bytes;
+	size_t coded_bytes; /* the coded copies its versions keep (cat_table_bytes_coded) */
 	bool listening; /* the LISTEN connection is up: the cache serves only then */
 	/* Misses read in batches: statements, the loads they answered, and the
 	 * loads queued or being read now (parked connections included). */
@@ -354,19 +355,23 @@ void cat_table_bytes_release(struct cat_shared *hold);
 const char *cat_table_bytes_location(const struct cat_table_bytes *t);
 /* The answer of t's version (cat_table_bytes.answer) coded with c, kept
  * with the version once made, so that a version is coded once however
- * often it is sent.  The coded copies of all versions a process keeps stay
- * within a quarter of the loadTable cache's budget (none without a cache).
- * 1: *p and *n are the coded bytes, valid while t->hold is, or, past the
- * budget, a copy made for this caller, which *owned then names (the
- * caller frees it; NULL otherwise); 0: another thread is making them, or
- * the coding gains nothing, and the caller sends the answer as it is; -1:
- * out of memory.  cat_table_bytes_coded_kept says, without making them,
- * whether they are kept.  Thread-safe. */
-int cat_table_bytes_coded(const struct cat_table_bytes *t, enum fl_coding c, const char **p,
-                          size_t *n, char **owned);
-bool cat_table_bytes_coded_kept(const struct cat_table_bytes *t, enum fl_coding c);
-/* Bytes of the coded copies kept now, in this process. */
-size_t cat_table_coded_bytes(void);
+ * often it is sent.  The coded copies a cache's versions keep stay within
+ * a quarter of its budget (none without a cache).  1: *p and *n are the
+ * coded bytes, valid while t->hold is, or, past the budget, a copy made
+ * for this caller, which *owned then names (the caller frees it; NULL
+ * otherwise); 0: another thread is making them, or the coding gains
+ * nothing, and the caller sends the answer as it is; -1: out of memory.
+ * cat_table_bytes_coded_state says, without making anything, which of
+ * those a call would find.  Thread-safe. */
+int cat_table_bytes_coded(struct cat_db *db, const struct cat_table_bytes *t, enum fl_coding c,
+                          const char **p, size_t *n, char **owned) FL_MUST_CHECK;
+enum cat_coded_state {
+	CAT_CODED_OPEN, /* not made yet (or not kept: past the budget) */
+	CAT_CODED_BUSY, /* being made */
+	CAT_CODED_KEPT,
+	CAT_CODED_NONE, /* the coding gains nothing */
+};
+enum cat_coded_state cat_table_bytes_coded_state(const struct cat_table_bytes *t, enum fl_coding c);
 
 /* loadTable without holding the caller while PostgreSQL reads.
  * cat_table_cached: true with *out (storage_type included) when the table

@@ -99,7 +99,7 @@ enum fl_coding fl_coding_accepted(const char *ae)
 			else if (token_is(t, n, "zstd"))
 				q_zstd = q > q_zstd ? q : q_zstd;
 			else if (token_is(t, n, "*"))
-				q_any = q;
+				q_any = q > q_any ? q : q_any;
 		}
 		p = *end == ',' ? end + 1 : end;
 	}

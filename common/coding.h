@@ -1,7 +1,7 @@
 /* coding.h - HTTP content codings of response bodies (RFC 9110 §8.4).
  *
  * A client that sends Accept-Encoding with gzip or zstd may get a body so
- * coded: Iceberg metadata is JSON that shrinks 6-8 times, and a table's
+ * coded: Iceberg metadata is JSON that shrinks 6-9 times, and a table's
  * grows with its snapshots.  Both codings run at level 1 (the body is
  * usually coded once per version and sent many times, but a hot table
  * makes a version every few milliseconds). */
@@ -9,6 +9,8 @@
 #define FL_CODING_H
 
 #include <stddef.h>
+
+#include "err.h"
 
 enum fl_coding { FL_CODING_IDENTITY = 0, FL_CODING_GZIP, FL_CODING_ZSTD, FL_CODING_COUNT };
 
@@ -26,6 +28,7 @@ enum fl_coding fl_coding_accepted(const char *accept_encoding);
 /* Codes the n bytes at p with c (not identity) into a malloc'd buffer,
  * *out of *out_len bytes.  0, or -1 when out of memory (or n is too large
  * for the coder). */
-int fl_coding_encode(enum fl_coding c, const void *p, size_t n, char **out, size_t *out_len);
+int fl_coding_encode(enum fl_coding c, const void *p, size_t n, char **out,
+                     size_t *out_len) FL_MUST_CHECK;
 
 #endif

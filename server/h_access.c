@@ -300,7 +300,6 @@ int srv_h_principal_create(struct srv_req *r, struct fl_err *err)
 		if (rc == 0) {
 			json_object_set_new(out, "client-id", json_string(name));
 			json_object_set_new(out, "client-secret", json_string(secret));
-			r->secret = true; /* never coded (struct srv_req) */
 		}
 	}
 	if (rc != 0)
@@ -337,7 +336,6 @@ int srv_h_principal_rotate(struct srv_req *r, struct fl_err *err)
 	if (rc != 0)
 		return -1;
 	srv_auth_changed(r->ctx->auth);
-	r->secret = true; /* never coded (struct srv_req) */
 	return answer(r, json_pack("{s:s, s:s}", "client-id", seg(r, 3), "client-secret", secret),
 	              false, err);
 }

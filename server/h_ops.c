@@ -43,7 +43,11 @@ int srv_h_metrics(struct srv_req *r, struct fl_err *err)
 
 int srv_h_openapi(struct srv_req *r, struct fl_err *err)
 {
-	if (srv_reply_bytes(r, "application/yaml", srv_openapi_yaml, srv_openapi_yaml_len) != 0)
+	/* A public route: the document is coded once, not per request. */
+	static struct srv_static_coded coded;
+
+	if (srv_reply_static(r, "application/yaml", srv_openapi_yaml, srv_openapi_yaml_len,
+	                     &coded) != 0)
 		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 	return 0;
 }

@@ -458,7 +458,19 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 	etag_of(t.metadata_location, t.location_sha256, refs, etag);
 	inm = srv_header(r, "If-None-Match");
 	if (inm != NULL && strstr(inm, etag + 1) != NULL) {
-		rc = srv_reply_not_modified(r, etag) == 0 ? 0 : nomem(err);
+		char weak[48];
+
+		snprintf(weak, sizeof(weak), "W/%s", etag);
+		rc = srv_reply_not_modified(r, etag, strstr(inm, weak) != NULL) == 0 ? 0
+		                                                                     : nomem(err);
+		goto out;
+	}
+	/* A large answer to be coded is coded by a worker, which runs this
+	 * again (and a version's coded copy is then kept for the next ones):
+	 * decided before the extras are made and anything is filtered, which
+	 * the worker would do again. */
+	if (srv_reply_codes_later(r, &t, !refs)) {
+		fl_err_set(err, FL_ERR_WOULD_BLOCK, "the coded answer is made by a worker");
 		goto out;
 	}
 	/* A file warehouse needs no lookup and no vending: its extras are
@@ -470,13 +482,6 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 			goto out;
 		plain = json_object_size(extra) == 1 &&
 		        json_object_size(json_object_get(extra, "config")) == 0;
-	}
-	/* A large answer to be coded is coded by a worker, which runs this
-	 * again (and a version's coded copy is then kept for the next ones):
-	 * decided before anything is filtered, which the worker would redo. */
-	if (srv_reply_codes_later(r, &t, plain && !refs)) {
-		fl_err_set(err, FL_ERR_WOULD_BLOCK, "the coded answer is made by a worker");
-		goto out;
 	}
 	/* Such an answer is the cache's whole block, sent without a copy. */
 	if (plain && !refs) {

@@ -375,6 +375,7 @@ static void dispatch(struct srv_req *r)
 			srv_reply_error(r, &err, NULL);
 		return;
 	}
+	r->secret = r->secret || srv_route_carries_secrets(r->route);
 	key = srv_header(r, "Idempotency-Key");
 	/* Responses of the token endpoint, of the access management API and of
 	 * remote signing carry a token, a secret or a signature with the

@@ -531,13 +531,6 @@ int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx, struct fl_buf
 		        fl_coding_name((enum fl_coding)c), atomic_load(&m->coded[c]),
 		        fl_coding_name((enum fl_coding)c), atomic_load(&m->coded_plain[c]),
 		        fl_coding_name((enum fl_coding)c), atomic_load(&m->coded_sent[c]));
-	rc |= fl_buf_printf(
-	        out,
-	        "# HELP floe_table_cache_coded_bytes Bytes of the coded copies of cached"
-	        " loadTable and loadView answers (at most a quarter of"
-	        " table-cache-bytes).\n"
-	        "# TYPE floe_table_cache_coded_bytes gauge\nfloe_table_cache_coded_bytes %zu\n",
-	        cat_table_coded_bytes());
 	{
 		struct table_render t = {out, FL_BUF_INIT, 0};
 		struct fl_err err;
@@ -573,6 +566,9 @@ int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx, struct fl_buf
 		        "# TYPE floe_table_cache_evictions_total counter\nfloe_table_cache_evictions_total %lu\n"
 		        "# HELP floe_table_cache_bytes Bytes held by the loadTable cache.\n"
 		        "# TYPE floe_table_cache_bytes gauge\nfloe_table_cache_bytes %zu\n"
+		        "# HELP floe_table_cache_coded_bytes Bytes of the coded copies of cached"
+		        " loadTable and loadView answers (at most a quarter of table-cache-bytes).\n"
+		        "# TYPE floe_table_cache_coded_bytes gauge\nfloe_table_cache_coded_bytes %zu\n"
 		        "# HELP floe_table_cache_max_bytes The loadTable cache budget (table-cache-bytes).\n"
 		        "# TYPE floe_table_cache_max_bytes gauge\nfloe_table_cache_max_bytes %zu\n"
 		        "# HELP floe_table_cache_entries Tables held by the loadTable cache.\n"
@@ -598,9 +594,9 @@ int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx, struct fl_buf
 		        "# HELP floe_metadata_file_read_bytes_total Bytes of those reads.\n"
 		        "# TYPE floe_metadata_file_read_bytes_total counter\n"
 		        "floe_metadata_file_read_bytes_total %lu\n",
-		        cs.hits, cs.misses, cs.evictions, cs.bytes, cs.max_bytes, cs.entries,
-		        cs.notifications, cs.listening ? 1 : 0, cs.batch_reads, cs.batch_loads,
-		        cs.loads_waiting, cs.file_reads, cs.file_read_bytes);
+		        cs.hits, cs.misses, cs.evictions, cs.bytes, cs.coded_bytes, cs.max_bytes,
+		        cs.entries, cs.notifications, cs.listening ? 1 : 0, cs.batch_reads,
+		        cs.batch_loads, cs.loads_waiting, cs.file_reads, cs.file_read_bytes);
 	}
 	rc |= render_signals(ctx, out);
 	rc |= render_maintenance(ctx, out);

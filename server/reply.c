@@ -4,6 +4,7 @@
  * {"error":{"message","type","code"}} with the code equal to the status. */
 #include "reply.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,11 +69,12 @@ const char *srv_err_type(enum fl_err_kind kind)
 #define CODE_INLINE_MAX (128 * 1024)
 
 /* Whether a body of n bytes with status may go out coded, and so varies
- * with Accept-Encoding (see struct srv_req for secret). */
+ * with Accept-Encoding (see struct srv_req for secret).  A HEAD is coded
+ * like its GET: the same Content-Encoding, Content-Length and Vary. */
 static bool codable(const struct srv_req *r, unsigned status, size_t n)
 {
-	return r->code_min > 0 && n >= r->code_min && !r->secret && !r->head &&
-	       status != MHD_HTTP_NO_CONTENT && status != MHD_HTTP_NOT_MODIFIED;
+	return r->code_min > 0 && n >= r->code_min && !r->secret && status != MHD_HTTP_NO_CONTENT &&
+	       status != MHD_HTTP_NOT_MODIFIED;
 }
 
 /* Installs resp (NULL: it could not be made) as the answer, whose body is
@@ -110,15 +112,15 @@ static int install(struct srv_req *r, struct MHD_Response *resp, unsigned status
 /* A coded body and what it was made from, freed with the response: the
  * plain body stays r->out_body (an idempotency record stores it), or it
  * is a cached version's answer (hold), which stays held until then. */
-struct coded {
+struct coded_body {
 	char *bytes;
 	char *plain;
 	struct cat_shared *hold;
 };
 
-static void coded_free(void *cls)
+static void coded_body_free(void *cls)
 {
-	struct coded *k = cls;
+	struct coded_body *k = cls;
 
 	free(k->bytes);
 	free(k->plain);
@@ -133,8 +135,9 @@ static int set_response(struct srv_req *r, unsigned status, const char *ctype, c
 	const struct srv_libmhd *mhd = srv_libmhd();
 	bool varies = body != NULL && codable(r, status, n);
 	struct MHD_Response *resp;
-	struct coded *k = NULL;
+	struct coded_body *k = NULL;
 	size_t zn = 0;
+	bool coded;
 
 	if (varies && r->coding != FL_CODING_IDENTITY && !(fl_no_wait && n > CODE_INLINE_MAX) &&
 	    (k = calloc(1, sizeof(*k))) != NULL &&
@@ -143,20 +146,21 @@ static int set_response(struct srv_req *r, unsigned status, const char *ctype, c
 		free(k);
 		k = NULL;
 	}
-	if (k != NULL) {
+	coded = k != NULL;
+	if (coded) {
 		k->plain = body;
 		resp = mhd->create_response_from_buffer_with_free_callback_cls(zn, k->bytes,
-		                                                               coded_free, k);
+		                                                               coded_body_free, k);
 		if (resp == NULL)
-			coded_free(k);
+			coded_body_free(k);
 	} else {
 		resp = mhd->create_response_from_buffer(
 		        n, body, body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
 		if (resp == NULL)
 			free(body);
 	}
-	return install(r, resp, status, ctype, body, n, k != NULL ? r->coding : FL_CODING_IDENTITY,
-	               zn, varies);
+	return install(r, resp, status, ctype, body, n, coded ? r->coding : FL_CODING_IDENTITY, zn,
+	               varies);
 }
 
 static int reply_json(struct srv_req *r, unsigned status, const json_t *v)
@@ -193,6 +197,50 @@ int srv_reply_no_content(struct srv_req *r)
 	return set_response(r, MHD_HTTP_NO_CONTENT, NULL, NULL, 0);
 }
 
+struct srv_coded_copy {
+	size_t len;
+	char bytes[];
+};
+
+int srv_reply_static(struct srv_req *r, const char *ctype, const char *p, size_t n,
+                     struct srv_static_coded *sc)
+{
+	const struct srv_libmhd *mhd = srv_libmhd();
+	bool varies = codable(r, MHD_HTTP_OK, n);
+	enum fl_coding c = varies ? r->coding : FL_CODING_IDENTITY;
+	struct srv_coded_copy *k = NULL, *mine;
+	char *z;
+	size_t zn;
+
+	/* Made once per process and coding (a few hundred µs), never freed. */
+	if (c != FL_CODING_IDENTITY) {
+		k = atomic_load_explicit(&sc->copy[c], memory_order_acquire);
+		if (k == NULL && fl_coding_encode(c, p, n, &z, &zn) == 0) {
+			mine = malloc(sizeof(*mine) + zn);
+			if (mine != NULL) {
+				mine->len = zn;
+				memcpy(mine->bytes, z, zn);
+				if (atomic_compare_exchange_strong_explicit(&sc->copy[c], &k, mine,
+				                                            memory_order_acq_rel,
+				                                            memory_order_acquire))
+					k = mine;
+				else
+					free(mine); /* another thread's came first */
+			}
+			free(z);
+		}
+		if (k == NULL)
+			c = FL_CODING_IDENTITY;
+	}
+	/* libmicrohttpd only reads a PERSISTENT buffer: the cast is its API's. */
+	return install(
+	        r,
+	        mhd->create_response_from_buffer(k != NULL ? k->len : n,
+	                                         (void *)(uintptr_t)(k != NULL ? k->bytes : p),
+	                                         MHD_RESPMEM_PERSISTENT),
+	        MHD_HTTP_OK, ctype, p, n, c, k != NULL ? k->len : 0, varies);
+}
+
 int srv_reply_bytes(struct srv_req *r, const char *ctype, const char *p, size_t n)
 {
 	char *copy = malloc(n ? n : 1);
@@ -203,17 +251,18 @@ int srv_reply_bytes(struct srv_req *r, const char *ctype, const char *p, size_t 
 	return set_response(r, MHD_HTTP_OK, ctype, copy, n);
 }
 
-/* Adds the ETag header etag to the installed response: weak when its body
- * is coded (RFC 9110 §8.8.3: a strong tag names one sequence of bytes,
- * and the coded body is another; If-None-Match compares weakly, so either
- * form of the tag matches there). */
-static void etag_header(struct srv_req *r, const char *etag)
+/* Adds the ETag header etag to the installed response, made weak when
+ * asked: a coded body's is (RFC 9110 §8.8.3: a strong tag names one
+ * sequence of bytes, and the coded body is another; If-None-Match
+ * compares weakly, so either form of the tag matches there).  Floe's tags
+ * are 34 bytes. */
+static void etag_header(struct srv_req *r, const char *etag, bool weak)
 {
-	char weak[128];
+	char w[128];
 
-	if (r->out_coding != FL_CODING_IDENTITY && strncmp(etag, "W/", 2) != 0 &&
-	    (size_t)snprintf(weak, sizeof(weak), "W/%s", etag) < sizeof(weak))
-		etag = weak;
+	if (weak && strncmp(etag, "W/", 2) != 0 &&
+	    (size_t)snprintf(w, sizeof(w), "W/%s", etag) < sizeof(w))
+		etag = w;
 	srv_libmhd()->add_response_header(r->resp, MHD_HTTP_HEADER_ETAG, etag);
 }
 
@@ -221,7 +270,7 @@ static void etag_header(struct srv_req *r, const char *etag)
 static void add_etag(struct srv_req *r, const char *etag)
 {
 	if (etag != NULL) {
-		etag_header(r, etag);
+		etag_header(r, etag, r->out_coding != FL_CODING_IDENTITY);
 		r->out_etag = fl_arena_strdup(r->arena, etag);
 	}
 }
@@ -242,9 +291,12 @@ static void release_held(void *hold)
 
 bool srv_reply_codes_later(const struct srv_req *r, const struct cat_table_bytes *t, bool held)
 {
-	return fl_no_wait && r->coding != FL_CODING_IDENTITY && t->answer_len > CODE_INLINE_MAX &&
-	       codable(r, MHD_HTTP_OK, t->answer_len) &&
-	       !(held && cat_table_bytes_coded_kept(t, r->coding));
+	if (!fl_no_wait || r->coding == FL_CODING_IDENTITY || t->answer_len <= CODE_INLINE_MAX ||
+	    !codable(r, MHD_HTTP_OK, t->answer_len))
+		return false;
+	/* A held answer's copy that is kept is sent from here; one being made
+	 * (or that gains nothing) means the plain answer, also from here. */
+	return !held || cat_table_bytes_coded_state(t, r->coding) == CAT_CODED_OPEN;
 }
 
 int srv_reply_table_held(struct srv_req *r, struct cat_table_bytes *t, const char *etag)
@@ -255,7 +307,7 @@ int srv_reply_table_held(struct srv_req *r, struct cat_table_bytes *t, const cha
 	const char *p = t->answer;
 	size_t n = t->answer_len;
 	struct MHD_Response *resp;
-	struct coded *k = NULL;
+	struct coded_body *k = NULL;
 	char *owned = NULL;
 
 	/* The version's coded copy, made once (on a worker when it is large:
@@ -263,8 +315,9 @@ int srv_reply_table_held(struct srv_req *r, struct cat_table_bytes *t, const cha
 	 * while another thread makes it, or when it gains nothing, the answer
 	 * goes as it is. */
 	if (varies && r->coding != FL_CODING_IDENTITY &&
-	    !(fl_no_wait && n > CODE_INLINE_MAX && !cat_table_bytes_coded_kept(t, r->coding)) &&
-	    cat_table_bytes_coded(t, r->coding, &p, &n, &owned) == 1)
+	    !(fl_no_wait && n > CODE_INLINE_MAX &&
+	      cat_table_bytes_coded_state(t, r->coding) != CAT_CODED_KEPT) &&
+	    cat_table_bytes_coded(r->ctx->db, t, r->coding, &p, &n, &owned) == 1)
 		c = r->coding;
 	/* libmicrohttpd only reads the buffer (it is not MUST_FREE): the cast
 	 * is its API's, not a licence to write.  An owned copy goes with the
@@ -279,11 +332,11 @@ int srv_reply_table_held(struct srv_req *r, struct cat_table_bytes *t, const cha
 	if (k != NULL) {
 		k->bytes = owned;
 		k->hold = t->hold;
-		resp = mhd->create_response_from_buffer_with_free_callback_cls(n, owned, coded_free,
-		                                                               k);
+		resp = mhd->create_response_from_buffer_with_free_callback_cls(n, owned,
+		                                                               coded_body_free, k);
 		if (resp == NULL) {
 			k->hold = NULL; /* t keeps it on failure */
-			coded_free(k);
+			coded_body_free(k);
 		}
 	} else {
 		resp = mhd->create_response_from_buffer_with_free_callback_cls(
@@ -297,11 +350,11 @@ int srv_reply_table_held(struct srv_req *r, struct cat_table_bytes *t, const cha
 	return 0;
 }
 
-int srv_reply_not_modified(struct srv_req *r, const char *etag)
+int srv_reply_not_modified(struct srv_req *r, const char *etag, bool weak)
 {
 	if (set_response(r, MHD_HTTP_NOT_MODIFIED, NULL, NULL, 0) != 0)
 		return -1;
-	srv_libmhd()->add_response_header(r->resp, MHD_HTTP_HEADER_ETAG, etag);
+	etag_header(r, etag, weak);
 	/* RFC 9110 §15.4.5: the Vary a 200 would have carried (a 304 answers a
 	 * load, whose body is almost always large enough to be coded). */
 	if (r->code_min > 0)
@@ -324,7 +377,7 @@ int srv_reply_stored(struct srv_req *r, int status, const char *ctype, const cha
 	if (set_response(r, (unsigned)status, ctype, copy, n) != 0)
 		return -1;
 	if (etag != NULL)
-		etag_header(r, etag);
+		etag_header(r, etag, r->out_coding != FL_CODING_IDENTITY);
 	return srv_reply_replayed(r, NULL);
 }
 

@@ -15,6 +15,15 @@ int srv_reply_ok_private(struct srv_req *r, const json_t *v) FL_MUST_CHECK;
 int srv_reply_created(struct srv_req *r, const json_t *v) FL_MUST_CHECK;
 /* 204 without a body. */
 int srv_reply_no_content(struct srv_req *r) FL_MUST_CHECK;
+/* 200 with n constant bytes at p (never freed: a document compiled in),
+ * coded for a client that asks with the copy sc keeps, made on first use:
+ * sc is static storage, zeroed. */
+struct srv_coded_copy;
+struct srv_static_coded {
+	_Atomic(struct srv_coded_copy *) copy[FL_CODING_COUNT];
+};
+int srv_reply_static(struct srv_req *r, const char *ctype, const char *p, size_t n,
+                     struct srv_static_coded *sc) FL_MUST_CHECK;
 /* 200 with a body of the given content type (bytes are copied). */
 int srv_reply_bytes(struct srv_req *r, const char *ctype, const char *p, size_t n) FL_MUST_CHECK;
 /* 200 with a JSON body taken over (malloc'd) and an optional ETag. */
@@ -30,8 +39,9 @@ int srv_reply_table(struct srv_req *r, char *body, size_t n, const char *etag) F
 int srv_reply_table_held(struct srv_req *r, struct cat_table_bytes *t,
                          const char *etag) FL_MUST_CHECK;
 bool srv_reply_codes_later(const struct srv_req *r, const struct cat_table_bytes *t, bool held);
-/* 304 with the ETag. */
-int srv_reply_not_modified(struct srv_req *r, const char *etag) FL_MUST_CHECK;
+/* 304 with the ETag, weak (W/) when the client named it so: the form the
+ * 200 it holds carried (a coded one's is weak). */
+int srv_reply_not_modified(struct srv_req *r, const char *etag, bool weak) FL_MUST_CHECK;
 /* Replays a response stored under an Idempotency-Key (status as stored). */
 int srv_reply_stored(struct srv_req *r, int status, const char *ctype, const char *etag,
                      const char *body, size_t n) FL_MUST_CHECK;

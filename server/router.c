@@ -91,6 +91,13 @@ bool srv_route_from_memory(const struct srv_route *route)
 	       route->handler == srv_h_healthz;
 }
 
+bool srv_route_carries_secrets(const struct srv_route *route)
+{
+	return route->priv == SRV_PRIV_ACCESS_ADMIN || route->handler == srv_h_oauth_tokens ||
+	       route->handler == srv_h_tbl_credentials || route->handler == srv_h_tbl_sign ||
+	       route->handler == srv_h_s3_sign;
+}
+
 bool srv_route_claims_late(const struct srv_route *route)
 {
 	return route->handler == srv_h_tbl_commit;

@@ -63,6 +63,12 @@ void srv_routes_json(FILE *f);
  * table cache, and the liveness probe.  Any route may be given; every other goes to a worker. */
 bool srv_route_from_memory(const struct srv_route *route);
 
+/* Whether the route's answers carry a token, a client secret, a signature or
+ * storage credentials: the token endpoint, remote signing, GET …/credentials
+ * and the access management API.  They are never content-coded (reply.c;
+ * a loadTable that vends credentials is marked where it does). */
+bool srv_route_carries_secrets(const struct srv_route *route);
+
 /* Whether the route's Idempotency-Key claim may wait for the route's first
  * statement and ride with it (httpd.c, cat_idem_claim_defer): a table
  * commit, whose first act with an effect is its read of the table row, or

@@ -119,6 +119,7 @@ struct cat_cache {
 	bool started;
 	char *conninfo;
 	struct cat_db *db;
+	struct coded_budget *coded; /* NULL: no coded copy is kept */
 };
 
 static uint64_t fnv(const char *p, size_t n)
@@ -191,49 +192,68 @@ void cat_shared_row(struct cat_shared *s, const char *row_id, const char *ns_id,
 	s->version = version;
 }
 
-/* A coded copy of a version's answer (cat_table_bytes_coded). */
+/* What the kept coded copies of a cache's versions hold, against a quarter
+ * of its budget.  Counted: the cache holds a reference, and so does each
+ * copy, which may outlive the cache in a response still being sent. */
+struct coded_budget {
+	atomic_uint refs;
+	atomic_size_t used;
+	size_t cap;
+};
+
+/* A coded copy of a version's answer (cat_cache_coded). */
 struct cat_coded {
 	size_t len;
 	char *bytes;
+	struct coded_budget *b;
 };
 
 /* Stands in a version's slot while its copy is made, or for good when the
  * coding gains nothing: the answer is then sent as it is. */
 static struct cat_coded coded_busy, coded_none;
 
-/* What the kept copies of every version hold, against a quarter of the
- * loadTable cache's budget (set by cat_cache_new; one cache per process). */
-static atomic_size_t coded_used, coded_cap;
+static void budget_unref(struct coded_budget *b)
+{
+	if (b != NULL && atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1)
+		free(b);
+}
 
 static void coded_free(struct cat_coded *k)
 {
 	if (k == NULL || k == &coded_busy || k == &coded_none)
 		return;
-	atomic_fetch_sub_explicit(&coded_used, k->len, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&k->b->used, k->len, memory_order_relaxed);
+	budget_unref(k->b);
 	free(k->bytes);
 	free(k);
 }
 
-size_t cat_table_coded_bytes(void)
+size_t cat_cache_coded_bytes(const struct cat_cache *c)
 {
-	return atomic_load_explicit(&coded_used, memory_order_relaxed);
+	return c != NULL && c->coded != NULL
+	               ? atomic_load_explicit(&c->coded->used, memory_order_relaxed)
+	               : 0;
 }
 
-bool cat_table_bytes_coded_kept(const struct cat_table_bytes *t, enum fl_coding c)
+enum cat_coded_state cat_table_bytes_coded_state(const struct cat_table_bytes *t, enum fl_coding c)
 {
 	struct cat_coded *k;
 
 	if (t->hold == NULL || c <= FL_CODING_IDENTITY || c >= FL_CODING_COUNT)
-		return false;
+		return CAT_CODED_NONE;
 	k = atomic_load_explicit(&t->hold->coded[c], memory_order_acquire);
-	return k != NULL && k != &coded_busy && k != &coded_none;
+	return k == NULL          ? CAT_CODED_OPEN
+	       : k == &coded_busy ? CAT_CODED_BUSY
+	       : k == &coded_none ? CAT_CODED_NONE
+	                          : CAT_CODED_KEPT;
 }
 
-int cat_table_bytes_coded(const struct cat_table_bytes *t, enum fl_coding c, const char **p,
-                          size_t *n, char **owned)
+int cat_cache_coded(struct cat_cache *cache, const struct cat_table_bytes *t, enum fl_coding c,
+                    const char **p, size_t *n, char **owned)
 {
+	struct coded_budget *b = cache != NULL ? cache->coded : NULL;
 	struct cat_shared *s = t->hold;
-	struct cat_coded *k, *mine;
+	struct cat_coded *k, *mine = NULL;
 	char *bytes;
 	size_t len;
 
@@ -258,21 +278,26 @@ int cat_table_bytes_coded(const struct cat_table_bytes *t, enum fl_coding c, con
 		atomic_store_explicit(&s->coded[c], &coded_none, memory_order_release);
 		return 0;
 	}
-	mine = NULL;
-	if (atomic_fetch_add_explicit(&coded_used, len, memory_order_relaxed) + len >
-	            atomic_load_explicit(&coded_cap, memory_order_relaxed) ||
-	    (mine = malloc(sizeof(*mine))) == NULL) {
-		/* Past the budget: the asker's own copy; a later asker may find
-		 * room (the slot is open again). */
-		atomic_fetch_sub_explicit(&coded_used, len, memory_order_relaxed);
+	if (b != NULL &&
+	    atomic_fetch_add_explicit(&b->used, len, memory_order_relaxed) + len <= b->cap) {
+		if ((mine = malloc(sizeof(*mine))) == NULL)
+			atomic_fetch_sub_explicit(&b->used, len, memory_order_relaxed);
+	} else if (b != NULL) {
+		atomic_fetch_sub_explicit(&b->used, len, memory_order_relaxed);
+	}
+	if (mine == NULL) {
+		/* Past the budget (or without a cache): the asker's own copy; a
+		 * later asker may find room (the slot is open again). */
 		atomic_store_explicit(&s->coded[c], NULL, memory_order_release);
 		*owned = bytes;
 		*p = bytes;
 		*n = len;
 		return 1;
 	}
+	atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
 	mine->len = len;
 	mine->bytes = bytes;
+	mine->b = b;
 	atomic_store_explicit(&s->coded[c], mine, memory_order_release);
 	k = mine;
 found:
@@ -281,6 +306,12 @@ found:
 	*p = k->bytes;
 	*n = k->len;
 	return 1;
+}
+
+int cat_table_bytes_coded(struct cat_db *db, const struct cat_table_bytes *t, enum fl_coding c,
+                          const char **p, size_t *n, char **owned)
+{
+	return cat_cache_coded(db->cache, t, c, p, n, owned);
 }
 
 void cat_table_bytes_release(struct cat_shared *s)
@@ -707,7 +738,12 @@ struct cat_cache *cat_cache_new(size_t max_bytes, bool live)
 	if (c == NULL)
 		return NULL;
 	c->max_bytes = max_bytes;
-	atomic_store(&coded_cap, max_bytes / 4);
+	/* Without it (out of memory) no coded copy is kept. */
+	c->coded = calloc(1, sizeof(*c->coded));
+	if (c->coded != NULL) {
+		atomic_init(&c->coded->refs, 1);
+		c->coded->cap = max_bytes / 4;
+	}
 	c->max_entry = max_bytes / 32 > MIN_ENTRY_LIMIT ? max_bytes / 32 : MIN_ENTRY_LIMIT;
 	for (int i = 0; i < STRIPES; i++)
 		pthread_rwlock_init(&c->stripes[i].lock, NULL);
@@ -757,6 +793,7 @@ void cat_cache_stop(struct cat_cache *c)
 		free(c->stripes[i].buckets);
 	}
 	pthread_mutex_destroy(&c->ring_mu);
+	budget_unref(c->coded);
 	free(c->conninfo);
 	free(c);
 }
@@ -783,4 +820,5 @@ void cat_db_cache_stats(struct cat_db *db, struct cat_cache_stats *st)
 	st->bytes = atomic_load(&c->bytes);
 	st->entries = atomic_load(&c->entries);
 	st->max_bytes = c->max_bytes;
+	st->coded_bytes = cat_cache_coded_bytes(c);
 }

@@ -190,6 +190,11 @@ static inline struct cat_shared *cat_shared_ref(struct cat_shared *s)
 
 /* The loadTable cache (cache.c). */
 struct cat_cache;
+/* cat_table_bytes_coded on a cache (NULL: none, so nothing is kept), and
+ * the bytes its versions' coded copies hold. */
+int cat_cache_coded(struct cat_cache *cache, const struct cat_table_bytes *t, enum fl_coding c,
+                    const char **p, size_t *n, char **owned) FL_MUST_CHECK;
+size_t cat_cache_coded_bytes(const struct cat_cache *c);
 int cat_cache_start(struct cat_db *db, size_t max_bytes, struct fl_err *err) FL_MUST_CHECK;
 /* The cache alone, without the listener that cat_cache_start runs (which
  * makes it live while connected): for that, and for tests.  NULL when out

@@ -432,7 +432,7 @@ export function request(baseUrl, method, rawPath, { headers = {}, body, timeoutM
 // gzip by node's zlib, zstd by the zstd program (node 20 has no zstd). rawBody keeps the
 // bytes as sent.
 export function decodeBody(coding, buf) {
-  if (!coding || coding === 'identity') return buf;
+  if (!coding || coding === 'identity' || buf.length === 0) return buf; // HEAD: headers only
   if (coding === 'gzip') return zlib.gunzipSync(buf);
   if (coding === 'zstd') return execFileSync('zstd', ['-dcq'], { input: buf, maxBuffer: 1 << 30 });
   throw new Error(`Content-Encoding ${coding}: no decoder here`);

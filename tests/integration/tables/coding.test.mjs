@@ -63,12 +63,14 @@ for (const [name, minBytes] of [['small', 5000], ['large', 150000]]) {
       assert.equal(res.headers['content-encoding'], undefined, `Accept-Encoding: ${ae}`);
       assert.ok(res.rawBody.equals(plain.rawBody), `Accept-Encoding: ${ae}`);
     }
-    // either form of the tag is fresh, with or without a coding
+    // either form of the tag is fresh, with or without a coding; the 304 names it in the
+    // form the client holds (a coded 200's is weak)
     for (const inm of [plain.headers.etag, `W/${plain.headers.etag}`])
       for (const headers of [{}, ZSTD]) {
         const res = await call(c.base, 'GET', path, { headers: { ...headers, 'If-None-Match': inm }, expect: 304 });
         assert.equal(res.rawBody.length, 0);
         assert.equal(res.headers.vary, 'Accept-Encoding', 'a 304 varies as its 200 would');
+        assert.equal(res.headers.etag, inm, 'the tag in the form the client sent');
       }
     const m1 = await metrics();
     assert.equal(coded(m1, 'zstd') - coded(m0, 'zstd'), 2, 'two zstd answers counted');
@@ -137,6 +139,16 @@ test('small bodies, errors and 204s go as they are; /metrics and /openapi.yaml a
     assert.equal(z.headers['content-encoding'], 'gzip', p);
     assert.ok(z.rawBody.length * 2 < z.text.length, `${p}: ${z.rawBody.length} of ${z.text.length}`);
   }
+  // the document is coded once: the same bytes each time; HEAD has GET's headers
+  const o1 = await request(c.base, 'GET', '/openapi.yaml', { headers: ZSTD });
+  const o2 = await request(c.base, 'GET', '/openapi.yaml', { headers: ZSTD });
+  assert.equal(o1.headers['content-encoding'], 'zstd');
+  assert.ok(o1.rawBody.equals(o2.rawBody));
+  const oh = await request(c.base, 'HEAD', '/openapi.yaml', { headers: ZSTD });
+  assert.equal(oh.status, 200);
+  assert.equal(oh.rawBody.length, 0);
+  for (const h of ['content-encoding', 'content-length', 'vary', 'content-type'])
+    assert.equal(oh.headers[h], o1.headers[h], `HEAD's ${h} is GET's`);
 });
 
 test('clients we did not write decode them: curl --compressed, Python requests, fetch, iceberg-js', async (t) => {

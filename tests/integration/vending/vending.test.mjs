@@ -118,6 +118,8 @@ before(async () => {
   dbUrl = db.url;
   floe = await startFloe({
     databaseUrl: db.url,
+    // every body may be coded, so that a response carrying a secret is seen not to be
+    args: ['--response-compress-min-bytes', '1'],
     env: { FLOE_S3_KEY: moto.accessKeyId, FLOE_S3_SECRET: moto.secretAccessKey },
   });
   base = floe.baseUrl;
@@ -203,7 +205,6 @@ test('a response carrying vended keys is never content-coded; the same load with
   const vended = await r('GET', tpath('lake', ['ns'], 'wide'), { headers: { ...VEND, ...AE } });
   const v = expectJson(vended, 200, 'LoadTableResult');
   assert.ok(v['storage-credentials']?.length === 1, 'credentials were vended');
-  assert.ok(vended.text.length >= 1024, `long enough to be coded (${vended.text.length} bytes)`);
   assert.equal(vended.headers['content-encoding'], undefined, 'vended keys are never coded');
   const credRes = await r('GET', `${tpath('lake', ['ns'], 'wide')}/credentials`, { headers: AE });
   assert.ok(expectJson(credRes, 200, 'LoadCredentialsResponse')['storage-credentials'].length === 1);
@@ -308,9 +309,10 @@ test('a warehouse without STS: loads answer without credentials, GET …/credent
 async function signed(route, method, uri, headers = {}, body) {
   const req = { region: 'us-east-1', method, uri, headers: Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, [v]])) };
   if (body !== undefined) req.body = body;
-  const res = await r('POST', route, { body: req });
+  const res = await r('POST', route, { body: req, headers: { 'Accept-Encoding': 'gzip, deflate, zstd' } });
   const out = expectJson(res, 200, 'RemoteSignResult');
   assert.equal(res.headers['cache-control'], 'no-store');
+  assert.equal(res.headers['content-encoding'], undefined, 'a signature is never coded');
   assert.equal(out.uri, uri);
   const h = { ...headers };
   for (const [k, v] of Object.entries(out.headers)) h[k] = v.join(', ');

@@ -187,33 +187,42 @@ static void test_coded_kept(void **state)
 	size_t n1, n2;
 
 	(void)state;
-	assert_int_equal(cat_table_coded_bytes(), 0);
-	assert_false(cat_table_bytes_coded_kept(&t, FL_CODING_ZSTD));
-	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_ZSTD, &p1, &n1, &own), 1);
-	assert_true(cat_table_bytes_coded_kept(&t, FL_CODING_ZSTD));
-	assert_false(cat_table_bytes_coded_kept(&t, FL_CODING_GZIP));
+	assert_int_equal(cat_cache_coded_bytes(c), 0);
+	assert_int_not_equal(cat_table_bytes_coded_state(&t, FL_CODING_ZSTD), CAT_CODED_KEPT);
+	assert_int_equal(cat_cache_coded(c, &t, FL_CODING_ZSTD, &p1, &n1, &own), 1);
+	assert_int_equal(cat_table_bytes_coded_state(&t, FL_CODING_ZSTD), CAT_CODED_KEPT);
+	assert_int_not_equal(cat_table_bytes_coded_state(&t, FL_CODING_GZIP), CAT_CODED_KEPT);
 	assert_true(n1 > 0 && n1 < sh->answer_len / 20);
 	assert_int_equal(ZSTD_getFrameContentSize(p1, n1), sh->answer_len);
-	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_ZSTD, &p2, &n2, &own), 1);
+	assert_int_equal(cat_cache_coded(c, &t, FL_CODING_ZSTD, &p2, &n2, &own), 1);
 	assert_ptr_equal(p1, p2); /* kept, not made again */
-	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_GZIP, &p2, &n2, &own), 1);
+	assert_int_equal(cat_cache_coded(c, &t, FL_CODING_GZIP, &p2, &n2, &own), 1);
 	assert_ptr_not_equal(p1, p2);
-	assert_int_equal(cat_table_coded_bytes(), n1 + n2);
-	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_IDENTITY, &p2, &n2, &own), 0);
+	assert_int_equal(cat_cache_coded_bytes(c), n1 + n2);
+	assert_int_equal(cat_cache_coded(c, &t, FL_CODING_IDENTITY, &p2, &n2, &own), 0);
 	cat_table_bytes_release(sh);
-	assert_int_equal(cat_table_coded_bytes(), 0); /* freed with the version */
+	assert_int_equal(cat_cache_coded_bytes(c), 0); /* freed with the version */
 
 	/* Incompressible (random bytes): not kept, the answer goes as it is. */
 	sh = version_of(20000, RANDOM);
 	t = (struct cat_table_bytes){
 	        .hold = sh, .answer = sh->answer, .answer_len = sh->answer_len};
-	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_GZIP, &p1, &n1, &own), 0);
-	assert_false(cat_table_bytes_coded_kept(&t, FL_CODING_GZIP));
-	assert_int_equal(cat_table_coded_bytes(), 0);
+	assert_int_equal(cat_cache_coded(c, &t, FL_CODING_GZIP, &p1, &n1, &own), 0);
+	assert_int_equal(cat_table_bytes_coded_state(&t, FL_CODING_GZIP), CAT_CODED_NONE);
+	assert_int_equal(cat_cache_coded_bytes(c), 0);
 	cat_table_bytes_release(sh);
-	cat_cache_stop(c);
-
 	assert_null(own); /* nothing above was the caller's own */
+
+	/* A kept copy outlives its cache (a response still being sent): the
+	 * budget goes with the last of them. */
+	sh = version_of(100000, REPEATED);
+	t = (struct cat_table_bytes){
+	        .hold = sh, .answer = sh->answer, .answer_len = sh->answer_len};
+	assert_int_equal(cat_cache_coded(c, &t, FL_CODING_GZIP, &p1, &n1, &own), 1);
+	assert_null(own);
+	cat_cache_stop(c);
+	assert_int_equal(cat_table_bytes_coded_state(&t, FL_CODING_GZIP), CAT_CODED_KEPT);
+	cat_table_bytes_release(sh);
 
 	/* Past the budget (a quarter of 64 KiB; letters code to ~60 %): each
 	 * asker gets a copy of its own, nothing is kept or counted. */
@@ -221,37 +230,37 @@ static void test_coded_kept(void **state)
 	sh = version_of(100000, LETTERS);
 	t = (struct cat_table_bytes){
 	        .hold = sh, .answer = sh->answer, .answer_len = sh->answer_len};
-	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_GZIP, &p1, &n1, &own), 1);
+	assert_int_equal(cat_cache_coded(c, &t, FL_CODING_GZIP, &p1, &n1, &own), 1);
 	assert_non_null(own);
 	assert_ptr_equal(p1, own);
 	assert_true(n1 > sh->answer_len / 2 && n1 < sh->answer_len);
-	assert_false(cat_table_bytes_coded_kept(&t, FL_CODING_GZIP));
-	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_GZIP, &p2, &n2, &own2), 1);
+	assert_int_equal(cat_table_bytes_coded_state(&t, FL_CODING_GZIP), CAT_CODED_OPEN);
+	assert_int_equal(cat_cache_coded(c, &t, FL_CODING_GZIP, &p2, &n2, &own2), 1);
 	assert_non_null(own2);
 	assert_ptr_not_equal(own, own2);
 	assert_int_equal(n1, n2);
 	assert_memory_equal(own, own2, n1);
-	assert_int_equal(cat_table_coded_bytes(), 0);
+	assert_int_equal(cat_cache_coded_bytes(c), 0);
 	free(own);
 	free(own2);
 	cat_table_bytes_release(sh);
 	cat_cache_stop(c);
 
-	/* No cache at all: no budget, every copy the caller's. */
+	/* No cache at all (table-cache-bytes 0): every copy the caller's. */
 	sh = version_of(100000, REPEATED);
 	t = (struct cat_table_bytes){
 	        .hold = sh, .answer = sh->answer, .answer_len = sh->answer_len};
-	c = cat_cache_new(0, false);
-	assert_int_equal(cat_table_bytes_coded(&t, FL_CODING_ZSTD, &p1, &n1, &own), 1);
+	assert_int_equal(cat_cache_coded(NULL, &t, FL_CODING_ZSTD, &p1, &n1, &own), 1);
 	assert_non_null(own);
-	assert_int_equal(cat_table_coded_bytes(), 0);
+	assert_int_equal(cat_cache_coded_bytes(NULL), 0);
+	assert_int_equal(cat_table_bytes_coded_state(&t, FL_CODING_ZSTD), CAT_CODED_OPEN);
 	free(own);
 	cat_table_bytes_release(sh);
-	cat_cache_stop(c);
 }
 
 struct asker {
 	pthread_t th;
+	struct cat_cache *c;
 	struct cat_table_bytes *t;
 	int rc;
 	const char *p;
@@ -261,10 +270,9 @@ struct asker {
 static void *ask(void *arg)
 {
 	struct asker *a = arg;
-
 	char *own = NULL;
 
-	a->rc = cat_table_bytes_coded(a->t, FL_CODING_ZSTD, &a->p, &a->n, &own);
+	a->rc = cat_cache_coded(a->c, a->t, FL_CODING_ZSTD, &a->p, &a->n, &own);
 	if (own != NULL) /* within the budget: never the asker's own */
 		a->rc = 99;
 	return NULL;
@@ -285,7 +293,7 @@ static void test_coded_concurrent(void **state)
 		const char *kept = NULL;
 
 		for (int i = 0; i < 8; i++) {
-			a[i] = (struct asker){.t = &t};
+			a[i] = (struct asker){.c = c, .t = &t};
 			assert_int_equal(pthread_create(&a[i].th, NULL, ask, &a[i]), 0);
 		}
 		for (int i = 0; i < 8; i++)
@@ -300,9 +308,9 @@ static void test_coded_concurrent(void **state)
 		assert_non_null(kept); /* the maker got it */
 		for (int i = 0; i < 8; i++) /* one copy, counted once */
 			if (a[i].rc == 1)
-				assert_int_equal(cat_table_coded_bytes(), a[i].n);
+				assert_int_equal(cat_cache_coded_bytes(c), a[i].n);
 		cat_table_bytes_release(sh);
-		assert_int_equal(cat_table_coded_bytes(), 0);
+		assert_int_equal(cat_cache_coded_bytes(c), 0);
 	}
 	cat_cache_stop(c);
 }

@@ -224,9 +224,10 @@ static void test_reply_table_etag_and_replay(void **state)
 
 	req_init(&r, "GET");
 	r.arena = a;
-	assert_int_equal(srv_reply_not_modified(&r, "\"v1\""), 0);
+	assert_int_equal(srv_reply_not_modified(&r, "\"v1\"", false), 0);
 	assert_int_equal(r.status, 304);
 	assert_string_equal(MHD_get_response_header(r.resp, MHD_HTTP_HEADER_ETAG), "\"v1\"");
+	assert_null(MHD_get_response_header(r.resp, MHD_HTTP_HEADER_VARY)); /* nothing is coded */
 	req_done(&r);
 
 	/* A replayed idempotent response keeps its stored status and says so. */
@@ -243,6 +244,115 @@ static void test_reply_table_etag_and_replay(void **state)
 	assert_int_equal(srv_reply_stored(&r, 204, NULL, "\"e\"", NULL, 0), 0);
 	assert_int_equal(r.status, 204);
 	assert_string_equal(MHD_get_response_header(r.resp, MHD_HTTP_HEADER_ETAG), "\"e\"");
+	req_done(&r);
+	fl_arena_free(a);
+}
+
+/* A body of at least code_min bytes goes out in the coding the client
+ * accepts, with Vary and a weak ETag, and r->out_body stays the plain body
+ * (what an idempotency record stores); a smaller one, a secret one or a
+ * 204 goes as it is. */
+static void test_coded(void **state)
+{
+	static const char plain[] =
+	        "{\"metadata\":{\"snapshots\":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,"
+	        "1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}}";
+	struct fl_arena *a = fl_arena_new();
+	struct srv_req r;
+	char *body;
+
+	assert_non_null(a);
+	for (int coding = FL_CODING_GZIP; coding <= FL_CODING_ZSTD; coding++) {
+		req_init(&r, "GET");
+		r.arena = a;
+		r.coding = (enum fl_coding)coding;
+		r.code_min = 64;
+		body = strdup(plain);
+		assert_non_null(body);
+		assert_int_equal(srv_reply_table(&r, body, strlen(body), "\"v1\""), 0);
+		assert_string_equal(
+		        MHD_get_response_header(r.resp, MHD_HTTP_HEADER_CONTENT_ENCODING),
+		        fl_coding_name((enum fl_coding)coding));
+		assert_string_equal(MHD_get_response_header(r.resp, MHD_HTTP_HEADER_VARY),
+		                    "Accept-Encoding");
+		assert_string_equal(MHD_get_response_header(r.resp, MHD_HTTP_HEADER_ETAG),
+		                    "W/\"v1\"");
+		assert_string_equal(r.out_etag, "\"v1\""); /* stored strong, sent weak */
+		assert_int_equal(r.out_coding, coding);
+		assert_true(r.out_coded_len > 0 && r.out_coded_len < strlen(plain));
+		assert_int_equal(r.out_len, strlen(plain));
+		assert_memory_equal(r.out_body, plain, r.out_len);
+		req_done(&r);
+
+		/* a replay is coded for its own client, its stored tag made weak */
+		req_init(&r, "POST");
+		r.arena = a;
+		r.coding = (enum fl_coding)coding;
+		r.code_min = 64;
+		assert_int_equal(srv_reply_stored(&r, 200, "application/json", "\"v2\"", plain,
+		                                  strlen(plain)),
+		                 0);
+		assert_string_equal(
+		        MHD_get_response_header(r.resp, MHD_HTTP_HEADER_CONTENT_ENCODING),
+		        fl_coding_name((enum fl_coding)coding));
+		assert_string_equal(MHD_get_response_header(r.resp, MHD_HTTP_HEADER_ETAG),
+		                    "W/\"v2\"");
+		req_done(&r);
+	}
+
+	/* too small: as it is, and never varies */
+	req_init(&r, "GET");
+	r.arena = a;
+	r.coding = FL_CODING_ZSTD;
+	r.code_min = 4096;
+	body = strdup(plain);
+	assert_non_null(body);
+	assert_int_equal(srv_reply_table(&r, body, strlen(body), "\"v1\""), 0);
+	assert_null(MHD_get_response_header(r.resp, MHD_HTTP_HEADER_CONTENT_ENCODING));
+	assert_null(MHD_get_response_header(r.resp, MHD_HTTP_HEADER_VARY));
+	assert_string_equal(MHD_get_response_header(r.resp, MHD_HTTP_HEADER_ETAG), "\"v1\"");
+	req_done(&r);
+
+	/* a secret: as it is, whatever the client accepts */
+	req_init(&r, "GET");
+	r.arena = a;
+	r.coding = FL_CODING_GZIP;
+	r.code_min = 1;
+	r.secret = true;
+	body = strdup(plain);
+	assert_non_null(body);
+	assert_int_equal(srv_reply_table(&r, body, strlen(body), NULL), 0);
+	assert_null(MHD_get_response_header(r.resp, MHD_HTTP_HEADER_CONTENT_ENCODING));
+	assert_int_equal(r.out_coding, FL_CODING_IDENTITY);
+	req_done(&r);
+
+	/* a token response marks itself secret */
+	req_init(&r, "POST");
+	r.arena = a;
+	r.coding = FL_CODING_GZIP;
+	r.code_min = 1;
+	json_t *tok = json_pack("{s:s}", "access_token", "eyJ...................................");
+	assert_int_equal(srv_reply_token(&r, tok), 0);
+	json_decref(tok);
+	assert_null(MHD_get_response_header(r.resp, MHD_HTTP_HEADER_CONTENT_ENCODING));
+	req_done(&r);
+
+	/* 204 and a 304: no body; the 304 varies as its 200 would, its tag as the client's */
+	req_init(&r, "DELETE");
+	r.arena = a;
+	r.coding = FL_CODING_GZIP;
+	r.code_min = 1;
+	assert_int_equal(srv_reply_no_content(&r), 0);
+	assert_null(MHD_get_response_header(r.resp, MHD_HTTP_HEADER_CONTENT_ENCODING));
+	req_done(&r);
+	req_init(&r, "GET");
+	r.arena = a;
+	r.coding = FL_CODING_GZIP;
+	r.code_min = 1;
+	assert_int_equal(srv_reply_not_modified(&r, "\"v1\"", true), 0);
+	assert_string_equal(MHD_get_response_header(r.resp, MHD_HTTP_HEADER_ETAG), "W/\"v1\"");
+	assert_string_equal(MHD_get_response_header(r.resp, MHD_HTTP_HEADER_VARY),
+	                    "Accept-Encoding");
 	req_done(&r);
 	fl_arena_free(a);
 }
@@ -264,6 +374,7 @@ int main(void)
 	        cmocka_unit_test(test_reply_success),
 	        cmocka_unit_test(test_error_replaces_earlier_reply),
 	        cmocka_unit_test(test_reply_table_etag_and_replay),
+	        cmocka_unit_test(test_coded),
 	};
 
 	return cmocka_run_group_tests_name("server/reply", tests, load_mhd, NULL);
