@@ -248,6 +248,16 @@ static void test_reply_table_etag_and_replay(void **state)
 	fl_arena_free(a);
 }
 
+/* A request from a client that accepts coding c, with a floor of min bytes. */
+static void coded_req(struct srv_req *r, const char *method, struct fl_arena *a, enum fl_coding c,
+                      size_t min)
+{
+	req_init(r, method);
+	r->arena = a;
+	r->coding = c;
+	r->code_min = min;
+}
+
 /* A body of at least code_min bytes goes out in the coding the client
  * accepts, with Vary and a weak ETag, and r->out_body stays the plain body
  * (what an idempotency record stores); a smaller one, a secret one or a
@@ -259,14 +269,12 @@ static void test_coded(void **state)
 	        "1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}}";
 	struct fl_arena *a = fl_arena_new();
 	struct srv_req r;
+	json_t *tok;
 	char *body;
 
 	assert_non_null(a);
 	for (int coding = FL_CODING_GZIP; coding <= FL_CODING_ZSTD; coding++) {
-		req_init(&r, "GET");
-		r.arena = a;
-		r.coding = (enum fl_coding)coding;
-		r.code_min = 64;
+		coded_req(&r, "GET", a, (enum fl_coding)coding, 64);
 		body = strdup(plain);
 		assert_non_null(body);
 		assert_int_equal(srv_reply_table(&r, body, strlen(body), "\"v1\""), 0);
@@ -285,10 +293,7 @@ static void test_coded(void **state)
 		req_done(&r);
 
 		/* a replay is coded for its own client, its stored tag made weak */
-		req_init(&r, "POST");
-		r.arena = a;
-		r.coding = (enum fl_coding)coding;
-		r.code_min = 64;
+		coded_req(&r, "POST", a, (enum fl_coding)coding, 64);
 		assert_int_equal(srv_reply_stored(&r, 200, "application/json", "\"v2\"", plain,
 		                                  strlen(plain)),
 		                 0);
@@ -301,10 +306,7 @@ static void test_coded(void **state)
 	}
 
 	/* too small: as it is, and never varies */
-	req_init(&r, "GET");
-	r.arena = a;
-	r.coding = FL_CODING_ZSTD;
-	r.code_min = 4096;
+	coded_req(&r, "GET", a, FL_CODING_ZSTD, 4096);
 	body = strdup(plain);
 	assert_non_null(body);
 	assert_int_equal(srv_reply_table(&r, body, strlen(body), "\"v1\""), 0);
@@ -314,10 +316,7 @@ static void test_coded(void **state)
 	req_done(&r);
 
 	/* a secret: as it is, whatever the client accepts */
-	req_init(&r, "GET");
-	r.arena = a;
-	r.coding = FL_CODING_GZIP;
-	r.code_min = 1;
+	coded_req(&r, "GET", a, FL_CODING_GZIP, 1);
 	r.secret = true;
 	body = strdup(plain);
 	assert_non_null(body);
@@ -327,28 +326,19 @@ static void test_coded(void **state)
 	req_done(&r);
 
 	/* a token response marks itself secret */
-	req_init(&r, "POST");
-	r.arena = a;
-	r.coding = FL_CODING_GZIP;
-	r.code_min = 1;
-	json_t *tok = json_pack("{s:s}", "access_token", "eyJ...................................");
+	coded_req(&r, "POST", a, FL_CODING_GZIP, 1);
+	tok = json_pack("{s:s}", "access_token", "eyJ...................................");
 	assert_int_equal(srv_reply_token(&r, tok), 0);
 	json_decref(tok);
 	assert_null(MHD_get_response_header(r.resp, MHD_HTTP_HEADER_CONTENT_ENCODING));
 	req_done(&r);
 
 	/* 204 and a 304: no body; the 304 varies as its 200 would, its tag as the client's */
-	req_init(&r, "DELETE");
-	r.arena = a;
-	r.coding = FL_CODING_GZIP;
-	r.code_min = 1;
+	coded_req(&r, "DELETE", a, FL_CODING_GZIP, 1);
 	assert_int_equal(srv_reply_no_content(&r), 0);
 	assert_null(MHD_get_response_header(r.resp, MHD_HTTP_HEADER_CONTENT_ENCODING));
 	req_done(&r);
-	req_init(&r, "GET");
-	r.arena = a;
-	r.coding = FL_CODING_GZIP;
-	r.code_min = 1;
+	coded_req(&r, "GET", a, FL_CODING_GZIP, 1);
 	assert_int_equal(srv_reply_not_modified(&r, "\"v1\"", true), 0);
 	assert_string_equal(MHD_get_response_header(r.resp, MHD_HTTP_HEADER_ETAG), "W/\"v1\"");
 	assert_string_equal(MHD_get_response_header(r.resp, MHD_HTTP_HEADER_VARY),
