@@ -68,6 +68,18 @@ const char *srv_err_type(enum fl_err_kind kind)
  * (srv_reply_codes_later), and anything else goes out as it is. */
 #define CODE_INLINE_MAX (128 * 1024)
 
+/* The largest body coded with gzip.  zlib codes JSON at ~110 MB/s at level
+ * 1 on the machines of BENCHMARKS.md, against ~1.1 GB/s for zstd: 256 KiB
+ * is ~2.3 ms of a worker, and a larger body goes plain to a client that
+ * accepts gzip only (one that accepts zstd gets zstd at any size). */
+#define GZIP_MAX (256 * 1024)
+
+/* The coding r's body of n bytes goes out in, when it may be coded. */
+static enum fl_coding coding_for(const struct srv_req *r, size_t n)
+{
+	return r->coding == FL_CODING_GZIP && n > GZIP_MAX ? FL_CODING_IDENTITY : r->coding;
+}
+
 /* Whether a body of n bytes with status may go out coded, and so varies
  * with Accept-Encoding (see struct srv_req for secret).  A HEAD is coded
  * like its GET: the same Content-Encoding, Content-Length and Vary. */
@@ -134,14 +146,15 @@ static int set_response(struct srv_req *r, unsigned status, const char *ctype, c
 {
 	const struct srv_libmhd *mhd = srv_libmhd();
 	bool varies = body != NULL && codable(r, status, n);
+	enum fl_coding c = coding_for(r, n);
 	struct MHD_Response *resp;
 	struct coded_body *k = NULL;
 	size_t zn = 0;
 	bool coded;
 
-	if (varies && r->coding != FL_CODING_IDENTITY && !(fl_no_wait && n > CODE_INLINE_MAX) &&
+	if (varies && c != FL_CODING_IDENTITY && !(fl_no_wait && n > CODE_INLINE_MAX) &&
 	    (k = calloc(1, sizeof(*k))) != NULL &&
-	    (fl_coding_encode(r->coding, body, n, &k->bytes, &zn) != 0 || zn >= n)) {
+	    (fl_coding_encode(c, body, n, &k->bytes, &zn) != 0 || zn >= n)) {
 		free(k->bytes);
 		free(k);
 		k = NULL;
@@ -159,8 +172,7 @@ static int set_response(struct srv_req *r, unsigned status, const char *ctype, c
 		if (resp == NULL)
 			free(body);
 	}
-	return install(r, resp, status, ctype, body, n, coded ? r->coding : FL_CODING_IDENTITY, zn,
-	               varies);
+	return install(r, resp, status, ctype, body, n, coded ? c : FL_CODING_IDENTITY, zn, varies);
 }
 
 static int reply_json(struct srv_req *r, unsigned status, const json_t *v)
@@ -207,7 +219,7 @@ int srv_reply_static(struct srv_req *r, const char *ctype, const char *p, size_t
 {
 	const struct srv_libmhd *mhd = srv_libmhd();
 	bool varies = codable(r, MHD_HTTP_OK, n);
-	enum fl_coding c = varies ? r->coding : FL_CODING_IDENTITY;
+	enum fl_coding c = varies ? coding_for(r, n) : FL_CODING_IDENTITY;
 	struct srv_coded_copy *k = NULL, *mine;
 	char *z;
 	size_t zn;
@@ -291,19 +303,21 @@ static void release_held(void *hold)
 
 bool srv_reply_codes_later(const struct srv_req *r, const struct cat_table_bytes *t, bool held)
 {
-	if (!fl_no_wait || r->coding == FL_CODING_IDENTITY || t->answer_len <= CODE_INLINE_MAX ||
+	enum fl_coding c = coding_for(r, t->answer_len);
+
+	if (!fl_no_wait || c == FL_CODING_IDENTITY || t->answer_len <= CODE_INLINE_MAX ||
 	    !codable(r, MHD_HTTP_OK, t->answer_len))
 		return false;
 	/* A held answer's copy that is kept is sent from here; one being made
 	 * (or that gains nothing) means the plain answer, also from here. */
-	return !held || cat_table_bytes_coded_state(t, r->coding) == CAT_CODED_OPEN;
+	return !held || cat_table_bytes_coded_state(t, c) == CAT_CODED_OPEN;
 }
 
 int srv_reply_table_held(struct srv_req *r, struct cat_table_bytes *t, const char *etag)
 {
 	const struct srv_libmhd *mhd = srv_libmhd();
 	bool varies = codable(r, MHD_HTTP_OK, t->answer_len);
-	enum fl_coding c = FL_CODING_IDENTITY;
+	enum fl_coding want = coding_for(r, t->answer_len), c = FL_CODING_IDENTITY;
 	const char *p = t->answer;
 	size_t n = t->answer_len;
 	struct MHD_Response *resp;
@@ -314,11 +328,11 @@ int srv_reply_table_held(struct srv_req *r, struct cat_table_bytes *t, const cha
 	 * srv_reply_codes_later), or this request's own past the budget;
 	 * while another thread makes it, or when it gains nothing, the answer
 	 * goes as it is. */
-	if (varies && r->coding != FL_CODING_IDENTITY &&
+	if (varies && want != FL_CODING_IDENTITY &&
 	    !(fl_no_wait && n > CODE_INLINE_MAX &&
-	      cat_table_bytes_coded_state(t, r->coding) != CAT_CODED_KEPT) &&
-	    cat_table_bytes_coded(r->ctx->db, t, r->coding, &p, &n, &owned) == 1)
-		c = r->coding;
+	      cat_table_bytes_coded_state(t, want) != CAT_CODED_KEPT) &&
+	    cat_table_bytes_coded(r->ctx->db, t, want, &p, &n, &owned) == 1)
+		c = want;
 	/* libmicrohttpd only reads the buffer (it is not MUST_FREE): the cast
 	 * is its API's, not a licence to write.  An owned copy goes with the
 	 * hold when the response is done. */

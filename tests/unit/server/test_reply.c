@@ -305,6 +305,23 @@ static void test_coded(void **state)
 		req_done(&r);
 	}
 
+	/* past 256 KiB gzip is not used (ten times zstd's cost), zstd still is */
+	for (int coding = FL_CODING_GZIP; coding <= FL_CODING_ZSTD; coding++) {
+		size_t big = 300 * 1024;
+
+		coded_req(&r, "GET", a, (enum fl_coding)coding, 64);
+		body = malloc(big);
+		assert_non_null(body);
+		for (size_t i = 0; i < big; i++)
+			body[i] = plain[i % (sizeof(plain) - 1)];
+		assert_int_equal(srv_reply_table(&r, body, big, NULL), 0);
+		assert_int_equal(r.out_coding,
+		                 coding == FL_CODING_GZIP ? FL_CODING_IDENTITY : FL_CODING_ZSTD);
+		assert_string_equal(MHD_get_response_header(r.resp, MHD_HTTP_HEADER_VARY),
+		                    "Accept-Encoding");
+		req_done(&r);
+	}
+
 	/* too small: as it is, and never varies */
 	coded_req(&r, "GET", a, FL_CODING_ZSTD, 4096);
 	body = strdup(plain);
