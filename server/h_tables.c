@@ -458,11 +458,7 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 	etag_of(t.metadata_location, t.location_sha256, refs, etag);
 	inm = srv_header(r, "If-None-Match");
 	if (inm != NULL && strstr(inm, etag + 1) != NULL) {
-		char weak[48];
-
-		snprintf(weak, sizeof(weak), "W/%s", etag);
-		rc = srv_reply_not_modified(r, etag, strstr(inm, weak) != NULL) == 0 ? 0
-		                                                                     : nomem(err);
+		rc = srv_reply_not_modified(r, etag, inm) == 0 ? 0 : nomem(err);
 		goto out;
 	}
 	/* A large answer to be coded is coded by a worker, which runs this

@@ -364,11 +364,15 @@ int srv_reply_table_held(struct srv_req *r, struct cat_table_bytes *t, const cha
 	return 0;
 }
 
-int srv_reply_not_modified(struct srv_req *r, const char *etag, bool weak)
+int srv_reply_not_modified(struct srv_req *r, const char *etag, const char *inm)
 {
+	const char *named = inm != NULL ? strstr(inm, etag) : NULL;
+
 	if (set_response(r, MHD_HTTP_NOT_MODIFIED, NULL, NULL, 0) != 0)
 		return -1;
-	etag_header(r, etag, weak);
+	/* The form of the tag the client holds: W/ right before it (a coded
+	 * 200's tag is weak). */
+	etag_header(r, etag, named != NULL && named - inm >= 2 && strncmp(named - 2, "W/", 2) == 0);
 	/* RFC 9110 §15.4.5: the Vary a 200 would have carried (a 304 answers a
 	 * load, whose body is almost always large enough to be coded). */
 	if (r->code_min > 0)

@@ -39,9 +39,10 @@ int srv_reply_table(struct srv_req *r, char *body, size_t n, const char *etag) F
 int srv_reply_table_held(struct srv_req *r, struct cat_table_bytes *t,
                          const char *etag) FL_MUST_CHECK;
 bool srv_reply_codes_later(const struct srv_req *r, const struct cat_table_bytes *t, bool held);
-/* 304 with the ETag, weak (W/) when the client named it so: the form the
- * 200 it holds carried (a coded one's is weak). */
-int srv_reply_not_modified(struct srv_req *r, const char *etag, bool weak) FL_MUST_CHECK;
+/* 304 with the ETag, weak (W/) when inm, the request's If-None-Match (or
+ * NULL), names it so: the form the 200 the client holds carried (a coded
+ * one's is weak). */
+int srv_reply_not_modified(struct srv_req *r, const char *etag, const char *inm) FL_MUST_CHECK;
 /* Replays a response stored under an Idempotency-Key (status as stored). */
 int srv_reply_stored(struct srv_req *r, int status, const char *ctype, const char *etag,
                      const char *body, size_t n) FL_MUST_CHECK;
