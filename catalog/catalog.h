@@ -355,18 +355,19 @@ void cat_table_bytes_release(struct cat_shared *hold);
 const char *cat_table_bytes_location(const struct cat_table_bytes *t);
 /* The answer of t's version (cat_table_bytes.answer) coded with c, kept
  * with the version once made, so that a version is coded once however
- * often it is sent.  The coded copies a cache's versions keep stay within
- * a quarter of its budget (none without a cache).  1: *p and *n are the
- * coded bytes, valid while t->hold is, or, past the budget, a copy made
- * for this caller, which *owned then names (the caller frees it; NULL
- * otherwise); 0: another thread is making them, or the coding gains
- * nothing, and the caller sends the answer as it is; -1: out of memory.
- * cat_table_bytes_coded_state says, without making anything, which of
- * those a call would find.  Thread-safe. */
+ * often it is sent.  A copy is kept only while its version is in the
+ * loadTable cache, and counts against the cache's budget: the version and
+ * its copies are evicted together.  1: *p and *n are the coded bytes,
+ * valid while t->hold is, or, for a version not cached (or no room even
+ * after evicting), a copy made for this caller, which *owned then names
+ * (the caller frees it; NULL otherwise); 0: another thread is making them,
+ * or the coding gains nothing, and the caller sends the answer as it is;
+ * -1: out of memory.  cat_table_bytes_coded_state says, without making
+ * anything, which of those a call would find.  Thread-safe. */
 int cat_table_bytes_coded(struct cat_db *db, const struct cat_table_bytes *t, enum fl_coding c,
                           const char **p, size_t *n, char **owned) FL_MUST_CHECK;
 enum cat_coded_state {
-	CAT_CODED_OPEN, /* not made yet (or not kept: past the budget) */
+	CAT_CODED_OPEN, /* not made yet (or not kept: not cached, no room) */
 	CAT_CODED_BUSY, /* being made */
 	CAT_CODED_KEPT,
 	CAT_CODED_NONE, /* the coding gains nothing */

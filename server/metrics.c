@@ -567,7 +567,7 @@ int srv_metrics_render(struct srv_metrics *m, struct srv_ctx *ctx, struct fl_buf
 		        "# HELP floe_table_cache_bytes Bytes held by the loadTable cache.\n"
 		        "# TYPE floe_table_cache_bytes gauge\nfloe_table_cache_bytes %zu\n"
 		        "# HELP floe_table_cache_coded_bytes Bytes of the coded copies of cached"
-		        " loadTable and loadView answers (at most a quarter of table-cache-bytes).\n"
+		        " loadTable and loadView answers, part of floe_table_cache_bytes.\n"
 		        "# TYPE floe_table_cache_coded_bytes gauge\nfloe_table_cache_coded_bytes %zu\n"
 		        "# HELP floe_table_cache_max_bytes The loadTable cache budget (table-cache-bytes).\n"
 		        "# TYPE floe_table_cache_max_bytes gauge\nfloe_table_cache_max_bytes %zu\n"

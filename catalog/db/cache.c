@@ -42,7 +42,10 @@
  * rwlock (hits take it shared), chosen by the hash of the key.  The budget
  * is in bytes (table-cache-bytes); an insert that would exceed it evicts
  * with CLOCK (a reference bit set on every hit), in its own stripe first,
- * then in the others.
+ * then in the others.  A version's coded copies (cat_cache_coded) count
+ * against the same budget while it is cached (cat_shared.charge), make
+ * room the same way, and are given back when its entry goes, so a copy
+ * nobody reads is reclaimed with its version.
  *
  * Per-table invalidation without a global stop: every invalidation is
  * numbered (seq) and recorded in a ring of the last RING table-id hashes.
@@ -76,6 +79,9 @@
  * snapshots and is the one most worth keeping, while no single table can
  * take a large share of the budget. */
 #define MIN_ENTRY_LIMIT (512 * 1024)
+/* cat_shared.charge: the version is in an entry, which is charged for its
+ * coded copies (the rest of the word: their bytes). */
+#define CHARGED ((size_t)1 << (sizeof(size_t) * 8 - 1))
 
 struct entry {
 	struct entry *next;
@@ -119,7 +125,7 @@ struct cat_cache {
 	bool started;
 	char *conninfo;
 	struct cat_db *db;
-	struct coded_budget *coded; /* NULL: no coded copy is kept */
+	atomic_size_t coded_bytes; /* of bytes: what the versions' coded copies hold */
 };
 
 static uint64_t fnv(const char *p, size_t n)
@@ -175,6 +181,7 @@ struct cat_shared *cat_shared_new(const char *mloc, const char *meta, size_t met
 	atomic_init(&s->location, NULL);
 	for (int c = 0; c < FL_CODING_COUNT; c++)
 		atomic_init(&s->coded[c], NULL);
+	atomic_init(&s->charge, 0);
 	s->row_id[0] = s->ns_id[0] = '\0';
 	s->version = -1;
 	/* Hashed here, once per version read, instead of on every hit. */
@@ -192,47 +199,29 @@ void cat_shared_row(struct cat_shared *s, const char *row_id, const char *ns_id,
 	s->version = version;
 }
 
-/* What the kept coded copies of a cache's versions hold, against a quarter
- * of its budget.  Counted: the cache holds a reference, and so does each
- * copy, which may outlive the cache in a response still being sent. */
-struct coded_budget {
-	atomic_uint refs;
-	atomic_size_t used;
-	size_t cap;
-};
-
 /* A coded copy of a version's answer (cat_cache_coded). */
 struct cat_coded {
 	size_t len;
 	char *bytes;
-	struct coded_budget *b;
 };
 
 /* Stands in a version's slot while its copy is made, or for good when the
  * coding gains nothing: the answer is then sent as it is. */
 static struct cat_coded coded_busy, coded_none;
 
-static void budget_unref(struct coded_budget *b)
-{
-	if (b != NULL && atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1)
-		free(b);
-}
-
 static void coded_free(struct cat_coded *k)
 {
 	if (k == NULL || k == &coded_busy || k == &coded_none)
 		return;
-	atomic_fetch_sub_explicit(&k->b->used, k->len, memory_order_relaxed);
-	budget_unref(k->b);
 	free(k->bytes);
 	free(k);
 }
 
-size_t cat_cache_coded_bytes(const struct cat_cache *c)
+size_t cat_cache_bytes(const struct cat_cache *c, size_t *coded)
 {
-	return c != NULL && c->coded != NULL
-	               ? atomic_load_explicit(&c->coded->used, memory_order_relaxed)
-	               : 0;
+	if (coded != NULL)
+		*coded = c != NULL ? atomic_load(&c->coded_bytes) : 0;
+	return c != NULL ? atomic_load(&c->bytes) : 0;
 }
 
 enum cat_coded_state cat_table_bytes_coded_state(const struct cat_table_bytes *t, enum fl_coding c)
@@ -246,72 +235,6 @@ enum cat_coded_state cat_table_bytes_coded_state(const struct cat_table_bytes *t
 	       : k == &coded_busy ? CAT_CODED_BUSY
 	       : k == &coded_none ? CAT_CODED_NONE
 	                          : CAT_CODED_KEPT;
-}
-
-int cat_cache_coded(struct cat_cache *cache, const struct cat_table_bytes *t, enum fl_coding c,
-                    const char **p, size_t *n, char **owned)
-{
-	struct coded_budget *b = cache != NULL ? cache->coded : NULL;
-	struct cat_shared *s = t->hold;
-	struct cat_coded *k, *mine = NULL;
-	char *bytes;
-	size_t len;
-
-	*owned = NULL;
-	if (s == NULL || c <= FL_CODING_IDENTITY || c >= FL_CODING_COUNT)
-		return 0;
-	k = atomic_load_explicit(&s->coded[c], memory_order_acquire);
-	if (k != NULL)
-		goto found;
-	/* The first asker makes it; the others meanwhile send the answer as
-	 * it is rather than make it again (a hot table's reloads come
-	 * together). */
-	if (!atomic_compare_exchange_strong_explicit(&s->coded[c], &k, &coded_busy,
-	                                             memory_order_acq_rel, memory_order_acquire))
-		goto found;
-	if (fl_coding_encode(c, s->answer, s->answer_len, &bytes, &len) != 0) {
-		atomic_store_explicit(&s->coded[c], NULL, memory_order_release);
-		return -1;
-	}
-	if (len >= s->answer_len) { /* gains nothing, now or later */
-		free(bytes);
-		atomic_store_explicit(&s->coded[c], &coded_none, memory_order_release);
-		return 0;
-	}
-	if (b != NULL &&
-	    atomic_fetch_add_explicit(&b->used, len, memory_order_relaxed) + len <= b->cap) {
-		if ((mine = malloc(sizeof(*mine))) == NULL)
-			atomic_fetch_sub_explicit(&b->used, len, memory_order_relaxed);
-	} else if (b != NULL) {
-		atomic_fetch_sub_explicit(&b->used, len, memory_order_relaxed);
-	}
-	if (mine == NULL) {
-		/* Past the budget (or without a cache): the asker's own copy; a
-		 * later asker may find room (the slot is open again). */
-		atomic_store_explicit(&s->coded[c], NULL, memory_order_release);
-		*owned = bytes;
-		*p = bytes;
-		*n = len;
-		return 1;
-	}
-	atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
-	mine->len = len;
-	mine->bytes = bytes;
-	mine->b = b;
-	atomic_store_explicit(&s->coded[c], mine, memory_order_release);
-	k = mine;
-found:
-	if (k == &coded_busy || k == &coded_none)
-		return 0;
-	*p = k->bytes;
-	*n = k->len;
-	return 1;
-}
-
-int cat_table_bytes_coded(struct cat_db *db, const struct cat_table_bytes *t, enum fl_coding c,
-                          const char **p, size_t *n, char **owned)
-{
-	return cat_cache_coded(db->cache, t, c, p, n, owned);
 }
 
 void cat_table_bytes_release(struct cat_shared *s)
@@ -362,10 +285,13 @@ static void entry_free(struct entry *e)
 static void entry_remove(struct cat_cache *c, struct stripe *s, struct entry **pp)
 {
 	struct entry *e = *pp;
+	/* The copies its version's answer got while here go with it. */
+	size_t copies = atomic_exchange(&e->sh->charge, 0) & ~CHARGED;
 
 	*pp = e->next;
 	s->count--;
-	atomic_fetch_sub(&c->bytes, e->bytes);
+	atomic_fetch_sub(&c->coded_bytes, copies);
+	atomic_fetch_sub(&c->bytes, e->bytes + copies);
 	atomic_fetch_sub(&c->entries, 1);
 	entry_free(e);
 }
@@ -498,8 +424,10 @@ static void grow(struct stripe *s)
 }
 
 /* Evicts with CLOCK in s (write lock held) until `need` more bytes fit or
- * the stripe is empty. */
-static void evict(struct cat_cache *c, struct stripe *s, size_t need)
+ * the stripe is empty, sparing the entries of version `spare` (not NULL:
+ * the one whose coded copy needs the room). */
+static void evict(struct cat_cache *c, struct stripe *s, size_t need,
+                  const struct cat_shared *spare)
 {
 	size_t steps = 0, limit = 2 * (s->nbuckets + s->count) + 2;
 
@@ -507,7 +435,7 @@ static void evict(struct cat_cache *c, struct stripe *s, size_t need)
 		struct entry **pp = &s->buckets[s->hand];
 
 		while (*pp != NULL && atomic_load(&c->bytes) + need > c->max_bytes) {
-			if (atomic_exchange(&(*pp)->ref, false)) {
+			if ((*pp)->sh == spare || atomic_exchange(&(*pp)->ref, false)) {
 				pp = &(*pp)->next;
 				continue;
 			}
@@ -520,18 +448,112 @@ static void evict(struct cat_cache *c, struct stripe *s, size_t need)
 
 /* Makes `need` bytes fit: CLOCK in the inserting stripe (write lock held),
  * then in the others in turn, each only if its lock is free at once (so two
- * inserts can never wait on each other's stripes). */
-static void make_room(struct cat_cache *c, struct stripe *own, size_t need)
+ * inserts can never wait on each other's stripes).  For a coded copy of
+ * version `spare`: no stripe is held (own NULL), and spare stays. */
+static void make_room(struct cat_cache *c, struct stripe *own, size_t need,
+                      const struct cat_shared *spare)
 {
-	evict(c, own, need);
+	if (own != NULL)
+		evict(c, own, need, spare);
 	for (int k = 0; k < STRIPES && atomic_load(&c->bytes) + need > c->max_bytes; k++) {
 		struct stripe *o = &c->stripes[atomic_fetch_add(&c->victim, 1) % STRIPES];
 
 		if (o == own || pthread_rwlock_trywrlock(&o->lock) != 0)
 			continue;
-		evict(c, o, need);
+		evict(c, o, need, spare);
 		pthread_rwlock_unlock(&o->lock);
 	}
+}
+
+/* Charges a coded copy of len bytes to the cache that holds s: 0 when s is
+ * in no cache (none was given, or its entry is gone) or the copy does not
+ * fit even after evicting.  The cache's bytes are added first and given
+ * back on failure, so that a removal of s's entry (which takes back what
+ * s was charged) can never take more than was added. */
+static int charge(struct cat_cache *c, struct cat_shared *s, size_t len)
+{
+	size_t cur;
+
+	if (c == NULL || !(atomic_load(&s->charge) & CHARGED))
+		return 0;
+	if (atomic_load(&c->bytes) + len > c->max_bytes)
+		make_room(c, NULL, len, s);
+	cur = atomic_load(&c->bytes);
+	do {
+		if (cur + len > c->max_bytes)
+			return 0;
+	} while (!atomic_compare_exchange_weak(&c->bytes, &cur, cur + len));
+	atomic_fetch_add(&c->coded_bytes, len);
+	cur = atomic_load(&s->charge);
+	do {
+		if (!(cur & CHARGED)) {
+			atomic_fetch_sub(&c->coded_bytes, len);
+			atomic_fetch_sub(&c->bytes, len);
+			return 0;
+		}
+	} while (!atomic_compare_exchange_weak(&s->charge, &cur, cur + len));
+	return 1;
+}
+
+int cat_cache_coded(struct cat_cache *cache, const struct cat_table_bytes *t, enum fl_coding c,
+                    const char **p, size_t *n, char **owned)
+{
+	struct cat_shared *s = t->hold;
+	struct cat_coded *k, *mine = NULL;
+	char *bytes;
+	size_t len;
+
+	*owned = NULL;
+	if (s == NULL || c <= FL_CODING_IDENTITY || c >= FL_CODING_COUNT)
+		return 0;
+	k = atomic_load_explicit(&s->coded[c], memory_order_acquire);
+	if (k != NULL)
+		goto found;
+	/* The first asker makes it; the others meanwhile send the answer as
+	 * it is rather than make it again (a hot table's reloads come
+	 * together). */
+	if (!atomic_compare_exchange_strong_explicit(&s->coded[c], &k, &coded_busy,
+	                                             memory_order_acq_rel, memory_order_acquire))
+		goto found;
+	if (fl_coding_encode(c, s->answer, s->answer_len, &bytes, &len) != 0) {
+		atomic_store_explicit(&s->coded[c], NULL, memory_order_release);
+		return -1;
+	}
+	if (len >= s->answer_len) { /* gains nothing, now or later */
+		free(bytes);
+		atomic_store_explicit(&s->coded[c], &coded_none, memory_order_release);
+		return 0;
+	}
+	mine = malloc(sizeof(*mine));
+	if (mine != NULL && !charge(cache, s, len)) {
+		free(mine);
+		mine = NULL;
+	}
+	if (mine == NULL) {
+		/* Not cached (or no room): the asker's own copy; a later asker
+		 * may find room (the slot is open again). */
+		atomic_store_explicit(&s->coded[c], NULL, memory_order_release);
+		*owned = bytes;
+		*p = bytes;
+		*n = len;
+		return 1;
+	}
+	mine->len = len;
+	mine->bytes = bytes;
+	atomic_store_explicit(&s->coded[c], mine, memory_order_release);
+	k = mine;
+found:
+	if (k == &coded_busy || k == &coded_none)
+		return 0;
+	*p = k->bytes;
+	*n = k->len;
+	return 1;
+}
+
+int cat_table_bytes_coded(struct cat_db *db, const struct cat_table_bytes *t, enum fl_coding c,
+                          const char **p, size_t *n, char **owned)
+{
+	return cat_cache_coded(db->cache, t, c, p, n, owned);
 }
 
 /* True when nothing since `generation` invalidated id_hash (or everything)
@@ -547,6 +569,20 @@ static bool unchanged_since(struct cat_cache *c, unsigned long generation, uint6
 		if (n != own && (c->ring[n % RING].all || c->ring[n % RING].id_hash == id_hash))
 			return false;
 	return true;
+}
+
+/* What the coded copies kept with s hold. */
+static size_t kept_bytes(struct cat_shared *s)
+{
+	size_t n = 0;
+
+	for (int c = 0; c < FL_CODING_COUNT; c++) {
+		struct cat_coded *k = atomic_load_explicit(&s->coded[c], memory_order_acquire);
+
+		if (k != NULL && k != &coded_busy && k != &coded_none)
+			n += k->len;
+	}
+	return n;
 }
 
 static void put(struct cat_cache *c, unsigned long generation, unsigned long own, const char *key,
@@ -594,15 +630,21 @@ static void put(struct cat_cache *c, unsigned long generation, unsigned long own
 				entry_remove(c, s, pp);
 				break;
 			}
-		make_room(c, s, bytes);
+		make_room(c, s, bytes, NULL);
 		ok = atomic_load(&c->bytes) + bytes <= c->max_bytes;
 	}
 	if (ok) {
+		size_t copies = kept_bytes(sh), none = 0;
+
+		/* Its coded copies are charged from now until it leaves. */
+		if (!atomic_compare_exchange_strong(&sh->charge, &none, CHARGED | copies))
+			copies = 0; /* in another entry already, which is charged */
 		pp = &s->buckets[(e->hash / STRIPES) % s->nbuckets];
 		e->next = *pp;
 		*pp = e;
 		s->count++;
-		atomic_fetch_add(&c->bytes, bytes);
+		atomic_fetch_add(&c->coded_bytes, copies);
+		atomic_fetch_add(&c->bytes, bytes + copies);
 		atomic_fetch_add(&c->entries, 1);
 		e = NULL;
 	}
@@ -738,12 +780,6 @@ struct cat_cache *cat_cache_new(size_t max_bytes, bool live)
 	if (c == NULL)
 		return NULL;
 	c->max_bytes = max_bytes;
-	/* Without it (out of memory) no coded copy is kept. */
-	c->coded = calloc(1, sizeof(*c->coded));
-	if (c->coded != NULL) {
-		atomic_init(&c->coded->refs, 1);
-		c->coded->cap = max_bytes / 4;
-	}
 	c->max_entry = max_bytes / 32 > MIN_ENTRY_LIMIT ? max_bytes / 32 : MIN_ENTRY_LIMIT;
 	for (int i = 0; i < STRIPES; i++)
 		pthread_rwlock_init(&c->stripes[i].lock, NULL);
@@ -793,7 +829,6 @@ void cat_cache_stop(struct cat_cache *c)
 		free(c->stripes[i].buckets);
 	}
 	pthread_mutex_destroy(&c->ring_mu);
-	budget_unref(c->coded);
 	free(c->conninfo);
 	free(c);
 }
@@ -817,8 +852,7 @@ void cat_db_cache_stats(struct cat_db *db, struct cat_cache_stats *st)
 	st->evictions = atomic_load(&c->evictions);
 	st->notifications = atomic_load(&c->notifications);
 	st->listening = atomic_load(&c->live);
-	st->bytes = atomic_load(&c->bytes);
+	st->bytes = cat_cache_bytes(c, &st->coded_bytes);
 	st->entries = atomic_load(&c->entries);
 	st->max_bytes = c->max_bytes;
-	st->coded_bytes = cat_cache_coded_bytes(c);
 }

@@ -170,6 +170,9 @@ struct cat_shared {
 	_Atomic(char *) location; /* cat_table_bytes_location, once asked */
 	/* answer content-coded (cat_table_bytes_coded), once asked */
 	_Atomic(struct cat_coded *) coded[FL_CODING_COUNT];
+	/* While the version is in the cache: what its kept copies hold, which
+	 * the cache's bytes include (cache.c); 0 otherwise. */
+	atomic_size_t charge;
 	unsigned char mloc_sha256[32];
 	/* The row that held this version: its id, namespace and version
 	 * (version -1: not known), which an optimistic commit's
@@ -190,11 +193,12 @@ static inline struct cat_shared *cat_shared_ref(struct cat_shared *s)
 
 /* The loadTable cache (cache.c). */
 struct cat_cache;
-/* cat_table_bytes_coded on a cache (NULL: none, so nothing is kept), and
- * the bytes its versions' coded copies hold. */
+/* cat_table_bytes_coded on a cache (NULL: none, so nothing is kept); the
+ * bytes a cache holds, and in *coded (when not NULL) the part of them its
+ * versions' coded copies hold. */
 int cat_cache_coded(struct cat_cache *cache, const struct cat_table_bytes *t, enum fl_coding c,
                     const char **p, size_t *n, char **owned) FL_MUST_CHECK;
-size_t cat_cache_coded_bytes(const struct cat_cache *c);
+size_t cat_cache_bytes(const struct cat_cache *c, size_t *coded);
 int cat_cache_start(struct cat_db *db, size_t max_bytes, struct fl_err *err) FL_MUST_CHECK;
 /* The cache alone, without the listener that cat_cache_start runs (which
  * makes it live while connected): for that, and for tests.  NULL when out

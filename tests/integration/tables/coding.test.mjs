@@ -82,7 +82,7 @@ for (const [name, minBytes] of [['small', 5000], ['large', 150000]]) {
   });
 }
 
-test('a cached version is coded once and kept: the same bytes each time, counted in floe_table_cache_coded_bytes', async () => {
+test('a cached version is coded once and kept: the same bytes each time, counted in the cache\'s bytes and gone with its version', async () => {
   const path = tablePath(c.p, NS, 'large');
   const first = await call(c.base, 'GET', path, { headers: ZSTD, expect: 200 });
   const kept = sum(await metrics(), 'floe_table_cache_coded_bytes');
@@ -95,7 +95,14 @@ test('a cached version is coded once and kept: the same bytes each time, counted
   const meta = JSON.parse(first.text).metadata;
   const { body, snapshotId } = appendCommit(meta, { ns: NS, name: 'large' });
   await call(c.base, 'POST', path, { body, expect: 200 });
+  const before = await metrics();
+  const left = sum(before, 'floe_table_cache_coded_bytes');
+  assert.ok(left <= kept - first.rawBody.length, `the old copies left with their version: ${left} of ${kept}`);
   const next = await call(c.base, 'GET', path, { headers: ZSTD, expect: 200 });
+  const after = await metrics();
+  const grew = (m) => sum(after, m) - sum(before, m);
+  assert.equal(grew('floe_table_cache_coded_bytes'), next.rawBody.length, 'the new copy, counted');
+  assert.equal(grew('floe_table_cache_bytes'), next.rawBody.length, 'in the cache\'s own budget');
   assert.equal(next.headers['content-encoding'], 'zstd');
   assert.equal(next.json.metadata['current-snapshot-id'], snapshotId, 'the new version, not the kept copy of the old one');
   assert.ok(!next.rawBody.equals(first.rawBody));

@@ -156,9 +156,10 @@ static void test_not_live(void **state)
 }
 
 /* A version's coded answer (cat_table_bytes_coded): made once and kept
- * with the version, the same bytes for every asker, freed with the
- * version; never kept past a quarter of the cache's budget, nor when it
- * would not be smaller. */
+ * with the version while it is cached, the same bytes for every asker,
+ * counted in the cache's bytes and given back with the version; made for
+ * each asker when the version is not cached; never kept when it would not
+ * be smaller. */
 enum text { REPEATED, LETTERS, RANDOM };
 
 static struct cat_shared *version_of(size_t meta_len, enum text kind)
@@ -177,17 +178,56 @@ static struct cat_shared *version_of(size_t meta_len, enum text kind)
 	return sh;
 }
 
+/* Puts sh in c as the version of table `name` (its id: id); returns the
+ * bytes c holds then. */
+static size_t put_version(struct cat_cache *c, const char *name, const char *id,
+                          struct cat_shared *sh)
+{
+	static const char *const levels[1] = {"ns"};
+	struct cat_ns ns = {.levels = levels, .n = 1};
+	size_t len;
+	char *k = cat_table_key("wh", &ns, name, &len);
+
+	assert_non_null(k);
+	cat_cache_put(c, cat_cache_generation(c), k, len, id, sh, "file");
+	free(k);
+	return cat_cache_bytes(c, NULL);
+}
+
+static bool is_cached(struct cat_cache *c, const char *name)
+{
+	static const char *const levels[1] = {"ns"};
+	struct cat_ns ns = {.levels = levels, .n = 1};
+	struct cat_shared *sh;
+	char type[16];
+	size_t len;
+	char *k = cat_table_key("wh", &ns, name, &len);
+	bool hit = cat_cache_get(c, k, len, &sh, type);
+
+	if (hit)
+		cat_table_bytes_release(sh);
+	free(k);
+	return hit;
+}
+
+static struct cat_table_bytes bytes_of(struct cat_shared *sh)
+{
+	return (struct cat_table_bytes){
+	        .hold = sh, .answer = sh->answer, .answer_len = sh->answer_len};
+}
+
 static void test_coded_kept(void **state)
 {
-	struct cat_cache *c = cat_cache_new(1 << 20, true); /* coded copies: at most 256 KiB */
+	struct cat_cache *c = cat_cache_new(1 << 20, true);
 	struct cat_shared *sh = version_of(100000, REPEATED);
-	struct cat_table_bytes t = {.hold = sh, .answer = sh->answer, .answer_len = sh->answer_len};
+	struct cat_table_bytes t = bytes_of(sh);
 	const char *p1, *p2;
-	char *own = NULL, *own2 = NULL;
-	size_t n1, n2;
+	char *own = NULL;
+	size_t n1, n2, base, coded;
 
 	(void)state;
-	assert_int_equal(cat_cache_coded_bytes(c), 0);
+	base = put_version(c, "t", TABLE_ID, sh);
+	assert_true(base > sh->answer_len);
 	assert_int_not_equal(cat_table_bytes_coded_state(&t, FL_CODING_ZSTD), CAT_CODED_KEPT);
 	assert_int_equal(cat_cache_coded(c, &t, FL_CODING_ZSTD, &p1, &n1, &own), 1);
 	assert_int_equal(cat_table_bytes_coded_state(&t, FL_CODING_ZSTD), CAT_CODED_KEPT);
@@ -198,64 +238,98 @@ static void test_coded_kept(void **state)
 	assert_ptr_equal(p1, p2); /* kept, not made again */
 	assert_int_equal(cat_cache_coded(c, &t, FL_CODING_GZIP, &p2, &n2, &own), 1);
 	assert_ptr_not_equal(p1, p2);
-	assert_int_equal(cat_cache_coded_bytes(c), n1 + n2);
+	assert_int_equal(cat_cache_bytes(c, &coded), base + n1 + n2); /* in the budget */
+	assert_int_equal(coded, n1 + n2);
 	assert_int_equal(cat_cache_coded(c, &t, FL_CODING_IDENTITY, &p2, &n2, &own), 0);
+	assert_null(own); /* nothing above was the caller's own */
+	/* The version leaves the cache, its copies' charge with it; a response
+	 * that holds the version still has them. */
+	cat_cache_invalidate(c, TABLE_ID);
+	assert_int_equal(cat_cache_bytes(c, &coded), 0);
+	assert_int_equal(coded, 0);
+	assert_int_equal(cat_table_bytes_coded_state(&t, FL_CODING_ZSTD), CAT_CODED_KEPT);
+	assert_int_equal(ZSTD_getFrameContentSize(p1, n1), sh->answer_len);
 	cat_table_bytes_release(sh);
-	assert_int_equal(cat_cache_coded_bytes(c), 0); /* freed with the version */
 
 	/* Incompressible (random bytes): not kept, the answer goes as it is. */
 	sh = version_of(20000, RANDOM);
-	t = (struct cat_table_bytes){
-	        .hold = sh, .answer = sh->answer, .answer_len = sh->answer_len};
+	t = bytes_of(sh);
+	base = put_version(c, "t", TABLE_ID, sh);
 	assert_int_equal(cat_cache_coded(c, &t, FL_CODING_GZIP, &p1, &n1, &own), 0);
 	assert_int_equal(cat_table_bytes_coded_state(&t, FL_CODING_GZIP), CAT_CODED_NONE);
-	assert_int_equal(cat_cache_coded_bytes(c), 0);
+	assert_int_equal(cat_cache_bytes(c, &coded), base);
+	assert_int_equal(coded, 0);
+	assert_null(own);
 	cat_table_bytes_release(sh);
-	assert_null(own); /* nothing above was the caller's own */
 
-	/* A kept copy outlives its cache (a response still being sent): the
-	 * budget goes with the last of them. */
+	/* A version not in the cache (a load whose insert was refused): each
+	 * asker gets a copy of its own, nothing is kept or counted. */
 	sh = version_of(100000, REPEATED);
-	t = (struct cat_table_bytes){
-	        .hold = sh, .answer = sh->answer, .answer_len = sh->answer_len};
+	t = bytes_of(sh);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(cat_cache_coded(c, &t, FL_CODING_ZSTD, &p1, &n1, &own), 1);
+		assert_non_null(own);
+		assert_ptr_equal(p1, own);
+		assert_int_equal(ZSTD_getFrameContentSize(p1, n1), sh->answer_len);
+		assert_int_equal(cat_table_bytes_coded_state(&t, FL_CODING_ZSTD), CAT_CODED_OPEN);
+		free(own);
+	}
+	assert_int_equal(cat_cache_bytes(c, &coded), base);
+	assert_int_equal(coded, 0);
+	/* No cache at all (table-cache-bytes 0): the same. */
+	assert_int_equal(cat_cache_coded(NULL, &t, FL_CODING_ZSTD, &p1, &n1, &own), 1);
+	assert_non_null(own);
+	free(own);
+	assert_int_equal(cat_cache_bytes(NULL, &coded), 0);
+	assert_int_equal(coded, 0);
+
+	/* A kept copy outlives its cache (a response still being sent). */
+	put_version(c, "t", TABLE_ID, sh);
 	assert_int_equal(cat_cache_coded(c, &t, FL_CODING_GZIP, &p1, &n1, &own), 1);
 	assert_null(own);
 	cat_cache_stop(c);
 	assert_int_equal(cat_table_bytes_coded_state(&t, FL_CODING_GZIP), CAT_CODED_KEPT);
 	cat_table_bytes_release(sh);
+}
 
-	/* Past the budget (a quarter of 64 KiB; letters code to ~60 %): each
-	 * asker gets a copy of its own, nothing is kept or counted. */
-	c = cat_cache_new(64 * 1024, true);
-	sh = version_of(100000, LETTERS);
-	t = (struct cat_table_bytes){
-	        .hold = sh, .answer = sh->answer, .answer_len = sh->answer_len};
-	assert_int_equal(cat_cache_coded(c, &t, FL_CODING_GZIP, &p1, &n1, &own), 1);
-	assert_non_null(own);
-	assert_ptr_equal(p1, own);
-	assert_true(n1 > sh->answer_len / 2 && n1 < sh->answer_len);
-	assert_int_equal(cat_table_bytes_coded_state(&t, FL_CODING_GZIP), CAT_CODED_OPEN);
-	assert_int_equal(cat_cache_coded(c, &t, FL_CODING_GZIP, &p2, &n2, &own2), 1);
-	assert_non_null(own2);
-	assert_ptr_not_equal(own, own2);
-	assert_int_equal(n1, n2);
-	assert_memory_equal(own, own2, n1);
-	assert_int_equal(cat_cache_coded_bytes(c), 0);
-	free(own);
-	free(own2);
-	cat_table_bytes_release(sh);
+/* A copy makes room like a version: CLOCK evicts a version nobody read
+ * (the copy is kept within the budget), and a version evicted takes its
+ * copy's bytes with it. */
+static void test_coded_evicts(void **state)
+{
+	struct cat_cache *c = cat_cache_new(256 * 1024, true);
+	struct cat_shared *a = version_of(100000, LETTERS), *b = version_of(100000, LETTERS),
+	                  *b2 = version_of(100000, LETTERS);
+	struct cat_table_bytes t = bytes_of(b);
+	const char *p;
+	char *own = NULL;
+	size_t n, held, coded;
+
+	(void)state;
+	put_version(c, "a", TABLE_ID, a);
+	held = put_version(c, "b", OTHER_ID, b);
+	assert_true(held > 200000 && held <= 256 * 1024);
+	assert_true(is_cached(c, "b")); /* read: CLOCK spares it */
+	assert_int_equal(cat_cache_coded(c, &t, FL_CODING_GZIP, &p, &n, &own), 1);
+	assert_null(own);
+	assert_true(n > b->answer_len / 2 && n < b->answer_len); /* letters: ~60 % */
+	assert_false(is_cached(c, "a"));
+	assert_true(is_cached(c, "b"));
+	held = cat_cache_bytes(c, &coded);
+	assert_int_equal(coded, n);
+	assert_true(held <= 256 * 1024 && held > b->answer_len + n);
+	/* A new version that needs the room evicts b, copy and all. */
+	put_version(c, "a", TABLE_ID, a);
+	put_version(c, "b2", OTHER_ID, b2);
+	assert_false(is_cached(c, "b"));
+	assert_int_equal(cat_table_bytes_coded_state(&t, FL_CODING_GZIP), CAT_CODED_KEPT);
+	held = cat_cache_bytes(c, &coded);
+	assert_int_equal(coded, 0);
+	assert_true(held <= 256 * 1024);
+	cat_table_bytes_release(a);
+	cat_table_bytes_release(b);
+	cat_table_bytes_release(b2);
 	cat_cache_stop(c);
-
-	/* No cache at all (table-cache-bytes 0): every copy the caller's. */
-	sh = version_of(100000, REPEATED);
-	t = (struct cat_table_bytes){
-	        .hold = sh, .answer = sh->answer, .answer_len = sh->answer_len};
-	assert_int_equal(cat_cache_coded(NULL, &t, FL_CODING_ZSTD, &p1, &n1, &own), 1);
-	assert_non_null(own);
-	assert_int_equal(cat_cache_coded_bytes(NULL), 0);
-	assert_int_equal(cat_table_bytes_coded_state(&t, FL_CODING_ZSTD), CAT_CODED_OPEN);
-	free(own);
-	cat_table_bytes_release(sh);
 }
 
 struct asker {
@@ -273,7 +347,7 @@ static void *ask(void *arg)
 	char *own = NULL;
 
 	a->rc = cat_cache_coded(a->c, a->t, FL_CODING_ZSTD, &a->p, &a->n, &own);
-	if (own != NULL) /* within the budget: never the asker's own */
+	if (own != NULL) /* cached, within the budget: never the asker's own */
 		a->rc = 99;
 	return NULL;
 }
@@ -288,10 +362,11 @@ static void test_coded_concurrent(void **state)
 	(void)state;
 	for (int round = 0; round < 20; round++) {
 		struct cat_shared *sh = version_of(300000, REPEATED);
-		struct cat_table_bytes t = {
-		        .hold = sh, .answer = sh->answer, .answer_len = sh->answer_len};
+		struct cat_table_bytes t = bytes_of(sh);
 		const char *kept = NULL;
+		size_t coded;
 
+		put_version(c, "t", TABLE_ID, sh);
 		for (int i = 0; i < 8; i++) {
 			a[i] = (struct asker){.c = c, .t = &t};
 			assert_int_equal(pthread_create(&a[i].th, NULL, ask, &a[i]), 0);
@@ -307,10 +382,14 @@ static void test_coded_concurrent(void **state)
 		}
 		assert_non_null(kept); /* the maker got it */
 		for (int i = 0; i < 8; i++) /* one copy, counted once */
-			if (a[i].rc == 1)
-				assert_int_equal(cat_cache_coded_bytes(c), a[i].n);
+			if (a[i].rc == 1) {
+				(void)cat_cache_bytes(c, &coded);
+				assert_int_equal(coded, a[i].n);
+			}
+		cat_cache_invalidate(c, TABLE_ID);
+		assert_int_equal(cat_cache_bytes(c, &coded), 0);
+		assert_int_equal(coded, 0);
 		cat_table_bytes_release(sh);
-		assert_int_equal(cat_cache_coded_bytes(c), 0);
 	}
 	cat_cache_stop(c);
 }
@@ -324,6 +403,7 @@ int main(void)
 	        cmocka_unit_test(test_other_tables),
 	        cmocka_unit_test(test_not_live),
 	        cmocka_unit_test(test_coded_kept),
+	        cmocka_unit_test(test_coded_evicts),
 	        cmocka_unit_test(test_coded_concurrent),
 	};
 
