@@ -373,6 +373,9 @@ enum cat_coded_state {
 	CAT_CODED_NONE, /* the coding gains nothing */
 };
 enum cat_coded_state cat_table_bytes_coded_state(const struct cat_table_bytes *t, enum fl_coding c);
+/* Whether t's version is in the loadTable cache now, so that a coded copy
+ * made of it is kept. */
+bool cat_table_bytes_cached(const struct cat_table_bytes *t);
 
 /* loadTable without holding the caller while PostgreSQL reads.
  * cat_table_cached: true with *out (storage_type included) when the table

@@ -68,16 +68,29 @@ const char *srv_err_type(enum fl_err_kind kind)
  * (srv_reply_codes_later), and anything else goes out as it is. */
 #define CODE_INLINE_MAX (128 * 1024)
 
-/* The largest body coded with gzip.  zlib codes JSON at ~110 MB/s at level
- * 1 on the machines of BENCHMARKS.md, against ~1.1 GB/s for zstd: 256 KiB
- * is ~2.3 ms of a worker, and a larger body goes plain to a client that
- * accepts gzip only (one that accepts zstd gets zstd at any size). */
+/* The largest body coded with gzip for one response.  zlib codes JSON at
+ * ~320 MB/s at level 1 on an idle machine of BENCHMARKS.md (~110 MB/s when
+ * the cores are shared), about a quarter of zstd's speed: 256 KiB is
+ * 0.8-2.3 ms of a worker.  A larger body goes plain to a client that
+ * accepts gzip only (one that accepts zstd gets zstd at any size), unless
+ * it is a cached version's answer, whose copy is coded once and kept
+ * (coding_for_version). */
 #define GZIP_MAX (256 * 1024)
 
 /* The coding r's body of n bytes goes out in, when it may be coded. */
 static enum fl_coding coding_for(const struct srv_req *r, size_t n)
 {
 	return r->coding == FL_CODING_GZIP && n > GZIP_MAX ? FL_CODING_IDENTITY : r->coding;
+}
+
+/* The same for the answer of a table or view version t: gzip at any size
+ * when t's version is cached, since its copy is then made once for every
+ * load of the version (on a worker: srv_reply_codes_later). */
+static enum fl_coding coding_for_version(const struct srv_req *r, const struct cat_table_bytes *t)
+{
+	if (r->coding == FL_CODING_GZIP && cat_table_bytes_cached(t))
+		return FL_CODING_GZIP;
+	return coding_for(r, t->answer_len);
 }
 
 /* Whether a body of n bytes with status may go out coded, and so varies
@@ -303,7 +316,7 @@ static void release_held(void *hold)
 
 bool srv_reply_codes_later(const struct srv_req *r, const struct cat_table_bytes *t, bool held)
 {
-	enum fl_coding c = coding_for(r, t->answer_len);
+	enum fl_coding c = held ? coding_for_version(r, t) : coding_for(r, t->answer_len);
 
 	if (!fl_no_wait || c == FL_CODING_IDENTITY || t->answer_len <= CODE_INLINE_MAX ||
 	    !codable(r, MHD_HTTP_OK, t->answer_len))
@@ -317,7 +330,7 @@ int srv_reply_table_held(struct srv_req *r, struct cat_table_bytes *t, const cha
 {
 	const struct srv_libmhd *mhd = srv_libmhd();
 	bool varies = codable(r, MHD_HTTP_OK, t->answer_len);
-	enum fl_coding want = coding_for(r, t->answer_len), c = FL_CODING_IDENTITY;
+	enum fl_coding want = coding_for_version(r, t), c = FL_CODING_IDENTITY;
 	const char *p = t->answer;
 	size_t n = t->answer_len;
 	struct MHD_Response *resp;

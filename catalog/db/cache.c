@@ -224,6 +224,11 @@ size_t cat_cache_bytes(const struct cat_cache *c, size_t *coded)
 	return c != NULL ? atomic_load(&c->bytes) : 0;
 }
 
+bool cat_table_bytes_cached(const struct cat_table_bytes *t)
+{
+	return t->hold != NULL && (atomic_load(&t->hold->charge) & CHARGED);
+}
+
 enum cat_coded_state cat_table_bytes_coded_state(const struct cat_table_bytes *t, enum fl_coding c)
 {
 	struct cat_coded *k;

@@ -110,6 +110,27 @@ test('a cached version is coded once and kept: the same bytes each time, counted
   assert.ok(Buffer.from(next.text).equals(plain.rawBody));
 });
 
+test('past 256 KiB gzip codes a cached version (once, kept) but no answer made per request', async () => {
+  await call(c.base, 'POST', `${c.p}/namespaces/${NS[0]}/tables`, { body: createBody('huge', { properties: props(900, 350) }), expect: 200 });
+  const path = tablePath(c.p, NS, 'huge');
+  const plain = await call(c.base, 'GET', path, { expect: 200 });
+  assert.ok(plain.rawBody.length > 256 * 1024, `${plain.rawBody.length} bytes`);
+  const first = await call(c.base, 'GET', path, { headers: GZIP, expect: 200 });
+  assert.equal(first.headers['content-encoding'], 'gzip', 'the cached version, coded on a worker');
+  assert.ok(Buffer.from(first.text).equals(plain.rawBody));
+  assert.ok(first.rawBody.length * 4 < plain.rawBody.length);
+  const again = await call(c.base, 'GET', path, { headers: GZIP, expect: 200 });
+  assert.ok(again.rawBody.equals(first.rawBody), 'the kept copy');
+  // a commit's response is made per request: plain to a client that takes gzip only
+  const { body } = appendCommit(plain.json.metadata, { ns: NS, name: 'huge' });
+  const commit = await call(c.base, 'POST', path, { body, headers: GZIP, expect: 200 });
+  assert.ok(commit.rawBody.length > 256 * 1024);
+  assert.equal(commit.headers['content-encoding'], undefined);
+  assert.equal(commit.headers.vary, 'Accept-Encoding');
+  const zstd = await call(c.base, 'POST', path, { body: appendCommit(commit.json.metadata, { ns: NS, name: 'huge' }).body, headers: ZSTD, expect: 200 });
+  assert.equal(zstd.headers['content-encoding'], 'zstd', 'zstd at any size');
+});
+
 test('refs-only loads, commit responses and their idempotent replays are coded alike', async () => {
   const path = tablePath(c.p, NS, 'small');
   const refs = await call(c.base, 'GET', `${path}?snapshots=refs`, { headers: GZIP, expect: 200 });
@@ -220,6 +241,11 @@ test('without a cache (--table-cache-bytes 0) each coded load is coded for itsel
       assert.equal(res.headers['content-encoding'], 'zstd');
       assert.ok(Buffer.from(res.text).equals(plain.rawBody));
     }
+    // gzip past 256 KiB only for a version whose copy is kept: none here
+    await call(d.base, 'POST', `${d.p}/namespaces/${NS[0]}/tables`, { body: createBody('huge', { properties: props(900, 350) }), expect: 200 });
+    const huge = await call(d.base, 'GET', tablePath(d.p, NS, 'huge'), { headers: GZIP, expect: 200 });
+    assert.ok(huge.rawBody.length > 256 * 1024);
+    assert.equal(huge.headers['content-encoding'], undefined);
     const m = parse((await request(d.base, 'GET', '/metrics')).text);
     assert.equal(sum(m, 'floe_table_cache_coded_bytes'), 0, 'nothing kept without a cache');
     assert.equal(sum(m, 'floe_http_coded_responses_total', { coding: 'zstd' }), 3);
