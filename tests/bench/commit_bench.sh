@@ -16,6 +16,9 @@
 #   BENCH_WRITER (c)       the writers: c = commit_writer.c (built here; as lean as pgbench,
 #                          the ceilings' writer), node = bench_client.mjs (the figures before
 #                          December 2026). Same requests; see commit_writer.c for why.
+#   BENCH_ACCEPT_ENCODING  (c writers only) sent on every request, e.g. "gzip, deflate, zstd"
+#                          (PyIceberg's requests session with urllib3 2.x and zstandard); zstd
+#                          answers are decoded by the writer. Unset: none, as before.
 #
 # Steps: throwaway PostgreSQL with durable commits (fsync, synchronous_commit on),
 # `floe serve --port 0`, BENCH_TABLES tables plus one hot table, then
@@ -58,7 +61,7 @@ for f in schema.sql cas.sql hot.sql txn.sql; do
 done
 
 if [ "$writer" = c ]; then
-	cc -O2 -pthread -o "$BT/commit_writer" "$bench_repo/tests/bench/commit_writer.c" ||
+	cc -O2 -pthread -o "$BT/commit_writer" "$bench_repo/tests/bench/commit_writer.c" -lzstd ||
 		bench_die "could not compile commit_writer.c"
 fi
 bench_pg_start || bench_die "could not start PostgreSQL"
@@ -79,7 +82,7 @@ echo "floe: $("$FLOE_BIN" version 2>/dev/null | head -n 1), serve flags: ${FLOE_
 echo "setup: $(jq -r '"\(.created) tables created in \(.seconds) s"' <<<"$created");" \
 	"$clients clients, ${seconds} s per run, Idempotency-Key on every commit: $([ "$idem" = 1 ] && echo yes || echo no)"
 if [ "$writer" = c ]; then
-	echo "writer: commit_writer.c (C, one keep-alive connection per client), PyIceberg-style append; 409 -> reload -> retry at once"
+	echo "writer: commit_writer.c (C, one keep-alive connection per client), PyIceberg-style append; 409 -> reload -> retry at once; Accept-Encoding: ${BENCH_ACCEPT_ENCODING:-(none)}"
 else
 	echo "writer: bench_client.mjs (node, keep-alive), PyIceberg-style append; 409 -> reload -> retry at once"
 fi
@@ -89,7 +92,8 @@ run_floe()
 {
 	if [ "$writer" = c ]; then
 		"$BT/commit_writer" --port "${BASE##*:}" --prefix "$P" --ns "$1" --tables "$2" \
-			--clients "$clients" --duration "$seconds" --idempotency "$idem" || bench_die "commit run failed"
+			--clients "$clients" --duration "$seconds" --idempotency "$idem" \
+			--accept-encoding "${BENCH_ACCEPT_ENCODING:-}" || bench_die "commit run failed"
 	else
 		node "$here/bench_client.mjs" commit --base "$BASE" --p "$P" --ns "$1" --tables "$2" \
 			--clients "$clients" --duration "$seconds" --idempotency "$idem" || bench_die "commit run failed"

@@ -2,6 +2,7 @@
  *
  *   commit_writer --port P --prefix /v1/PREFIX --ns NS --tables N [--name-prefix t]
  *                 [--clients 16] [--duration 15] [--idempotency 1]
+ *                 [--accept-encoding "gzip, deflate, zstd"]
  *
  * The same load as `bench_client.mjs commit` (see there), in C: each of
  * --clients threads holds one keep-alive connection to 127.0.0.1:P and POSTs
@@ -19,6 +20,11 @@
  * reads the five fields it needs from a reload's text (the first occurrence
  * of each key, which for Floe's metadata is the top-level one) and leaves
  * the rest unparsed, as pgbench leaves its results.
+ *
+ * --accept-encoding sends that header with every request, as PyIceberg's
+ * requests session does (urllib3 2.x with zstandard installed sends the
+ * value above), and decodes a zstd answer before reading it; an answer in
+ * any other coding is an error.
  *
  * Prints one JSON line with the fields `bench_client.mjs commit` prints.
  * Exits 1 when it cannot measure (no connection, a malformed answer). */
@@ -42,6 +48,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <zstd.h>
+
 #define MAX_SECONDS 3600
 #define MAX_NAME 200
 
@@ -63,6 +71,9 @@ struct conn {
 	size_t len, cap;
 	size_t head; /* bytes of status line and headers */
 	size_t body_len;
+	const char *body; /* the body as sent, or decoded into plain */
+	char *plain; /* a zstd answer's body, decoded */
+	size_t plain_cap;
 };
 
 struct lat {
@@ -85,7 +96,7 @@ struct client {
 /* The run's settings and its shared counters. */
 static struct {
 	int port;
-	const char *prefix, *ns, *name_prefix;
+	const char *prefix, *ns, *name_prefix, *accept;
 	int ntables, nclients, seconds;
 	bool idem;
 	struct table *tables;
@@ -228,13 +239,37 @@ static bool header_is(const char *line, const char *end, const char *name)
 	return (size_t)(end - line) > n && strncasecmp(line, name, n) == 0 && line[n] == ':';
 }
 
+/* Decodes c's zstd body into c->plain; c->body and c->body_len name it. */
+static void unzstd(struct conn *c)
+{
+	const char *frame = c->buf + c->head;
+	unsigned long long n = ZSTD_getFrameContentSize(frame, c->body_len);
+	size_t got;
+
+	if (n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN || n > (1ULL << 30))
+		die("a zstd answer without its size");
+	if (c->plain_cap < n + 1) {
+		c->plain_cap = n + 1;
+		c->plain = realloc(c->plain, c->plain_cap);
+		if (c->plain == NULL)
+			die("out of memory");
+	}
+	got = ZSTD_decompress(c->plain, n, frame, c->body_len);
+	if (ZSTD_isError(got) || got != n)
+		die("a zstd answer that does not decode");
+	c->plain[n] = '\0';
+	c->body = c->plain;
+	c->body_len = n;
+}
+
 /* Sends one request and reads its answer into c->buf; returns the status.
- * The body is c->buf + c->head, c->body_len bytes, NUL-terminated.  Only
- * Content-Length bodies are read: Floe answers with them. */
+ * The body is c->body, c->body_len bytes, NUL-terminated (decoded when it
+ * came in zstd).  Only Content-Length bodies are read: Floe answers with
+ * them. */
 static int conn_request(struct conn *c, const char *req, size_t req_len)
 {
 	size_t off = 0;
-	bool keep = true;
+	bool keep = true, zstd = false;
 	int status;
 
 	if (c->fd < 0)
@@ -279,6 +314,11 @@ static int conn_request(struct conn *c, const char *req, size_t req_len)
 				if (header_is(line, le, "content-length")) {
 					c->body_len = strtoull(line + 15, NULL, 10);
 					length = true;
+				} else if (header_is(line, le, "content-encoding")) {
+					zstd = memmem(line, (size_t)(le - line), "zstd", 4) != NULL;
+					if (!zstd)
+						die("an answer coded otherwise than zstd: %.*s",
+						    (int)(le - line), line);
 				} else if (header_is(line, le, "connection")) {
 					keep = memmem(line, (size_t)(le - line), "close", 5) ==
 					       NULL;
@@ -291,6 +331,9 @@ static int conn_request(struct conn *c, const char *req, size_t req_len)
 			break;
 	}
 	c->buf[c->head + c->body_len] = '\0';
+	c->body = c->buf + c->head;
+	if (zstd)
+		unzstd(c);
 	if (!keep)
 		conn_close(c);
 	return status;
@@ -305,10 +348,11 @@ static int http(struct conn *c, const char *method, const char *path, const char
 
 	n = snprintf(head, sizeof(head),
 	             "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAccept: application/json\r\n"
-	             "%s%s%s"
+	             "%s%s%s%s%s%s"
 	             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
 	             method, path, run.port, key ? "Idempotency-Key: " : "", key ? key : "",
-	             key ? "\r\n" : "", body_len);
+	             key ? "\r\n" : "", run.accept ? "Accept-Encoding: " : "",
+	             run.accept ? run.accept : "", run.accept ? "\r\n" : "", body_len);
 	if (n < 0 || (size_t)n >= sizeof(head))
 		die("request head too long");
 	req = malloc((size_t)n + body_len);
@@ -367,7 +411,7 @@ static void table_load(struct conn *c, struct table *t)
 
 	table_path(t, path, sizeof(path));
 	status = http(c, "GET", path, NULL, "", 0);
-	body = c->buf + c->head;
+	body = c->body;
 	if (status != 200)
 		die("load %s: %d %.200s", t->name, status, body);
 	field_str(body, "table-uuid", t->uuid, sizeof(t->uuid));
@@ -463,7 +507,7 @@ static void *client_run(void *arg)
 				cl->errors++;
 				if (cl->error[0] == '\0')
 					snprintf(cl->error, sizeof(cl->error), "%d %.150s", status,
-					         cl->c.buf + cl->c.head);
+					         cl->c.body);
 			}
 			cl->reloads++;
 			table_load(&cl->c, t);
@@ -559,12 +603,17 @@ int main(int argc, char **argv)
 			run.seconds = number(a, v, 1, MAX_SECONDS);
 		else if (strcmp(a, "--idempotency") == 0)
 			run.idem = strcmp(v, "0") != 0;
-		else
+		else if (strcmp(a, "--accept-encoding") == 0) {
+			if (strlen(v) >= 200 || strpbrk(v, "\r\n") != NULL)
+				die("--accept-encoding: one header value, under 200 bytes");
+			run.accept = *v != '\0' ? v : NULL;
+		} else
 			die("unknown option %s", a);
 	}
 	if (run.port == 0)
 		die("usage: commit_writer --port P --prefix /v1/PREFIX --ns NS --tables N "
-		    "[--name-prefix t] [--clients 16] [--duration 15] [--idempotency 1]");
+		    "[--name-prefix t] [--clients 16] [--duration 15] [--idempotency 1] "
+		    "[--accept-encoding VALUE]");
 	if (!simple_name(run.ns) || !simple_name(run.name_prefix))
 		die("namespace and name prefix must be letters, digits, '_' or '-'");
 	run.tables = calloc((size_t)run.ntables, sizeof(*run.tables));
@@ -632,10 +681,12 @@ int main(int argc, char **argv)
 	qsort(all_post.v, all_post.n, sizeof(double), cmp_double);
 	table_load(&last, &run.tables[0]);
 	printf("{\"writer\":\"commit_writer\",\"tables\":%d,\"clients\":%d,\"idempotency_key\":%s,"
-	       "\"duration_s\":%d,\"commits\":%ld,\"commits_per_s\":%.1f,\"attempts\":%ld,"
+	       "\"accept_encoding\":",
+	       run.ntables, run.nclients, run.idem ? "true" : "false");
+	json_str(run.accept ? run.accept : "");
+	printf(",\"duration_s\":%d,\"commits\":%ld,\"commits_per_s\":%.1f,\"attempts\":%ld,"
 	       "\"conflicts\":%ld,\"errors\":%ld,\"error_samples\":[",
-	       run.ntables, run.nclients, run.idem ? "true" : "false", run.seconds, commits,
-	       (double)commits / run.seconds, attempts, conflicts, errors);
+	       run.seconds, commits, (double)commits / run.seconds, attempts, conflicts, errors);
 	for (int i = 0; i < nerr; i++) {
 		if (i > 0)
 			putchar(',');

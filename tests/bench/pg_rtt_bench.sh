@@ -48,7 +48,7 @@ for f in schema.sql txn.sql; do
 	[ -f "$ceil/$f" ] || bench_die "no $ceil/$f"
 done
 
-cc -O2 -pthread -o "$BT/commit_writer" "$here/commit_writer.c" ||
+cc -O2 -pthread -o "$BT/commit_writer" "$here/commit_writer.c" -lzstd ||
 	bench_die "could not compile commit_writer.c"
 cc -O2 -pthread -o "$BT/delay_proxy" "$here/delay_proxy.c" || bench_die "could not compile delay_proxy.c"
 bench_pg_start || bench_die "could not start PostgreSQL"
