@@ -343,6 +343,9 @@ struct cat_table_bytes {
 	size_t answer_len;
 	char storage_type[16];
 	struct cat_shared *hold;
+	/* Not NULL: the bytes are this form of hold's version (its refs-only
+	 * answer, cat_table_bytes_refs), which hold keeps. */
+	struct cat_shared *form;
 };
 int cat_table_load_bytes(struct cat_db *db, struct cat_tx *tx, const char *wh_name,
                          const struct cat_ns *ns, const char *name, struct cat_table_bytes *out,
@@ -376,6 +379,16 @@ enum cat_coded_state cat_table_bytes_coded_state(const struct cat_table_bytes *t
 /* Whether t's version is in the loadTable cache now, so that a coded copy
  * made of it is kept. */
 bool cat_table_bytes_cached(const struct cat_table_bytes *t);
+/* The refs-only form of t's version (snapshots=refs: only the snapshots a
+ * branch or tag points at) as bytes of their own into *out, which the
+ * caller releases (out->hold) like t.  Made once and kept with the version
+ * while it is cached, counted in the cache's bytes; made for this caller
+ * otherwise (not cached, no room, or another thread making it).  Making it
+ * parses the metadata (~12 us a KB): where the thread may not wait
+ * (fl_no_wait) a form to be made of more than 128 KiB is
+ * FL_ERR_WOULD_BLOCK, for a worker.  -1 with err set otherwise. */
+int cat_table_bytes_refs(struct cat_db *db, const struct cat_table_bytes *t,
+                         struct cat_table_bytes *out, struct fl_err *err) FL_MUST_CHECK;
 
 /* loadTable without holding the caller while PostgreSQL reads.
  * cat_table_cached: true with *out (storage_type included) when the table

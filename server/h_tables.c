@@ -84,59 +84,6 @@ static void etag_of(const char *metadata_location, const unsigned char *location
 	out[34] = '\0';
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Keeps only the snapshots that a ref points at (snapshots=refs). */
-static char *refs_only(const char *metadata, size_t len, struct fl_err *err)
-{
-	json_t *m = json_loadb(metadata, len, 0, NULL), *snaps, *refs, *keep, *s, *ref;
-	const char *k;
-	size_t i, nids = 0;
-	int64_t *ids;
-	char *out;
-
-	if (m == NULL) {
-		fl_err_set(err, FL_ERR_INTERNAL, "stored metadata is not JSON");
-		return NULL;
-	}
-	snaps = json_object_get(m, "snapshots");
-	refs = json_object_get(m, "refs");
-	keep = json_array();
-	/* The refs' snapshot ids, sorted: each snapshot is then one search. */
-	ids = malloc((json_object_size(refs) + 1) * sizeof(*ids));
-	if (keep == NULL || ids == NULL) {
-		json_decref(keep);
-		json_decref(m);
-		free(ids);
-		nomem(err);
-		return NULL;
-	}
-	json_object_foreach(refs, k, ref)
-	{
-		ids[nids++] = json_integer_value(json_object_get(ref, "snapshot-id"));
-	}
-	qsort(ids, nids, sizeof(*ids), cmp_i64);
-	json_array_foreach(snaps, i, s)
-	{
-		int64_t id = json_integer_value(json_object_get(s, "snapshot-id"));
-
-		if (bsearch(&id, ids, nids, sizeof(*ids), cmp_i64) != NULL)
-			json_array_append(keep, s);
-	}
-	free(ids);
-	json_object_set_new(m, "snapshots", keep);
-	out = fl_json_dump(m, NULL);
-	json_decref(m);
-	if (out == NULL)
-		nomem(err);
-	return out;
-}
-
 /* Appends s as a JSON string, the bytes json_dumps would write. */
 static int put_json_string(struct fl_buf *b, const char *s)
 {
@@ -425,12 +372,13 @@ int srv_h_tbl_register(struct srv_req *r, struct fl_err *err)
 
 int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 {
-	const char *snapshots = NULL, *inm, *wh, *meta;
-	struct cat_table_bytes t = {0};
+	const char *snapshots = NULL, *inm, *wh;
+	/* t: what is sent; full: when that is the refs-only form, the
+	 * version's whole bytes, which a worker that runs this again reuses. */
+	struct cat_table_bytes t = {0}, full = {0};
 	struct cat_ns ns;
-	char *filtered = NULL, etag[40];
+	char etag[40];
 	json_t *extra = NULL;
-	size_t mlen;
 	bool refs, plain;
 	int rc = -1;
 
@@ -461,11 +409,21 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 		rc = srv_reply_not_modified(r, etag, inm) == 0 ? 0 : nomem(err);
 		goto out;
 	}
+	/* The refs-only form is made once per cached version and kept with it
+	 * (a large one by a worker, which runs this again). */
+	if (refs) {
+		full = t;
+		if (cat_table_bytes_refs(r->ctx->db, &full, &t, err) != 0) {
+			t = full;
+			full.hold = NULL;
+			goto out;
+		}
+	}
 	/* A large answer to be coded is coded by a worker, which runs this
 	 * again (and a version's coded copy is then kept for the next ones):
-	 * decided before the extras are made and anything is filtered, which
-	 * the worker would do again. */
-	if (srv_reply_codes_later(r, &t, !refs)) {
+	 * decided before the extras are made, which the worker would do
+	 * again. */
+	if (srv_reply_codes_later(r, &t)) {
 		fl_err_set(err, FL_ERR_WOULD_BLOCK, "the coded answer is made by a worker");
 		goto out;
 	}
@@ -479,25 +437,24 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 		plain = json_object_size(extra) == 1 &&
 		        json_object_size(json_object_get(extra, "config")) == 0;
 	}
-	/* Such an answer is the cache's whole block, sent without a copy. */
-	if (plain && !refs) {
+	/* Such an answer is the cache's whole block (or the refs form's),
+	 * sent without a copy. */
+	if (plain) {
 		rc = srv_reply_table_held(r, &t, etag) == 0 ? 0 : nomem(err);
 		goto out;
 	}
-	meta = t.metadata;
-	mlen = t.metadata_len;
-	if (refs) {
-		if ((meta = filtered = refs_only(t.metadata, t.metadata_len, err)) == NULL)
-			goto out;
-		mlen = strlen(filtered);
-	}
-	rc = reply_table_text(r, t.metadata_location, t.location_sha256, meta, mlen, refs,
-	                      plain ? NULL : extra, plain ? CAT_EMPTY_CONFIG : NULL, err);
+	rc = reply_table_text(r, t.metadata_location, t.location_sha256, t.metadata, t.metadata_len,
+	                      refs, extra, NULL, err);
 out:
 	json_decref(extra);
-	free(filtered);
 	/* Extras that would wait (httpd.c) are made by a worker, which runs
 	 * this again: it answers with the same bytes. */
+	if (full.hold != NULL && rc != 0 && err->kind == FL_ERR_WOULD_BLOCK) {
+		cat_table_bytes_release(t.hold);
+		t = full;
+	} else {
+		cat_table_bytes_release(full.hold);
+	}
 	if (rc != 0 && err->kind == FL_ERR_WOULD_BLOCK)
 		r->loaded = t;
 	else

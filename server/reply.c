@@ -314,16 +314,16 @@ static void release_held(void *hold)
 	cat_table_bytes_release(hold);
 }
 
-bool srv_reply_codes_later(const struct srv_req *r, const struct cat_table_bytes *t, bool held)
+bool srv_reply_codes_later(const struct srv_req *r, const struct cat_table_bytes *t)
 {
-	enum fl_coding c = held ? coding_for_version(r, t) : coding_for(r, t->answer_len);
+	enum fl_coding c = coding_for_version(r, t);
 
 	if (!fl_no_wait || c == FL_CODING_IDENTITY || t->answer_len <= CODE_INLINE_MAX ||
 	    !codable(r, MHD_HTTP_OK, t->answer_len))
 		return false;
-	/* A held answer's copy that is kept is sent from here; one being made
-	 * (or that gains nothing) means the plain answer, also from here. */
-	return !held || cat_table_bytes_coded_state(t, c) == CAT_CODED_OPEN;
+	/* A copy that is kept is sent from here; one being made (or that
+	 * gains nothing) means the plain answer, also from here. */
+	return cat_table_bytes_coded_state(t, c) == CAT_CODED_OPEN;
 }
 
 int srv_reply_table_held(struct srv_req *r, struct cat_table_bytes *t, const char *etag)

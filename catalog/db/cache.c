@@ -182,6 +182,8 @@ struct cat_shared *cat_shared_new(const char *mloc, const char *meta, size_t met
 	for (int c = 0; c < FL_CODING_COUNT; c++)
 		atomic_init(&s->coded[c], NULL);
 	atomic_init(&s->charge, 0);
+	atomic_init(&s->charge_forms, 0);
+	atomic_init(&s->refs_form, NULL);
 	s->row_id[0] = s->ns_id[0] = '\0';
 	s->version = -1;
 	/* Hashed here, once per version read, instead of on every hit. */
@@ -208,6 +210,8 @@ struct cat_coded {
 /* Stands in a version's slot while its copy is made, or for good when the
  * coding gains nothing: the answer is then sent as it is. */
 static struct cat_coded coded_busy, coded_none;
+/* Stands in a version's refs_form while another thread makes it. */
+static struct cat_shared form_busy;
 
 static void coded_free(struct cat_coded *k)
 {
@@ -215,6 +219,12 @@ static void coded_free(struct cat_coded *k)
 		return;
 	free(k->bytes);
 	free(k);
+}
+
+/* What a refs form costs the cache: its answer and location. */
+static size_t form_bytes(const struct cat_shared *f)
+{
+	return f->answer_len + strlen(f->mloc);
 }
 
 size_t cat_cache_bytes(const struct cat_cache *c, size_t *coded)
@@ -229,13 +239,20 @@ bool cat_table_bytes_cached(const struct cat_table_bytes *t)
 	return t->hold != NULL && (atomic_load(&t->hold->charge) & CHARGED);
 }
 
+/* Where the coded copies of t's bytes are kept: its form's slots, or its
+ * version's. */
+static struct cat_shared *slots_of(const struct cat_table_bytes *t)
+{
+	return t->form != NULL ? t->form : t->hold;
+}
+
 enum cat_coded_state cat_table_bytes_coded_state(const struct cat_table_bytes *t, enum fl_coding c)
 {
 	struct cat_coded *k;
 
 	if (t->hold == NULL || c <= FL_CODING_IDENTITY || c >= FL_CODING_COUNT)
 		return CAT_CODED_NONE;
-	k = atomic_load_explicit(&t->hold->coded[c], memory_order_acquire);
+	k = atomic_load_explicit(&slots_of(t)->coded[c], memory_order_acquire);
 	return k == NULL          ? CAT_CODED_OPEN
 	       : k == &coded_busy ? CAT_CODED_BUSY
 	       : k == &coded_none ? CAT_CODED_NONE
@@ -244,6 +261,8 @@ enum cat_coded_state cat_table_bytes_coded_state(const struct cat_table_bytes *t
 
 void cat_table_bytes_release(struct cat_shared *s)
 {
+	struct cat_shared *form;
+
 	if (s == NULL || atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	free(s->mloc);
@@ -251,6 +270,9 @@ void cat_table_bytes_release(struct cat_shared *s)
 	free(atomic_load_explicit(&s->location, memory_order_relaxed));
 	for (int c = 0; c < FL_CODING_COUNT; c++)
 		coded_free(atomic_load_explicit(&s->coded[c], memory_order_relaxed));
+	form = atomic_load_explicit(&s->refs_form, memory_order_relaxed);
+	if (form != &form_busy)
+		cat_table_bytes_release(form);
 	free(s);
 }
 
@@ -290,13 +312,14 @@ static void entry_free(struct entry *e)
 static void entry_remove(struct cat_cache *c, struct stripe *s, struct entry **pp)
 {
 	struct entry *e = *pp;
-	/* The copies its version's answer got while here go with it. */
-	size_t copies = atomic_exchange(&e->sh->charge, 0) & ~CHARGED;
+	/* What its version kept while here goes with it. */
+	size_t copies = atomic_exchange(&e->sh->charge, 0) & ~CHARGED,
+	       forms = atomic_exchange(&e->sh->charge_forms, 0) & ~CHARGED;
 
 	*pp = e->next;
 	s->count--;
 	atomic_fetch_sub(&c->coded_bytes, copies);
-	atomic_fetch_sub(&c->bytes, e->bytes + copies);
+	atomic_fetch_sub(&c->bytes, e->bytes + copies + forms);
 	atomic_fetch_sub(&c->entries, 1);
 	entry_free(e);
 }
@@ -470,16 +493,19 @@ static void make_room(struct cat_cache *c, struct stripe *own, size_t need,
 	}
 }
 
-/* Charges a coded copy of len bytes to the cache that holds s: 0 when s is
- * in no cache (none was given, or its entry is gone) or the copy does not
- * fit even after evicting.  The cache's bytes are added first and given
- * back on failure, so that a removal of s's entry (which takes back what
- * s was charged) can never take more than was added. */
-static int charge(struct cat_cache *c, struct cat_shared *s, size_t len)
+/* Charges len bytes kept with version s to the cache that holds it, in
+ * s's word (&s->charge for a coded copy, counted in coded_bytes too;
+ * &s->charge_forms for a refs form): 0 when s is in no cache (none was
+ * given, or its entry is gone) or the bytes do not fit even after
+ * evicting.  The cache's bytes are added first and given back on failure,
+ * so that a removal of s's entry (which takes back what s was charged) can
+ * never take more than was added. */
+static int charge(struct cat_cache *c, struct cat_shared *s, atomic_size_t *word, size_t len)
 {
+	atomic_size_t *counted = word == &s->charge ? &c->coded_bytes : NULL;
 	size_t cur;
 
-	if (c == NULL || !(atomic_load(&s->charge) & CHARGED))
+	if (c == NULL || !(atomic_load(word) & CHARGED))
 		return 0;
 	if (atomic_load(&c->bytes) + len > c->max_bytes)
 		make_room(c, NULL, len, s);
@@ -488,22 +514,26 @@ static int charge(struct cat_cache *c, struct cat_shared *s, size_t len)
 		if (cur + len > c->max_bytes)
 			return 0;
 	} while (!atomic_compare_exchange_weak(&c->bytes, &cur, cur + len));
-	atomic_fetch_add(&c->coded_bytes, len);
-	cur = atomic_load(&s->charge);
+	if (counted != NULL)
+		atomic_fetch_add(counted, len);
+	cur = atomic_load(word);
 	do {
 		if (!(cur & CHARGED)) {
-			atomic_fetch_sub(&c->coded_bytes, len);
+			if (counted != NULL)
+				atomic_fetch_sub(counted, len);
 			atomic_fetch_sub(&c->bytes, len);
 			return 0;
 		}
-	} while (!atomic_compare_exchange_weak(&s->charge, &cur, cur + len));
+	} while (!atomic_compare_exchange_weak(word, &cur, cur + len));
 	return 1;
 }
 
 int cat_cache_coded(struct cat_cache *cache, const struct cat_table_bytes *t, enum fl_coding c,
                     const char **p, size_t *n, char **owned)
 {
-	struct cat_shared *s = t->hold;
+	/* The copy is kept in the slots of what is sent (the version's answer
+	 * or its refs form) and charged to the version. */
+	struct cat_shared *v = t->hold, *s = v != NULL ? slots_of(t) : NULL;
 	struct cat_coded *k, *mine = NULL;
 	char *bytes;
 	size_t len;
@@ -530,7 +560,7 @@ int cat_cache_coded(struct cat_cache *cache, const struct cat_table_bytes *t, en
 		return 0;
 	}
 	mine = malloc(sizeof(*mine));
-	if (mine != NULL && !charge(cache, s, len)) {
+	if (mine != NULL && !charge(cache, v, &v->charge, len)) {
 		free(mine);
 		mine = NULL;
 	}
@@ -561,6 +591,135 @@ int cat_table_bytes_coded(struct cat_db *db, const struct cat_table_bytes *t, en
 	return cat_cache_coded(db->cache, t, c, p, n, owned);
 }
 
+/* A form made where the thread may not wait is at most this much metadata
+ * (~1.5 ms of parsing); a larger one is made by a worker. */
+#define FORM_INLINE_MAX (128 * 1024)
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The metadata text meta with only the snapshots that a ref points at
+ * (snapshots=refs), as *out of *n bytes; -1 with err set. */
+static int refs_only(const char *meta, size_t len, char **out, size_t *n, struct fl_err *err)
+{
+	json_t *m = json_loadb(meta, len, 0, NULL), *refs, *keep, *snap, *ref;
+	const char *k;
+	size_t i, nids = 0;
+	int64_t *ids;
+
+	if (m == NULL)
+		return fl_err_set(err, FL_ERR_INTERNAL, "stored metadata is not JSON");
+	refs = json_object_get(m, "refs");
+	keep = json_array();
+	/* The refs' snapshot ids, sorted: each snapshot is then one search. */
+	ids = malloc((json_object_size(refs) + 1) * sizeof(*ids));
+	if (keep == NULL || ids == NULL)
+		goto nomem;
+	json_object_foreach(refs, k, ref)
+	{
+		ids[nids++] = json_integer_value(json_object_get(ref, "snapshot-id"));
+	}
+	qsort(ids, nids, sizeof(*ids), cmp_i64);
+	json_array_foreach(json_object_get(m, "snapshots"), i, snap)
+	{
+		int64_t id = json_integer_value(json_object_get(snap, "snapshot-id"));
+
+		if (bsearch(&id, ids, nids, sizeof(*ids), cmp_i64) != NULL &&
+		    json_array_append(keep, snap) != 0)
+			goto nomem;
+	}
+	free(ids);
+	if (json_object_set_new(m, "snapshots", keep) != 0 || (*out = fl_json_dump(m, n)) == NULL) {
+		json_decref(m);
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	}
+	json_decref(m);
+	return 0;
+nomem:
+	free(ids);
+	json_decref(keep);
+	json_decref(m);
+	return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+}
+
+/* Version v's refs form, a version of its own (refs 1); NULL with err set. */
+static struct cat_shared *form_new(const struct cat_shared *v, struct fl_err *err)
+{
+	struct cat_shared *f;
+	char *meta;
+	size_t n;
+
+	if (refs_only(v->meta, v->meta_len, &meta, &n, err) != 0)
+		return NULL;
+	f = cat_shared_new(v->mloc, meta, n);
+	free(meta);
+	if (f == NULL)
+		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	return f;
+}
+
+int cat_table_bytes_refs(struct cat_db *db, const struct cat_table_bytes *t,
+                         struct cat_table_bytes *out, struct fl_err *err)
+{
+	struct cat_shared *v = t->hold, *f, *mine;
+	bool first;
+
+	if (t->form != NULL) { /* already a refs form: filtering it again changes nothing */
+		*out = *t;
+		out->hold = cat_shared_ref(v);
+		return 0;
+	}
+	f = atomic_load_explicit(&v->refs_form, memory_order_acquire);
+	if (f != NULL && f != &form_busy) {
+		mine = NULL;
+		goto kept;
+	}
+	if (fl_no_wait && v->meta_len > FORM_INLINE_MAX)
+		return fl_err_set(err, FL_ERR_WOULD_BLOCK,
+		                  "the refs-only metadata is made by a worker");
+	/* The first asker makes the one kept; others meanwhile make their own
+	 * rather than wait. */
+	first = f == NULL &&
+	        atomic_compare_exchange_strong_explicit(&v->refs_form, &f, &form_busy,
+	                                                memory_order_acq_rel, memory_order_acquire);
+	if ((mine = form_new(v, err)) == NULL) {
+		if (first)
+			atomic_store_explicit(&v->refs_form, NULL, memory_order_release);
+		return -1;
+	}
+	if (first && charge(db->cache, v, &v->charge_forms, form_bytes(mine))) {
+		atomic_store_explicit(&v->refs_form, mine, memory_order_release);
+		f = mine;
+		goto kept;
+	}
+	/* Not cached, or no room: this caller's own. */
+	if (first)
+		atomic_store_explicit(&v->refs_form, NULL, memory_order_release);
+	*out = *t;
+	out->hold = mine;
+	out->form = NULL;
+	out->metadata_location = mine->mloc;
+	out->location_sha256 = mine->mloc_sha256;
+	out->metadata = mine->meta;
+	out->metadata_len = mine->meta_len;
+	out->answer = mine->answer;
+	out->answer_len = mine->answer_len;
+	return 0;
+kept:
+	*out = *t;
+	out->hold = cat_shared_ref(v);
+	out->form = f;
+	out->metadata = f->meta;
+	out->metadata_len = f->meta_len;
+	out->answer = f->answer;
+	out->answer_len = f->answer_len;
+	return 0;
+}
+
 /* True when nothing since `generation` invalidated id_hash (or everything)
  * but the invalidation numbered own (0: none); ring_mu held. */
 static bool unchanged_since(struct cat_cache *c, unsigned long generation, uint64_t id_hash,
@@ -576,8 +735,8 @@ static bool unchanged_since(struct cat_cache *c, unsigned long generation, uint6
 	return true;
 }
 
-/* What the coded copies kept with s hold. */
-static size_t kept_bytes(struct cat_shared *s)
+/* What the coded copies kept in s's slots hold. */
+static size_t copies_of(struct cat_shared *s)
 {
 	size_t n = 0;
 
@@ -586,6 +745,21 @@ static size_t kept_bytes(struct cat_shared *s)
 
 		if (k != NULL && k != &coded_busy && k != &coded_none)
 			n += k->len;
+	}
+	return n;
+}
+
+/* What s keeps: its coded copies and its refs form's (returned), and the
+ * form itself (*forms). */
+static size_t kept_bytes(struct cat_shared *s, size_t *forms)
+{
+	struct cat_shared *f = atomic_load_explicit(&s->refs_form, memory_order_acquire);
+	size_t n = copies_of(s);
+
+	*forms = 0;
+	if (f != NULL && f != &form_busy) {
+		n += copies_of(f);
+		*forms = form_bytes(f);
 	}
 	return n;
 }
@@ -639,17 +813,19 @@ static void put(struct cat_cache *c, unsigned long generation, unsigned long own
 		ok = atomic_load(&c->bytes) + bytes <= c->max_bytes;
 	}
 	if (ok) {
-		size_t copies = kept_bytes(sh), none = 0;
+		size_t forms, copies = kept_bytes(sh, &forms), none = 0;
 
-		/* Its coded copies are charged from now until it leaves. */
-		if (!atomic_compare_exchange_strong(&sh->charge, &none, CHARGED | copies))
-			copies = 0; /* in another entry already, which is charged */
+		/* What it keeps is charged from now until it leaves. */
+		if (atomic_compare_exchange_strong(&sh->charge, &none, CHARGED | copies))
+			atomic_store(&sh->charge_forms, CHARGED | forms);
+		else
+			copies = forms = 0; /* in another entry already, which is charged */
 		pp = &s->buckets[(e->hash / STRIPES) % s->nbuckets];
 		e->next = *pp;
 		*pp = e;
 		s->count++;
 		atomic_fetch_add(&c->coded_bytes, copies);
-		atomic_fetch_add(&c->bytes, bytes + copies);
+		atomic_fetch_add(&c->bytes, bytes + copies + forms);
 		atomic_fetch_add(&c->entries, 1);
 		e = NULL;
 	}

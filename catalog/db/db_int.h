@@ -170,9 +170,13 @@ struct cat_shared {
 	_Atomic(char *) location; /* cat_table_bytes_location, once asked */
 	/* answer content-coded (cat_table_bytes_coded), once asked */
 	_Atomic(struct cat_coded *) coded[FL_CODING_COUNT];
-	/* While the version is in the cache: what its kept copies hold, which
-	 * the cache's bytes include (cache.c); 0 otherwise. */
-	atomic_size_t charge;
+	/* While the version is in the cache: what its kept coded copies hold
+	 * (its refs form's too), and what its refs form holds, which the
+	 * cache's bytes include (cache.c); 0 otherwise. */
+	atomic_size_t charge, charge_forms;
+	/* The refs-only answer of this version (cat_table_bytes_refs), once
+	 * made and kept: owned by this one, freed with it. */
+	_Atomic(struct cat_shared *) refs_form;
 	unsigned char mloc_sha256[32];
 	/* The row that held this version: its id, namespace and version
 	 * (version -1: not known), which an optimistic commit's

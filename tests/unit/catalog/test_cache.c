@@ -332,6 +332,162 @@ static void test_coded_evicts(void **state)
 	cat_cache_stop(c);
 }
 
+/* snapshots=refs (cat_table_bytes_refs): the form of a cached version is
+ * made once, kept with it and counted in the cache's bytes (its coded
+ * copies too), and leaves with it; an uncached version's is the caller's
+ * own; a large one is not made where the thread may not wait. */
+static void test_refs_form(void **state)
+{
+	static const char meta[] =
+	        "{\"format-version\":2,\"properties\":{\"p\":\"%s\"},\"snapshots\":["
+	        "{\"snapshot-id\":1},{\"snapshot-id\":2},{\"snapshot-id\":3}],"
+	        "\"refs\":{\"main\":{\"snapshot-id\":3,\"type\":\"branch\"},"
+	        "\"t\":{\"snapshot-id\":1,\"type\":\"tag\"}}}";
+	static const char want[] =
+	        "\"snapshots\":[{\"snapshot-id\":1},{\"snapshot-id\":3}],\"refs\"";
+	struct cat_cache *c = cat_cache_new(1 << 20, true);
+	struct cat_db db = {.cache = c};
+	char pad[3001], text[4000], *own = NULL;
+	struct cat_shared *sh;
+	struct cat_table_bytes t, r1, r2;
+	struct fl_err err = {0};
+	const char *p1, *p2;
+	size_t n1, n2, base, coded;
+
+	(void)state;
+	memset(pad, 'x', sizeof(pad) - 1);
+	pad[sizeof(pad) - 1] = '\0';
+	snprintf(text, sizeof(text), meta, pad);
+	sh = cat_shared_new("file:///w/t/metadata/00001-x.metadata.json", text, strlen(text));
+	assert_non_null(sh);
+	t = bytes_of(sh);
+	t.metadata = sh->meta;
+	t.metadata_len = sh->meta_len;
+
+	/* Not cached: the caller's own form, with only the refs' snapshots. */
+	assert_int_equal(cat_table_bytes_refs(&db, &t, &r1, &err), 0);
+	assert_ptr_not_equal(r1.hold, sh);
+	assert_null(r1.form);
+	assert_non_null(memmem(r1.answer, r1.answer_len, want, strlen(want)));
+	assert_int_equal(cat_cache_bytes(c, NULL), 0);
+	cat_table_bytes_release(r1.hold);
+
+	/* Cached: made once, kept, counted. */
+	base = put_version(c, "t", TABLE_ID, sh);
+	assert_int_equal(cat_table_bytes_refs(&db, &t, &r1, &err), 0);
+	assert_ptr_equal(r1.hold, sh);
+	assert_non_null(r1.form);
+	assert_non_null(memmem(r1.metadata, r1.metadata_len, want, strlen(want)));
+	assert_int_equal(cat_cache_bytes(c, NULL), base + r1.answer_len + strlen(sh->mloc));
+	assert_int_equal(cat_table_bytes_refs(&db, &t, &r2, &err), 0);
+	assert_ptr_equal(r2.form, r1.form);
+	assert_ptr_equal(r2.answer, r1.answer);
+	cat_table_bytes_release(r2.hold);
+	/* Its coded copy is kept in the form's slots, charged to the version. */
+	assert_int_equal(cat_cache_coded(c, &r1, FL_CODING_ZSTD, &p1, &n1, &own), 1);
+	assert_null(own);
+	assert_int_equal(ZSTD_getFrameContentSize(p1, n1), r1.answer_len);
+	assert_int_equal(cat_table_bytes_coded_state(&r1, FL_CODING_ZSTD), CAT_CODED_KEPT);
+	assert_int_not_equal(cat_table_bytes_coded_state(&t, FL_CODING_ZSTD), CAT_CODED_KEPT);
+	assert_int_equal(cat_cache_coded(c, &r1, FL_CODING_ZSTD, &p2, &n2, &own), 1);
+	assert_ptr_equal(p1, p2);
+	assert_int_equal(cat_cache_bytes(c, &coded), base + r1.answer_len + strlen(sh->mloc) + n1);
+	assert_int_equal(coded, n1);
+	/* The version leaves, and all it kept with it. */
+	cat_cache_invalidate(c, TABLE_ID);
+	assert_int_equal(cat_cache_bytes(c, &coded), 0);
+	assert_int_equal(coded, 0);
+	assert_non_null(memmem(r1.answer, r1.answer_len, want, strlen(want)));
+	cat_table_bytes_release(r1.hold);
+	cat_table_bytes_release(sh);
+
+	/* A large version's form is not made where the thread may not wait. */
+	sh = version_of(200 * 1024, REPEATED);
+	t = bytes_of(sh);
+	t.metadata = sh->meta;
+	t.metadata_len = sh->meta_len;
+	fl_no_wait = true;
+	assert_int_equal(cat_table_bytes_refs(&db, &t, &r1, &err), -1);
+	fl_no_wait = false;
+	assert_int_equal(err.kind, FL_ERR_WOULD_BLOCK);
+	/* ...and a form of text that is not JSON is an error that says so. */
+	assert_int_equal(cat_table_bytes_refs(&db, &t, &r1, &err), -1);
+	assert_int_equal(err.kind, FL_ERR_INTERNAL);
+	assert_non_null(strstr(err.msg, "not JSON"));
+	cat_table_bytes_release(sh);
+	cat_cache_stop(c);
+}
+
+struct refs_asker {
+	pthread_t th;
+	struct cat_db *db;
+	struct cat_table_bytes *t, out;
+	int rc;
+};
+
+static void *ask_refs(void *arg)
+{
+	struct refs_asker *a = arg;
+	struct fl_err err = {0};
+
+	a->rc = cat_table_bytes_refs(a->db, a->t, &a->out, &err);
+	return NULL;
+}
+
+/* Many first askers of a cached version's form: one form is kept and
+ * counted once; the others get it or one of their own, alike. */
+static void test_refs_form_concurrent(void **state)
+{
+	struct cat_cache *c = cat_cache_new(64 << 20, true);
+	struct cat_db db = {.cache = c};
+	struct refs_asker a[8];
+	char text[64 * 1024];
+	size_t len = 0;
+
+	(void)state;
+	len += (size_t)snprintf(text, sizeof(text), "{\"snapshots\":[");
+	for (int i = 1; i <= 1000; i++)
+		len += (size_t)snprintf(text + len, sizeof(text) - len, "%s{\"snapshot-id\":%d}",
+		                        i > 1 ? "," : "", i);
+	len += (size_t)snprintf(text + len, sizeof(text) - len,
+	                        "],\"refs\":{\"main\":{\"snapshot-id\":1000}}}");
+	for (int round = 0; round < 20; round++) {
+		struct cat_shared *sh = cat_shared_new("file:///w/t/m.json", text, len),
+		                  *kept = NULL;
+		struct cat_table_bytes t;
+		size_t base;
+
+		assert_non_null(sh);
+		t = bytes_of(sh);
+		base = put_version(c, "t", TABLE_ID, sh);
+		for (int i = 0; i < 8; i++) {
+			a[i] = (struct refs_asker){.db = &db, .t = &t};
+			assert_int_equal(pthread_create(&a[i].th, NULL, ask_refs, &a[i]), 0);
+		}
+		for (int i = 0; i < 8; i++)
+			pthread_join(a[i].th, NULL);
+		for (int i = 0; i < 8; i++) {
+			assert_int_equal(a[i].rc, 0);
+			assert_int_equal(a[i].out.metadata_len,
+			                 strlen("{\"snapshots\":[{\"snapshot-id\":1000}],"
+			                        "\"refs\":{\"main\":{\"snapshot-id\":1000}}}"));
+			if (a[i].out.form != NULL) {
+				assert_true(kept == NULL || kept == a[i].out.form);
+				kept = a[i].out.form;
+			}
+		}
+		assert_non_null(kept); /* the first asker's, kept */
+		assert_int_equal(cat_cache_bytes(c, NULL),
+		                 base + kept->answer_len + strlen(sh->mloc));
+		for (int i = 0; i < 8; i++)
+			cat_table_bytes_release(a[i].out.hold);
+		cat_cache_invalidate(c, TABLE_ID);
+		assert_int_equal(cat_cache_bytes(c, NULL), 0);
+		cat_table_bytes_release(sh);
+	}
+	cat_cache_stop(c);
+}
+
 struct asker {
 	pthread_t th;
 	struct cat_cache *c;
@@ -404,6 +560,8 @@ int main(void)
 	        cmocka_unit_test(test_not_live),
 	        cmocka_unit_test(test_coded_kept),
 	        cmocka_unit_test(test_coded_evicts),
+	        cmocka_unit_test(test_refs_form),
+	        cmocka_unit_test(test_refs_form_concurrent),
 	        cmocka_unit_test(test_coded_concurrent),
 	};
 
