@@ -192,6 +192,17 @@ struct cat_shared *cat_shared_new(const char *mloc, const char *meta, size_t met
 	return s;
 }
 
+void cat_shared_bytes(struct cat_shared *sh, struct cat_table_bytes *out)
+{
+	out->metadata_location = sh->mloc;
+	out->location_sha256 = sh->mloc_sha256;
+	out->metadata = sh->meta;
+	out->metadata_len = sh->meta_len;
+	out->answer = sh->answer;
+	out->answer_len = sh->answer_len;
+	out->hold = sh;
+}
+
 void cat_shared_row(struct cat_shared *s, const char *row_id, const char *ns_id, int64_t version)
 {
 	if (version < 0 || strlen(row_id) >= sizeof(s->row_id) || strlen(ns_id) >= sizeof(s->ns_id))
@@ -700,23 +711,14 @@ int cat_table_bytes_refs(struct cat_db *db, const struct cat_table_bytes *t,
 	if (first)
 		atomic_store_explicit(&v->refs_form, NULL, memory_order_release);
 	*out = *t;
-	out->hold = mine;
+	cat_shared_bytes(mine, out);
 	out->form = NULL;
-	out->metadata_location = mine->mloc;
-	out->location_sha256 = mine->mloc_sha256;
-	out->metadata = mine->meta;
-	out->metadata_len = mine->meta_len;
-	out->answer = mine->answer;
-	out->answer_len = mine->answer_len;
 	return 0;
 kept:
 	*out = *t;
-	out->hold = cat_shared_ref(v);
+	cat_shared_bytes(f, out);
+	out->hold = cat_shared_ref(v); /* which holds the form */
 	out->form = f;
-	out->metadata = f->meta;
-	out->metadata_len = f->meta_len;
-	out->answer = f->answer;
-	out->answer_len = f->answer_len;
 	return 0;
 }
 

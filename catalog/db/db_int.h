@@ -186,6 +186,8 @@ struct cat_shared {
 };
 /* meta NULL: its meta_len bytes are left for the caller to write, at s->meta. */
 struct cat_shared *cat_shared_new(const char *mloc, const char *meta, size_t meta_len);
+/* The bytes of sh into out, whose hold takes the caller's reference. */
+void cat_shared_bytes(struct cat_shared *sh, struct cat_table_bytes *out);
 /* Notes the row of s's version (a version < 0, or an id too long to keep:
  * not known). */
 void cat_shared_row(struct cat_shared *s, const char *row_id, const char *ns_id, int64_t version);

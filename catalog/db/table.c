@@ -1021,18 +1021,6 @@ static int load_batched(struct cat_db *db, const char *wh, const struct cat_ns *
 	return 1;
 }
 
-/* The bytes of sh, whose reference out->hold takes. */
-static void bytes_of(struct cat_shared *sh, struct cat_table_bytes *out)
-{
-	out->metadata_location = sh->mloc;
-	out->location_sha256 = sh->mloc_sha256;
-	out->metadata = sh->meta;
-	out->metadata_len = sh->meta_len;
-	out->answer = sh->answer;
-	out->answer_len = sh->answer_len;
-	out->hold = sh;
-}
-
 /* A parked request's answer: its bytes handed over, then the entry freed. */
 static void answer_parked(struct cat_db *db, struct cat_load_wait *w, bool found)
 {
@@ -1040,7 +1028,7 @@ static void answer_parked(struct cat_db *db, struct cat_load_wait *w, bool found
 
 	(void)db;
 	if (found) {
-		bytes_of(w->sh, &t);
+		cat_shared_bytes(w->sh, &t);
 		memcpy(t.storage_type, w->type, 16);
 	}
 	w->fn(w->arg, found ? &t : NULL);
@@ -1087,7 +1075,7 @@ bool cat_table_cached(struct cat_db *db, const char *wh_name, const struct cat_n
 	hit = cat_cache_get(db->cache, key, key_len, &sh, out->storage_type);
 	free(key);
 	if (hit)
-		bytes_of(sh, out);
+		cat_shared_bytes(sh, out);
 	return hit;
 }
 
@@ -1236,7 +1224,7 @@ int cat_table_load_bytes(struct cat_db *db, struct cat_tx *tx, const char *wh_na
 
 	if (load_shared(db, tx, wh_name, ns, name, false, &sh, out->storage_type, err) != 0)
 		return -1;
-	bytes_of(sh, out);
+	cat_shared_bytes(sh, out);
 	return 0;
 }
 
@@ -1248,7 +1236,7 @@ int cat_view_load_bytes(struct cat_db *db, struct cat_tx *tx, const char *wh_nam
 
 	if (load_shared(db, tx, wh_name, ns, name, true, &sh, out->storage_type, err) != 0)
 		return -1;
-	bytes_of(sh, out);
+	cat_shared_bytes(sh, out);
 	return 0;
 }
 
