@@ -42,10 +42,11 @@
  * rwlock (hits take it shared), chosen by the hash of the key.  The budget
  * is in bytes (table-cache-bytes); an insert that would exceed it evicts
  * with CLOCK (a reference bit set on every hit), in its own stripe first,
- * then in the others.  A version's coded copies (cat_cache_coded) count
- * against the same budget while it is cached (cat_shared.charge), make
- * room the same way, and are given back when its entry goes, so a copy
- * nobody reads is reclaimed with its version.
+ * then in the others.  What a version keeps beside its answer (coded
+ * copies, cat_cache_coded; its refs-only form, cat_table_bytes_refs)
+ * counts against the same budget while it is cached (cat_shared.charge,
+ * .charge_forms), makes room the same way, and is given back when its
+ * entry goes, so what nobody reads is reclaimed with its version.
  *
  * Per-table invalidation without a global stop: every invalidation is
  * numbered (seq) and recorded in a ring of the last RING table-id hashes.
@@ -79,8 +80,8 @@
  * snapshots and is the one most worth keeping, while no single table can
  * take a large share of the budget. */
 #define MIN_ENTRY_LIMIT (512 * 1024)
-/* cat_shared.charge: the version is in an entry, which is charged for its
- * coded copies (the rest of the word: their bytes). */
+/* In cat_shared.charge and .charge_forms: the version is in an entry, which
+ * is charged for what it keeps (the rest of the word: those bytes). */
 #define CHARGED ((size_t)1 << (sizeof(size_t) * 8 - 1))
 
 struct entry {
@@ -513,11 +514,12 @@ static void make_room(struct cat_cache *c, struct stripe *own, size_t need,
  * never take more than was added. */
 static int charge(struct cat_cache *c, struct cat_shared *s, atomic_size_t *word, size_t len)
 {
-	atomic_size_t *counted = word == &s->charge ? &c->coded_bytes : NULL;
+	atomic_size_t *counted;
 	size_t cur;
 
 	if (c == NULL || !(atomic_load(word) & CHARGED))
 		return 0;
+	counted = word == &s->charge ? &c->coded_bytes : NULL;
 	if (atomic_load(&c->bytes) + len > c->max_bytes)
 		make_room(c, NULL, len, s);
 	cur = atomic_load(&c->bytes);
