@@ -363,7 +363,9 @@ const char *cat_table_bytes_location(const struct cat_table_bytes *t);
  * its copies are evicted together.  1: *p and *n are the coded bytes,
  * valid while t->hold is, or, for a version not cached (or no room even
  * after evicting), a copy made for this caller, which *owned then names
- * (the caller frees it; NULL otherwise); 0: another thread is making them,
+ * (the caller frees it; NULL otherwise; owned NULL: only a copy that is
+ * kept is wanted, and one that cannot be is not tried again for this
+ * version, which then goes as it is); 0: another thread is making them,
  * or the coding gains nothing, and the caller sends the answer as it is;
  * -1: out of memory.  cat_table_bytes_coded_state says, without making
  * anything, which of those a call would find.  Thread-safe. */

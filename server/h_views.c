@@ -130,7 +130,7 @@ int srv_h_view_load(struct srv_req *r, struct fl_err *err)
 
 	if (load(r, &t, err) != 0)
 		return -1;
-	if (srv_reply_codes_later(r, &t)) {
+	if (srv_reply_codes_later(r, &t, true)) {
 		cat_table_bytes_release(t.hold);
 		return fl_err_set(err, FL_ERR_WOULD_BLOCK,
 		                  "the view's coded answer is made by a worker");

@@ -314,16 +314,17 @@ static void release_held(void *hold)
 	cat_table_bytes_release(hold);
 }
 
-bool srv_reply_codes_later(const struct srv_req *r, const struct cat_table_bytes *t)
+bool srv_reply_codes_later(const struct srv_req *r, const struct cat_table_bytes *t, bool held)
 {
-	enum fl_coding c = coding_for_version(r, t);
+	enum fl_coding c = held ? coding_for_version(r, t) : coding_for(r, t->answer_len);
 
 	if (!fl_no_wait || c == FL_CODING_IDENTITY || t->answer_len <= CODE_INLINE_MAX ||
 	    !codable(r, MHD_HTTP_OK, t->answer_len))
 		return false;
-	/* A copy that is kept is sent from here; one being made (or that
-	 * gains nothing) means the plain answer, also from here. */
-	return cat_table_bytes_coded_state(t, c) == CAT_CODED_OPEN;
+	/* A held block's kept copy is sent from here; one being made (or
+	 * that gains nothing) means the plain answer, also from here.  An
+	 * answer that may be made per request is coded by a worker. */
+	return !held || cat_table_bytes_coded_state(t, c) == CAT_CODED_OPEN;
 }
 
 int srv_reply_table_held(struct srv_req *r, struct cat_table_bytes *t, const char *etag)
@@ -338,13 +339,15 @@ int srv_reply_table_held(struct srv_req *r, struct cat_table_bytes *t, const cha
 	char *owned = NULL;
 
 	/* The version's coded copy, made once (on a worker when it is large:
-	 * srv_reply_codes_later), or this request's own past the budget;
-	 * while another thread makes it, or when it gains nothing, the answer
-	 * goes as it is. */
+	 * srv_reply_codes_later), or this request's own when it is not kept
+	 * (except gzip past GZIP_MAX, only ever made to be kept); while
+	 * another thread makes it, or when it gains nothing, the answer goes
+	 * as it is. */
 	if (varies && want != FL_CODING_IDENTITY &&
 	    !(fl_no_wait && n > CODE_INLINE_MAX &&
 	      cat_table_bytes_coded_state(t, want) != CAT_CODED_KEPT) &&
-	    cat_table_bytes_coded(r->ctx->db, t, want, &p, &n, &owned) == 1)
+	    cat_table_bytes_coded(r->ctx->db, t, want, &p, &n,
+	                          want == coding_for(r, n) ? &owned : NULL) == 1)
 		c = want;
 	/* libmicrohttpd only reads the buffer (it is not MUST_FREE): the cast
 	 * is its API's, not a licence to write.  An owned copy goes with the

@@ -33,12 +33,13 @@ int srv_reply_table(struct srv_req *r, char *body, size_t n, const char *etag) F
  * libmicrohttpd has sent the response or dropped it.  On failure t keeps
  * its hold.  A client that accepts gzip or zstd gets the version's coded
  * copy (cat_table_bytes_coded).  srv_reply_codes_later: r's answer about
- * t is to be coded, its copy is not made yet, and it is too large to code
- * on a thread that must not wait, so the handler hands r to a worker
- * (FL_ERR_WOULD_BLOCK) first. */
+ * t (the held block when held; otherwise one that may be made around t's
+ * metadata, as a table with extras is) is to be coded, no kept copy can be
+ * sent, and it is too large to code on a thread that must not wait, so
+ * the handler hands r to a worker (FL_ERR_WOULD_BLOCK) first. */
 int srv_reply_table_held(struct srv_req *r, struct cat_table_bytes *t,
                          const char *etag) FL_MUST_CHECK;
-bool srv_reply_codes_later(const struct srv_req *r, const struct cat_table_bytes *t);
+bool srv_reply_codes_later(const struct srv_req *r, const struct cat_table_bytes *t, bool held);
 /* 304 with the ETag, weak (W/) when inm, the request's If-None-Match (or
  * NULL), names it so: the form the 200 the client holds carried (a coded
  * one's is weak). */

@@ -202,6 +202,7 @@ void cat_shared_bytes(struct cat_shared *sh, struct cat_table_bytes *out)
 	out->answer = sh->answer;
 	out->answer_len = sh->answer_len;
 	out->hold = sh;
+	out->form = NULL;
 }
 
 void cat_shared_row(struct cat_shared *s, const char *row_id, const char *ns_id, int64_t version)
@@ -512,20 +513,24 @@ static void make_room(struct cat_cache *c, struct stripe *own, size_t need,
  * evicting.  The cache's bytes are added first and given back on failure,
  * so that a removal of s's entry (which takes back what s was charged) can
  * never take more than was added. */
-static int charge(struct cat_cache *c, struct cat_shared *s, atomic_size_t *word, size_t len)
+static bool charge(struct cat_cache *c, struct cat_shared *s, atomic_size_t *word, size_t len)
 {
 	atomic_size_t *counted;
 	size_t cur;
 
-	if (c == NULL || !(atomic_load(word) & CHARGED))
-		return 0;
+	/* No more than an entry may take (max_entry) for each thing kept. */
+	if (c == NULL || len > c->max_entry || !(atomic_load(word) & CHARGED))
+		return false;
 	counted = word == &s->charge ? &c->coded_bytes : NULL;
-	if (atomic_load(&c->bytes) + len > c->max_bytes)
+	if (atomic_load(&c->bytes) + len > c->max_bytes) {
 		make_room(c, NULL, len, s);
+		if (!(atomic_load(word) & CHARGED)) /* its entry went meanwhile */
+			return false;
+	}
 	cur = atomic_load(&c->bytes);
 	do {
 		if (cur + len > c->max_bytes)
-			return 0;
+			return false;
 	} while (!atomic_compare_exchange_weak(&c->bytes, &cur, cur + len));
 	if (counted != NULL)
 		atomic_fetch_add(counted, len);
@@ -535,10 +540,10 @@ static int charge(struct cat_cache *c, struct cat_shared *s, atomic_size_t *word
 			if (counted != NULL)
 				atomic_fetch_sub(counted, len);
 			atomic_fetch_sub(&c->bytes, len);
-			return 0;
+			return false;
 		}
 	} while (!atomic_compare_exchange_weak(word, &cur, cur + len));
-	return 1;
+	return true;
 }
 
 int cat_cache_coded(struct cat_cache *cache, const struct cat_table_bytes *t, enum fl_coding c,
@@ -551,7 +556,8 @@ int cat_cache_coded(struct cat_cache *cache, const struct cat_table_bytes *t, en
 	char *bytes;
 	size_t len;
 
-	*owned = NULL;
+	if (owned != NULL)
+		*owned = NULL;
 	if (s == NULL || c <= FL_CODING_IDENTITY || c >= FL_CODING_COUNT)
 		return 0;
 	k = atomic_load_explicit(&s->coded[c], memory_order_acquire);
@@ -576,6 +582,12 @@ int cat_cache_coded(struct cat_cache *cache, const struct cat_table_bytes *t, en
 	if (mine != NULL && !charge(cache, v, &v->charge, len)) {
 		free(mine);
 		mine = NULL;
+	}
+	if (mine == NULL && owned == NULL) {
+		/* Worth making only to keep: never again for this version. */
+		free(bytes);
+		atomic_store_explicit(&s->coded[c], &coded_none, memory_order_release);
+		return 0;
 	}
 	if (mine == NULL) {
 		/* Not cached (or no room): the asker's own copy; a later asker
@@ -619,10 +631,11 @@ static int cmp_i64(const void *a, const void *b)
  * (snapshots=refs), as *out of *n bytes; -1 with err set. */
 static int refs_only(const char *meta, size_t len, char **out, size_t *n, struct fl_err *err)
 {
-	json_t *m = json_loadb(meta, len, 0, NULL), *refs, *keep, *snap, *ref;
+	json_t *m = json_loadb(meta, len, 0, NULL), *refs, *keep = NULL, *snap, *ref;
 	const char *k;
 	size_t i, nids = 0;
-	int64_t *ids;
+	int64_t *ids = NULL;
+	int rc = -1;
 
 	if (m == NULL)
 		return fl_err_set(err, FL_ERR_INTERNAL, "stored metadata is not JSON");
@@ -631,7 +644,7 @@ static int refs_only(const char *meta, size_t len, char **out, size_t *n, struct
 	/* The refs' snapshot ids, sorted: each snapshot is then one search. */
 	ids = malloc((json_object_size(refs) + 1) * sizeof(*ids));
 	if (keep == NULL || ids == NULL)
-		goto nomem;
+		goto out;
 	json_object_foreach(refs, k, ref)
 	{
 		ids[nids++] = json_integer_value(json_object_get(ref, "snapshot-id"));
@@ -643,20 +656,15 @@ static int refs_only(const char *meta, size_t len, char **out, size_t *n, struct
 
 		if (bsearch(&id, ids, nids, sizeof(*ids), cmp_i64) != NULL &&
 		    json_array_append(keep, snap) != 0)
-			goto nomem;
+			goto out;
 	}
-	free(ids);
-	if (json_object_set_new(m, "snapshots", keep) != 0 || (*out = fl_json_dump(m, n)) == NULL) {
-		json_decref(m);
-		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
-	}
-	json_decref(m);
-	return 0;
-nomem:
+	if (json_object_set(m, "snapshots", keep) == 0 && (*out = fl_json_dump(m, n)) != NULL)
+		rc = 0;
+out:
 	free(ids);
 	json_decref(keep);
 	json_decref(m);
-	return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	return rc == 0 ? 0 : fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 }
 
 /* Version v's refs form, a version of its own (refs 1); NULL with err set. */
@@ -675,6 +683,19 @@ static struct cat_shared *form_new(const struct cat_shared *v, struct fl_err *er
 	return f;
 }
 
+/* out: t's bytes, with those of form f (whose reference out->hold then
+ * takes), or of its version's kept form f (held through the version). */
+static void form_out(const struct cat_table_bytes *t, struct cat_shared *f, bool kept,
+                     struct cat_table_bytes *out)
+{
+	*out = *t;
+	cat_shared_bytes(f, out);
+	if (kept) {
+		out->hold = cat_shared_ref(t->hold);
+		out->form = f;
+	}
+}
+
 int cat_table_bytes_refs(struct cat_db *db, const struct cat_table_bytes *t,
                          struct cat_table_bytes *out, struct fl_err *err)
 {
@@ -687,40 +708,33 @@ int cat_table_bytes_refs(struct cat_db *db, const struct cat_table_bytes *t,
 		return 0;
 	}
 	f = atomic_load_explicit(&v->refs_form, memory_order_acquire);
-	if (f != NULL && f != &form_busy) {
-		mine = NULL;
-		goto kept;
-	}
-	if (fl_no_wait && v->meta_len > FORM_INLINE_MAX)
-		return fl_err_set(err, FL_ERR_WOULD_BLOCK,
-		                  "the refs-only metadata is made by a worker");
 	/* The first asker makes the one kept; others meanwhile make their own
 	 * rather than wait. */
 	first = f == NULL &&
 	        atomic_compare_exchange_strong_explicit(&v->refs_form, &f, &form_busy,
 	                                                memory_order_acq_rel, memory_order_acquire);
-	if ((mine = form_new(v, err)) == NULL) {
+	if (f != NULL && f != &form_busy) { /* kept (maybe just now, by another) */
+		form_out(t, f, true, out);
+		return 0;
+	}
+	if (fl_no_wait && v->meta_len > FORM_INLINE_MAX) {
 		if (first)
 			atomic_store_explicit(&v->refs_form, NULL, memory_order_release);
-		return -1;
+		return fl_err_set(err, FL_ERR_WOULD_BLOCK,
+		                  "the refs-only metadata is made by a worker");
 	}
-	if (first && charge(db->cache, v, &v->charge_forms, form_bytes(mine))) {
+	mine = form_new(v, err);
+	if (first && mine != NULL && charge(db->cache, v, &v->charge_forms, form_bytes(mine))) {
 		atomic_store_explicit(&v->refs_form, mine, memory_order_release);
-		f = mine;
-		goto kept;
+		form_out(t, mine, true, out);
+		return 0;
 	}
-	/* Not cached, or no room: this caller's own. */
+	/* Not cached, no room, made by another meanwhile, or failed. */
 	if (first)
 		atomic_store_explicit(&v->refs_form, NULL, memory_order_release);
-	*out = *t;
-	cat_shared_bytes(mine, out);
-	out->form = NULL;
-	return 0;
-kept:
-	*out = *t;
-	cat_shared_bytes(f, out);
-	out->hold = cat_shared_ref(v); /* which holds the form */
-	out->form = f;
+	if (mine == NULL)
+		return -1;
+	form_out(t, mine, false, out);
 	return 0;
 }
 
@@ -737,35 +751,6 @@ static bool unchanged_since(struct cat_cache *c, unsigned long generation, uint6
 		if (n != own && (c->ring[n % RING].all || c->ring[n % RING].id_hash == id_hash))
 			return false;
 	return true;
-}
-
-/* What the coded copies kept in s's slots hold. */
-static size_t copies_of(struct cat_shared *s)
-{
-	size_t n = 0;
-
-	for (int c = 0; c < FL_CODING_COUNT; c++) {
-		struct cat_coded *k = atomic_load_explicit(&s->coded[c], memory_order_acquire);
-
-		if (k != NULL && k != &coded_busy && k != &coded_none)
-			n += k->len;
-	}
-	return n;
-}
-
-/* What s keeps: its coded copies and its refs form's (returned), and the
- * form itself (*forms). */
-static size_t kept_bytes(struct cat_shared *s, size_t *forms)
-{
-	struct cat_shared *f = atomic_load_explicit(&s->refs_form, memory_order_acquire);
-	size_t n = copies_of(s);
-
-	*forms = 0;
-	if (f != NULL && f != &form_busy) {
-		n += copies_of(f);
-		*forms = form_bytes(f);
-	}
-	return n;
 }
 
 static void put(struct cat_cache *c, unsigned long generation, unsigned long own, const char *key,
@@ -817,19 +802,17 @@ static void put(struct cat_cache *c, unsigned long generation, unsigned long own
 		ok = atomic_load(&c->bytes) + bytes <= c->max_bytes;
 	}
 	if (ok) {
-		size_t forms, copies = kept_bytes(sh, &forms), none = 0;
-
-		/* What it keeps is charged from now until it leaves. */
-		if (atomic_compare_exchange_strong(&sh->charge, &none, CHARGED | copies))
-			atomic_store(&sh->charge_forms, CHARGED | forms);
-		else
-			copies = forms = 0; /* in another entry already, which is charged */
+		/* What it keeps is charged from now until it leaves.  A version
+		 * is put before anything is kept with it (what is made of one
+		 * not cached is its asker's own), so there is nothing to count
+		 * yet; nor is a version put twice. */
+		atomic_store(&sh->charge, CHARGED);
+		atomic_store(&sh->charge_forms, CHARGED);
 		pp = &s->buckets[(e->hash / STRIPES) % s->nbuckets];
 		e->next = *pp;
 		*pp = e;
 		s->count++;
-		atomic_fetch_add(&c->coded_bytes, copies);
-		atomic_fetch_add(&c->bytes, bytes + copies + forms);
+		atomic_fetch_add(&c->bytes, bytes);
 		atomic_fetch_add(&c->entries, 1);
 		e = NULL;
 	}
