@@ -422,9 +422,9 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 	/* A large answer to be coded is coded by a worker, which runs this
 	 * again (and a version's coded copy is then kept for the next ones):
 	 * decided before the extras are made, which the worker would do
-	 * again.  Only a file warehouse's answer is known to be the held
-	 * block by then. */
-	if (srv_reply_codes_later(r, &t, strcmp(t.storage_type, "file") == 0)) {
+	 * again.  The answer is the held block when there is nothing to vend
+	 * or sign; otherwise it is made per request. */
+	if (srv_reply_codes_later(r, &t, srv_vend_nothing(r, t.storage_type))) {
 		fl_err_set(err, FL_ERR_WOULD_BLOCK, "the coded answer is made by a worker");
 		goto out;
 	}

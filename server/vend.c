@@ -287,6 +287,12 @@ static int sign_endpoint(const struct cat_warehouse *wh, const struct cat_ns *ns
 	return 0;
 }
 
+bool srv_vend_nothing(struct srv_req *r, const char *storage_type)
+{
+	return strcmp(storage_type, "s3") != 0 ||
+	       srv_header(r, "X-Iceberg-Access-Delegation") == NULL;
+}
+
 int srv_vend_table(struct srv_req *r, const struct cat_warehouse *wh, const struct cat_ns *ns,
                    const char *table, const char *location, enum srv_vend_mode mode,
                    json_t **config, json_t **creds, struct fl_err *err)
