@@ -419,25 +419,20 @@ int srv_h_tbl_load(struct srv_req *r, struct fl_err *err)
 			goto out;
 		}
 	}
+	/* With nothing to vend or sign (a file warehouse, or no delegation
+	 * asked) the answer is the cache's block and needs no lookup;
+	 * otherwise its extras are made and it is built per request. */
+	plain = srv_vend_nothing(r, t.storage_type);
 	/* A large answer to be coded is coded by a worker, which runs this
 	 * again (and a version's coded copy is then kept for the next ones):
 	 * decided before the extras are made, which the worker would do
-	 * again.  The answer is the held block when there is nothing to vend
-	 * or sign; otherwise it is made per request. */
-	if (srv_reply_codes_later(r, &t, srv_vend_nothing(r, t.storage_type))) {
+	 * again. */
+	if (srv_reply_codes_later(r, &t, plain)) {
 		fl_err_set(err, FL_ERR_WOULD_BLOCK, "the coded answer is made by a worker");
 		goto out;
 	}
-	/* A file warehouse needs no lookup and no vending: its extras are
-	 * fixed.  Elsewhere they are made, and an empty config without
-	 * credentials (a client that asked for no delegation) is the same. */
-	plain = strcmp(t.storage_type, "file") == 0;
-	if (!plain) {
-		if (table_extras_by_type(r, &t, &ns, r->table, SRV_VEND_HINT, &extra, err) != 0)
-			goto out;
-		plain = json_object_size(extra) == 1 &&
-		        json_object_size(json_object_get(extra, "config")) == 0;
-	}
+	if (!plain && table_extras_by_type(r, &t, &ns, r->table, SRV_VEND_HINT, &extra, err) != 0)
+		goto out;
 	/* Such an answer is the cache's whole block (or the refs form's),
 	 * sent without a copy. */
 	if (plain) {

@@ -311,7 +311,8 @@ int srv_vend_table(struct srv_req *r, const struct cat_warehouse *wh, const stru
 
 	if (cfg == NULL)
 		goto nomem;
-	if (p->type != ST_STORAGE_S3 || (mode == SRV_VEND_HINT && hdr == NULL)) {
+	if (p->type != ST_STORAGE_S3 ||
+	    (mode == SRV_VEND_HINT && srv_vend_nothing(r, wh->storage_type))) {
 		/* A file warehouse has nothing to vend, and DuckDB needs its config
 		 * empty; a client that asks for no delegation gets none. */
 		*config = cfg;

@@ -57,10 +57,10 @@ int srv_vend_table(struct srv_req *r, const struct cat_warehouse *wh, const stru
                    const char *table, const char *location, enum srv_vend_mode mode,
                    json_t **config, json_t **creds, struct fl_err *err) FL_MUST_CHECK;
 
-/* Whether a load's extras (srv_vend_table in SRV_VEND_HINT mode) are
- * certainly an empty config, from the table's storage type and r's
- * X-Iceberg-Access-Delegation alone: what a load can know before it looks
- * up its warehouse. */
+/* Whether a load's extras (srv_vend_table in SRV_VEND_HINT mode) are an
+ * empty config: not an s3 warehouse, or no X-Iceberg-Access-Delegation.
+ * Known from the table's storage type and r alone, before its warehouse
+ * is looked up. */
 bool srv_vend_nothing(struct srv_req *r, const char *storage_type);
 
 /* The warehouse's own S3 keys (st_profile_credentials) in *keys, which the
