@@ -546,29 +546,16 @@ static bool charge(struct cat_cache *c, struct cat_shared *s, atomic_size_t *wor
 	return true;
 }
 
-int cat_cache_coded(struct cat_cache *cache, const struct cat_table_bytes *t, enum fl_coding c,
-                    const char **p, size_t *n, char **owned)
+/* Makes s's copy coded with c, whose slot the caller set busy, and ends
+ * that: kept with version v (charged to it), or the asker's own, or none;
+ * returns as cat_cache_coded does. */
+static int code_copy(struct cat_cache *cache, struct cat_shared *v, struct cat_shared *s,
+                     enum fl_coding c, const char **p, size_t *n, char **owned)
 {
-	/* The copy is kept in the slots of what is sent (the version's answer
-	 * or its refs form) and charged to the version. */
-	struct cat_shared *v = t->hold, *s = v != NULL ? slots_of(t) : NULL;
-	struct cat_coded *k, *mine = NULL;
+	struct cat_coded *mine;
 	char *bytes;
 	size_t len;
 
-	if (owned != NULL)
-		*owned = NULL;
-	if (s == NULL || c <= FL_CODING_IDENTITY || c >= FL_CODING_COUNT)
-		return 0;
-	k = atomic_load_explicit(&s->coded[c], memory_order_acquire);
-	if (k != NULL)
-		goto found;
-	/* The first asker makes it; the others meanwhile send the answer as
-	 * it is rather than make it again (a hot table's reloads come
-	 * together). */
-	if (!atomic_compare_exchange_strong_explicit(&s->coded[c], &k, &coded_busy,
-	                                             memory_order_acq_rel, memory_order_acquire))
-		goto found;
 	if (fl_coding_encode(c, s->answer, s->answer_len, &bytes, &len) != 0) {
 		atomic_store_explicit(&s->coded[c], NULL, memory_order_release);
 		return -1;
@@ -594,15 +581,36 @@ int cat_cache_coded(struct cat_cache *cache, const struct cat_table_bytes *t, en
 		 * may find room (the slot is open again). */
 		atomic_store_explicit(&s->coded[c], NULL, memory_order_release);
 		*owned = bytes;
-		*p = bytes;
-		*n = len;
-		return 1;
+	} else {
+		mine->len = len;
+		mine->bytes = bytes;
+		atomic_store_explicit(&s->coded[c], mine, memory_order_release);
 	}
-	mine->len = len;
-	mine->bytes = bytes;
-	atomic_store_explicit(&s->coded[c], mine, memory_order_release);
-	k = mine;
-found:
+	*p = bytes;
+	*n = len;
+	return 1;
+}
+
+int cat_cache_coded(struct cat_cache *cache, const struct cat_table_bytes *t, enum fl_coding c,
+                    const char **p, size_t *n, char **owned)
+{
+	/* The copy is kept in the slots of what is sent (the version's answer
+	 * or its refs form) and charged to the version. */
+	struct cat_shared *v = t->hold, *s = v != NULL ? slots_of(t) : NULL;
+	struct cat_coded *k;
+
+	if (owned != NULL)
+		*owned = NULL;
+	if (s == NULL || c <= FL_CODING_IDENTITY || c >= FL_CODING_COUNT)
+		return 0;
+	k = atomic_load_explicit(&s->coded[c], memory_order_acquire);
+	/* The first asker makes it; the others meanwhile send the answer as
+	 * it is rather than make it again (a hot table's reloads come
+	 * together). */
+	if (k == NULL &&
+	    atomic_compare_exchange_strong_explicit(&s->coded[c], &k, &coded_busy,
+	                                            memory_order_acq_rel, memory_order_acquire))
+		return code_copy(cache, v, s, c, p, n, owned);
 	if (k == &coded_busy || k == &coded_none)
 		return 0;
 	*p = k->bytes;
