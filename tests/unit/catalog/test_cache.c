@@ -22,12 +22,20 @@
 #define TABLE_ID "0190a7e8-0000-7000-8000-000000000001"
 #define OTHER_ID "0190a7e8-0000-7000-8000-000000000002"
 
-static char *key(size_t *len)
+/* The cache key of table wh.ns.name. */
+static char *key_of(const char *name, size_t *len)
 {
 	static const char *const levels[1] = {"ns"};
 	struct cat_ns ns = {.levels = levels, .n = 1};
+	char *k = cat_table_key("wh", &ns, name, len);
 
-	return cat_table_key("wh", &ns, "t", len);
+	assert_non_null(k);
+	return k;
+}
+
+static char *key(size_t *len)
+{
+	return key_of("t", len);
 }
 
 /* Version v of the table, as a commit of this process wrote it. */
@@ -183,12 +191,9 @@ static struct cat_shared *version_of(size_t meta_len, enum text kind)
 static size_t put_version(struct cat_cache *c, const char *name, const char *id,
                           struct cat_shared *sh)
 {
-	static const char *const levels[1] = {"ns"};
-	struct cat_ns ns = {.levels = levels, .n = 1};
 	size_t len;
-	char *k = cat_table_key("wh", &ns, name, &len);
+	char *k = key_of(name, &len);
 
-	assert_non_null(k);
 	cat_cache_put(c, cat_cache_generation(c), k, len, id, sh, "file");
 	free(k);
 	return cat_cache_bytes(c, NULL);
@@ -196,12 +201,10 @@ static size_t put_version(struct cat_cache *c, const char *name, const char *id,
 
 static bool is_cached(struct cat_cache *c, const char *name)
 {
-	static const char *const levels[1] = {"ns"};
-	struct cat_ns ns = {.levels = levels, .n = 1};
 	struct cat_shared *sh;
 	char type[16];
 	size_t len;
-	char *k = cat_table_key("wh", &ns, name, &len);
+	char *k = key_of(name, &len);
 	bool hit = cat_cache_get(c, k, len, &sh, type);
 
 	if (hit)
@@ -536,12 +539,9 @@ static void *churn_ask(void *arg)
 		const char *p;
 		char *own = NULL;
 		size_t n;
-		char type[16], *k;
 		size_t len;
-		static const char *const levels[1] = {"ns"};
-		struct cat_ns ns = {.levels = levels, .n = 1};
+		char type[16], *k = key(&len);
 
-		k = cat_table_key("wh", &ns, "t", &len);
 		if (!cat_cache_get(ch->c, k, len, &sh, type)) {
 			free(k);
 			continue;
