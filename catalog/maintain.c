@@ -25,15 +25,20 @@
  * Compaction (bin-pack): per partition (spec id and partition tuple) of the
  * current spec, the live data files smaller than 75% of the table's
  * write.target-file-size-bytes (default 512 MiB) when there are two or
- * more, and every data file that position deletes or a deletion vector
- * apply to (whatever its size), are read with the Parquet reader, less
- * their deleted rows, and written again toward the target size.  Deletes
- * apply as the spec's scan planning says: same partition, the data file's
- * data sequence number at most the delete's, a deletion vector hiding
- * position delete files (storage/iceberg/deletes.c reads both).  The delete
- * files that name no live data file that stays (v2 position delete files
- * whose every named file is rewritten, v3 deletion vectors of rewritten
- * files) are removed in the same snapshot.  One `replace` snapshot drops
+ * more, and every data file that a delete applies to (whatever its size),
+ * are read with the Parquet reader, less their deleted rows, and written
+ * again toward the target size.  Deletes apply as the spec's scan planning
+ * says: same partition (an equality delete of an unpartitioned spec: every
+ * partition), the data file's data sequence number at most a position
+ * delete's and below an equality delete's, a deletion vector hiding
+ * position delete files (storage/iceberg/deletes.c reads them all; the
+ * equality deletes of a partition are held in one set per list of field
+ * ids while it is rewritten).  The delete files that apply to no live data
+ * file that stays (v2 position delete files whose every named file is
+ * rewritten, v3 deletion vectors of rewritten files, the equality deletes
+ * of a rewritten partition, and an unpartitioned one of the current spec
+ * when no file of an older spec is old enough for it) are removed in the
+ * same snapshot.  One `replace` snapshot drops
  * every manifest that held a rewritten or removed file and adds a data
  * manifest (the new files ADDED, the old ones DELETED) and, when delete
  * files go, a delete manifest (DELETED); the other live entries of the
@@ -49,10 +54,7 @@
  * other transform leaves the order unapplied and the report says so.  The
  * replace is built under the row lock on the then current state, so a
  * concurrent append is carried; a concurrent commit that removed a dropped
- * manifest or added a delete manifest aborts the run.  Partitions with
- * equality delete files are skipped (reported); an equality delete file of
- * an unpartitioned spec (it applies everywhere) refuses the table:
- * applying equality deletes is not yet supported. */
+ * manifest or added a delete manifest aborts the run. */
 #include "catalog.h"
 
 #include <inttypes.h>
@@ -608,8 +610,10 @@ struct compact {
 	json_int_t target, threshold, spec_id;
 	json_t *groups; /* "<spec id>|<partition JSON>" -> {spec-id, partition, files} */
 	json_t *dels; /* the same key -> [live position delete file or vector] */
-	json_t *eqkeys; /* keys of partitions with equality deletes */
-	bool eq_global; /* an equality delete file of an unpartitioned spec */
+	json_t *eqdels; /* the same key, "" for an unpartitioned spec's (they apply
+	                 * to every partition) -> [live equality delete file] */
+	json_int_t other_min_seq; /* lowest data sequence number of a live data
+	                           * file of another spec; INT64_MAX: none */
 	json_t *mlive; /* manifest path -> [live entries, entries chosen, list record] */
 	json_t *listed; /* every manifest path of the planned list */
 	json_int_t base_snapshot; /* the snapshot the plan was made on */
@@ -618,7 +622,7 @@ struct compact {
 	json_t *gone; /* the delete files the replace removes */
 	json_t *removed_ids; /* entry_id of every file the replace removes */
 	json_int_t removed, bytes_removed, added, bytes_added, parts;
-	json_int_t eq_skipped, carried, rows_dropped;
+	json_int_t carried, rows_dropped;
 	int32_t sort_order_id; /* applied to the new files; 0: none */
 	char sort_note[200]; /* why the table's sort order was not applied */
 	/* the rewrite and its commit */
@@ -674,13 +678,15 @@ static int copy_field(json_t *dst, const char *dkey, const json_t *src, const ch
 }
 
 /* What a delete record needs besides a data file's: the partition (for
- * its DELETED entry) and a vector's referenced file and blob. */
+ * its DELETED entry), a vector's referenced file and blob, an equality
+ * delete's field ids. */
 static int delete_fields(json_t *f, const json_t *df)
 {
 	return copy_field(f, "partition", df, "partition") ||
 	       copy_field(f, "ref", df, "referenced_data_file") ||
 	       copy_field(f, "off", df, "content_offset") ||
-	       copy_field(f, "len", df, "content_size_in_bytes");
+	       copy_field(f, "len", df, "content_size_in_bytes") ||
+	       copy_field(f, "ids", df, "equality_ids");
 }
 
 /* Whether the partition spec spec_id of the metadata has no fields. */
@@ -695,8 +701,7 @@ static bool spec_unpartitioned(const json_t *meta, json_int_t spec_id)
 /* Adds the live entries of one manifest (a record of the current list):
  * data files of the current spec to the groups (every one: a file with
  * deletes is rewritten whatever its size), position delete files and
- * deletion vectors to dels, and the partitions of equality delete files to
- * eqkeys. */
+ * deletion vectors to dels, equality delete files to eqdels. */
 static int plan_manifest(struct compact *c, const json_t *mf, struct fl_err *err)
 {
 	const char *uri = json_string_value(json_object_get(mf, "manifest_path"));
@@ -746,26 +751,20 @@ static int plan_manifest(struct compact *c, const json_t *mf, struct fl_err *err
 			           "manifest %.200s: entry %zu lacks file_path", uri, i);
 			goto out;
 		}
-		if (content == 2 && spec_unpartitioned(c->meta, spec_id)) {
-			c->eq_global = true;
+		if (spec_id != c->spec_id && content != 2) {
+			json_int_t seq = or_else(json_object_get(e, "sequence_number"),
+			                         json_object_get(mf, "sequence_number"));
+
+			if (content == 0 && seq < c->other_min_seq)
+				c->other_min_seq = seq;
 			continue;
 		}
-		if (spec_id != c->spec_id && content != 2)
-			continue;
-		key = part_key(spec_id, json_object_get(df, "partition"));
+		key = content == 2 && spec_unpartitioned(c->meta, spec_id)
+		              ? strdup("")
+		              : part_key(spec_id, json_object_get(df, "partition"));
 		if (key == NULL) {
 			nomem(err);
 			goto out;
-		}
-		if (content == 2) {
-			bool bad = json_object_set_new(c->eqkeys, key, json_true()) != 0;
-
-			free(key);
-			if (bad) {
-				nomem(err);
-				goto out;
-			}
-			continue;
 		}
 		if (content == 0) {
 			g = json_object_get(c->groups, key);
@@ -778,7 +777,7 @@ static int plan_manifest(struct compact *c, const json_t *mf, struct fl_err *err
 			}
 			list = g != NULL ? json_object_get(g, "files") : NULL;
 		} else {
-			list = array_at(c->dels, key);
+			list = array_at(content == 2 ? c->eqdels : c->dels, key);
 		}
 		free(key);
 		f = json_pack("{s:s, s:I, s:I, s:s?, s:I, s:I, s:I, s:s, s:I, s:b}", "path", path,
@@ -796,7 +795,9 @@ static int plan_manifest(struct compact *c, const json_t *mf, struct fl_err *err
 		              content == 0 && size < c->threshold);
 		if (f != NULL &&
 		    ((has_frid && json_object_set_new(f, "frid", json_integer(my_frid)) != 0) ||
-		     (content == 1 && delete_fields(f, df) != 0))) {
+		     (content != 0 && delete_fields(f, df) != 0) ||
+		     (content == 2 &&
+		      json_object_set_new(f, "spec", json_integer(spec_id)) != 0))) {
 			json_decref(f);
 			f = NULL;
 		}
@@ -877,10 +878,31 @@ static int delete_targets(struct compact *c, json_t *d, struct fl_err *err)
 	return 0;
 }
 
+/* Appends to f's "eqs" the equality deletes of list that apply to it: a
+ * data sequence number greater than the file's (spec "Scan Planning"). */
+static int link_eq(json_t *f, const json_t *list, struct fl_err *err)
+{
+	json_int_t seq = json_integer_value(json_object_get(f, "seq"));
+	size_t i;
+	json_t *d, *at;
+
+	json_array_foreach(list, i, d)
+	{
+		if (json_integer_value(json_object_get(d, "seq")) <= seq)
+			continue;
+		at = array_at(f, "eqs");
+		if (at == NULL || json_array_append(at, d) != 0)
+			return nomem(err);
+	}
+	return 0;
+}
+
 /* Links each group's data files to the deletes that apply to them (spec
  * "Scan Planning": same partition, the data file's data sequence number at
- * most the delete's; a deletion vector hides position delete files): each
- * such file gets "dels", the records to read when it is rewritten. */
+ * most a position delete's and below an equality delete's, whose
+ * unpartitioned files apply to every partition; a deletion vector hides
+ * position delete files): each such file gets "dels" and "eqs", the
+ * records to read when it is rewritten. */
 static int link_deletes(struct compact *c, struct fl_err *err)
 {
 	const char *key;
@@ -920,6 +942,8 @@ static int link_deletes(struct compact *c, struct fl_err *err)
 	json_object_foreach(c->groups, key, f)
 	{
 		json_t *files = json_object_get(f, "files"), *x;
+		const json_t *eq = json_object_get(c->eqdels, key),
+		             *global = json_object_get(c->eqdels, "");
 
 		json_array_foreach(files, i, x)
 		{
@@ -928,9 +952,17 @@ static int link_deletes(struct compact *c, struct fl_err *err)
 			if (dvs != NULL && json_object_set(x, "dels", dvs) != 0)
 				return nomem(err);
 			json_object_del(x, "dvs");
+			if (link_eq(x, eq, err) != 0 || link_eq(x, global, err) != 0)
+				return -1;
 		}
 	}
 	return 0;
+}
+
+/* Whether rows of data file f are deleted by position or by equality. */
+static bool has_deletes(const json_t *f)
+{
+	return json_object_get(f, "dels") != NULL || json_object_get(f, "eqs") != NULL;
 }
 
 static json_int_t group_bytes(const json_t *files)
@@ -987,6 +1019,53 @@ static int mark_removed(struct compact *c, const json_t *rec, struct fl_err *err
 	return rc ? nomem(err) : 0;
 }
 
+static int remove_delete(struct compact *c, json_t *d, struct fl_err *err)
+{
+	count_chosen(c->mlive, d);
+	if (json_array_append(c->gone, d) != 0 || mark_removed(c, d, err) != 0)
+		return nomem(err);
+	return 0;
+}
+
+/* The equality delete files the replace removes: every one of a chosen
+ * partition (each data file it applies to has it in "eqs", so is
+ * rewritten), and an unpartitioned one of the current spec when no data
+ * file of another spec is old enough for it to apply to.  Those of another
+ * spec stay: their DELETED entries would need a manifest of that spec. */
+static int choose_eq_deletes(struct compact *c, struct fl_err *err)
+{
+	const json_t *g;
+	json_t *d;
+	size_t i, k;
+
+	json_array_foreach(c->plan, i, g)
+	{
+		char *key = part_key(json_integer_value(json_object_get(g, "spec-id")),
+		                     json_object_get(g, "partition"));
+
+		if (key == NULL)
+			return nomem(err);
+		json_array_foreach(json_object_get(c->eqdels, key), k, d)
+		{
+			if (remove_delete(c, d, err) != 0) {
+				free(key);
+				return -1;
+			}
+		}
+		free(key);
+	}
+	if (json_array_size(c->plan) == 0)
+		return 0;
+	json_array_foreach(json_object_get(c->eqdels, ""), k, d)
+	{
+		if (json_integer_value(json_object_get(d, "spec")) == c->spec_id &&
+		    json_integer_value(json_object_get(d, "seq")) <= c->other_min_seq &&
+		    remove_delete(c, d, err) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* The delete files of a chosen group that the replace removes: those that
  * name no live data file of the partition that stays (every one they apply
  * to is rewritten). */
@@ -1009,19 +1088,16 @@ static int choose_deletes(struct compact *c, const char *key, const json_t *g,
 			    json_object_get(rewritten, p) == NULL)
 				keep = true;
 		}
-		if (keep)
-			continue;
-		count_chosen(c->mlive, d);
-		if (json_array_append(c->gone, d) != 0 || mark_removed(c, d, err) != 0)
-			return nomem(err);
+		if (!keep && remove_delete(c, d, err) != 0)
+			return -1;
 	}
 	return 0;
 }
 
-/* Chooses, per partition of the current spec without equality deletes, the
- * files to rewrite: every file with deletes, and the small files when there
- * are two or more or when a file with deletes is rewritten anyway; then the
- * delete files that go with them.  Every manifest holding a chosen file is
+/* Chooses, per partition of the current spec, the files to rewrite: every
+ * file with deletes, and the small files when there are two or more or
+ * when a file with deletes is rewritten anyway; then the delete files that
+ * go with them.  Every manifest holding a chosen file is
  * dropped; one that also holds files that stay is written again with those
  * as EXISTING (rewrite_all), so any subset can be compacted. */
 static int choose(struct compact *c, struct fl_err *err)
@@ -1041,21 +1117,16 @@ static int choose(struct compact *c, struct fl_err *err)
 		json_array_foreach(files, i, f)
 		{
 			nsmall += json_is_true(json_object_get(f, "small"));
-			ndel += json_object_get(f, "dels") != NULL;
+			ndel += has_deletes(f);
 		}
 		if (nsmall < 2 && ndel == 0)
 			continue;
-		if (json_object_get(c->eqkeys, k) != NULL) {
-			c->eq_skipped++;
-			continue;
-		}
 		cand = json_array();
 		if (cand == NULL)
 			goto nomem;
 		json_array_foreach(files, i, f)
 		{
-			if (!json_is_true(json_object_get(f, "small")) &&
-			    json_object_get(f, "dels") == NULL)
+			if (!json_is_true(json_object_get(f, "small")) && !has_deletes(f))
 				continue;
 			count_chosen(c->mlive, f);
 			if (json_array_append(cand, f) != 0 ||
@@ -1087,6 +1158,8 @@ static int choose(struct compact *c, struct fl_err *err)
 			goto out;
 		rc = -1;
 	}
+	if (choose_eq_deletes(c, err) != 0)
+		goto out;
 	json_object_foreach(c->mlive, k, m)
 	{
 		if (!some_chosen(m))
@@ -1276,6 +1349,16 @@ static int schema_columns(const struct compact *c, struct st_parquet_column **co
 	return 0;
 }
 
+/* The equality delete files of one list of field ids that apply to files
+ * of the group being rewritten, read into one set; col[j] is the schema
+ * column of the set's field j. */
+struct eq_apply {
+	char ids[12 * ST_EQSET_MAX_FIELDS]; /* the sorted field ids, "1,3" */
+	struct st_eqset *set;
+	size_t n, col[ST_EQSET_MAX_FIELDS];
+	json_t *read; /* the paths read into set */
+};
+
 /* The new files of one partition, written with the schema's columns. */
 struct rewrite {
 	struct compact *c;
@@ -1296,6 +1379,8 @@ struct rewrite {
 	size_t nbuf, capbuf, buf_bytes;
 	int compression_level; /* write.parquet.compression-level; 0 = the codec's default */
 	struct st_data_writer dw; /* the open file, if any */
+	struct eq_apply *eq; /* the group's equality deletes */
+	size_t neq;
 	/* what was written: parallel arrays */
 	struct st_data_file *files;
 	struct st_parquet_metrics *ms;
@@ -1591,9 +1676,161 @@ static void inherit_lineage(struct st_value *id, struct st_value *seq, const jso
 	}
 }
 
+static void eq_free(struct rewrite *rw)
+{
+	for (size_t i = 0; i < rw->neq; i++) {
+		st_eqset_free(rw->eq[i].set);
+		json_decref(rw->eq[i].read);
+	}
+	free(rw->eq);
+	rw->eq = NULL;
+	rw->neq = 0;
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The set for the equality ids of delete record d, made (empty) the first
+ * time those ids are seen.  FL_ERR_BAD_REQUEST for ids that are not a
+ * list of distinct field ids; FL_ERR_UNSUPPORTED for a field the current
+ * schema lacks (its values are no longer read from the data files). */
+static struct eq_apply *eq_set_for(struct rewrite *rw, const json_t *d, struct fl_err *err)
+{
+	const char *uri = json_string_value(json_object_get(d, "path"));
+	const json_t *ids = json_object_get(d, "ids"), *v;
+	int32_t id[ST_EQSET_MAX_FIELDS];
+	struct st_parquet_want want[ST_EQSET_MAX_FIELDS];
+	struct eq_apply a = {0}, *grown;
+	size_t n = json_array_size(ids), i, used = 0;
+
+	if (n == 0 || n > ST_EQSET_MAX_FIELDS) {
+		fl_err_set(err, n == 0 ? FL_ERR_BAD_REQUEST : FL_ERR_UNSUPPORTED,
+		           "equality delete file %.200s has %zu equality_ids (1 to %d are applied)",
+		           uri, n, ST_EQSET_MAX_FIELDS);
+		return NULL;
+	}
+	json_array_foreach(ids, i, v)
+	{
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) > INT32_MAX) {
+			fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "equality delete file %.200s: equality_ids holds a value that is "
+			        "not a field id",
+			        uri);
+			return NULL;
+		}
+		id[i] = (int32_t)json_integer_value(v);
+	}
+	qsort(id, n, sizeof(id[0]), cmp_i32);
+	for (i = 0; i < n; i++) {
+		if (i > 0 && id[i] == id[i - 1]) {
+			fl_err_set(err, FL_ERR_BAD_REQUEST,
+			           "equality delete file %.200s names field id %" PRId32 " twice",
+			           uri, id[i]);
+			return NULL;
+		}
+		used += (size_t)snprintf(a.ids + used, sizeof(a.ids) - used, "%s%" PRId32,
+		                         i ? "," : "", id[i]);
+	}
+	for (i = 0; i < rw->neq; i++) {
+		if (strcmp(rw->eq[i].ids, a.ids) == 0)
+			return &rw->eq[i];
+	}
+	for (i = 0; i < n; i++) {
+		size_t k;
+
+		for (k = 0; k < rw->ncols - (rw->lineage ? 2 : 0); k++) {
+			if (rw->cols[k].field_id == id[i])
+				break;
+		}
+		if (k == rw->ncols - (rw->lineage ? 2 : 0)) {
+			fl_err_set(err, FL_ERR_UNSUPPORTED,
+			           "equality delete file %.200s names field id %" PRId32
+			           ", which the current schema lacks; compaction does not apply "
+			           "such deletes",
+			           uri, id[i]);
+			return NULL;
+		}
+		a.col[i] = k;
+		a.n = n;
+		want[i].field_id = id[i];
+		want[i].type = rw->cols[k].type;
+		want[i].required = false;
+	}
+	grown = realloc(rw->eq, (rw->neq + 1) * sizeof(*grown));
+	if (grown == NULL || (a.read = json_object()) == NULL) {
+		if (grown != NULL)
+			rw->eq = grown;
+		nomem(err);
+		return NULL;
+	}
+	rw->eq = grown;
+	if (st_eqset_new(want, n, 0, NULL, &a.set, err) != 0) {
+		json_decref(a.read);
+		return NULL;
+	}
+	rw->eq[rw->neq] = a;
+	return &rw->eq[rw->neq++];
+}
+
+/* Reads the equality delete files that apply to the files of group g, each
+ * once, into one set per list of field ids. */
+static int eq_load(struct rewrite *rw, const json_t *g, struct fl_err *err)
+{
+	const json_t *f, *d;
+	size_t i, k;
+
+	json_array_foreach(json_object_get(g, "files"), i, f)
+	{
+		json_array_foreach(json_object_get(f, "eqs"), k, d)
+		{
+			const char *uri = json_string_value(json_object_get(d, "path"));
+			struct eq_apply *a = eq_set_for(rw, d, err);
+			struct st_parquet_source src;
+			struct st_parquet_io_ctx ictx;
+			struct st_parquet_reader_opts ro = {.name_mapping = rw->mapping};
+
+			if (a == NULL)
+				return -1;
+			if (json_object_get(a->read, uri) != NULL)
+				continue;
+			if (json_object_set_new(a->read, uri, json_true()) != 0)
+				return nomem(err);
+			if (st_parquet_source_io(&src, &ictx, rw->c->io, uri, err) != 0 ||
+			    st_eqset_add_file(a->set, &src, &ro,
+			                      json_integer_value(json_object_get(d, "seq")),
+			                      err) != 0)
+				return fl_err_prefix(err, "equality delete file %.200s", uri);
+		}
+	}
+	return 0;
+}
+
+/* Whether an equality delete removes row, of a data file of data sequence
+ * number seq. */
+static bool eq_deleted(const struct rewrite *rw, json_int_t seq, const struct st_value *row)
+{
+	struct st_value vals[ST_EQSET_MAX_FIELDS];
+
+	for (size_t i = 0; i < rw->neq; i++) {
+		const struct eq_apply *a = &rw->eq[i];
+
+		for (size_t j = 0; j < a->n; j++)
+			vals[j] = row[a->col[j]];
+		if (st_eqset_deletes(a->set, vals, seq))
+			return true;
+	}
+	return false;
+}
+
 /* Streams the rows of every file of group g, less the deleted ones, into
  * new files rolled at the target size. */
-static int rewrite_group(struct rewrite *rw, const json_t *g, const struct st_value *part,
+static int rewrite_files(struct rewrite *rw, const json_t *g, const struct st_value *part,
                          const struct st_parquet_want *want, struct st_value *row,
                          struct fl_err *err)
 {
@@ -1611,6 +1848,8 @@ static int rewrite_group(struct rewrite *rw, const json_t *g, const struct st_va
 		struct st_posset gone = {0};
 		size_t next_gone = 0;
 		int64_t pos = 0;
+		bool eqs = json_object_get(f, "eqs") != NULL;
+		json_int_t seq = json_integer_value(json_object_get(f, "seq"));
 
 		if (read_deletes(rw, f, &gone, err) != 0 ||
 		    st_parquet_source_io(&src, &ictx, rw->c->io, uri, err) != 0 ||
@@ -1643,6 +1882,10 @@ static int rewrite_group(struct rewrite *rw, const json_t *g, const struct st_va
 					continue;
 				}
 				st_parquet_batch_row(b, k, row);
+				if (eqs && eq_deleted(rw, seq, row)) {
+					rw->c->rows_dropped++;
+					continue;
+				}
 				if (rw->lineage)
 					inherit_lineage(&row[rw->ncols - 2], &row[rw->ncols - 1], f,
 					                pos);
@@ -1670,6 +1913,17 @@ static int rewrite_group(struct rewrite *rw, const json_t *g, const struct st_va
 	if (rw->dw.w != NULL && rewrite_close(rw, part, err) != 0)
 		return -1;
 	return 0;
+}
+
+/* Rewrites group g: its equality deletes read, then its files. */
+static int rewrite_group(struct rewrite *rw, const json_t *g, const struct st_value *part,
+                         const struct st_parquet_want *want, struct st_value *row,
+                         struct fl_err *err)
+{
+	int rc = eq_load(rw, g, err) == 0 ? rewrite_files(rw, g, part, want, row, err) : -1;
+
+	eq_free(rw);
+	return rc;
 }
 
 /* A delete manifest in the current list that the plan did not see: its
@@ -1780,10 +2034,14 @@ out:
 
 /* The data file and DELETED entry of a file the replace removes, from its
  * plan record (plan_manifest); the spec wants a removed entry to carry the
- * snapshot id, sequence numbers and first_row_id it had. */
+ * snapshot id, sequence numbers and first_row_id it had.  ids: room for an
+ * equality delete's field ids. */
 static void removed_entry(const json_t *rec, const struct st_value *part, struct st_data_file *df,
-                          struct st_manifest_entry *e)
+                          struct st_manifest_entry *e, int32_t *ids)
 {
+	const json_t *eq = json_object_get(rec, "ids"), *v;
+	size_t i;
+
 	memset(df, 0, sizeof(*df));
 	memset(e, 0, sizeof(*e));
 	df->content = (enum st_file_content)json_integer_value(json_object_get(rec, "content"));
@@ -1800,6 +2058,9 @@ static void removed_entry(const json_t *rec, const struct st_value *part, struct
 	df->content_size_in_bytes = json_integer_value(json_object_get(rec, "len"));
 	df->has_first_row_id = json_is_integer(json_object_get(rec, "frid"));
 	df->first_row_id = json_integer_value(json_object_get(rec, "frid"));
+	json_array_foreach(eq, i, v) ids[i] = (int32_t)json_integer_value(v);
+	df->equality_ids = ids;
+	df->n_equality_ids = json_array_size(eq);
 	e->status = ST_ENTRY_DELETED;
 	e->file = df;
 	e->has_snapshot_id = true;
@@ -1818,25 +2079,32 @@ static int write_removed_deletes(struct compact *c, struct fl_err *err)
 	struct st_data_file *dfs = calloc(n, sizeof(*dfs));
 	struct st_manifest_entry *del = calloc(n, sizeof(*del));
 	struct st_value **parts = calloc(n, sizeof(*parts));
+	int32_t **ids = calloc(n, sizeof(*ids));
 	struct st_manifest_entry *kept_e = NULL;
 	struct carry kept = {0};
 	const json_t *d;
 	int rc = -1;
 
-	if (dfs == NULL || del == NULL || parts == NULL) {
+	if (dfs == NULL || del == NULL || parts == NULL || ids == NULL) {
 		nomem(err);
 		goto out;
 	}
 	json_array_foreach(c->gone, i, d)
 	{
-		size_t np;
+		size_t np, nids = json_array_size(json_object_get(d, "ids"));
+
+		ids[i] = malloc((nids ? nids : 1) * sizeof(**ids));
+		if (ids[i] == NULL) {
+			nomem(err);
+			goto out;
+		}
 
 		if (st_snapshot_partition_parse(&c->t, json_object_get(d, "partition"), &parts[i],
 		                                &np, err) != 0) {
 			fl_err_prefix(err, "table %s", c->table);
 			goto out;
 		}
-		removed_entry(d, parts[i], &dfs[i], &del[i]);
+		removed_entry(d, parts[i], &dfs[i], &del[i], ids[i]);
 	}
 	if (carry_manifests(c, 1, &kept, err) != 0 || kept_entries(&kept, &kept_e, err) != 0)
 		goto out;
@@ -1852,6 +2120,9 @@ out:
 	free(kept_e);
 	for (i = 0; parts != NULL && i < n; i++)
 		free(parts[i]);
+	for (i = 0; ids != NULL && i < n; i++)
+		free(ids[i]);
+	free(ids);
 	free(parts);
 	free(dfs);
 	free(del);
@@ -1938,7 +2209,7 @@ static int rewrite_all(struct compact *c, struct fl_err *err)
 		}
 		json_array_foreach(json_object_get(g, "files"), k, f)
 		{
-			removed_entry(f, parts[i], &dfs[nd], &del[nd]);
+			removed_entry(f, parts[i], &dfs[nd], &del[nd], NULL);
 			nd++;
 		}
 	}
@@ -2030,7 +2301,7 @@ static void compact_free(struct compact *c)
 	json_decref(c->meta);
 	json_decref(c->groups);
 	json_decref(c->dels);
-	json_decref(c->eqkeys);
+	json_decref(c->eqdels);
 	json_decref(c->listed);
 	json_decref(c->gone);
 	json_decref(c->removed_ids);
@@ -2089,8 +2360,6 @@ static json_t *compact_report(struct compact *c, bool dry_run)
 			                           json_string(c->sort_note));
 		bad |= json_object_set_new(r, "deleted-rows-dropped",
 		                           json_integer(c->rows_dropped));
-		bad |= json_object_set_new(r, "partitions-skipped-equality-deletes",
-		                           json_integer(c->eq_skipped));
 		bad |= json_object_set(r, "plan", c->plan);
 		if (c->committed != NULL)
 			bad |= json_object_set(r, "snapshot-id",
@@ -2119,7 +2388,8 @@ int cat_maintain_compact(struct cat_db *db, const struct cat_warehouse *wh, cons
 	c.table = tbuf;
 	c.groups = json_object();
 	c.dels = json_object();
-	c.eqkeys = json_object();
+	c.eqdels = json_object();
+	c.other_min_seq = INT64_MAX;
 	c.listed = json_object();
 	c.gone = json_array();
 	c.removed_ids = json_object();
@@ -2127,7 +2397,7 @@ int cat_maintain_compact(struct cat_db *db, const struct cat_warehouse *wh, cons
 	c.drop = json_array();
 	c.plan = json_array();
 	c.written = json_array();
-	if (c.groups == NULL || c.dels == NULL || c.eqkeys == NULL || c.listed == NULL ||
+	if (c.groups == NULL || c.dels == NULL || c.eqdels == NULL || c.listed == NULL ||
 	    c.gone == NULL || c.removed_ids == NULL || c.mlive == NULL || c.drop == NULL ||
 	    c.plan == NULL || c.written == NULL) {
 		nomem(err);
@@ -2160,14 +2430,6 @@ int cat_maintain_compact(struct cat_db *db, const struct cat_warehouse *wh, cons
 		{
 			if (plan_manifest(&c, mf, err) != 0)
 				goto fail;
-		}
-		if (c.eq_global) {
-			fl_err_set(err, FL_ERR_UNSUPPORTED,
-			           "table %s has equality delete files of an unpartitioned spec "
-			           "(they apply to every partition); compaction that applies "
-			           "equality deletes is not yet supported",
-			           tbuf);
-			goto out;
 		}
 		if (link_deletes(&c, err) != 0)
 			goto out;

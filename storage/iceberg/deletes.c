@@ -26,6 +26,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "random.h"
+
 #define DEFAULT_DV_BYTES ((size_t)256 << 20)
 #define COOKIE_NO_RUN 12346u
 #define COOKIE_RUN 12347u
@@ -443,4 +445,313 @@ int st_pos_deletes_for(const struct st_parquet_source *src,
 	struct for_one f = {data_path, strlen(data_path), out};
 
 	return st_pos_deletes_read(src, ropts, for_one_row, &f, err);
+}
+
+/* ---- equality deletes ---------------------------------------------------
+ *
+ * A tuple is stored as its encoding: per field 0 (null) or 1 then the
+ * value, fixed-width values as their little-endian bytes (a float or
+ * double's bits, every NaN as the canonical one), byte strings as a u32
+ * length and the bytes.  Equal tuples have equal encodings, so the set is
+ * an open-addressing table of encodings (linear probing, at most half
+ * full), each with its highest data sequence number.  A lookup hashes and
+ * compares the row's values as it encodes them, without copying them. */
+
+#define DEFAULT_EQ_BYTES ((size_t)256 << 20)
+
+struct eq_slot {
+	uint64_t hash;
+	uint64_t off; /* of the tuple in keys, plus 1; 0: empty */
+	int64_t seq;
+};
+
+struct st_eqset {
+	struct st_parquet_want f[ST_EQSET_MAX_FIELDS];
+	size_t nf;
+	uint64_t seed;
+	uint8_t *keys; /* u32 length, then the encoding, per tuple */
+	size_t keys_len, keys_cap;
+	struct eq_slot *slots;
+	size_t n, cap; /* tuples held; slots (a power of two) */
+	size_t max_bytes;
+	const struct st_alloc *alloc;
+};
+
+/* Where an encoding goes: into a hash, and into out or against cmp. */
+struct eq_stream {
+	uint64_t h;
+	size_t len;
+	uint8_t *out;
+	const uint8_t *cmp;
+	size_t cmp_len;
+	bool differ;
+};
+
+static void eq_feed(struct eq_stream *k, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		k->h = (k->h ^ b[i]) * 0x100000001b3ULL;
+	if (k->out != NULL)
+		memcpy(k->out + k->len, p, n);
+	if (k->cmp != NULL && !k->differ &&
+	    (k->len + n > k->cmp_len || memcmp(k->cmp + k->len, p, n) != 0))
+		k->differ = true;
+	k->len += n;
+}
+
+static void eq_feed_le(struct eq_stream *k, uint64_t v, size_t width)
+{
+	uint8_t b[8];
+
+	for (size_t i = 0; i < width; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+	eq_feed(k, b, width);
+}
+
+static void eq_encode(const struct st_eqset *s, const struct st_value *vals, struct eq_stream *k)
+{
+	k->h = 0xcbf29ce484222325ULL ^ s->seed;
+	for (size_t j = 0; j < s->nf; j++) {
+		const struct st_value *v = &vals[j];
+		uint8_t tag = v->null ? 0 : 1;
+		uint32_t u32;
+		uint64_t u64;
+
+		eq_feed(k, &tag, 1);
+		if (v->null)
+			continue;
+		switch (s->f[j].type.id) {
+		case ST_TYPE_BOOLEAN: eq_feed_le(k, v->v.b ? 1 : 0, 1); break;
+		case ST_TYPE_INT:
+		case ST_TYPE_DATE: eq_feed_le(k, (uint32_t)v->v.i, 4); break;
+		case ST_TYPE_FLOAT:
+			memcpy(&u32, &v->v.f, 4);
+			eq_feed_le(k, v->v.f != v->v.f ? 0x7fc00000u : u32, 4);
+			break;
+		case ST_TYPE_DOUBLE:
+			memcpy(&u64, &v->v.d, 8);
+			eq_feed_le(k, v->v.d != v->v.d ? 0x7ff8000000000000ULL : u64, 8);
+			break;
+		case ST_TYPE_DECIMAL: eq_feed(k, v->v.dec, 16); break;
+		case ST_TYPE_STRING:
+		case ST_TYPE_UUID:
+		case ST_TYPE_FIXED:
+		case ST_TYPE_BINARY:
+			eq_feed_le(k, (uint32_t)v->v.bin.len, 4);
+			eq_feed(k, v->v.bin.p, v->v.bin.len);
+			break;
+		default: /* long, time, timestamps */ eq_feed_le(k, (uint64_t)v->v.l, 8); break;
+		}
+	}
+	/* fmix64: spread FNV's low bits, which pick the slot */
+	k->h ^= k->h >> 33;
+	k->h *= 0xff51afd7ed558ccdULL;
+	k->h ^= k->h >> 33;
+}
+
+/* The slot of vals: the one holding it, else the empty one it would take. */
+static struct eq_slot *eq_find(const struct st_eqset *s, const struct st_value *vals,
+                               uint64_t *hash, size_t *len)
+{
+	struct eq_stream k = {0};
+	size_t mask = s->cap - 1, i;
+
+	eq_encode(s, vals, &k);
+	*hash = k.h;
+	*len = k.len;
+	for (i = k.h & mask;; i = (i + 1) & mask) {
+		struct eq_slot *sl = &s->slots[i];
+		struct eq_stream c = {0};
+		uint32_t klen;
+
+		if (sl->off == 0)
+			return sl;
+		if (sl->hash != k.h)
+			continue;
+		memcpy(&klen, s->keys + sl->off - 1, 4);
+		if (klen != k.len)
+			continue;
+		c.cmp = s->keys + sl->off - 1 + 4;
+		c.cmp_len = klen;
+		eq_encode(s, vals, &c);
+		if (!c.differ)
+			return sl;
+	}
+}
+
+int st_eqset_new(const struct st_parquet_want *fields, size_t n, size_t max_bytes,
+                 const struct st_alloc *a, struct st_eqset **out, struct fl_err *err)
+{
+	struct st_eqset *s;
+
+	if (n == 0 || n > ST_EQSET_MAX_FIELDS)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "equality deletes: %zu equality fields (1 to %d are read)", n,
+		                  ST_EQSET_MAX_FIELDS);
+	s = st_calloc(a, 1, sizeof(*s));
+	if (s != NULL)
+		s->slots = st_calloc(a, 64, sizeof(*s->slots));
+	if (s == NULL || s->slots == NULL) {
+		if (s != NULL)
+			st_free(a, s);
+		return fl_err_set(err, FL_ERR_NOMEM, "equality deletes: out of memory");
+	}
+	memcpy(s->f, fields, n * sizeof(*fields));
+	s->nf = n;
+	s->cap = 64;
+	s->max_bytes = max_bytes ? max_bytes : DEFAULT_EQ_BYTES;
+	s->alloc = a;
+	if (fl_random_bytes(&s->seed, sizeof(s->seed)) != 0)
+		s->seed = (uint64_t)(uintptr_t)s;
+	*out = s;
+	return 0;
+}
+
+static int eq_grow(struct st_eqset *s, struct fl_err *err)
+{
+	size_t cap = s->cap * 2, mask = cap - 1;
+	struct eq_slot *v;
+
+	if (s->keys_len + cap * sizeof(*v) > s->max_bytes)
+		return fl_err_set(err, FL_ERR_TOO_LARGE,
+		                  "equality deletes: %zu distinct rows need more than the %zu "
+		                  "bytes allowed",
+		                  s->n + 1, s->max_bytes);
+	v = st_calloc(s->alloc, cap, sizeof(*v));
+	if (v == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "equality deletes: out of memory");
+	for (size_t i = 0; i < s->cap; i++) {
+		size_t j;
+
+		if (s->slots[i].off == 0)
+			continue;
+		for (j = s->slots[i].hash & mask; v[j].off != 0; j = (j + 1) & mask)
+			;
+		v[j] = s->slots[i];
+	}
+	st_free(s->alloc, s->slots);
+	s->slots = v;
+	s->cap = cap;
+	return 0;
+}
+
+int st_eqset_add(struct st_eqset *s, const struct st_value *vals, int64_t seq, struct fl_err *err)
+{
+	struct eq_slot *sl;
+	uint64_t hash;
+	size_t len, need;
+	uint32_t len32;
+
+	if ((s->n + 1) * 2 > s->cap && eq_grow(s, err) != 0)
+		return -1;
+	sl = eq_find(s, vals, &hash, &len);
+	if (sl->off != 0) {
+		if (seq > sl->seq)
+			sl->seq = seq;
+		return 0;
+	}
+	if (len > UINT32_MAX - 4)
+		return fl_err_set(err, FL_ERR_TOO_LARGE, "equality deletes: a row of %zu bytes",
+		                  len);
+	need = s->keys_len + 4 + len;
+	if (need + s->cap * sizeof(*sl) > s->max_bytes)
+		return fl_err_set(err, FL_ERR_TOO_LARGE,
+		                  "equality deletes: %zu distinct rows need more than the %zu "
+		                  "bytes allowed",
+		                  s->n + 1, s->max_bytes);
+	if (need > s->keys_cap) {
+		size_t cap = s->keys_cap ? s->keys_cap : 4096;
+		uint8_t *k;
+
+		while (cap < need)
+			cap *= 2;
+		k = st_realloc(s->alloc, s->keys, cap);
+		if (k == NULL)
+			return fl_err_set(err, FL_ERR_NOMEM, "equality deletes: out of memory");
+		s->keys = k;
+		s->keys_cap = cap;
+	}
+	len32 = (uint32_t)len;
+	memcpy(s->keys + s->keys_len, &len32, 4);
+	{
+		struct eq_stream w = {.out = s->keys + s->keys_len + 4};
+
+		eq_encode(s, vals, &w);
+	}
+	sl->hash = hash;
+	sl->off = s->keys_len + 1;
+	sl->seq = seq;
+	s->keys_len = need;
+	s->n++;
+	return 0;
+}
+
+int st_eqset_add_file(struct st_eqset *s, const struct st_parquet_source *src,
+                      const struct st_parquet_reader_opts *ropts, int64_t seq, struct fl_err *err)
+{
+	struct st_parquet_want want[ST_EQSET_MAX_FIELDS];
+	struct st_value row[ST_EQSET_MAX_FIELDS];
+	struct st_parquet_reader *r = NULL;
+	const struct st_parquet_batch *b;
+	int rc = -1;
+
+	for (size_t j = 0; j < s->nf; j++) {
+		want[j] = s->f[j];
+		want[j].required = false;
+	}
+	if (st_parquet_reader_open(src, ropts, &r, err) != 0 ||
+	    st_parquet_reader_project(r, want, s->nf, err) != 0)
+		goto out;
+	for (size_t j = 0; j < s->nf; j++) {
+		if (st_parquet_reader_projected_leaf(r, j) == SIZE_MAX) {
+			fl_err_set(err, FL_ERR_BAD_REQUEST,
+			           "no column has field id %" PRId32
+			           ", which its equality_ids name",
+			           s->f[j].field_id);
+			goto out;
+		}
+	}
+	for (;;) {
+		if (st_parquet_reader_next(r, &b, err) != 0)
+			goto out;
+		if (b == NULL)
+			break;
+		for (size_t i = 0; i < b->n_rows; i++) {
+			st_parquet_batch_row(b, i, row);
+			if (st_eqset_add(s, row, seq, err) != 0)
+				goto out;
+		}
+	}
+	rc = 0;
+out:
+	st_parquet_reader_free(r);
+	return rc;
+}
+
+bool st_eqset_deletes(const struct st_eqset *s, const struct st_value *vals, int64_t data_seq)
+{
+	uint64_t hash;
+	size_t len;
+	const struct eq_slot *sl;
+
+	if (s->n == 0)
+		return false;
+	sl = eq_find(s, vals, &hash, &len);
+	return sl->off != 0 && sl->seq > data_seq;
+}
+
+size_t st_eqset_size(const struct st_eqset *s)
+{
+	return s->n;
+}
+
+void st_eqset_free(struct st_eqset *s)
+{
+	if (s == NULL)
+		return;
+	st_free(s->alloc, s->keys);
+	st_free(s->alloc, s->slots);
+	st_free(s->alloc, s);
 }

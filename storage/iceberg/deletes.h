@@ -1,10 +1,13 @@
-/* deletes.h - the row positions that position delete files and deletion
+/* deletes.h - the rows that delete files remove, so that compaction can
+ * leave them out: the row positions that position delete files and deletion
  * vectors remove from one data file (apache/iceberg format/spec.md
  * "Position Delete Files", "Scan Planning"; format/puffin-spec.md
- * "deletion-vector-v1"), so that compaction can leave those rows out.
+ * "deletion-vector-v1"), and the keys that equality delete files remove
+ * ("Equality Delete Files").
  *
- * Which deletes apply to which data file (same partition, the data file's
- * data sequence number <= the delete's, a deletion vector hides position
+ * Which deletes apply to which data file (same partition or an
+ * unpartitioned delete, the data file's data sequence number <= a position
+ * delete's and < an equality delete's, a deletion vector hides position
  * delete files) is the caller's to decide; this module reads the bytes.
  *
  * Malformed input is FL_ERR_BAD_REQUEST naming the reason (wrong magic, a
@@ -93,5 +96,53 @@ int st_pos_deletes_read(const struct st_parquet_source *src,
 int st_pos_deletes_for(const struct st_parquet_source *src,
                        const struct st_parquet_reader_opts *ropts, const char *data_path,
                        struct st_posset *out, struct fl_err *err) FL_MUST_CHECK;
+
+/* ---- equality deletes ---- */
+
+#define ST_EQSET_MAX_FIELDS 16
+
+/* The rows of equality delete files that share one list of equality
+ * fields: each distinct tuple of their values, with the highest data
+ * sequence number among the files that hold it.  A data file's row is
+ * deleted when its values of those fields equal a tuple held with a data
+ * sequence number greater than the data file's (spec "Scan Planning").
+ * Values compare as Iceberg Java's do: null equals null, a float or double
+ * by its bits with every NaN equal (so -0.0 is not 0.0), strings and
+ * binaries byte for byte.  Both sides must be read as the same types (the
+ * table schema's: a reader's projection promotes an int file column to a
+ * long field).  Opaque; not shared between threads. */
+struct st_eqset;
+
+/* An empty set over the n fields (1..ST_EQSET_MAX_FIELDS; field ids and
+ * types as the table schema has them), holding at most max_bytes (0:
+ * 256 MiB) of tuples and index.  FL_ERR_BAD_REQUEST for n out of range;
+ * FL_ERR_NOMEM. */
+int st_eqset_new(const struct st_parquet_want *fields, size_t n, size_t max_bytes,
+                 const struct st_alloc *a, struct st_eqset **out, struct fl_err *err) FL_MUST_CHECK;
+
+/* Adds one tuple (n values in the fields' order) held by a file of data
+ * sequence number seq.  FL_ERR_TOO_LARGE past max_bytes ("equality
+ * deletes: ..."); FL_ERR_NOMEM.  The set is unchanged on failure. */
+int st_eqset_add(struct st_eqset *s, const struct st_value *vals, int64_t seq,
+                 struct fl_err *err) FL_MUST_CHECK;
+
+/* Adds every row of the equality delete file src, of data sequence number
+ * seq, read as the set's fields (ropts may be NULL).  FL_ERR_BAD_REQUEST
+ * when the file has no column with one of the field ids (naming the id;
+ * the caller names the file), the reader's errors, or st_eqset_add's; the
+ * set may hold some of the file's rows after a failure. */
+int st_eqset_add_file(struct st_eqset *s, const struct st_parquet_source *src,
+                      const struct st_parquet_reader_opts *ropts, int64_t seq,
+                      struct fl_err *err) FL_MUST_CHECK;
+
+/* Whether a row whose fields hold vals (n values in the fields' order), in
+ * a data file of data sequence number data_seq, is deleted. */
+bool st_eqset_deletes(const struct st_eqset *s, const struct st_value *vals, int64_t data_seq);
+
+/* The distinct tuples held. */
+size_t st_eqset_size(const struct st_eqset *s);
+
+/* Frees the set; accepts NULL. */
+void st_eqset_free(struct st_eqset *s);
 
 #endif

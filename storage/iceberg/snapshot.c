@@ -482,6 +482,8 @@ int st_snapshot_manifest_write_rewrite(const struct st_snapshot_table *t, int64_
 			fl_err_set(err, FL_ERR_BAD_REQUEST, "snapshot: file sizes overflow");
 			goto fail;
 		}
+		if (e.file->content == ST_CONTENT_EQUALITY_DELETES)
+			m->removed_eq_deletes += e.file->record_count;
 	}
 	m->changed_partitions = count_partitions(spec, n_spec, files, n);
 	rc = st_manifest_writer_close(w, &m->file, err);
@@ -885,6 +887,7 @@ static const char *const computed_keys[] = {
         "removed-files-size",
         "removed-delete-files",
         "removed-position-deletes",
+        "removed-equality-deletes",
 };
 
 /* A summary value: a decimal string of a non-negative long. */
@@ -1005,7 +1008,10 @@ static json_t *make_summary(const struct st_snapshot_opts *o, const int64_t tota
 		                           (rd != NULL ? rd->removed_files_size : 0));
 	if (!bad && rd != NULL)
 		bad = put_long_str(s, "removed-delete-files", rd->file.deleted_files_count) ||
-		      put_long_str(s, "removed-position-deletes", rd->file.deleted_rows_count);
+		      put_long_str(s, "removed-position-deletes",
+		                   rd->file.deleted_rows_count - rd->removed_eq_deletes) ||
+		      (rd->removed_eq_deletes > 0 &&
+		       put_long_str(s, "removed-equality-deletes", rd->removed_eq_deletes));
 	if (!bad)
 		bad = put_long_str(s, "changed-partition-count",
 		                   m != NULL ? m->changed_partitions : 0);
@@ -1211,7 +1217,9 @@ int st_snapshot_build(const struct st_snapshot_opts *o, json_t **snapshot, struc
 	if (o->removed_deletes != NULL) {
 		added[T_FILES_SIZE] -= o->removed_deletes->removed_files_size;
 		added[T_DELETE_FILES] = -(int64_t)o->removed_deletes->file.deleted_files_count;
-		added[T_POS_DELETES] = -o->removed_deletes->file.deleted_rows_count;
+		added[T_POS_DELETES] = -(o->removed_deletes->file.deleted_rows_count -
+		                         o->removed_deletes->removed_eq_deletes);
+		added[T_EQ_DELETES] = -o->removed_deletes->removed_eq_deletes;
 	}
 	if (compute_totals(o, &p, added, totals, err) != 0)
 		goto out;

@@ -64,6 +64,7 @@ struct st_snapshot_manifest {
 	int64_t snapshot_id; /* the snapshot its entries belong to */
 	int64_t added_files_size; /* sum of the data files' sizes */
 	int64_t removed_files_size; /* sum of the DELETED entries' sizes (replace) */
+	int64_t removed_eq_deletes; /* records of the DELETED equality delete files */
 	int64_t changed_partitions; /* distinct partition tuples among the files */
 	const struct st_alloc *alloc;
 };
@@ -109,9 +110,8 @@ int st_snapshot_manifest_write_rewrite(const struct st_snapshot_table *table, in
                                        struct st_snapshot_manifest **out,
                                        struct fl_err *err) FL_MUST_CHECK;
 
-/* The manifest (content deletes) of the position delete files and deletion
- * vectors a `replace` removes because every data file they apply to is
- * rewritten: the n_deleted entries as DELETED, each a delete file with its
+/* The manifest (content deletes) of the delete files and deletion vectors
+ * a `replace` removes because every data file they apply to is rewritten: the n_deleted entries as DELETED, each a delete file with its
  * snapshot id and sequence numbers (a deletion vector with its
  * referenced_data_file, content_offset and content_size_in_bytes).  Pass
  * it as st_snapshot_opts.removed_deletes.  Errors as
@@ -192,7 +192,8 @@ struct st_snapshot_opts {
  * the table's next-row-id must grow by added-rows (spec "Row Lineage").
  * With drop_manifests, the operation is "replace", the summary adds
  * deleted-data-files, deleted-records and removed-files-size (Appendix F),
- * and with removed_deletes removed-delete-files and removed-position-deletes,
+ * and with removed_deletes removed-delete-files, removed-position-deletes
+ * and (when some go) removed-equality-deletes,
  * the totals subtract what the manifests' DELETED entries remove, the
  * dropped manifests are left out of the list, and each must be in the
  * parent's list (else FL_ERR_CONFLICT: a commit since the plan changed

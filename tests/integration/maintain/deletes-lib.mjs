@@ -1,11 +1,13 @@
 // Helpers of the compaction tests on tables with row-level deletes: the
-// rows readers must see (applying position deletes and deletion vectors by
-// the spec's rules), delete files written by DuckDB and Puffin deletion
-// vectors written by a small spec-following Roaring writer, and commits of
-// delete manifests, DuckDB data files and merged manifests.
+// rows readers must see (applying position deletes, deletion vectors and
+// equality deletes by the spec's rules), delete files written by DuckDB and
+// Puffin deletion vectors written by a small spec-following Roaring writer,
+// and commits of delete manifests, DuckDB data files and merged manifests.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
+import { icebergRead } from 'icebird';
 import { currentSnapshot, localPath, readAvro, duck, sqlStr } from '../ingest/lib.mjs';
 import { decodeAvro, encodeAvro } from './lib.mjs';
 
@@ -41,22 +43,51 @@ export function liveEntries(snapshot) {
       if (e.status === '2') continue;
       out.push({
         content: Number(df.content), path: df.file_path, format: df.file_format, records: Number(df.record_count),
-        seq: BigInt(e.sequence_number ?? le.sequence_number), frid, df,
+        seq: BigInt(e.sequence_number ?? le.sequence_number), frid, df, spec: Number(le.partition_spec_id),
       });
     }
   }
   return out;
 }
 
+// The columns of the tests' tables (lib.mjs fields) by field id.
+const COLUMN_OF = { 1: 'id', 2: 'name' };
+const FIELD_OF = { id: 1, name: 2 };
+const partitionJson = (p) => JSON.stringify(p ?? {}, (k, v) => (typeof v === 'bigint' ? String(v) : v));
+const unpartitioned = (df) => Object.keys(df.partition ?? {}).length === 0;
+
+// The live equality delete files of a snapshot, each with its rows read by
+// DuckDB as JSON keys of its columns' text (null stays null).
+async function equalityDeletes(con, live) {
+  const out = [];
+  for (const d of live.filter((e) => e.content === 2)) {
+    const cols = [...d.df.equality_ids].map((i) => COLUMN_OF[Number(i)]);
+    const rows = (await con.runAndReadAll(`SELECT ${cols.map((c) => `${c}::VARCHAR`).join(', ')} FROM read_parquet(${sqlStr(localPath(d.path))})`)).getRowsJson();
+    out.push({ d, cols, keys: new Set(rows.map((r) => JSON.stringify(r))) });
+  }
+  return out;
+}
+
+// Whether equality delete eq removes a row ({id, name} as text) of data
+// file f (spec "Scan Planning": a data sequence number below the delete's,
+// and the same partition unless the delete's is unpartitioned).
+function eqDeletes(eq, f, row) {
+  if (f.seq >= eq.d.seq) return false;
+  if (!unpartitioned(eq.d.df) && (eq.d.spec !== f.spec || partitionJson(eq.d.df.partition) !== partitionJson(f.df.partition))) return false;
+  return eq.keys.has(JSON.stringify(eq.cols.map((c) => row[c])));
+}
+
 // The rows readers must see: each live data file's rows (DuckDB, with
 // their positions) less the positions deleted by a position delete file
 // (read by DuckDB) or a deletion vector (dvs: puffin path -> {data path ->
 // positions}, what the test wrote) of a data sequence number >= the data
-// file's.  [[id, name, _row_id, _last_updated_sequence_number]] sorted by id;
+// file's, and less the rows an equality delete file removes (eqDeletes).
+// [[id, name, _row_id, _last_updated_sequence_number]] sorted by id;
 // lineage columns read from the file or inherited.
 export async function visibleRows(snapshot, dvs = new Map()) {
   const con = await duck();
   const live = liveEntries(snapshot);
+  const eqs = await equalityDeletes(con, live);
   const gone = new Map();
   for (const d of live.filter((e) => e.content === 1)) {
     let pairs;
@@ -83,6 +114,7 @@ export async function visibleRows(snapshot, dvs = new Map()) {
     const rows = (await con.runAndReadAll(`SELECT id::VARCHAR, name, file_row_number::VARCHAR, ${lineage} FROM read_parquet(${sqlStr(localPath(f.path))}, file_row_number = true)`)).getRowsJson();
     for (const [id, name, pos, rid, lusn] of rows) {
       if (gone.get(f.path)?.has(Number(pos))) continue;
+      if (eqs.some((eq) => eqDeletes(eq, f, { id, name }))) continue;
       const rowId = rid ?? (f.frid == null ? null : String(f.frid + BigInt(pos)));
       const seq = lusn ?? (f.frid == null ? null : String(f.seq));
       out.push([id, name, rowId, seq]);
@@ -98,6 +130,64 @@ export async function positionDeleteFile(file, pairs) {
   const values = pairs.map(([p, pos]) => `(${sqlStr(p)}, ${pos}::BIGINT)`).join(', ');
   await con.run(`COPY (SELECT * FROM (VALUES ${values}) t(file_path, pos) ORDER BY file_path, pos) TO ${sqlStr(file)} (FORMAT parquet, FIELD_IDS {file_path: 2147483546, pos: 2147483545})`);
   return { path: `file://${file}`, size: BigInt(fs.statSync(file).size), count: BigInt(pairs.length) };
+}
+
+// An equality delete file of rows (arrays in the order of cols, null for
+// null) over cols ({column: DuckDB type}, columns of the tests' tables),
+// written by DuckDB with the table's field ids.
+export async function equalityDeleteFile(file, cols, rows) {
+  const con = await duck();
+  const names = Object.keys(cols);
+  const lit = (v, t) => (v === null ? `NULL::${t}` : t === 'VARCHAR' ? `${sqlStr(v)}::VARCHAR` : `${v}::${t}`);
+  const values = rows.map((r) => `(${r.map((v, i) => lit(v, cols[names[i]])).join(', ')})`).join(', ');
+  const ids = names.map((n) => `${n}: ${FIELD_OF[n]}`).join(', ');
+  await con.run(`COPY (SELECT * FROM (VALUES ${values}) t(${names.join(', ')})) TO ${sqlStr(file)} (FORMAT parquet, FIELD_IDS {${ids}})`);
+  return {
+    content: 2, file_path: `file://${file}`, file_format: 'PARQUET', record_count: BigInt(rows.length),
+    file_size_in_bytes: BigInt(fs.statSync(file).size), equality_ids: names.map((n) => FIELD_OF[n]),
+  };
+}
+
+// icebird over a file warehouse: it cannot read file:// URLs, so a local
+// HTTP server serves the warehouse and fetch is pointed at it while the
+// reader is open.  rows(meta): the table's [[id, name]] sorted by id.
+export function icebirdReader() {
+  const realFetch = globalThis.fetch;
+  let server;
+
+  async function serve(location) {
+    if (server) return;
+    const root = path.dirname(path.dirname(localPath(location)));
+    server = http.createServer((req, res) => {
+      const file = path.join(root, path.normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname)));
+      if (!file.startsWith(root) || !fs.existsSync(file)) {
+        res.writeHead(404).end();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      fs.createReadStream(file).pipe(res);
+    });
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const prefix = `file://${root}`;
+    const base = `http://127.0.0.1:${server.address().port}`;
+    globalThis.fetch = (url, init) => {
+      const u = String(url);
+      return realFetch(u.startsWith(prefix) ? base + u.slice(prefix.length) : u, init);
+    };
+  }
+
+  async function rows(meta) {
+    await serve(meta.location);
+    const got = await icebergRead({ tableUrl: meta.location, metadata: meta });
+    return got.map((r) => [String(r.id), r.name]).sort((a, b) => Number(BigInt(a[0]) - BigInt(b[0])));
+  }
+
+  async function close() {
+    globalThis.fetch = realFetch;
+    await new Promise((resolve) => (server ? server.close(resolve) : resolve()));
+  }
+
+  return { rows, close };
 }
 
 // ---- deletion vectors: Puffin + portable 64-bit Roaring (positions < 2^32,
@@ -168,9 +258,11 @@ export function puffinFile(file, byData) {
 
 // Commits bound to a table's dropManifests (lib.mjs helpers).
 export function deleteHelpers(dropManifests) {
-  // Commits a delete manifest of `entries` (data_file fields over a template
-  // taken from a data manifest of the table) in a snapshot of its own.
-  async function commitDeletes(name, meta, entries) {
+  // Writes a delete manifest of `entries` (data_file fields over a template
+  // taken from a data manifest of the table); returns the function that
+  // makes its list record from the list's records and the new snapshot's id
+  // and sequence number.
+  async function deleteManifest(meta, entries) {
     const snap = currentSnapshot(meta);
     const list = readAvro(snap['manifest-list']).records;
     const src = localPath(list[0].manifest_path);
@@ -190,22 +282,21 @@ export function deleteHelpers(dropManifests) {
     }));
     await encodeAvro(mpath, m.type, { ...m.header.meta, content: Buffer.from('deletes') }, recs);
     const rows = entries.reduce((a, e) => a + e.record_count, 0n);
-    return (await dropManifests(name, meta, () => false, {
-      edit: (records, _meta, { id, seq }) => [...records, {
-        ...records[0], manifest_path: `file://${mpath}`, manifest_length: BigInt(fs.statSync(mpath).size), content: 1,
-        sequence_number: seq, min_sequence_number: seq, added_snapshot_id: id,
-        added_files_count: entries.length, existing_files_count: 0, deleted_files_count: 0,
-        added_rows_count: rows, existing_rows_count: 0n, deleted_rows_count: 0n,
-        ...('first_row_id' in records[0] ? { first_row_id: null } : {}),
-      }],
-    })).metadata;
+    return (records, { id, seq }) => ({
+      ...records[0], manifest_path: `file://${mpath}`, manifest_length: BigInt(fs.statSync(mpath).size), content: 1,
+      sequence_number: seq, min_sequence_number: seq, added_snapshot_id: id,
+      added_files_count: entries.length, existing_files_count: 0, deleted_files_count: 0,
+      added_rows_count: rows, existing_rows_count: 0n, deleted_rows_count: 0n,
+      ...('first_row_id' in records[0] ? { first_row_id: null } : {}),
+    });
   }
 
-  // Writes `rows` rows (ids from 5000) with DuckDB at file and appends the
-  // file in a manifest of its own, in a snapshot of its own.
-  async function addDuckFile(name, meta, file, rows) {
+  // Writes `rows` rows (ids from 5000, or what the query select gives) with
+  // DuckDB at file and a data manifest of that file; returns the maker of
+  // its list record, as deleteManifest.
+  async function duckManifest(meta, file, rows, select = `SELECT (5000 + i)::BIGINT AS id, 'late' || i AS name FROM range(${rows}) t(i)`) {
     const con = await duck();
-    await con.run(`COPY (SELECT (5000 + i)::BIGINT AS id, 'late' || i AS name FROM range(${rows}) t(i)) TO ${sqlStr(file)} (FORMAT parquet, FIELD_IDS {id: 1, name: 2})`);
+    await con.run(`COPY (${select}) TO ${sqlStr(file)} (FORMAT parquet, FIELD_IDS {id: 1, name: 2})`);
     const list = readAvro(currentSnapshot(meta)['manifest-list']).records;
     const srcM = list.find((r) => Number(r.content) === 0).manifest_path;
     const m = await decodeAvro(localPath(srcM));
@@ -218,14 +309,28 @@ export function deleteHelpers(dropManifests) {
         lower_bounds: null, upper_bounds: null, split_offsets: null,
       },
     }]);
-    return (await dropManifests(name, meta, () => false, {
-      edit: (recs, _m, { id, seq }) => [...recs, {
-        ...recs.find((r) => Number(r.content) === 0), manifest_path: `file://${added}`, manifest_length: BigInt(fs.statSync(added).size),
-        added_snapshot_id: id, sequence_number: seq, min_sequence_number: seq, added_files_count: 1, existing_files_count: 0,
-        deleted_files_count: 0, added_rows_count: BigInt(rows), existing_rows_count: 0n, deleted_rows_count: 0n,
-      }],
-    })).metadata;
+    return (recs, { id, seq }) => ({
+      ...recs.find((r) => Number(r.content) === 0), manifest_path: `file://${added}`, manifest_length: BigInt(fs.statSync(added).size),
+      added_snapshot_id: id, sequence_number: seq, min_sequence_number: seq, added_files_count: 1, existing_files_count: 0,
+      deleted_files_count: 0, added_rows_count: BigInt(rows), existing_rows_count: 0n, deleted_rows_count: 0n,
+    });
   }
+
+  // One snapshot that adds the manifests whose list records `adds` make.
+  const commitManifests = async (name, meta, adds) => (await dropManifests(name, meta, () => false, {
+    edit: (records, _meta, at) => [...records, ...adds.map((add) => add(records, at))],
+  })).metadata;
+
+  // Commits delete files in a snapshot of their own.
+  const commitDeletes = async (name, meta, entries) => commitManifests(name, meta, [await deleteManifest(meta, entries)]);
+
+  // Commits a DuckDB data file (duckManifest) in a snapshot of its own.
+  const addDuckFile = async (name, meta, file, rows, select) => commitManifests(name, meta, [await duckManifest(meta, file, rows, select)]);
+
+  // Commits a DuckDB data file and delete files in one snapshot: the same
+  // data sequence number, as a streaming writer's upsert commits them.
+  const addDuckFileWithDeletes = async (name, meta, file, rows, select, entries) => commitManifests(name, meta,
+    [await duckManifest(meta, file, rows, select), await deleteManifest(meta, entries)]);
 
   // Merges every data manifest of the current snapshot into one whose entries
   // are EXISTING with their own snapshot ids and sequence numbers (what a
@@ -261,5 +366,5 @@ export function deleteHelpers(dropManifests) {
     })).metadata;
   }
 
-  return { commitDeletes, addDuckFile, mergeDataManifests };
+  return { commitDeletes, addDuckFile, addDuckFileWithDeletes, mergeDataManifests };
 }

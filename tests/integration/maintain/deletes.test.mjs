@@ -8,23 +8,21 @@
 //   delete file older than a data file at the path it names (data sequence
 //   number) does not apply to it;
 // - a delete committed while compaction runs aborts it (its rewritten
-//   files would bring the deleted row back);
-// - partitions with equality delete files are skipped; an equality delete
-//   file of an unpartitioned table refuses compaction as not supported.
+//   files would bring the deleted row back).
 // Deletion vectors, row lineage and manifests rewritten in part:
-// carry-lineage.test.mjs.
+// carry-lineage.test.mjs; equality deletes: equality.test.mjs.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
-import { icebergRead } from 'icebird';
 import {
-  startCatalog, createTable, loadTable, ingest, currentSnapshot, localPath, tmpDir, duck, sqlStr,
+  startCatalog, createTable, loadTable, currentSnapshot, localPath, tmpDir, duck, sqlStr,
 } from '../ingest/lib.mjs';
 import { call, tablePath } from '../tables/lib.mjs';
 import { helpers, fields } from './lib.mjs';
-import { liveEntries, visibleRows, positionDeleteFile, deleteHelpers } from './deletes-lib.mjs';
+import {
+  liveEntries, visibleRows, positionDeleteFile, deleteHelpers, icebirdReader,
+} from './deletes-lib.mjs';
 
 let ctx;
 const dir = tmpDir('compact-deletes');
@@ -34,8 +32,7 @@ let append;
 let settled;
 let commitDeletes;
 let addDuckFile;
-let server;
-const realFetch = globalThis.fetch;
+const icebird = icebirdReader();
 
 before(async () => {
   ctx = await startCatalog('compact_deletes');
@@ -45,42 +42,13 @@ before(async () => {
 });
 
 after(async () => {
-  globalThis.fetch = realFetch;
-  await new Promise((resolve) => (server ? server.close(resolve) : resolve()));
+  await icebird.close();
   await ctx?.floe.stop();
 });
 
 const range = (from, n) => Array.from({ length: n }, (_, i) => from + i);
 const dataFiles = (n) => (snap) => snap.summary['total-data-files'] === String(n);
 const isSnap = (id) => (snap) => String(snap['snapshot-id']) === String(id);
-
-// Serves the warehouse to icebird (it cannot read file:// URLs).
-async function serveWarehouse(location) {
-  if (server) return;
-  const root = path.dirname(path.dirname(localPath(location)));
-  server = http.createServer((req, res) => {
-    const file = path.join(root, path.normalize(decodeURIComponent(new URL(req.url, 'http://x').pathname)));
-    if (!file.startsWith(root) || !fs.existsSync(file)) {
-      res.writeHead(404).end();
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'application/octet-stream' });
-    fs.createReadStream(file).pipe(res);
-  });
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const prefix = `file://${root}`;
-  const base = `http://127.0.0.1:${server.address().port}`;
-  globalThis.fetch = (url, init) => {
-    const u = String(url);
-    return realFetch(u.startsWith(prefix) ? base + u.slice(prefix.length) : u, init);
-  };
-}
-
-async function icebirdRows(meta) {
-  await serveWarehouse(meta.location);
-  const got = await icebergRead({ tableUrl: meta.location, metadata: meta });
-  return got.map((r) => [String(r.id), r.name]).sort((a, b) => Number(BigInt(a[0]) - BigInt(b[0])));
-}
 
 test('compact v2: position deletes are applied, their files removed, no deleted row comes back', async () => {
   const name = 'posdel';
@@ -121,7 +89,7 @@ test('compact v2: position deletes are applied, their files removed, no deleted 
   const model = [...range(0, 40), ...range(100, 2000), ...range(5000, 3)].filter((i) => !deletedIds.includes(i));
   const beforeRows = await visibleRows(before);
   assert.deepEqual(beforeRows.map((r) => Number(r[0])), model, 'DuckDB applying the deletes agrees with the model');
-  assert.deepEqual(beforeRows.map((r) => r.slice(0, 2)).filter((r) => Number(r[0]) < 5000), (await icebirdRows(meta)).filter((r) => Number(r[0]) < 5000),
+  assert.deepEqual(beforeRows.map((r) => r.slice(0, 2)).filter((r) => Number(r[0]) < 5000), (await icebird.rows(meta)).filter((r) => Number(r[0]) < 5000),
     'icebird agrees (it ignores sequence numbers, so the late file is compared apart)');
 
   const dry = maintain(name, ['--dry-run', 'compact']);
@@ -145,7 +113,7 @@ test('compact v2: position deletes are applied, their files removed, no deleted 
   assert.equal(live.filter((e) => e.content !== 0).length, 0, 'no live delete file');
   const afterRows = await visibleRows(after);
   assert.deepEqual(afterRows, beforeRows, 'the same rows, no deleted row back');
-  assert.deepEqual(afterRows.map((x) => x.slice(0, 2)).filter((x) => Number(x[0]) < 5000), await icebirdRows(metaAfter).then((x) => x.filter((y) => Number(y[0]) < 5000)));
+  assert.deepEqual(afterRows.map((x) => x.slice(0, 2)).filter((x) => Number(x[0]) < 5000), await icebird.rows(metaAfter).then((x) => x.filter((y) => Number(y[0]) < 5000)));
   // Plain read_parquet over the new files (no deletes to apply any more).
   const plain = (await con.runAndReadAll(`SELECT id::INTEGER FROM read_parquet([${live.map((e) => sqlStr(localPath(e.path))).join(', ')}]) ORDER BY id`)).getRowsJson().map((x) => x[0]);
   assert.deepEqual(plain, model);
@@ -188,55 +156,4 @@ test('compact: a delete committed while compaction runs aborts it, the deleted r
   assert.equal(again.lines[0]['deleted-rows-dropped'], 1, again.stdout);
   const after = (await settled(name, isSnap(again.lines[0]['snapshot-id']))).snap;
   assert.deepEqual((await visibleRows(after)).map((x) => Number(x[0])), got);
-});
-
-test('compact: partitions with equality deletes are skipped, the others compacted', async () => {
-  const name = 'eqpart';
-  await call(ctx.base, 'POST', `${ctx.p}/namespaces/${ctx.ns.join('%1F')}/tables`, {
-    body: {
-      name,
-      schema: { type: 'struct', 'schema-id': 0, fields: [...fields, { id: 3, name: 'region', type: 'string', required: false }] },
-      'partition-spec': { 'spec-id': 0, fields: [{ 'source-id': 3, 'field-id': 1000, name: 'region', transform: 'identity' }] },
-    },
-    expect: 200,
-  });
-  for (let b = 0; b < 2; b++) {
-    const file = path.join(dir, `eqp${b}.csv`);
-    fs.writeFileSync(file, `id,name,region\n${['eu', 'us', 'ap'].map((r, k) => `${b * 3 + k},n${b * 3 + k},${r}`).join('\n')}\n`);
-    const res = await ingest(ctx, name, [file]);
-    assert.equal(res.code, 0, res.stderr);
-  }
-  let { meta } = await settled(name, dataFiles(6));
-  const f = await positionDeleteFile(path.join(dir, 'eqp.parquet'), [['x', 0]]);
-  meta = await commitDeletes(name, meta, [{
-    content: 2, file_path: f.path, file_format: 'PARQUET', record_count: 1n, file_size_in_bytes: f.size,
-    equality_ids: [1], partition: { region: 'eu' },
-  }]);
-  const res = maintain(name, ['compact']);
-  assert.equal(res.code, 0, res.stderr);
-  const r = res.lines[0];
-  assert.equal(r['partitions-skipped-equality-deletes'], 1, res.stdout);
-  assert.deepEqual(r.plan.map((x) => x.partition.region).sort(), ['ap', 'us']);
-  const after = (await settled(name, isSnap(r['snapshot-id']))).snap;
-  const eu = liveEntries(after).filter((e) => e.content === 0 && e.df.partition.region === 'eu');
-  assert.equal(eu.length, 2, 'the eu files are untouched');
-  assert.equal(after.summary['total-delete-files'], '1', 'the equality delete file stays');
-});
-
-test('compact: an equality delete file of an unpartitioned table refuses compaction', async () => {
-  const name = 'eqdel';
-  await createTable(ctx, name, fields);
-  for (let b = 0; b < 3; b++) await append(name, range(b * 3, 3));
-  let { meta } = await settled(name, dataFiles(3));
-  const f = await positionDeleteFile(path.join(dir, 'eq.parquet'), [['x', 0]]);
-  meta = await commitDeletes(name, meta, [{
-    content: 2, file_path: f.path, file_format: 'PARQUET', record_count: 1n, file_size_in_bytes: f.size, equality_ids: [1],
-  }]);
-  for (const args of [['compact'], ['--dry-run', 'compact']]) {
-    const res = maintain(name, args);
-    assert.equal(res.code, 1, res.stdout);
-    assert.equal(res.lines[0].status, 'failed');
-    assert.match(res.lines[0].error, /equality delete files .*not yet supported/);
-  }
-  assert.equal(String(currentSnapshot((await loadTable(ctx, name)).metadata)['snapshot-id']), String(currentSnapshot(meta)['snapshot-id']));
 });

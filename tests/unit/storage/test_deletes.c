@@ -4,10 +4,17 @@
  * header, over several 64-bit buckets, read back exactly; wrong magic,
  * lying lengths, bad CRCs, unordered keys and positions past the data file
  * refused with a message; every truncation and every single-byte change
- * refused or read, never crashing; every allocation failing in turn; and
- * position delete files written by the Parquet writer, filtered by path. */
+ * refused or read, never crashing; every allocation failing in turn;
+ * position delete files written by the Parquet writer, filtered by path;
+ * and equality delete sets: values compared as Iceberg Java compares them
+ * (null equals null, NaN equals NaN, -0.0 is not 0.0), a tuple deleting
+ * only rows of data files with a lower data sequence number, 200,000
+ * tuples against a reference, the byte limit, allocation failures, and
+ * equality delete files written by the Parquet writer (an int column read
+ * as the table's long, nulls, a missing column named). */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -413,12 +420,302 @@ static void test_pos_file(void **state)
 	}
 }
 
+/* ---- equality deletes ---- */
+
+static const struct st_parquet_want EQ_FIELDS[] = {
+        {1, {ST_TYPE_LONG, 0, 0, 0}, false},
+        {2, {ST_TYPE_STRING, 0, 0, 0}, false},
+};
+
+static void tuple(struct st_value v[2], const int64_t *id, const char *name)
+{
+	memset(v, 0, 2 * sizeof(*v));
+	v[0].null = id == NULL;
+	if (id != NULL)
+		v[0].v.l = *id;
+	v[1].null = name == NULL;
+	if (name != NULL) {
+		v[1].v.bin.p = (const uint8_t *)name;
+		v[1].v.bin.len = strlen(name);
+	}
+}
+
+static void test_eqset_semantics(void **state)
+{
+	struct st_eqset *s;
+	struct st_value v[2];
+	struct fl_err err = {0};
+	int64_t one = 1, two = 2;
+
+	(void)state;
+	assert_int_equal(st_eqset_new(EQ_FIELDS, 0, 0, NULL, &s, &err), -1);
+	assert_int_equal(err.kind, FL_ERR_BAD_REQUEST);
+	assert_int_equal(st_eqset_new(EQ_FIELDS, 2, 0, NULL, &s, &err), 0);
+	tuple(v, &one, "a");
+	assert_false(st_eqset_deletes(s, v, 0));
+	assert_int_equal(st_eqset_add(s, v, 5, &err), 0);
+	/* strictly lower data sequence numbers only */
+	assert_true(st_eqset_deletes(s, v, 4));
+	assert_true(st_eqset_deletes(s, v, 0));
+	assert_false(st_eqset_deletes(s, v, 5));
+	assert_false(st_eqset_deletes(s, v, 6));
+	/* the highest sequence number holding a tuple counts, in any order */
+	assert_int_equal(st_eqset_add(s, v, 9, &err), 0);
+	assert_int_equal(st_eqset_add(s, v, 3, &err), 0);
+	assert_true(st_eqset_deletes(s, v, 8));
+	assert_false(st_eqset_deletes(s, v, 9));
+	assert_int_equal(st_eqset_size(s), 1);
+	/* every field must match */
+	tuple(v, &one, "b");
+	assert_false(st_eqset_deletes(s, v, 0));
+	tuple(v, &two, "a");
+	assert_false(st_eqset_deletes(s, v, 0));
+	tuple(v, &one, "a");
+	v[1].v.bin.p = (const uint8_t *)"a\0";
+	v[1].v.bin.len = 2; /* "a" followed by a NUL byte is another string */
+	assert_false(st_eqset_deletes(s, v, 0));
+	/* null equals null, and only null */
+	tuple(v, &one, NULL);
+	assert_false(st_eqset_deletes(s, v, 0));
+	assert_int_equal(st_eqset_add(s, v, 2, &err), 0);
+	assert_true(st_eqset_deletes(s, v, 1));
+	tuple(v, &one, "");
+	assert_false(st_eqset_deletes(s, v, 1));
+	tuple(v, NULL, NULL);
+	assert_false(st_eqset_deletes(s, v, 1));
+	assert_int_equal(st_eqset_add(s, v, 2, &err), 0);
+	assert_true(st_eqset_deletes(s, v, 1));
+	assert_int_equal(st_eqset_size(s), 3);
+	st_eqset_free(s);
+	st_eqset_free(NULL);
+}
+
+static void test_eqset_types(void **state)
+{
+	static const struct st_parquet_want f[] = {
+	        {1, {ST_TYPE_DOUBLE, 0, 0, 0}, false}, {2, {ST_TYPE_FLOAT, 0, 0, 0}, false},
+	        {3, {ST_TYPE_INT, 0, 0, 0}, false},    {4, {ST_TYPE_DECIMAL, 10, 2, 0}, false},
+	        {5, {ST_TYPE_BINARY, 0, 0, 0}, false}, {6, {ST_TYPE_BOOLEAN, 0, 0, 0}, false},
+	};
+	static const uint8_t bin[] = {0, 1, 0, 2};
+	struct st_eqset *s;
+	struct st_value v[6], w[6];
+	struct fl_err err = {0};
+	uint64_t bits = 0x7ff8000000000123ULL; /* a NaN with a payload */
+
+	(void)state;
+	assert_int_equal(st_eqset_new(f, 6, 0, NULL, &s, &err), 0);
+	memset(v, 0, sizeof(v));
+	v[0].v.d = 0.0 / 0.0;
+	v[1].v.f = -0.0f;
+	v[2].v.i = -7;
+	v[3].v.dec[15] = 42;
+	v[4].v.bin.p = bin;
+	v[4].v.bin.len = sizeof(bin);
+	v[5].v.b = true;
+	assert_int_equal(st_eqset_add(s, v, 1, &err), 0);
+	memcpy(w, v, sizeof(w));
+	memcpy(&w[0].v.d, &bits, 8); /* every NaN is the same NaN */
+	assert_true(st_eqset_deletes(s, w, 0));
+	w[1].v.f = 0.0f; /* -0.0 is not 0.0 */
+	assert_false(st_eqset_deletes(s, w, 0));
+	memcpy(w, v, sizeof(w));
+	w[3].v.dec[0] = 0xff; /* another unscaled value */
+	assert_false(st_eqset_deletes(s, w, 0));
+	memcpy(w, v, sizeof(w));
+	w[4].v.bin.len = 3; /* a prefix is another value */
+	assert_false(st_eqset_deletes(s, w, 0));
+	memcpy(w, v, sizeof(w));
+	w[5].v.b = false;
+	assert_false(st_eqset_deletes(s, w, 0));
+	memcpy(w, v, sizeof(w));
+	w[2].v.i = 7;
+	assert_false(st_eqset_deletes(s, w, 0));
+	st_eqset_free(s);
+}
+
+/* 200,000 tuples, every third added twice with another sequence number;
+ * the set answers as a plain array of them does, for members and for
+ * 200,000 others. */
+static void test_eqset_many(void **state)
+{
+	enum { N = 200000 };
+	struct st_eqset *s;
+	struct st_value v[2];
+	struct fl_err err = {0};
+	char name[32];
+	int64_t *seq = malloc(N * sizeof(*seq));
+
+	(void)state;
+	assert_non_null(seq);
+	assert_int_equal(st_eqset_new(EQ_FIELDS, 2, 0, NULL, &s, &err), 0);
+	for (int64_t i = 0; i < N; i++) {
+		int64_t id = i * 7919 % 1000003;
+
+		snprintf(name, sizeof(name), "n%" PRId64, i % 1000);
+		tuple(v, &id, name);
+		seq[i] = 1 + i % 50;
+		assert_int_equal(st_eqset_add(s, v, seq[i], &err), 0);
+		if (i % 3 == 0) {
+			assert_int_equal(st_eqset_add(s, v, seq[i] + 10, &err), 0);
+			seq[i] += 10;
+		}
+	}
+	assert_int_equal(st_eqset_size(s), N);
+	for (int64_t i = 0; i < N; i++) {
+		int64_t id = i * 7919 % 1000003, other = id + 1000003;
+
+		snprintf(name, sizeof(name), "n%" PRId64, i % 1000);
+		tuple(v, &id, name);
+		assert_true(st_eqset_deletes(s, v, seq[i] - 1));
+		assert_false(st_eqset_deletes(s, v, seq[i]));
+		tuple(v, &other, name);
+		assert_false(st_eqset_deletes(s, v, 0));
+	}
+	st_eqset_free(s);
+	free(seq);
+}
+
+static void test_eqset_limits(void **state)
+{
+	struct st_eqset *s;
+	struct st_value v[2];
+	struct fl_err err = {0};
+	struct failalloc fa = {0};
+	int64_t i;
+
+	(void)state;
+	/* 64 KiB: the table's slots and the tuples together */
+	assert_int_equal(st_eqset_new(EQ_FIELDS, 2, 64 << 10, NULL, &s, &err), 0);
+	for (i = 0;; i++) {
+		tuple(v, &i, "some name");
+		if (st_eqset_add(s, v, 1, &err) != 0)
+			break;
+	}
+	assert_int_equal(err.kind, FL_ERR_TOO_LARGE);
+	assert_non_null(strstr(err.msg, "more than the 65536 bytes"));
+	assert_true(i > 500 && i < 3000);
+	assert_int_equal(st_eqset_size(s), (size_t)i);
+	/* the set is whole after the refusal */
+	for (int64_t k = 0; k < i; k++) {
+		tuple(v, &k, "some name");
+		assert_true(st_eqset_deletes(s, v, 0));
+	}
+	tuple(v, &i, "some name");
+	assert_false(st_eqset_deletes(s, v, 0));
+	st_eqset_free(s);
+
+	/* every allocation failing in turn: an error, and nothing kept */
+	for (long at = 1;; at++) {
+		int rc = 0;
+
+		failalloc_init(&fa, at);
+		if (st_eqset_new(EQ_FIELDS, 2, 0, &fa.alloc, &s, &err) != 0) {
+			assert_int_equal(err.kind, FL_ERR_NOMEM);
+			assert_int_equal(fa.live, 0);
+			continue;
+		}
+		for (i = 0; i < 2000 && rc == 0; i++) {
+			tuple(v, &i, "x");
+			rc = st_eqset_add(s, v, 1, &err);
+		}
+		if (rc != 0)
+			assert_int_equal(err.kind, FL_ERR_NOMEM);
+		st_eqset_free(s);
+		assert_int_equal(fa.live, 0);
+		if (!fa.failed)
+			break;
+	}
+}
+
+/* An equality delete file: id (an int column, field 1) and name (field
+ * 2), or only id. */
+static void write_eq_file(struct st_buf *out, bool with_name)
+{
+	const struct st_parquet_column cols[] = {
+	        {"id", 1, {ST_TYPE_INT, 0, 0, 0}, false, ST_METRICS_DEFAULT, 0},
+	        {"name", 2, {ST_TYPE_STRING, 0, 0, 0}, false, ST_METRICS_DEFAULT, 0},
+	};
+	struct st_parquet_opts o = {0};
+	struct st_parquet_writer *w;
+	struct fl_err err = {0};
+
+	st_buf_init(out, NULL);
+	o.columns = cols;
+	o.n_columns = with_name ? 2 : 1;
+	o.codec = ST_PARQUET_ZSTD;
+	o.iceberg_schema_json = "{}";
+	st_sink_to_buf(&o.sink, out);
+	assert_int_equal(st_parquet_writer_open(&o, &w, &err), 0);
+	for (int i = 0; i < 5000; i++) {
+		struct st_value row[2] = {0};
+		char name[16];
+
+		snprintf(name, sizeof(name), "n%d", i);
+		row[0].v.i = i * 2;
+		row[0].null = i == 4999;
+		row[1].v.bin.p = (const uint8_t *)name;
+		row[1].v.bin.len = strlen(name);
+		row[1].null = i % 10 == 9;
+		assert_int_equal(st_parquet_writer_write_row(w, row, &err), 0);
+	}
+	assert_int_equal(st_parquet_writer_close(w, NULL, &err), 0);
+}
+
+static void test_eq_file(void **state)
+{
+	struct st_buf f;
+	struct st_parquet_source src;
+	struct st_parquet_mem m;
+	struct st_eqset *s;
+	struct st_value v[2];
+	struct fl_err err = {0};
+	char name[16];
+
+	(void)state;
+	write_eq_file(&f, true);
+	st_parquet_source_mem(&src, &m, f.data, f.len);
+	assert_int_equal(st_eqset_new(EQ_FIELDS, 2, 0, NULL, &s, &err), 0);
+	assert_int_equal(st_eqset_add_file(s, &src, NULL, 7, &err), 0);
+	assert_int_equal(st_eqset_size(s), 5000);
+	for (int64_t i = 0; i < 5000; i++) {
+		int64_t id = i * 2, odd = i * 2 + 1;
+
+		snprintf(name, sizeof(name), "n%" PRId64, i);
+		tuple(v, i == 4999 ? NULL : &id, i % 10 == 9 ? NULL : name);
+		assert_true(st_eqset_deletes(s, v, 6));
+		assert_false(st_eqset_deletes(s, v, 7));
+		tuple(v, &odd, i % 10 == 9 ? NULL : name);
+		assert_false(st_eqset_deletes(s, v, 0));
+	}
+	st_eqset_free(s);
+	st_buf_free(&f);
+
+	/* a file without the name column: named, not read as nulls */
+	write_eq_file(&f, false);
+	st_parquet_source_mem(&src, &m, f.data, f.len);
+	assert_int_equal(st_eqset_new(EQ_FIELDS, 2, 0, NULL, &s, &err), 0);
+	assert_int_equal(st_eqset_add_file(s, &src, NULL, 7, &err), -1);
+	assert_int_equal(err.kind, FL_ERR_BAD_REQUEST);
+	assert_non_null(strstr(err.msg, "field id 2"));
+	assert_int_equal(st_eqset_size(s), 0);
+	st_eqset_free(s);
+	/* the same file for id alone */
+	assert_int_equal(st_eqset_new(EQ_FIELDS, 1, 0, NULL, &s, &err), 0);
+	assert_int_equal(st_eqset_add_file(s, &src, NULL, 3, &err), 0);
+	assert_int_equal(st_eqset_size(s), 5000);
+	st_eqset_free(s);
+	st_buf_free(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_dv_round_trip), cmocka_unit_test(test_dv_corrupt),
 	        cmocka_unit_test(test_dv_mutations),  cmocka_unit_test(test_posset),
-	        cmocka_unit_test(test_pos_file),
+	        cmocka_unit_test(test_pos_file),      cmocka_unit_test(test_eqset_semantics),
+	        cmocka_unit_test(test_eqset_types),   cmocka_unit_test(test_eqset_many),
+	        cmocka_unit_test(test_eqset_limits),  cmocka_unit_test(test_eq_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,264 @@
+// `floe maintain compact` on tables with equality delete files (written by
+// DuckDB with the table's field ids, committed in delete manifests):
+// - an unpartitioned table: deletes by one field (an int column read as the
+//   table's long), by two fields, and by a null value apply to exactly the
+//   rows of data files with a lower data sequence number (a row written
+//   again after a delete stays); every file they apply to is rewritten
+//   without those rows, the delete files are removed in the same `replace`
+//   snapshot (removed-equality-deletes in its summary), and readers see the
+//   same rows before and after: the spec's rules applied by the test over
+//   DuckDB reads, plain read_parquet of the new files, and icebird;
+// - a row committed in the same snapshot as a delete of its key (a
+//   streaming writer's upsert) is not deleted by it;
+// - a partitioned table: a partition's deletes apply to that partition only;
+// - an unpartitioned delete still applies to the files of an older spec that
+//   compaction leaves alone, so it is applied to the files rewritten and
+//   kept (removing it would bring its rows back in the old files);
+// - a delete file without a column its equality_ids name, or naming a field
+//   the schema lacks, fails the run with a message that names it, and
+//   nothing is committed.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import {
+  startCatalog, createTable, loadTable, ingest, currentSnapshot, localPath, tmpDir, duck, sqlStr,
+} from '../ingest/lib.mjs';
+import { call, tablePath } from '../tables/lib.mjs';
+import { helpers, fields } from './lib.mjs';
+import {
+  liveEntries, visibleRows, deleteHelpers, equalityDeleteFile, icebirdReader,
+} from './deletes-lib.mjs';
+
+let ctx;
+const dir = tmpDir('compact-equality');
+let maintain;
+let append;
+let settled;
+let commitDeletes;
+let addDuckFile;
+let addDuckFileWithDeletes;
+const icebird = icebirdReader();
+
+before(async () => {
+  ctx = await startCatalog('compact_equality');
+  const h = helpers(ctx, dir);
+  ({ maintain, append, settled } = h);
+  ({ commitDeletes, addDuckFile, addDuckFileWithDeletes } = deleteHelpers(h.dropManifests));
+});
+
+after(async () => {
+  await icebird.close();
+  await ctx?.floe.stop();
+});
+
+const range = (from, n) => Array.from({ length: n }, (_, i) => from + i);
+const isSnap = (id) => (snap) => String(snap['snapshot-id']) === String(id);
+const ids = (rows) => rows.map((r) => Number(r[0]));
+const dataDir = (meta) => path.join(localPath(meta.location), 'data');
+
+// The ids a plain read_parquet of the live files gives (no deletes applied).
+async function plainIds(snap) {
+  const live = liveEntries(snap);
+  assert.equal(live.filter((e) => e.content !== 0).length, 0, 'no live delete file');
+  const sql = `SELECT id::INTEGER FROM read_parquet([${live.map((e) => sqlStr(localPath(e.path))).join(', ')}]) ORDER BY id`;
+  return (await (await duck()).runAndReadAll(sql)).getRowsJson().map((r) => r[0]);
+}
+
+test('compact: equality deletes by one field, two fields and null are applied, their files removed', async () => {
+  const name = 'eqflat';
+  await createTable(ctx, name, fields);
+  for (let b = 0; b < 3; b++) await append(name, range(b * 10, 10));
+  let { meta } = await settled(name, (s) => s.summary['total-data-files'] === '3');
+  const d = dataDir(meta);
+  // By id, written as an int column: the reader promotes it to the long field.
+  meta = await commitDeletes(name, meta, [await equalityDeleteFile(path.join(d, 'eq-id.parquet'), { id: 'INTEGER' }, [[1], [12], [999]])]);
+  // Id 1 written again after that delete: a newer file, so it stays.
+  await append(name, [1, 100, 101]);
+  ({ meta } = await settled(name, (s) => s.summary['total-data-files'] === '4'));
+  // By (id, name): (22, other) does not match the row (22, n22).
+  meta = await commitDeletes(name, meta, [await equalityDeleteFile(path.join(d, 'eq-pair.parquet'), { id: 'BIGINT', name: 'VARCHAR' },
+    [[21, 'n21'], [22, 'other'], [100, 'n100']])]);
+  meta = await addDuckFile(name, meta, path.join(d, 'nulls.parquet'), 4,
+    'SELECT (200 + i)::BIGINT AS id, CASE WHEN i % 2 = 0 THEN NULL ELSE \'v\' || i END AS name FROM range(4) t(i)');
+  // By name: null deletes the rows whose name is null, and only those.
+  meta = await commitDeletes(name, meta, [await equalityDeleteFile(path.join(d, 'eq-null.parquet'), { name: 'VARCHAR' }, [[null]])]);
+
+  const before = currentSnapshot(meta);
+  const model = [...range(0, 30), 1, 100, 101, 200, 201, 202, 203]
+    .filter((i, k) => !(i === 1 && k === 1) && ![12, 21, 100, 200, 202].includes(i)).sort((a, b) => a - b);
+  const beforeRows = await visibleRows(before);
+  assert.deepEqual(ids(beforeRows), model, 'the spec\'s rules over DuckDB reads agree with the model');
+  assert.equal(beforeRows.find((r) => r[0] === '1')[1], 'n1');
+
+  const dry = maintain(name, ['--dry-run', 'compact']);
+  assert.equal(dry.code, 0, dry.stderr);
+  assert.equal(dry.lines[0]['files-removed'], 5, dry.stdout);
+  assert.equal(dry.lines[0]['delete-files-removed'], 3, dry.stdout);
+  assert.equal(String((await settled(name, () => true)).snap['snapshot-id']), String(before['snapshot-id']));
+
+  const res = maintain(name, ['compact']);
+  assert.equal(res.code, 0, res.stderr);
+  const r = res.lines[0];
+  assert.equal(r.status, 'ok', res.stdout);
+  assert.equal(r['files-removed'], 5, res.stdout); // every file some delete applies to
+  assert.equal(r['delete-files-removed'], 3, res.stdout);
+  assert.equal(r['deleted-rows-dropped'], 6, res.stdout);
+  const { snap: after, meta: metaAfter } = await settled(name, isSnap(r['snapshot-id']));
+  assert.equal(after.summary.operation, 'replace');
+  assert.equal(after.summary['removed-delete-files'], '3');
+  assert.equal(after.summary['removed-equality-deletes'], '7');
+  assert.equal(after.summary['removed-position-deletes'], '0');
+  assert.equal(after.summary['total-equality-deletes'], '0');
+  assert.equal(after.summary['total-delete-files'], '0');
+  assert.equal(after.summary['total-records'], String(model.length));
+  assert.deepEqual(await visibleRows(after), beforeRows, 'the same rows, names included');
+  assert.deepEqual(await plainIds(after), model);
+  assert.deepEqual(await icebird.rows(metaAfter), beforeRows.map((x) => x.slice(0, 2)), 'icebird agrees');
+});
+
+test('compact: a row committed with a delete of its key in one snapshot stays (an upsert)', async () => {
+  const name = 'equpsert';
+  await createTable(ctx, name, fields);
+  await append(name, range(0, 5));
+  await append(name, range(5, 5));
+  let { meta } = await settled(name, (s) => s.summary['total-data-files'] === '2');
+  await call(ctx.base, 'POST', tablePath(ctx.p, ctx.ns, name), {
+    body: { requirements: [], updates: [{ action: 'set-properties', updates: { 'write.target-file-size-bytes': '4000' } }] },
+    expect: 200,
+  });
+  ({ meta } = await settled(name, () => true));
+  const d = dataDir(meta);
+  // New rows for ids 2 and 3, and 2,000 more, so that the file is not small:
+  // it is rewritten only if a delete applied to it.
+  meta = await addDuckFileWithDeletes(name, meta, path.join(d, 'upsert.parquet'), 2002,
+    'SELECT (CASE WHEN i < 2 THEN 2 + i ELSE 10000 + i END)::BIGINT AS id, CASE WHEN i < 2 THEN \'new\' || (2 + i) ELSE \'bulk\' || i END AS name FROM range(2002) t(i)',
+    [await equalityDeleteFile(path.join(d, 'eq-upsert.parquet'), { id: 'BIGINT' }, [[2], [3]])]);
+  assert.ok(fs.statSync(path.join(d, 'upsert.parquet')).size >= 3000, 'the new file is not small');
+  const before = currentSnapshot(meta);
+  const beforeRows = await visibleRows(before);
+  assert.deepEqual(beforeRows.slice(0, 10).map((r) => r.slice(0, 2)), range(0, 10).map((i) => [String(i), i === 2 || i === 3 ? `new${i}` : `n${i}`]));
+  assert.equal(beforeRows.length, 2010);
+
+  const res = maintain(name, ['compact']);
+  assert.equal(res.code, 0, res.stderr);
+  const r = res.lines[0];
+  assert.equal(r.status, 'ok', res.stdout);
+  assert.equal(r['files-removed'], 2, res.stdout); // the two small ones: the delete does not apply to its own snapshot's file
+  assert.equal(r['deleted-rows-dropped'], 2, res.stdout);
+  assert.equal(r['delete-files-removed'], 1, res.stdout);
+  const after = (await settled(name, isSnap(r['snapshot-id']))).snap;
+  assert.ok(liveEntries(after).some((e) => e.path.endsWith('/upsert.parquet')), 'the new file stays as it is');
+  assert.deepEqual(await visibleRows(after), beforeRows, 'the new rows stay, the old ones are gone');
+  assert.deepEqual(await plainIds(after), ids(beforeRows));
+});
+
+test('compact: a partition\'s equality deletes apply to that partition only', async () => {
+  const name = 'eqpart';
+  await call(ctx.base, 'POST', `${ctx.p}/namespaces/${ctx.ns.join('%1F')}/tables`, {
+    body: {
+      name,
+      schema: { type: 'struct', 'schema-id': 0, fields: [...fields, { id: 3, name: 'region', type: 'string', required: false }] },
+      'partition-spec': { 'spec-id': 0, fields: [{ 'source-id': 3, 'field-id': 1000, name: 'region', transform: 'identity' }] },
+    },
+    expect: 200,
+  });
+  const load = async (rows) => {
+    const file = path.join(dir, `part-${Date.now()}-${Math.random().toString(36).slice(2)}.csv`);
+    fs.writeFileSync(file, `id,name,region\n${rows.map(([i, region]) => `${i},n${i},${region}`).join('\n')}\n`);
+    const out = await ingest(ctx, name, [file]);
+    assert.equal(out.code, 0, out.stderr);
+  };
+  await load([[0, 'eu'], [1, 'us'], [2, 'ap']]);
+  await load([[3, 'eu'], [4, 'us'], [5, 'ap']]);
+  let { meta } = await settled(name, (s) => s.summary['total-data-files'] === '6');
+  // Ids 0, 3 and 4 in eu: 4 is in us, where this delete does not apply.
+  meta = await commitDeletes(name, meta, [{
+    ...await equalityDeleteFile(path.join(dir, 'eq-eu.parquet'), { id: 'BIGINT' }, [[0], [3], [4]]),
+    partition: { region: 'eu' },
+  }]);
+  await load([[0, 'eu'], [6, 'us']]);
+  ({ meta } = await settled(name, (s) => s.summary['total-data-files'] === '8'));
+  const before = currentSnapshot(meta);
+  const beforeRows = await visibleRows(before);
+  assert.deepEqual(ids(beforeRows), [0, 1, 2, 4, 5, 6]);
+
+  const res = maintain(name, ['compact']);
+  assert.equal(res.code, 0, res.stderr);
+  const r = res.lines[0];
+  assert.equal(r.status, 'ok', res.stdout);
+  assert.deepEqual(r.plan.map((x) => x.partition.region).sort(), ['ap', 'eu', 'us']);
+  assert.equal(r['delete-files-removed'], 1, res.stdout);
+  assert.equal(r['deleted-rows-dropped'], 2, res.stdout);
+  const after = (await settled(name, isSnap(r['snapshot-id']))).snap;
+  assert.equal(after.summary['removed-equality-deletes'], '3');
+  assert.equal(after.summary['total-delete-files'], '0');
+  assert.deepEqual(await visibleRows(after), beforeRows);
+  assert.deepEqual(await plainIds(after), [0, 1, 2, 4, 5, 6]);
+});
+
+test('compact: an unpartitioned delete that still applies to an older spec\'s files is applied and kept', async () => {
+  const name = 'eqspec';
+  await call(ctx.base, 'POST', `${ctx.p}/namespaces/${ctx.ns.join('%1F')}/tables`, {
+    body: {
+      name,
+      schema: { type: 'struct', 'schema-id': 0, fields },
+      'partition-spec': { 'spec-id': 0, fields: [{ 'source-id': 1, 'field-id': 1000, name: 'id_bucket', transform: 'bucket[2]' }] },
+    },
+    expect: 200,
+  });
+  await append(name, range(0, 3));
+  await append(name, range(3, 3));
+  let { meta } = await settled(name, (s) => Number(s.summary['total-records']) === 6);
+  // The table goes unpartitioned: its next files are of spec 1.
+  await call(ctx.base, 'POST', tablePath(ctx.p, ctx.ns, name), {
+    body: {
+      requirements: [],
+      updates: [{ action: 'add-spec', spec: { 'spec-id': 1, fields: [] } }, { action: 'set-default-spec', 'spec-id': -1 }],
+    },
+    expect: 200,
+  });
+  await append(name, range(10, 3));
+  await append(name, range(20, 3));
+  ({ meta } = await settled(name, (s) => Number(s.summary['total-records']) === 12));
+  meta = await commitDeletes(name, meta, [await equalityDeleteFile(path.join(dir, 'eq-spec.parquet'), { id: 'BIGINT' }, [[0], [4], [10], [20]])]);
+  const before = currentSnapshot(meta);
+  const eq = liveEntries(before).find((e) => e.content === 2);
+  assert.equal(eq.spec, 1, 'the delete belongs to the unpartitioned current spec');
+  const beforeRows = await visibleRows(before);
+  assert.deepEqual(ids(beforeRows), [1, 2, 3, 5, 11, 12, 21, 22]);
+
+  const res = maintain(name, ['compact']);
+  assert.equal(res.code, 0, res.stderr);
+  const r = res.lines[0];
+  assert.equal(r.status, 'ok', res.stdout);
+  assert.equal(r['files-removed'], 2, res.stdout); // spec 1's two files
+  assert.equal(r['deleted-rows-dropped'], 2, res.stdout);
+  assert.equal(r['delete-files-removed'], 0, res.stdout);
+  const after = (await settled(name, isSnap(r['snapshot-id']))).snap;
+  assert.equal(after.summary['total-delete-files'], '1', 'the delete stays for spec 0\'s files');
+  assert.deepEqual(await visibleRows(after), beforeRows, 'ids 0 and 4 stay deleted in spec 0\'s files');
+});
+
+test('compact: an equality delete it cannot apply fails the run, naming it, and commits nothing', async () => {
+  // A malformed file is bad input (exit 3); a delete on a dropped field is
+  // one compaction does not apply (exit 1).
+  for (const [name, entry, code, message] of [
+    ['eqmissing', (f) => ({ ...f, equality_ids: [1, 2] }), 3, /equality delete file \S+eqmissing\.parquet: no column has field id 2/],
+    ['equnknown', (f) => ({ ...f, equality_ids: [7] }), 1, /equality delete file \S+equnknown\.parquet names field id 7, which the current schema lacks/],
+  ]) {
+    await createTable(ctx, name, fields);
+    await append(name, range(0, 3));
+    await append(name, range(3, 3));
+    let { meta } = await settled(name, (s) => s.summary['total-data-files'] === '2');
+    const f = await equalityDeleteFile(path.join(dir, `${name}.parquet`), { id: 'BIGINT' }, [[1]]);
+    meta = await commitDeletes(name, meta, [entry(f)]);
+    const res = maintain(name, ['compact']);
+    assert.equal(res.code, code, res.stdout);
+    assert.equal(res.lines[0].status, 'failed');
+    assert.match(res.lines[0].error, message);
+    assert.equal(String(currentSnapshot((await loadTable(ctx, name)).metadata)['snapshot-id']), String(currentSnapshot(meta)['snapshot-id']));
+    const left = fs.readdirSync(dataDir(meta)).filter((x) => x.endsWith('-compact.parquet'));
+    assert.deepEqual(left, [], 'no rewritten file is left behind');
+  }
+});
