@@ -568,7 +568,6 @@ static int upsert_open(struct run *j, const json_t *meta, struct fl_err *err)
 	struct st_upsert_opts uo = {
 	        .io = j->io,
 	        .schema = res->schema,
-	        .spec = default_spec(meta),
 	        .format_version = (int)json_integer_value(json_object_get(meta, "format-version")),
 	        .data_uri = data_uri,
 	        .codec = codec,

@@ -59,7 +59,7 @@ struct cached {
 struct st_upsert {
 	struct st_upsert_opts o; /* o.data_uri points at data_uri */
 	char *data_uri;
-	json_t *schema, *spec;
+	json_t *schema;
 	struct keycol keys[MAX_KEYS];
 	size_t nk;
 	size_t key_pos[MAX_KEYS]; /* positions of the key columns in a full row */
@@ -375,21 +375,6 @@ static int setup_keys(struct st_upsert *u, struct fl_err *err)
 		u->want[k].type = c->type;
 	}
 	u->nk = n;
-	json_array_foreach(json_object_get(u->spec, "fields"), i, f)
-	{
-		json_int_t src = json_integer_value(json_object_get(f, "source-id"));
-		const char *tr = json_string_value(json_object_get(f, "transform"));
-		size_t k;
-
-		for (k = 0; k < n && ids[k] != src; k++)
-			;
-		if (k == n && (tr == NULL || strcmp(tr, "void") != 0))
-			return fl_err_set(
-			        err, FL_ERR_BAD_REQUEST,
-			        "upsert: the table is partitioned on column %lld, which is not an "
-			        "identifier field; a key's rows must stay in one partition",
-			        (long long)src);
-	}
 	return 0;
 }
 
@@ -414,7 +399,6 @@ void st_upsert_finish(struct st_upsert *u, bool committed, bool keep)
 	json_decref(u->cache_idx);
 	json_decref(u->map);
 	json_decref(u->schema);
-	json_decref(u->spec);
 	st_buf_free(&u->kb);
 	free(u->hex);
 	free(u->base);
@@ -438,7 +422,6 @@ int st_upsert_open(const struct st_upsert_opts *o, const struct st_ingest_result
 	u->o.data_uri = u->data_uri;
 	u->res = res;
 	u->schema = json_incref((json_t *)o->schema);
-	u->spec = json_incref((json_t *)o->spec);
 	u->map = json_object();
 	u->cache_idx = json_object();
 	u->base = calloc(nf ? nf : 1, sizeof(*u->base));

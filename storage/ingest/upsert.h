@@ -14,10 +14,12 @@
  * No delete files are written, so every reader (DuckDB, PyIceberg, icebird)
  * reads the result without delete support.
  *
- * Limits: tables with delete files, format v3 (whose copied rows must keep
- * _row_id), and partitioned tables whose partition source columns are not
- * all key columns (the last row of a key must be found in one partition)
- * are refused with FL_ERR_UNSUPPORTED / FL_ERR_BAD_REQUEST naming why.
+ * Files are found by their bounds in every partition, so a key's new row
+ * may land in another partition than its old one (a table partitioned on a
+ * column outside the key).
+ *
+ * Limits: tables with delete files and format v3 (whose copied rows must
+ * keep _row_id) are refused with FL_ERR_UNSUPPORTED naming why.
  * Not thread-safe per upsert. */
 #ifndef ST_UPSERT_H
 #define ST_UPSERT_H
@@ -41,7 +43,6 @@ int st_upsert_key_ids(const json_t *schema, int32_t *ids, size_t cap, size_t *n,
 struct st_upsert_opts {
 	struct st_io *io; /* the table's storage (borrowed; the run's) */
 	const json_t *schema; /* the schema the batch was written with */
-	const json_t *spec; /* the default partition spec (NULL: unpartitioned) */
 	int format_version;
 	const char *data_uri; /* "<table location>/data" */
 	enum st_parquet_codec codec;
@@ -54,8 +55,8 @@ struct st_upsert;
 /* Reads the keys of the batch's files (res, as st_ingest_run wrote them, in
  * input order) and rewrites the files holding rows that a later row of the
  * batch replaces, deleting those originals.  FL_ERR_BAD_REQUEST when the
- * schema has no identifier fields (naming the problem) or the spec is
- * partitioned on a column outside the key; FL_ERR_UNSUPPORTED for v3.
+ * schema has no identifier fields (naming the problem); FL_ERR_UNSUPPORTED
+ * for v3.
  * *out untouched on failure. */
 int st_upsert_open(const struct st_upsert_opts *o, const struct st_ingest_result *res,
                    struct st_upsert **out, struct fl_err *err) FL_MUST_CHECK;

@@ -7,7 +7,9 @@
 // not lost.  Rows with a null key are dead-lettered naming the key column.
 // A definition in mode upsert on a table without identifier fields is a 400;
 // create-table with "key" makes those columns the new table's identifier
-// fields.  Seeded: a failure prints the seed that replays it.
+// fields.  On a table partitioned on a column outside the key, a key's new
+// row may land in another partition: its old row leaves the old one.
+// Seeded: a failure prints the seed that replays it.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -242,4 +244,56 @@ test('floe ingest --mode upsert, in process and over REST', async () => {
   const r = await ingest(ctx, 'nokey', [file], { args: ['--mode', 'upsert'] });
   assert.notEqual(r.code, 0);
   assert.match(r.stderr + r.stdout, /identifier fields/);
+});
+
+test('upsert on a table partitioned outside the key: a key that changes partition leaves the old one', async () => {
+  const res = await request(ctx.base, 'POST', `${ctx.p}/namespaces/ns/tables`, {
+    body: {
+      name: 'moves',
+      schema: {
+        type: 'struct', 'schema-id': 0, 'identifier-field-ids': [1], fields: [
+          { id: 1, name: 'id', type: 'long', required: true },
+          { id: 2, name: 'v', type: 'string', required: false },
+          { id: 3, name: 'region', type: 'string', required: false },
+        ],
+      },
+      'partition-spec': { 'spec-id': 0, fields: [{ 'source-id': 3, 'field-id': 1000, name: 'region', transform: 'identity' }] },
+    },
+  });
+  assert.equal(res.status, 200, res.text);
+  const dir = path.join(root, 'moves');
+  fs.mkdirSync(dir);
+  const model = new Map();
+  const steps = [
+    [false, 'id,v,region\n1,a,eu\n2,b,us\n3,c,eu\n'],
+    // 1 moves to us, then within the same batch to ap (the last row wins).
+    [false, 'id,v,region\n1,d,us\n3,e,eu\n4,f,ap\n1,g,ap\n'],
+    [true, 'id,v,region\n2,h,eu\n4,i,ap\n'],
+  ];
+  for (const [k, [rest, text]] of steps.entries()) {
+    const file = path.join(dir, `m${k}.csv`);
+    fs.writeFileSync(file, text);
+    for (const line of text.trim().split('\n').slice(1)) {
+      const [id, v, region] = line.split(',');
+      model.set(id, [id, v, region]);
+    }
+    const r = await ingest(ctx, 'moves', [file], { rest, args: ['--mode', 'upsert'] });
+    assert.equal(r.code, 0, show(r));
+    assert.equal(r.out.status, 'committed', show(r));
+    const want = [...model.values()].sort(byKey);
+    await waitFor(async () => Number(currentSnapshot((await loadTable(ctx, 'moves')).metadata).summary['total-records']) === want.length,
+      { timeoutMs: 15000, what: `moves: ${want.length} rows` });
+    const meta = (await loadTable(ctx, 'moves')).metadata;
+    const live = snapshotFiles(currentSnapshot(meta)).filter((f) => String(f.entry.status) !== '2').map((f) => f.file);
+    const con = await duck();
+    const got = [];
+    for (const f of live) {
+      const rows = (await con.runAndReadAll(`SELECT id::VARCHAR, v, region FROM read_parquet(${sqlStr(localPath(f.file_path))})`)).getRows();
+      for (const row of rows) assert.equal(row[2], f.partition.region, `a row of ${row[2]} in a file of partition ${f.partition.region}`);
+      got.push(...rows);
+    }
+    assert.deepEqual(got.sort(byKey), want, `DuckDB reads the model's rows after step ${k}`);
+    const ice = await icebergRead({ tableUrl: meta.location, metadata: meta });
+    assert.deepEqual(ice.map((r) => [String(r.id), r.v, r.region]).sort(byKey), want, `icebird after step ${k}`);
+  }
 });
