@@ -1349,16 +1349,6 @@ static int schema_columns(const struct compact *c, struct st_parquet_column **co
 	return 0;
 }
 
-/* The equality delete files of one list of field ids that apply to files
- * of the group being rewritten, read into one set; col[j] is the schema
- * column of the set's field j. */
-struct eq_apply {
-	char ids[12 * ST_EQSET_MAX_FIELDS]; /* the sorted field ids, "1,3" */
-	struct st_eqset *set;
-	size_t n, col[ST_EQSET_MAX_FIELDS];
-	json_t *read; /* the paths read into set */
-};
-
 /* The new files of one partition, written with the schema's columns. */
 struct rewrite {
 	struct compact *c;
@@ -1379,8 +1369,8 @@ struct rewrite {
 	size_t nbuf, capbuf, buf_bytes;
 	int compression_level; /* write.parquet.compression-level; 0 = the codec's default */
 	struct st_data_writer dw; /* the open file, if any */
-	struct eq_apply *eq; /* the group's equality deletes */
-	size_t neq;
+	struct st_eqdeletes eq; /* the group's equality deletes */
+	struct st_parquet_reader_opts eq_ro; /* how they are read */
 	/* what was written: parallel arrays */
 	struct st_data_file *files;
 	struct st_parquet_metrics *ms;
@@ -1676,156 +1666,41 @@ static void inherit_lineage(struct st_value *id, struct st_value *seq, const jso
 	}
 }
 
-static void eq_free(struct rewrite *rw)
-{
-	for (size_t i = 0; i < rw->neq; i++) {
-		st_eqset_free(rw->eq[i].set);
-		json_decref(rw->eq[i].read);
-	}
-	free(rw->eq);
-	rw->eq = NULL;
-	rw->neq = 0;
-}
-
-static int cmp_i32(const void *a, const void *b)
-{
-	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* The set for the equality ids of delete record d, made (empty) the first
- * time those ids are seen.  FL_ERR_BAD_REQUEST for ids that are not a
- * list of distinct field ids; FL_ERR_UNSUPPORTED for a field the current
- * schema lacks (its values are no longer read from the data files). */
-static struct eq_apply *eq_set_for(struct rewrite *rw, const json_t *d, struct fl_err *err)
-{
-	const char *uri = json_string_value(json_object_get(d, "path"));
-	const json_t *ids = json_object_get(d, "ids"), *v;
-	int32_t id[ST_EQSET_MAX_FIELDS];
-	struct st_parquet_want want[ST_EQSET_MAX_FIELDS];
-	struct eq_apply a = {0}, *grown;
-	size_t n = json_array_size(ids), i, used = 0;
-
-	if (n == 0 || n > ST_EQSET_MAX_FIELDS) {
-		fl_err_set(err, n == 0 ? FL_ERR_BAD_REQUEST : FL_ERR_UNSUPPORTED,
-		           "equality delete file %.200s has %zu equality_ids (1 to %d are applied)",
-		           uri, n, ST_EQSET_MAX_FIELDS);
-		return NULL;
-	}
-	json_array_foreach(ids, i, v)
-	{
-		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-		    json_integer_value(v) > INT32_MAX) {
-			fl_err_set(
-			        err, FL_ERR_BAD_REQUEST,
-			        "equality delete file %.200s: equality_ids holds a value that is "
-			        "not a field id",
-			        uri);
-			return NULL;
-		}
-		id[i] = (int32_t)json_integer_value(v);
-	}
-	qsort(id, n, sizeof(id[0]), cmp_i32);
-	for (i = 0; i < n; i++) {
-		if (i > 0 && id[i] == id[i - 1]) {
-			fl_err_set(err, FL_ERR_BAD_REQUEST,
-			           "equality delete file %.200s names field id %" PRId32 " twice",
-			           uri, id[i]);
-			return NULL;
-		}
-		used += (size_t)snprintf(a.ids + used, sizeof(a.ids) - used, "%s%" PRId32,
-		                         i ? "," : "", id[i]);
-	}
-	for (i = 0; i < rw->neq; i++) {
-		if (strcmp(rw->eq[i].ids, a.ids) == 0)
-			return &rw->eq[i];
-	}
-	for (i = 0; i < n; i++) {
-		size_t k;
-
-		for (k = 0; k < rw->ncols - (rw->lineage ? 2 : 0); k++) {
-			if (rw->cols[k].field_id == id[i])
-				break;
-		}
-		if (k == rw->ncols - (rw->lineage ? 2 : 0)) {
-			fl_err_set(err, FL_ERR_UNSUPPORTED,
-			           "equality delete file %.200s names field id %" PRId32
-			           ", which the current schema lacks; compaction does not apply "
-			           "such deletes",
-			           uri, id[i]);
-			return NULL;
-		}
-		a.col[i] = k;
-		a.n = n;
-		want[i].field_id = id[i];
-		want[i].type = rw->cols[k].type;
-		want[i].required = false;
-	}
-	grown = realloc(rw->eq, (rw->neq + 1) * sizeof(*grown));
-	if (grown == NULL || (a.read = json_object()) == NULL) {
-		if (grown != NULL)
-			rw->eq = grown;
-		nomem(err);
-		return NULL;
-	}
-	rw->eq = grown;
-	if (st_eqset_new(want, n, 0, NULL, &a.set, err) != 0) {
-		json_decref(a.read);
-		return NULL;
-	}
-	rw->eq[rw->neq] = a;
-	return &rw->eq[rw->neq++];
-}
-
-/* Reads the equality delete files that apply to the files of group g, each
- * once, into one set per list of field ids. */
+/* Reads the equality delete files that apply to the files of group g,
+ * each once (st_eqdeletes). */
 static int eq_load(struct rewrite *rw, const json_t *g, struct fl_err *err)
 {
-	const json_t *f, *d;
-	size_t i, k;
+	const json_t *f, *d, *v;
+	size_t i, k, j;
 
 	json_array_foreach(json_object_get(g, "files"), i, f)
 	{
 		json_array_foreach(json_object_get(f, "eqs"), k, d)
 		{
 			const char *uri = json_string_value(json_object_get(d, "path"));
-			struct eq_apply *a = eq_set_for(rw, d, err);
-			struct st_parquet_source src;
-			struct st_parquet_io_ctx ictx;
-			struct st_parquet_reader_opts ro = {.name_mapping = rw->mapping};
+			const json_t *ids = json_object_get(d, "ids");
+			int32_t id[ST_EQSET_MAX_FIELDS];
+			size_t n = json_array_size(ids);
 
-			if (a == NULL)
+			json_array_foreach(ids, j, v)
+			{
+				if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+				    json_integer_value(v) > INT32_MAX)
+					return fl_err_set(
+					        err, FL_ERR_BAD_REQUEST,
+					        "equality delete file %.200s: equality_ids "
+					        "holds a value that is not a field id",
+					        uri);
+				if (j < ST_EQSET_MAX_FIELDS)
+					id[j] = (int32_t)json_integer_value(v);
+			}
+			if (st_eqdeletes_add(&rw->eq, rw->c->io, uri, id, n,
+			                     json_integer_value(json_object_get(d, "seq")),
+			                     err) != 0)
 				return -1;
-			if (json_object_get(a->read, uri) != NULL)
-				continue;
-			if (json_object_set_new(a->read, uri, json_true()) != 0)
-				return nomem(err);
-			if (st_parquet_source_io(&src, &ictx, rw->c->io, uri, err) != 0 ||
-			    st_eqset_add_file(a->set, &src, &ro,
-			                      json_integer_value(json_object_get(d, "seq")),
-			                      err) != 0)
-				return fl_err_prefix(err, "equality delete file %.200s", uri);
 		}
 	}
 	return 0;
-}
-
-/* Whether an equality delete removes row, of a data file of data sequence
- * number seq. */
-static bool eq_deleted(const struct rewrite *rw, json_int_t seq, const struct st_value *row)
-{
-	struct st_value vals[ST_EQSET_MAX_FIELDS];
-
-	for (size_t i = 0; i < rw->neq; i++) {
-		const struct eq_apply *a = &rw->eq[i];
-
-		for (size_t j = 0; j < a->n; j++)
-			vals[j] = row[a->col[j]];
-		if (st_eqset_deletes(a->set, vals, seq))
-			return true;
-	}
-	return false;
 }
 
 /* Streams the rows of every file of group g, less the deleted ones, into
@@ -1882,7 +1757,7 @@ static int rewrite_files(struct rewrite *rw, const json_t *g, const struct st_va
 					continue;
 				}
 				st_parquet_batch_row(b, k, row);
-				if (eqs && eq_deleted(rw, seq, row)) {
+				if (eqs && st_eqdeletes_match(&rw->eq, row, seq)) {
 					rw->c->rows_dropped++;
 					continue;
 				}
@@ -1922,7 +1797,7 @@ static int rewrite_group(struct rewrite *rw, const json_t *g, const struct st_va
 {
 	int rc = eq_load(rw, g, err) == 0 ? rewrite_files(rw, g, part, want, row, err) : -1;
 
-	eq_free(rw);
+	st_eqdeletes_free(&rw->eq);
 	return rc;
 }
 
@@ -2166,6 +2041,8 @@ static int rewrite_all(struct compact *c, struct fl_err *err)
 	rw.cols = cols;
 	rw.ncols = ncols;
 	rw.lineage = c->t.format_version >= 3;
+	rw.eq_ro.name_mapping = mapping;
+	st_eqdeletes_init(&rw.eq, cols, ncols - (rw.lineage ? 2 : 0), &rw.eq_ro);
 	if (sort_keys(c, cols, ncols, &rw.keys, &rw.nkeys, &rw.sort_order_id, c->sort_note,
 	              sizeof(c->sort_note), err) != 0)
 		goto out;

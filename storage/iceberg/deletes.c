@@ -755,3 +755,140 @@ void st_eqset_free(struct st_eqset *s)
 	st_free(s->alloc, s->slots);
 	st_free(s->alloc, s);
 }
+
+/* ---- the equality deletes of a rewrite ---- */
+
+struct st_eqdeletes_set {
+	int32_t ids[ST_EQSET_MAX_FIELDS]; /* sorted */
+	size_t n, col[ST_EQSET_MAX_FIELDS];
+	struct st_eqset *set;
+};
+
+void st_eqdeletes_init(struct st_eqdeletes *d, const struct st_parquet_column *cols, size_t ncols,
+                       const struct st_parquet_reader_opts *ropts)
+{
+	memset(d, 0, sizeof(*d));
+	d->cols = cols;
+	d->ncols = ncols;
+	d->ropts = ropts;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The set of the sorted ids, made (empty) when new. */
+static struct st_eqdeletes_set *eqdeletes_set(struct st_eqdeletes *d, const char *uri,
+                                              const int32_t *id, size_t n, struct fl_err *err)
+{
+	struct st_parquet_want want[ST_EQSET_MAX_FIELDS];
+	struct st_eqdeletes_set a = {0}, *grown;
+
+	for (size_t i = 0; i < d->nsets; i++) {
+		if (d->sets[i].n == n && memcmp(d->sets[i].ids, id, n * sizeof(*id)) == 0)
+			return &d->sets[i];
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t k;
+
+		for (k = 0; k < d->ncols && d->cols[k].field_id != id[i]; k++)
+			;
+		if (k == d->ncols) {
+			fl_err_set(err, FL_ERR_UNSUPPORTED,
+			           "equality delete file %.200s names field id %" PRId32
+			           ", which the current schema lacks; such deletes are not applied",
+			           uri, id[i]);
+			return NULL;
+		}
+		a.ids[i] = id[i];
+		a.col[i] = k;
+		want[i].field_id = id[i];
+		want[i].type = d->cols[k].type;
+		want[i].required = false;
+	}
+	a.n = n;
+	grown = realloc(d->sets, (d->nsets + 1) * sizeof(*grown));
+	if (grown == NULL) {
+		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	d->sets = grown;
+	if (st_eqset_new(want, n, 0, NULL, &a.set, err) != 0)
+		return NULL;
+	d->sets[d->nsets] = a;
+	return &d->sets[d->nsets++];
+}
+
+int st_eqdeletes_add(struct st_eqdeletes *d, struct st_io *io, const char *uri, const int32_t *ids,
+                     size_t nids, int64_t seq, struct fl_err *err)
+{
+	int32_t id[ST_EQSET_MAX_FIELDS];
+	struct st_eqdeletes_set *s;
+	struct st_parquet_source src;
+	struct st_parquet_io_ctx ictx;
+	char **grown, *copy;
+
+	for (size_t i = 0; i < d->nread; i++) {
+		if (strcmp(d->read[i], uri) == 0)
+			return 0;
+	}
+	if (nids == 0 || nids > ST_EQSET_MAX_FIELDS)
+		return fl_err_set(err, nids == 0 ? FL_ERR_BAD_REQUEST : FL_ERR_UNSUPPORTED,
+		                  "equality delete file %.200s has %zu equality_ids (1 to %d are "
+		                  "applied)",
+		                  uri, nids, ST_EQSET_MAX_FIELDS);
+	memcpy(id, ids, nids * sizeof(*id));
+	qsort(id, nids, sizeof(*id), cmp_id);
+	for (size_t i = 1; i < nids; i++) {
+		if (id[i] == id[i - 1])
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "equality delete file %.200s names field id %" PRId32
+			                  " twice",
+			                  uri, id[i]);
+	}
+	s = eqdeletes_set(d, uri, id, nids, err);
+	if (s == NULL)
+		return -1;
+	grown = realloc(d->read, (d->nread + 1) * sizeof(*grown));
+	if (grown != NULL)
+		d->read = grown;
+	copy = grown != NULL ? strdup(uri) : NULL;
+	if (copy == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	d->read[d->nread++] = copy;
+	if (st_parquet_source_io(&src, &ictx, io, uri, err) != 0 ||
+	    st_eqset_add_file(s->set, &src, d->ropts, seq, err) != 0)
+		return fl_err_prefix(err, "equality delete file %.200s", uri);
+	return 0;
+}
+
+bool st_eqdeletes_match(const struct st_eqdeletes *d, const struct st_value *row, int64_t data_seq)
+{
+	struct st_value vals[ST_EQSET_MAX_FIELDS];
+
+	for (size_t i = 0; i < d->nsets; i++) {
+		const struct st_eqdeletes_set *s = &d->sets[i];
+
+		for (size_t j = 0; j < s->n; j++)
+			vals[j] = row[s->col[j]];
+		if (st_eqset_deletes(s->set, vals, data_seq))
+			return true;
+	}
+	return false;
+}
+
+void st_eqdeletes_free(struct st_eqdeletes *d)
+{
+	for (size_t i = 0; i < d->nsets; i++)
+		st_eqset_free(d->sets[i].set);
+	for (size_t i = 0; i < d->nread; i++)
+		free(d->read[i]);
+	free(d->sets);
+	free(d->read);
+	d->sets = NULL;
+	d->read = NULL;
+	d->nsets = d->nread = 0;
+}

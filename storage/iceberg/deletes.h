@@ -26,6 +26,7 @@
 #include "base/alloc.h"
 #include "err.h"
 #include "io/io.h"
+#include "parquet/parquet.h"
 #include "parquet/reader.h"
 
 #define ST_FIELD_DELETE_FILE_PATH 2147483546
@@ -144,5 +145,42 @@ size_t st_eqset_size(const struct st_eqset *s);
 
 /* Frees the set; accepts NULL. */
 void st_eqset_free(struct st_eqset *s);
+
+/* The equality delete files that apply to some data files of a table,
+ * read into one st_eqset per list of field ids (the same list in any order
+ * shares a set), each file once.  Rows are matched in the form a rewrite
+ * reads them: the table's columns (cols, schema order), from which the
+ * fields' types and positions come.  Zero-initialise, or use
+ * st_eqdeletes_init. */
+struct st_eqdeletes_set;
+
+struct st_eqdeletes {
+	const struct st_parquet_column *cols;
+	size_t ncols;
+	const struct st_parquet_reader_opts *ropts; /* may be NULL */
+	struct st_eqdeletes_set *sets;
+	size_t nsets;
+	char **read; /* the files read */
+	size_t nread;
+};
+
+void st_eqdeletes_init(struct st_eqdeletes *d, const struct st_parquet_column *cols, size_t ncols,
+                       const struct st_parquet_reader_opts *ropts);
+
+/* Reads the equality delete file uri of data sequence number seq, whose
+ * equality_ids are ids[0..nids), unless it was read already.
+ * FL_ERR_BAD_REQUEST for no ids or one named twice; FL_ERR_UNSUPPORTED for
+ * more than ST_EQSET_MAX_FIELDS or a field id none of cols has (a dropped
+ * column, whose values the data files no longer give); st_eqset_add_file's
+ * errors.  Every message names uri. */
+int st_eqdeletes_add(struct st_eqdeletes *d, struct st_io *io, const char *uri, const int32_t *ids,
+                     size_t nids, int64_t seq, struct fl_err *err) FL_MUST_CHECK;
+
+/* Whether row (one value per column of cols) of a data file of data
+ * sequence number data_seq is deleted by one of the files read. */
+bool st_eqdeletes_match(const struct st_eqdeletes *d, const struct st_value *row, int64_t data_seq);
+
+/* Releases what was read; d is empty (its columns kept) afterwards. */
+void st_eqdeletes_free(struct st_eqdeletes *d);
 
 #endif
