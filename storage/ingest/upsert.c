@@ -21,6 +21,7 @@
 
 #include "avro/reader.h"
 #include "base/buf.h"
+#include "iceberg/deletes.h"
 #include "iceberg/entry.h"
 #include "iceberg/name_mapping.h"
 #include "iceberg/rewrite.h"
@@ -54,6 +55,8 @@ struct cached {
 	bool rewritten; /* out holds its survivors */
 	bool used; /* the last plan used out */
 	struct st_rewrite_out out;
+	char *dels; /* the delete files applied to out, one per line; NULL: none */
+	int64_t deleted; /* rows they removed */
 };
 
 struct st_upsert {
@@ -79,6 +82,16 @@ struct st_upsert {
 	json_t *cache_idx;
 	struct cached *cache;
 	size_t ncache;
+	/* the live delete files of the state planned on: {content, path, seq,
+	 * spec, part (the partition as JSON text), ref, ids} */
+	json_t *dels;
+	/* the table file being rewritten: the rows its deletes remove */
+	struct st_parquet_column *cols; /* the schema's, the rows' order */
+	struct st_parquet_want *cwant;
+	size_t ncols;
+	struct st_posset gone;
+	struct st_eqdeletes eq;
+	int64_t cur_seq, cur_deleted;
 	/* the scan in progress */
 	size_t cur_file;
 	int64_t ordinal;
@@ -294,14 +307,20 @@ static int keep_winner(void *arg, int64_t pos, const struct st_value *row, bool 
 	return 0;
 }
 
-/* Rewriting a table file: keep the rows whose key the batch does not hold. */
+/* Rewriting a table file: keep the rows that no delete removed and whose
+ * key the batch does not hold. */
 static int keep_unreplaced(void *arg, int64_t pos, const struct st_value *row, bool *keep,
                            struct fl_err *err)
 {
 	struct st_upsert *u = arg;
-	const char *k = key_of(u, row);
+	const char *k;
 
-	(void)pos;
+	if (st_posset_has(&u->gone, pos) || st_eqdeletes_match(&u->eq, row, u->cur_seq)) {
+		u->cur_deleted++;
+		*keep = false;
+		return 0;
+	}
+	k = key_of(u, row);
 	if (k == NULL)
 		return nomem(err);
 	*keep = json_object_get(u->map, k) == NULL;
@@ -386,7 +405,13 @@ void st_upsert_finish(struct st_upsert *u, bool committed, bool keep)
 		if (!keep && (!committed || !u->cache[i].used))
 			st_rewrite_out_discard(u->o.io, &u->cache[i].out);
 		st_rewrite_out_free(&u->cache[i].out);
+		free(u->cache[i].dels);
 	}
+	json_decref(u->dels);
+	st_eqdeletes_free(&u->eq);
+	st_posset_free(&u->gone);
+	free(u->cols);
+	free(u->cwant);
 	if (!keep && !committed)
 		st_rewrite_out_discard(u->o.io, &u->bout);
 	st_rewrite_out_free(&u->bout);
@@ -438,8 +463,10 @@ int st_upsert_open(const struct st_upsert_opts *o, const struct st_ingest_result
 		           "not yet supported");
 		goto fail;
 	}
-	if (setup_keys(u, err) != 0)
+	if (setup_keys(u, err) != 0 ||
+	    st_rewrite_columns(u->schema, &u->cols, &u->cwant, &u->ncols, err) != 0)
 		goto fail;
+	st_eqdeletes_init(&u->eq, u->cols, u->ncols, NULL);
 	/* Every batch key, its last row winning. */
 	u->pos = u->proj_pos;
 	for (size_t i = 0; i < nf; i++) {
@@ -620,9 +647,6 @@ static int scan_manifest(struct st_upsert *u, const struct st_name_mapping *mapp
 	if (uri == NULL)
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "a manifest list entry lacks manifest_path");
-	if (json_integer_value(json_object_get(mf, "content")) != 0)
-		return fl_err_set(err, FL_ERR_UNSUPPORTED,
-		                  "upsert on a table with delete files is not yet supported");
 	if (st_avro_read_all(u->o.io, uri, MAX_MANIFEST_READ, NULL, entries, err) != 0)
 		return -1;
 	json_array_foreach(*entries, i, e)
@@ -635,9 +659,9 @@ static int scan_manifest(struct st_upsert *u, const struct st_name_mapping *mapp
 		if (json_integer_value(json_object_get(e, "status")) == 2)
 			continue;
 		if (json_integer_value(json_object_get(df, "content")) != 0)
-			return fl_err_set(
-			        err, FL_ERR_UNSUPPORTED,
-			        "upsert on a table with delete files is not yet supported");
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "manifest %.200s: a data manifest holds a delete file",
+			                  uri);
 		if (path == NULL)
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
 			                  "manifest %.200s: entry %zu lacks file_path", uri, i);
@@ -662,10 +686,225 @@ static int scan_manifest(struct st_upsert *u, const struct st_name_mapping *mapp
 	return 0;
 }
 
+/* An entry's long field, else the manifest list record's. */
+static json_int_t or_else(const json_t *v, const json_t *dflt)
+{
+	return json_is_integer(v) ? json_integer_value(v) : json_integer_value(dflt);
+}
+
+/* The partition tuple of a manifest entry as JSON text, to compare. */
+static json_t *part_text(const json_t *df)
+{
+	char *t = json_dumps(json_object_get(df, "partition"),
+	                     JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+	json_t *v = t != NULL ? json_string(t) : NULL;
+
+	free(t);
+	return v;
+}
+
+/* Collects the live delete files of one delete manifest into u->dels.
+ * Deletion vectors (format v3) are refused: v3 tables are. */
+static int collect_deletes(struct st_upsert *u, const json_t *mf, struct fl_err *err)
+{
+	const char *uri = json_string_value(json_object_get(mf, "manifest_path"));
+	json_t *entries = NULL, *e;
+	size_t i;
+	int rc = -1;
+
+	if (uri == NULL)
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "a manifest list entry lacks manifest_path");
+	if (st_avro_read_all(u->o.io, uri, MAX_MANIFEST_READ, NULL, &entries, err) != 0)
+		return -1;
+	json_array_foreach(entries, i, e)
+	{
+		const json_t *df = json_object_get(e, "data_file");
+		const char *path = json_string_value(json_object_get(df, "file_path"));
+		const char *fmt = json_string_value(json_object_get(df, "file_format"));
+		json_int_t content = json_integer_value(json_object_get(df, "content"));
+		json_t *d;
+
+		if (json_integer_value(json_object_get(e, "status")) == 2)
+			continue;
+		if (path == NULL || (content != 1 && content != 2)) {
+			fl_err_set(err, FL_ERR_BAD_REQUEST,
+			           "manifest %.200s: entry %zu is not a delete file with a path",
+			           uri, i);
+			goto out;
+		}
+		if ((fmt != NULL && strcasecmp(fmt, "puffin") == 0) ||
+		    json_is_integer(json_object_get(df, "content_offset"))) {
+			fl_err_set(
+			        err, FL_ERR_UNSUPPORTED,
+			        "upsert: %.200s is a deletion vector, which upsert does not apply",
+			        path);
+			goto out;
+		}
+		d = json_pack("{s:I, s:s, s:I, s:I, s:o, s:O?, s:O?}", "content", content, "path",
+		              path, "seq",
+		              or_else(json_object_get(e, "sequence_number"),
+		                      json_object_get(mf, "sequence_number")),
+		              "spec", json_integer_value(json_object_get(mf, "partition_spec_id")),
+		              "part", part_text(df), "ref",
+		              json_object_get(df, "referenced_data_file"), "ids",
+		              json_object_get(df, "equality_ids"));
+		if (d == NULL || json_array_append_new(u->dels, d) != 0) {
+			nomem(err);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	json_decref(entries);
+	return rc;
+}
+
+/* Whether partition spec id of the metadata has no fields. */
+static bool unpartitioned(const json_t *current, json_int_t id)
+{
+	const json_t *spec =
+	        fl_json_find_int(json_object_get(current, "partition-specs"), "spec-id", id);
+
+	return spec != NULL && json_array_size(json_object_get(spec, "fields")) == 0;
+}
+
+/* Reads the deletes that apply to data file e of manifest mf into u->gone
+ * and u->eq (spec "Scan Planning": the same partition, or an equality
+ * delete of an unpartitioned spec; a position delete of a data sequence
+ * number at least the file's, naming it; an equality delete's above it),
+ * and their paths into *sig, one per line (NULL: none). */
+static int read_deletes(struct st_upsert *u, const json_t *current, const json_t *mf,
+                        const json_t *e, char **sig, struct fl_err *err)
+{
+	const json_t *df = json_object_get(e, "data_file"), *d;
+	const char *path = json_string_value(json_object_get(df, "file_path"));
+	json_int_t seq = or_else(json_object_get(e, "sequence_number"),
+	                         json_object_get(mf, "sequence_number"));
+	json_int_t spec = json_integer_value(json_object_get(mf, "partition_spec_id"));
+	json_t *part = part_text(df);
+	struct st_buf names;
+	size_t i;
+	int rc = -1;
+
+	*sig = NULL;
+	st_buf_init(&names, NULL);
+	st_posset_free(&u->gone);
+	st_posset_init(&u->gone, json_integer_value(json_object_get(df, "record_count")), NULL);
+	st_eqdeletes_free(&u->eq);
+	u->cur_seq = seq;
+	if (part == NULL) {
+		nomem(err);
+		goto out;
+	}
+	json_array_foreach(u->dels, i, d)
+	{
+		const char *uri = json_string_value(json_object_get(d, "path"));
+		const char *ref = json_string_value(json_object_get(d, "ref"));
+		json_int_t dseq = json_integer_value(json_object_get(d, "seq"));
+		json_int_t dspec = json_integer_value(json_object_get(d, "spec"));
+		bool same = dspec == spec && json_equal(json_object_get(d, "part"), part);
+
+		if (json_integer_value(json_object_get(d, "content")) == 1) {
+			struct st_parquet_source src;
+			struct st_parquet_io_ctx ictx;
+
+			if (!same || dseq < seq || (ref != NULL && strcmp(ref, path) != 0))
+				continue;
+			if (st_parquet_source_io(&src, &ictx, u->o.io, uri, err) != 0 ||
+			    st_pos_deletes_for(&src, NULL, path, &u->gone, err) != 0) {
+				fl_err_prefix(err, "position delete file %.200s", uri);
+				goto out;
+			}
+		} else {
+			const json_t *ids = json_object_get(d, "ids"), *v;
+			int32_t id[ST_EQSET_MAX_FIELDS];
+			size_t k;
+
+			if ((!same && !unpartitioned(current, dspec)) || dseq <= seq)
+				continue;
+			json_array_foreach(ids, k, v)
+			{
+				if (k < ST_EQSET_MAX_FIELDS)
+					id[k] = (int32_t)json_integer_value(v);
+			}
+			if (st_eqdeletes_add(&u->eq, u->o.io, uri, id, json_array_size(ids), dseq,
+			                     err) != 0)
+				goto out;
+		}
+		if (st_buf_append(&names, uri, strlen(uri)) != 0 ||
+		    st_buf_append(&names, "\n", 2) != 0) {
+			nomem(err);
+			goto out;
+		}
+	}
+	st_posset_finish(&u->gone);
+	if (names.len > 0) {
+		*sig = strndup((const char *)names.data, names.len);
+		if (*sig == NULL) {
+			nomem(err);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	json_decref(part);
+	st_buf_free(&names);
+	return rc;
+}
+
+/* Writes the survivors of table file e into c->out: once across attempts,
+ * again when the deletes that apply to it changed meanwhile (a delete
+ * committed since the last attempt). */
+static int rewrite_table_file(struct st_upsert *u, const json_t *current,
+                              const struct st_name_mapping *mapping, const json_t *mf,
+                              const json_t *e, struct cached *c, struct fl_err *err)
+{
+	const char *path =
+	        json_string_value(json_object_get(json_object_get(e, "data_file"), "file_path"));
+	struct st_parquet_reader_opts ro_eq = {.name_mapping = mapping};
+	struct st_rewrite_opts ro;
+	char *sig = NULL;
+	int rc = -1;
+
+	u->eq.ropts = &ro_eq;
+	if (read_deletes(u, current, mf, e, &sig, err) != 0)
+		goto out;
+	if (c->rewritten && (sig == NULL) == (c->dels == NULL) &&
+	    (sig == NULL || strcmp(sig, c->dels) == 0)) {
+		rc = 0;
+		goto out;
+	}
+	if (c->rewritten) {
+		st_rewrite_out_discard(u->o.io, &c->out);
+		memset(&c->out, 0, sizeof(c->out));
+		c->rewritten = false;
+	}
+	rewrite_opts(u, mapping, &ro);
+	ro.keep = keep_unreplaced;
+	u->pos = u->key_pos;
+	u->cur_deleted = 0;
+	if (st_rewrite_run(&ro, path, &c->out, err) != 0)
+		goto out;
+	c->rewritten = true;
+	c->deleted = u->cur_deleted;
+	free(c->dels);
+	c->dels = sig;
+	sig = NULL;
+	rc = 0;
+out:
+	free(sig);
+	st_posset_free(&u->gone);
+	st_eqdeletes_free(&u->eq);
+	u->eq.ropts = NULL;
+	return rc;
+}
+
 /* Sorts the live entries of a dropped manifest into kept and rewritten. */
 static int split_manifest(struct st_upsert *u, const struct st_snapshot_table *t,
-                          const struct st_name_mapping *mapping, const json_t *mf,
-                          const json_t *entries, struct plan *p, struct fl_err *err)
+                          const json_t *current, const struct st_name_mapping *mapping,
+                          const json_t *mf, const json_t *entries, struct plan *p,
+                          struct fl_err *err)
 {
 	size_t n = json_array_size(entries), i;
 	const json_t *e;
@@ -705,19 +944,12 @@ static int split_manifest(struct st_upsert *u, const struct st_snapshot_table *t
 		ec->c.file.partition = ec->partition;
 		if (c == NULL || !c->match)
 			continue;
-		if (!c->rewritten) {
-			struct st_rewrite_opts ro;
-
-			rewrite_opts(u, mapping, &ro);
-			ro.keep = keep_unreplaced;
-			u->pos = u->key_pos;
-			if (st_rewrite_run(&ro, path, &c->out, err) != 0)
-				return -1;
-			c->rewritten = true;
-		}
+		if (rewrite_table_file(u, current, mapping, mf, e, c, err) != 0)
+			return -1;
 		c->used = true;
 		u->st.files_rewritten++;
-		u->st.replaced_rows += c->out.rows_read - c->out.rows_kept;
+		u->st.rows_deleted += c->deleted;
+		u->st.replaced_rows += c->out.rows_read - c->out.rows_kept - c->deleted;
 		for (size_t k = 0; k < c->out.n; k++) {
 			struct st_data_file df = {0};
 
@@ -796,11 +1028,28 @@ int st_upsert_plan(struct st_upsert *u, const struct st_snapshot_table *t, const
 		if (st_avro_read_all(u->o.io, luri, MAX_MANIFEST_READ, NULL, &list, err) != 0)
 			goto out;
 	}
+	/* The delete files first: a file rewritten must lose the rows they
+	 * remove, or its copy (of a newer sequence number) would bring them
+	 * back. */
+	json_decref(u->dels);
+	u->dels = json_array();
+	if (u->dels == NULL) {
+		nomem(err);
+		goto out;
+	}
+	json_array_foreach(list, i, mf)
+	{
+		if (json_integer_value(json_object_get(mf, "content")) != 0 &&
+		    collect_deletes(u, mf, err) != 0)
+			goto out;
+	}
 	json_array_foreach(list, i, mf)
 	{
 		json_t *entries = NULL;
 		bool d;
 
+		if (json_integer_value(json_object_get(mf, "content")) != 0)
+			continue;
 		if (scan_manifest(u, mapping, mf, &entries, &d, err) != 0) {
 			json_decref(entries);
 			goto out;
@@ -816,7 +1065,7 @@ int st_upsert_plan(struct st_upsert *u, const struct st_snapshot_table *t, const
 			nomem(err);
 			goto out;
 		}
-		if (split_manifest(u, t, mapping, mf, entries, &p, err) != 0)
+		if (split_manifest(u, t, current, mapping, mf, entries, &p, err) != 0)
 			goto out;
 	}
 	{

@@ -16,10 +16,13 @@
  *
  * Files are found by their bounds in every partition, so a key's new row
  * may land in another partition than its old one (a table partitioned on a
- * column outside the key).
+ * column outside the key).  A file rewritten also loses the rows that the
+ * table's position and equality delete files remove from it (its copy has
+ * a newer sequence number, which they no longer reach); the delete files
+ * stay for the files that are not rewritten.
  *
- * Limits: tables with delete files and format v3 (whose copied rows must
- * keep _row_id) are refused with FL_ERR_UNSUPPORTED naming why.
+ * Limits: format v3 (whose copied rows must keep _row_id, and whose
+ * deletion vectors are not read) is refused with FL_ERR_UNSUPPORTED.
  * Not thread-safe per upsert. */
 #ifndef ST_UPSERT_H
 #define ST_UPSERT_H
@@ -67,8 +70,9 @@ int st_upsert_open(const struct st_upsert_opts *o, const struct st_ingest_result
  * attempts) and writes the snapshot's manifest (*manifest, new; *drop = the
  * manifest paths of current's list the snapshot leaves out, a new array).
  * t describes the table as the snapshot is built (schema, spec, metadata
- * dir, io).  FL_ERR_UNSUPPORTED for delete files or files of another
- * partition spec that would need rewriting. */
+ * dir, io).  FL_ERR_UNSUPPORTED for a deletion vector, or files of another
+ * partition spec that would need rewriting; the delete files' errors
+ * (deletes.h). */
 int st_upsert_plan(struct st_upsert *u, const struct st_snapshot_table *t, const json_t *current,
                    int64_t snapshot_id, struct st_snapshot_manifest **manifest, json_t **drop,
                    struct fl_err *err) FL_MUST_CHECK;
@@ -77,6 +81,7 @@ int st_upsert_plan(struct st_upsert *u, const struct st_snapshot_table *t, const
 struct st_upsert_stats {
 	int64_t batch_rows; /* after the batch's own de-duplication */
 	int64_t replaced_rows; /* table rows the batch replaced */
+	int64_t rows_deleted; /* rows of rewritten files that delete files removed */
 	int64_t files_read, files_rewritten, files_pruned;
 };
 void st_upsert_stats(const struct st_upsert *u, struct st_upsert_stats *s);
