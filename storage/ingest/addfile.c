@@ -150,6 +150,7 @@ struct measure {
 	const struct st_parquet_column *cols;
 	size_t ncols;
 	struct stat_col *st;
+	int64_t *sizes; /* each column's bytes in the file; -1: not in it */
 	int64_t rows;
 };
 
@@ -206,7 +207,7 @@ static int metrics_of(const struct measure *m, int64_t size, struct st_parquet_m
 		size_t len;
 
 		cm->field_id = m->cols[c].field_id;
-		cm->column_size = -1; /* the reader does not report chunk sizes */
+		cm->column_size = m->sizes[c];
 		cm->value_count = m->rows;
 		cm->null_count = s->nulls;
 		cm->nan_count = st_type_is_floating(t) ? s->nans : -1;
@@ -281,7 +282,8 @@ static int check_file(const struct st_addfile_opts *o, const char *path,
 		return fl_err_set(err, FL_ERR_BAD_REQUEST, "cannot open %.200s: %s", path,
 		                  strerror(errno));
 	ms.st = calloc(ncols ? ncols : 1, sizeof(*ms.st));
-	if (ms.st == NULL) {
+	ms.sizes = calloc(ncols ? ncols : 1, sizeof(*ms.sizes));
+	if (ms.st == NULL || ms.sizes == NULL) {
 		nomem(err);
 		goto out;
 	}
@@ -332,6 +334,9 @@ static int check_file(const struct st_addfile_opts *o, const char *path,
 			           cols[c].name);
 			goto bad;
 		}
+		ms.sizes[c] = l < st_parquet_reader_n_leaves(r)
+		                      ? st_parquet_reader_leaf(r, l)->compressed_size
+		                      : -1;
 	}
 	if (st_parquet_reader_project(r, want, ncols, err) != 0)
 		goto bad;
@@ -377,6 +382,7 @@ out:
 		st_buf_free(&ms.st[c].hib);
 	}
 	free(ms.st);
+	free(ms.sizes);
 	free(row);
 	st_parquet_reader_free(r);
 	close(fd);

@@ -857,6 +857,19 @@ static int read_footer(struct st_parquet_reader *r, const struct st_name_mapping
 		return fl_err_set(err, FL_ERR_BAD_REQUEST,
 		                  "parquet: the footer claims %lld rows, its row groups hold %lld",
 		                  (long long)r->num_rows, (long long)sum);
+	/* Each leaf's bytes on disk (Iceberg's column_sizes), saturating: row
+	 * groups may claim overlapping ranges. */
+	for (size_t k = 0; k < r->n_leaves; k++) {
+		int64_t bytes = 0;
+
+		for (size_t g = 0; g < r->n_rgs; g++) {
+			uint64_t len = r->rgs[g].chunks[k].len;
+
+			bytes = len > (uint64_t)(INT64_MAX - bytes) ? INT64_MAX
+			                                            : bytes + (int64_t)len;
+		}
+		r->leaves[k].pub.compressed_size = bytes;
+	}
 	return 0;
 }
 

@@ -102,6 +102,7 @@ struct st_parquet_leaf {
 	bool readable; /* false: its type or nesting is not supported (see why) */
 	const char *why; /* when !readable: the reason, e.g. "inside a list" */
 	struct st_type type; /* the Iceberg type it maps to (when readable) */
+	int64_t compressed_size; /* its chunks' bytes over every row group (the footer's) */
 };
 
 /* A column a projection asks for: by Iceberg field id, as the given type

@@ -105,6 +105,21 @@ test('DuckDB-written Parquet objects are added as data files; bad ones are dead-
   assert.equal(currentSnapshot(meta).summary['total-records'], '150');
 
   const con = await duck();
+  // column_sizes: each column's chunk bytes over the row groups, as DuckDB reads the footer
+  const schema = meta.schemas.find((x) => x['schema-id'] === meta['current-schema-id']);
+  for (const f of live) {
+    const sizes = (await con.runAndReadAll(`SELECT path_in_schema, sum(total_compressed_size)::BIGINT
+      FROM parquet_metadata(${sqlStr(localPath(f.file.file_path))}) GROUP BY 1`)).getRows();
+    assert.ok(sizes.length > 0);
+    for (const [col, bytes] of sizes) {
+      const id = schema.fields.find((x) => x.name === col)?.id;
+      if (id === undefined) continue; // a column the table leaves out
+      const got = f.file.column_sizes?.find((b) => String(b.key) === String(id));
+      assert.ok(got, `a column size for ${col} in ${f.file.file_path}`);
+      assert.equal(String(got.value), String(bytes), `the size of ${col}`);
+    }
+  }
+
   const files = live.map((f) => localPath(f.file.file_path));
   const got = (await con.runAndReadAll(`SELECT id::VARCHAR, name, score, (day - DATE '1970-01-01')::INTEGER
     FROM read_parquet([${files.map(sqlStr).join(', ')}], union_by_name = true)`)).getRows();

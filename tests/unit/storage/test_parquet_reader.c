@@ -60,8 +60,10 @@ static void make_row(int r, struct row *x)
 	x->v[C_UUID].v.bin.len = 16;
 }
 
-/* Writes rows 0..n) into out with small row groups and pages. */
-static void write_file(struct st_buf *out, int n, enum st_parquet_codec codec, bool plain)
+/* Writes rows 0..n) into out with small row groups and pages; the
+ * writer's metrics into *m unless m is NULL. */
+static void write_file_m(struct st_buf *out, int n, enum st_parquet_codec codec, bool plain,
+                         struct st_parquet_metrics *m)
 {
 	struct st_parquet_opts o = {0};
 	struct st_parquet_writer *w;
@@ -82,7 +84,12 @@ static void write_file(struct st_buf *out, int n, enum st_parquet_codec codec, b
 		make_row(r, &x);
 		assert_int_equal(st_parquet_writer_write_row(w, x.v, &err), 0);
 	}
-	assert_int_equal(st_parquet_writer_close(w, NULL, &err), 0);
+	assert_int_equal(st_parquet_writer_close(w, m, &err), 0);
+}
+
+static void write_file(struct st_buf *out, int n, enum st_parquet_codec codec, bool plain)
+{
+	write_file_m(out, n, codec, plain, NULL);
 }
 
 static bool same(const struct st_type *t, const struct st_value *a, const struct st_value *b)
@@ -138,13 +145,22 @@ static void test_round_trip(void **state)
 			struct st_parquet_source src;
 			struct st_parquet_mem m;
 			struct st_parquet_reader *r;
+			struct st_parquet_metrics wm;
 			struct fl_err err = {0};
 
-			write_file(&f, 3000, codecs[c], plain);
+			write_file_m(&f, 3000, codecs[c], plain, &wm);
 			st_parquet_source_mem(&src, &m, f.data, f.len);
 			assert_int_equal(st_parquet_reader_open(&src, NULL, &r, &err), 0);
 			assert_true(st_parquet_reader_n_row_groups(r) > 2);
 			assert_int_equal(st_parquet_reader_n_leaves(r), NCOL);
+			/* each leaf's bytes over the row groups: what the writer measured */
+			for (size_t k = 0; k < NCOL; k++) {
+				assert_int_equal(wm.columns[k].field_id, cols[k].field_id);
+				assert_true(wm.columns[k].column_size > 0);
+				assert_int_equal(st_parquet_reader_leaf(r, k)->compressed_size,
+				                 wm.columns[k].column_size);
+			}
+			st_parquet_metrics_free(&wm);
 			assert_string_equal(st_parquet_reader_leaf(r, C_DEC)->path, "dec");
 			assert_int_equal(st_parquet_reader_leaf(r, C_DEC)->type.precision, 20);
 			assert_false(st_parquet_reader_leaf(r, C_ID)->optional);
