@@ -223,25 +223,81 @@ fail:
 	return -1;
 }
 
+static bool bytes_valued(enum st_type_id id)
+{
+	return id == ST_TYPE_BINARY || id == ST_TYPE_FIXED || id == ST_TYPE_UUID ||
+	       id == ST_TYPE_DECIMAL;
+}
+
+/* A bytes-valued partition value (base64 text, as avro/reader.h decodes
+ * bytes and fixed) into v: its bytes at *tail, which advances; a decimal's
+ * big-endian two's complement sign-extended into v->v.dec.  False when the
+ * text does not decode or the length does not fit the type. */
+static bool bytes_value(const struct st_type *type, const json_t *x, struct st_value *v,
+                        uint8_t **tail, struct st_buf *b)
+{
+	struct fl_err ignored;
+
+	st_buf_reset(b);
+	if (!json_is_string(x) ||
+	    st_avro_base64_decode(json_string_value(x), json_string_length(x), b, &ignored) != 0)
+		return false;
+	switch (type->id) {
+	case ST_TYPE_DECIMAL:
+		if (b->len == 0 || b->len > sizeof(v->v.dec))
+			return false;
+		memset(v->v.dec, (b->data[0] & 0x80) ? 0xff : 0, sizeof(v->v.dec));
+		memcpy(v->v.dec + sizeof(v->v.dec) - b->len, b->data, b->len);
+		return true;
+	case ST_TYPE_UUID:
+		if (b->len != 16)
+			return false;
+		break;
+	case ST_TYPE_FIXED:
+		if (b->len != type->length)
+			return false;
+		break;
+	default: break;
+	}
+	if (b->len > 0)
+		memcpy(*tail, b->data, b->len);
+	v->v.bin.p = *tail;
+	v->v.bin.len = b->len;
+	*tail += b->len;
+	return true;
+}
+
 int st_snapshot_partition_parse(const struct st_snapshot_table *t, const json_t *rec,
                                 struct st_value **out, size_t *n_out, struct fl_err *err)
 {
 	struct st_partition_field *spec = NULL;
 	struct st_value *v = NULL;
-	size_t n = 0;
+	struct st_buf b;
+	uint8_t *tail;
+	size_t n = 0, room = 0;
 	int rc = -1;
 
 	*out = NULL;
 	*n_out = 0;
+	st_buf_init(&b, t->alloc);
 	if (spec_parse(t, &spec, &n, err) != 0)
 		return -1;
 	if (n == 0)
 		return 0;
-	v = st_calloc(t->alloc, n, sizeof(*v));
+	/* Room for the decoded bytes after the values, so that one st_free
+	 * releases both: base64 decodes to at most 3 bytes per 4. */
+	for (size_t i = 0; i < n; i++) {
+		const json_t *x = json_object_get(rec, spec[i].name);
+
+		if (bytes_valued(spec[i].type.id) && json_is_string(x))
+			room += json_string_length(x) / 4 * 3 + 3;
+	}
+	v = st_calloc(t->alloc, 1, n * sizeof(*v) + room);
 	if (v == NULL) {
 		fl_err_set(err, FL_ERR_NOMEM, "snapshot: out of memory");
 		goto out;
 	}
+	tail = (uint8_t *)(v + n);
 	for (size_t i = 0; i < n; i++) {
 		const json_t *x = json_object_get(rec, spec[i].name);
 		bool ok;
@@ -283,11 +339,14 @@ int st_snapshot_partition_parse(const struct st_snapshot_table *t, const json_t 
 			v[i].v.bin.p = (const uint8_t *)json_string_value(x);
 			v[i].v.bin.len = json_string_length(x);
 			break;
+		case ST_TYPE_BINARY:
+		case ST_TYPE_FIXED:
+		case ST_TYPE_UUID:
+		case ST_TYPE_DECIMAL: ok = bytes_value(&spec[i].type, x, &v[i], &tail, &b); break;
 		default:
-			fl_err_set(
-			        err, FL_ERR_UNSUPPORTED,
-			        "snapshot: partition field %s: its type is not yet supported here",
-			        spec[i].name);
+			fl_err_set(err, FL_ERR_UNSUPPORTED,
+			           "snapshot: partition field %s: its type is not supported here",
+			           spec[i].name);
 			goto out;
 		}
 		if (!ok) {
@@ -302,6 +361,7 @@ int st_snapshot_partition_parse(const struct st_snapshot_table *t, const json_t 
 	v = NULL;
 	rc = 0;
 out:
+	st_buf_free(&b);
 	st_free(t->alloc, v);
 	st_free(t->alloc, spec);
 	return rc;

@@ -126,9 +126,11 @@ int st_snapshot_manifest_write_removed_deletes(const struct st_snapshot_table *t
  * record as st_avro_read_all decodes it (an object keyed by partition field
  * name): *out gets one value per spec field (NULL and 0 when
  * unpartitioned; free with st_free(table->alloc, ...)); string values
- * point into rec, which must outlive them.  FL_ERR_BAD_REQUEST for a value
- * that does not fit its field's type; FL_ERR_UNSUPPORTED for binary,
- * fixed, uuid and decimal partition values (not yet). */
+ * point into rec, which must outlive them; binary, fixed and uuid values
+ * (base64 in rec) are decoded into the same block, a decimal's bytes into
+ * its 16-byte form.  FL_ERR_BAD_REQUEST for a value that does not fit its
+ * field's type (a length that is not the type's); FL_ERR_UNSUPPORTED for a
+ * field of a type a partition cannot have. */
 int st_snapshot_partition_parse(const struct st_snapshot_table *table, const json_t *rec,
                                 struct st_value **out, size_t *n, struct fl_err *err) FL_MUST_CHECK;
 

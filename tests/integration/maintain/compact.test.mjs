@@ -183,6 +183,59 @@ test('compact: a partitioned table is compacted per partition', async () => {
   assert.equal(after.summary['changed-partition-count'], '3');
 });
 
+test('compact and manifests: a table partitioned by decimal and uuid values', async () => {
+  const name = 'bytesparted';
+  await call(ctx.base, 'POST', `${ctx.p}/namespaces/${ctx.ns.join('%1F')}/tables`, {
+    body: {
+      name,
+      schema: {
+        type: 'struct', 'schema-id': 0, fields: [...fields,
+          { id: 3, name: 'amount', type: 'decimal(10, 2)', required: false },
+          { id: 4, name: 'u', type: 'uuid', required: false }],
+      },
+      'partition-spec': {
+        'spec-id': 0, fields: [
+          { 'source-id': 3, 'field-id': 1000, name: 'amount', transform: 'identity' },
+          { 'source-id': 4, 'field-id': 1001, name: 'u', transform: 'identity' }],
+      },
+    },
+    expect: 200,
+  });
+  const parts = [['-12.50', '0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0'], ['1234.05', 'f0e1d2c3-b4a5-9687-7869-5a4b3c2d1e0f']];
+  for (let b = 0; b < 4; b++) {
+    const file = path.join(dir, `bp${b}.csv`);
+    const lines = range(b * 4, 4).map((i) => `${i},n${i},${parts[i % 2][0]},${parts[i % 2][1]}`);
+    fs.writeFileSync(file, `id,name,amount,u\n${lines.join('\n')}\n`);
+    const res = await ingest(ctx, name, [file]);
+    assert.equal(res.code, 0, show(res));
+  }
+  const before = (await settled(name, files(8))).snap;
+  const read = async (snap) => (await (await duck()).runAndReadAll(`SELECT id::VARCHAR, amount::VARCHAR, u::VARCHAR
+    FROM read_parquet([${liveFiles(snap).map((f) => sqlStr(localPath(f))).join(', ')}]) ORDER BY id`)).getRowsJson();
+  const beforeRows = await read(before);
+  assert.equal(beforeRows.length, 16);
+  // The four appends' manifests merged into one: their partition tuples read back.
+  const merged = maintain(name, ['manifests']);
+  assert.equal(merged.code, 0, merged.stderr);
+  assert.equal(merged.lines[0].status, 'ok', merged.stdout);
+  assert.equal(merged.lines[0]['manifests-replaced'], 4, merged.stdout);
+  const mergedSnap = (await settled(name, isSnap(merged.lines[0]['snapshot-id']))).snap;
+  assert.deepEqual(await read(mergedSnap), beforeRows);
+  const res = maintain(name, ['compact']);
+  assert.equal(res.code, 0, res.stderr);
+  assert.equal(res.lines[0].status, 'ok', res.stdout);
+  assert.equal(res.lines[0]['files-added'], 2);
+  const after = (await settled(name, isSnap(res.lines[0]['snapshot-id']))).snap;
+  assert.deepEqual(await read(after), beforeRows);
+  // Each new file holds the rows of its partition's decimal and uuid.
+  const con = await duck();
+  for (const e of entries(after).filter((x) => x.status === '1')) {
+    const got = (await con.runAndReadAll(`SELECT DISTINCT amount::VARCHAR, u::VARCHAR FROM read_parquet(${sqlStr(localPath(e.path))})`)).getRowsJson();
+    assert.equal(got.length, 1, 'one partition per file');
+    assert.ok(parts.some(([a, u]) => got[0][0] === a && got[0][1] === u), JSON.stringify(got));
+  }
+});
+
 test('compact: appends racing the compaction are kept, each row exactly once', async () => {
   const name = 'race';
   await createTable(ctx, name, fields);

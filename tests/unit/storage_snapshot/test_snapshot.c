@@ -890,6 +890,120 @@ static void test_replace(void **state)
 	fixture_done(&f);
 }
 
+/* Partition tuples of binary, fixed, uuid and decimal values: written to a
+ * manifest, read back and parsed, they are the values written (a negative
+ * decimal sign-extended); wrong lengths and text that is not base64 are
+ * refused. */
+static void test_partition_bytes(void **state)
+{
+	static const uint8_t uuid[16] = {0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0,
+	                                 0x0f, 0xed, 0xcb, 0xa9, 0x87, 0x65, 0x43, 0x21};
+	static const uint8_t bin[] = {0, 1, 2, 0xff, 0};
+	static const uint8_t fix[3] = {'a', 0, 'z'};
+	static const int64_t dec[] = {12345, -98765, 0};
+	struct fixture f;
+	struct st_value parts[3][4], *vals;
+	struct st_data_file files[3];
+	char paths[3][96];
+	struct st_snapshot_manifest *m;
+	struct fl_err err = {0};
+	json_t *entries, *rec;
+	size_t nv;
+
+	(void)state;
+	fixture_init(&f, 2);
+	json_decref(f.schema);
+	f.schema = json_loads(
+	        "{\"type\":\"struct\",\"schema-id\":0,\"fields\":["
+	        "{\"id\":1,\"name\":\"amount\",\"required\":false,\"type\":\"decimal(12, 2)\"},"
+	        "{\"id\":2,\"name\":\"u\",\"required\":false,\"type\":\"uuid\"},"
+	        "{\"id\":3,\"name\":\"b\",\"required\":false,\"type\":\"binary\"},"
+	        "{\"id\":4,\"name\":\"f\",\"required\":false,\"type\":\"fixed[3]\"}]}",
+	        0, NULL);
+	assert_non_null(f.schema);
+	f.t.schema = f.schema;
+	json_decref(f.spec);
+	f.spec = json_pack("{s:i,s:[{s:i,s:i,s:s,s:s},{s:i,s:i,s:s,s:s},{s:i,s:i,s:s,s:s},"
+	                   "{s:i,s:i,s:s,s:s}]}",
+	                   "spec-id", 0, "fields", "field-id", 1000, "source-id", 1, "name",
+	                   "amount", "transform", "identity", "field-id", 1001, "source-id", 2,
+	                   "name", "u", "transform", "identity", "field-id", 1002, "source-id", 3,
+	                   "name", "b", "transform", "identity", "field-id", 1003, "source-id", 4,
+	                   "name", "f", "transform", "identity");
+	f.t.spec = f.spec;
+	memset(parts, 0, sizeof(parts));
+	for (int i = 0; i < 3; i++) {
+		st_value_set_decimal(&parts[i][0], dec[i]);
+		parts[i][1].v.bin.p = uuid;
+		parts[i][1].v.bin.len = 16;
+		parts[i][2].v.bin.p = bin;
+		parts[i][2].v.bin.len = i == 2 ? 0 : sizeof(bin) - (size_t)i; /* empty is a value */
+		parts[i][3].v.bin.p = fix;
+		parts[i][3].v.bin.len = 3;
+	}
+	parts[2][1].null = true;
+	make_files(files, paths, 3, 1, &parts[0][0], 4);
+	assert_int_equal(st_snapshot_manifest_write(&f.t, 9, files, 3, &m, &err), 0);
+	entries = read_all(m->path, NULL, NULL, 0);
+	assert_int_equal(json_array_size(entries), 3);
+	for (size_t i = 0; i < 3; i++) {
+		rec = json_object_get(json_object_get(json_array_get(entries, i), "data_file"),
+		                      "partition");
+		if (st_snapshot_partition_parse(&f.t, rec, &vals, &nv, &err) != 0)
+			fail_msg("%s", err.msg);
+		assert_int_equal(nv, 4);
+		for (size_t k = 0; k < 4; k++) {
+			const struct st_value *a = &vals[k], *b = &parts[i][k];
+
+			assert_int_equal(a->null, b->null);
+			if (a->null)
+				continue;
+			if (k == 0) {
+				assert_memory_equal(a->v.dec, b->v.dec, 16);
+			} else {
+				assert_int_equal(a->v.bin.len, b->v.bin.len);
+				if (b->v.bin.len > 0)
+					assert_memory_equal(a->v.bin.p, b->v.bin.p, b->v.bin.len);
+			}
+		}
+		free(vals);
+	}
+	json_decref(entries);
+	st_snapshot_manifest_free(m);
+
+	/* lengths that do not fit, and text that is not base64 */
+	{
+		static const char *const bad[][2] = {
+		        {"u", "AAEC"}, /* 3 bytes for a uuid */
+		        {"f", "AAEC/w=="}, /* 4 bytes for fixed[3] */
+		        {"amount", ""}, /* a decimal of no bytes */
+		        {"amount", "AAECAwQFBgcICQoLDA0ODxA="}, /* 17 bytes */
+		        {"b", "not base64!"},
+		};
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			rec = json_pack("{s:s,s:s,s:s,s:s}", "amount", "MDk=", "u",
+			                "EjRWeJq83vAP7cuph2VDIQ==", "b", "", "f", "YQB6");
+			json_object_set_new(rec, bad[i][0], json_string(bad[i][1]));
+			assert_int_equal(st_snapshot_partition_parse(&f.t, rec, &vals, &nv, &err),
+			                 -1);
+			assert_int_equal(err.kind, FL_ERR_BAD_REQUEST);
+			assert_non_null(strstr(err.msg, bad[i][0]));
+			json_decref(rec);
+		}
+		rec = json_pack("{s:s,s:s,s:s,s:s}", "amount", "MDk=", "u",
+		                "EjRWeJq83vAP7cuph2VDIQ==", "b", "", "f", "YQB6");
+		assert_int_equal(st_snapshot_partition_parse(&f.t, rec, &vals, &nv, &err), 0);
+		assert_int_equal(vals[0].v.dec[15], 0x39); /* 12345 = 0x3039 */
+		assert_int_equal(vals[0].v.dec[14], 0x30);
+		assert_int_equal(vals[0].v.dec[0], 0);
+		assert_int_equal(vals[2].v.bin.len, 0);
+		free(vals);
+		json_decref(rec);
+	}
+	fixture_done(&f);
+}
+
 /* Manifest rewrite: three v3 appends (the last with column metrics, split
  * offsets and a sort order) merged into one manifest.  Every entry comes
  * back EXISTING with its snapshot id and sequence numbers made explicit,
@@ -1238,6 +1352,7 @@ int main(void)
 	        cmocka_unit_test(test_partitioned),     cmocka_unit_test(test_refusals),
 	        cmocka_unit_test(test_replace),         cmocka_unit_test(test_alloc_failures),
 	        cmocka_unit_test(test_rewrite_in_part), cmocka_unit_test(test_merge),
+	        cmocka_unit_test(test_partition_bytes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
