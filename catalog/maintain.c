@@ -48,10 +48,11 @@
  * Lineage"): _row_id and _last_updated_sequence_number are written into
  * the new files, a null one inherited from the source file's first_row_id
  * + position and data sequence number; carried and DELETED entries carry
- * their inherited first_row_id.  With a default sort order whose fields
- * are identity transforms of top-level columns, each new file holds one
- * sorted run (rows are buffered, at most SORT_BUFFER_BYTES at a time); any
- * other transform leaves the order unapplied and the report says so.  The
+ * their inherited first_row_id.  With a default sort order over top-level
+ * columns (identity, or a transform sorting by its result), each new file
+ * holds one sorted run (rows are buffered, at most SORT_BUFFER_BYTES at a
+ * time); a field that cannot be applied leaves the order unapplied and the
+ * report says so.  The
  * replace is built under the row lock on the then current state, so a
  * concurrent append is carried; a concurrent commit that removed a dropped
  * manifest or added a delete manifest aborts the run. */
@@ -71,6 +72,7 @@
 #include "avro/reader.h"
 #include "iceberg/name_mapping.h"
 #include "iceberg/snapshot.h"
+#include "iceberg/transform.h"
 #include "parquet/parquet.h"
 #include "parquet/reader.h"
 #include "iceberg/data_writer.h"
@@ -1452,15 +1454,21 @@ static int write_one(struct rewrite *rw, const struct st_value *part, const stru
 #define SORT_BUFFER_BYTES ((size_t)256 << 20) /* rows sorted at once, at most */
 
 struct sort_key {
-	size_t col;
-	struct st_type type;
+	size_t col; /* the source column */
+	size_t at; /* where a buffered row holds the key: col, or past the columns */
+	bool identity;
+	struct st_transform tr;
+	struct st_type type; /* the key's (the transform's result) */
 	bool desc, nulls_first;
 };
 
 /* The keys of the table's default sort order over the writer's columns;
- * none for an unsorted table.  A field this build cannot sort by (a
- * transform other than identity, a source that is not a top-level column)
- * leaves the order unapplied, and *note says why (for the report). */
+ * none for an unsorted table.  A transform other than identity sorts by
+ * its result (spec "Sorting": bucket[N], truncate[W], year, month, day,
+ * hour), computed once per buffered row; a void field sorts nothing.  A
+ * field this build cannot sort by (a source that is not a top-level column,
+ * a transform that does not apply to it) leaves the order unapplied, and
+ * *note says why (for the report). */
 static int sort_keys(const struct compact *c, const struct st_parquet_column *cols, size_t ncols,
                      struct sort_key **out, size_t *n, int32_t *order_id, char *note, size_t cap,
                      struct fl_err *err)
@@ -1485,29 +1493,33 @@ static int sort_keys(const struct compact *c, const struct st_parquet_column *co
 		json_int_t src = json_integer_value(json_object_get(f, "source-id"));
 		const char *dir = json_string_value(json_object_get(f, "direction"));
 		const char *nulls = json_string_value(json_object_get(f, "null-order"));
+		struct sort_key *key = &(*out)[k];
+		struct fl_err why = {0};
 		size_t col = 0;
 
 		while (col < ncols && cols[col].field_id != src)
 			col++;
-		if (tr == NULL || strcmp(tr, "identity") != 0 || col == ncols) {
+		if (tr == NULL || col == ncols ||
+		    st_transform_parse(tr, &cols[col].type, &key->tr, &key->type, &why) != 0) {
 			snprintf(note, cap,
 			         "sort order %" JSON_INTEGER_FORMAT
 			         " not applied: field %zu (%.40s of "
-			         "source %" JSON_INTEGER_FORMAT
-			         ") is not an identity of a top-level "
-			         "column",
-			         id, i, tr != NULL ? tr : "?", src);
+			         "source %" JSON_INTEGER_FORMAT ") %s",
+			         id, i, tr != NULL ? tr : "?", src,
+			         col == ncols ? "is not a top-level column" : why.msg);
 			free(*out);
 			*out = NULL;
 			return 0;
 		}
-		(*out)[k].col = col;
-		(*out)[k].type = cols[col].type;
-		(*out)[k].desc = dir != NULL && strcmp(dir, "desc") == 0;
+		if (key->tr.kind == ST_TR_VOID)
+			continue;
+		key->col = col;
+		key->identity = key->tr.kind == ST_TR_IDENTITY;
+		key->at = key->identity ? col : ncols + k;
+		key->desc = dir != NULL && strcmp(dir, "desc") == 0;
 		/* Spec: nulls-first is the default for ascending, nulls-last
 		 * for descending, when a writer leaves it out. */
-		(*out)[k].nulls_first =
-		        nulls != NULL ? strcmp(nulls, "nulls-first") == 0 : !(*out)[k].desc;
+		key->nulls_first = nulls != NULL ? strcmp(nulls, "nulls-first") == 0 : !key->desc;
 		k++;
 	}
 	*n = k;
@@ -1536,7 +1548,7 @@ static int cmp_rows(const void *pa, const void *pb, void *arg)
 
 	for (size_t k = 0; k < rw->nkeys; k++) {
 		const struct sort_key *key = &rw->keys[k];
-		const struct st_value *x = &a[key->col], *y = &b[key->col];
+		const struct st_value *x = &a[key->at], *y = &b[key->at];
 		int c;
 
 		if (x->null || y->null) {
@@ -1594,10 +1606,11 @@ static int buffer_row(struct rewrite *rw, const struct st_value *part, const str
 		rw->buf = grown;
 		rw->capbuf = cap;
 	}
-	copy = fl_arena_alloc(rw->arena, rw->ncols * sizeof(*copy));
+	/* the columns, then the transformed keys */
+	copy = fl_arena_alloc(rw->arena, (rw->ncols + rw->nkeys) * sizeof(*copy));
 	if (copy == NULL)
 		return nomem(err);
-	rw->buf_bytes += rw->ncols * sizeof(*copy);
+	rw->buf_bytes += (rw->ncols + rw->nkeys) * sizeof(*copy);
 	for (size_t j = 0; j < rw->ncols; j++) {
 		copy[j] = row[j];
 		if (!row[j].null && is_bytes(&rw->cols[j].type)) {
@@ -1609,6 +1622,14 @@ static int buffer_row(struct rewrite *rw, const struct st_value *part, const str
 			copy[j].v.bin.p = p;
 			rw->buf_bytes += row[j].v.bin.len;
 		}
+	}
+	/* a truncated string points into its column's copy, in the arena too */
+	for (size_t k = 0; k < rw->nkeys; k++) {
+		const struct sort_key *key = &rw->keys[k];
+
+		if (!key->identity)
+			st_transform_apply(&key->tr, &rw->cols[key->col].type, &copy[key->col],
+			                   &copy[key->at]);
 	}
 	rw->buf[rw->nbuf++] = copy;
 	return 0;

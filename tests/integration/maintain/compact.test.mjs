@@ -10,8 +10,9 @@
 // - files without field ids (DuckDB's) are read through the table's name
 //   mapping, and refused without one (their columns would read as nulls);
 // - --dry-run reports the plan and changes nothing;
-// - the table's default sort order (identity fields) orders each new file,
-//   and another transform is reported as not applied.
+// - the table's default sort order orders each new file: identity fields,
+//   and transforms by their result (bucket[4] checked against the spec's
+//   Murmur3).
 // Tables with row-level deletes, v3 tables and manifests rewritten in part:
 // deletes.test.mjs.
 import { test, before, after } from 'node:test';
@@ -46,6 +47,29 @@ after(async () => {
 // A reached() of maintainHeld: the compaction wrote a file into the table's data folder.
 const compactWritten = (meta) => () => fs.readdirSync(path.join(localPath(meta.location), 'data'))
   .some((f) => f.endsWith('-compact.parquet'));
+
+// Murmur3 x86 32-bit, seed 0 (the spec's bucket hash, Appendix B).
+function murmur3(buf) {
+  const mul = (a, b) => Math.imul(a, b) >>> 0;
+  const rotl = (x, r) => ((x << r) | (x >>> (32 - r))) >>> 0;
+  let h = 0;
+  const n = buf.length & ~3;
+  for (let i = 0; i < n; i += 4) {
+    let k = buf.readUInt32LE(i);
+    k = mul(rotl(mul(k, 0xcc9e2d51), 15), 0x1b873593);
+    h = (mul(rotl(h ^ k, 13), 5) + 0xe6546b64) >>> 0;
+  }
+  let k = 0;
+  for (let i = buf.length - 1; i >= n; i--) k = ((k << 8) | buf[i]) >>> 0;
+  if (buf.length & 3) {
+    k = mul(rotl(mul(k, 0xcc9e2d51), 15), 0x1b873593);
+    h = (h ^ k) >>> 0;
+  }
+  h = (h ^ buf.length) >>> 0;
+  h = mul(h ^ (h >>> 16), 0x85ebca6b);
+  h = mul(h ^ (h >>> 13), 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
 
 const head = async (name) => currentSnapshot((await loadTable(ctx, name)).metadata);
 
@@ -347,7 +371,7 @@ test('compact: files without field ids are read by the name mapping, refused wit
   assert.deepEqual(await rows((await settled(name, isSnap(res.lines[0]['snapshot-id']))).snap), beforeRows);
 });
 
-test('compact: rows are sorted by the table\'s default sort order; other transforms are reported', async () => {
+test('compact: rows are sorted by the table\'s default sort order, transforms by their result', async () => {
   const name = 'sorted';
   await createTable(ctx, name, fields);
   for (let b = 0; b < 4; b++) await append(name, range(b * 7, 7));
@@ -373,13 +397,29 @@ test('compact: rows are sorted by the table\'s default sort order; other transfo
   const entry = readAvro(readAvro(after['manifest-list']).records[0].manifest_path).records.find((e) => e.status === '1');
   assert.equal(String(entry.data_file.sort_order_id), '1');
 
-  // A bucket transform is not applied: the report says so, rows are kept.
+  // bucket[4] of id, then id descending: rows by the spec's bucket
+  // (Murmur3 of the long's 8 little-endian bytes), then id.
   await append(name, range(100, 5));
   await settled(name, files(2));
-  await setOrder({ 'order-id': 2, fields: [{ transform: 'bucket[4]', 'source-id': 1, direction: 'asc', 'null-order': 'nulls-first' }] });
+  await setOrder({
+    'order-id': 2,
+    fields: [
+      { transform: 'bucket[4]', 'source-id': 1, direction: 'asc', 'null-order': 'nulls-first' },
+      { transform: 'identity', 'source-id': 1, direction: 'desc', 'null-order': 'nulls-last' },
+    ],
+  });
   const res2 = maintain(name, ['compact']);
   assert.equal(res2.code, 0, res2.stderr);
-  assert.match(res2.lines[0]['sort-order-not-applied'], /not applied: field 0 \(bucket\[4\] of source 1\)/);
+  assert.equal(res2.lines[0]['sort-order-id'], 2, res2.stdout);
+  assert.equal(res2.lines[0]['sort-order-not-applied'], undefined, res2.stdout);
   const after2 = (await settled(name, isSnap(res2.lines[0]['snapshot-id']))).snap;
-  assert.deepEqual((await rows(after2)).map((r) => Number(r[0])), [...range(0, 28), ...range(100, 5)]);
+  const [file2] = liveFiles(after2);
+  const ids = (await con.runAndReadAll(`SELECT id::INTEGER FROM read_parquet(${sqlStr(localPath(file2))}) ORDER BY file_row_number`)).getRowsJson().map((r) => r[0]);
+  const bucket = (id) => {
+    const b = Buffer.alloc(8);
+    b.writeBigInt64LE(BigInt(id));
+    return (murmur3(b) & 0x7fffffff) % 4;
+  };
+  assert.deepEqual(ids, [...ids].sort((x, y) => bucket(x) - bucket(y) || y - x), 'rows follow bucket[4](id), then id desc');
+  assert.ok(new Set(ids.map(bucket)).size > 1, 'more than one bucket');
 });
