@@ -4,7 +4,8 @@
 // The table is read back whole by independent readers from a mirror of its
 // objects: python3-avro for the manifest list and manifests, DuckDB for Parquet.
 // A floe ingest killed with SIGKILL in the middle of a multipart upload leaves
-// no visible object.
+// no visible object.  An upsert rewrites the S3 file holding a batch key, and
+// a DuckDB-written Parquet file is added by copying it into the table on S3.
 import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -153,4 +154,65 @@ test('SIGKILL in the middle of a multipart upload leaves no visible object', asy
   assert.ok((await ctx.s3.uploads(ctx.bucket, 'wh/ns/killed/')).length >= 1, 'the killed upload is an incomplete multipart upload');
   const l = parseJsonBig((await request(ctx.base, 'GET', `${P}/namespaces/ns/tables/killed`)).text);
   assert.equal(l.metadata.snapshots.length, 0, 'nothing was committed');
+});
+
+// The live rows of a table on S3 (DELETED entries left out), read by DuckDB
+// from a mirror of its objects: [[id, name]] sorted by id.
+async function liveRows(table) {
+  const l = parseJsonBig((await request(ctx.base, 'GET', `${P}/namespaces/ns/tables/${table}`)).text);
+  const meta = l.metadata;
+  const snap = meta.snapshots.find((x) => String(x['snapshot-id']) === String(meta['current-snapshot-id']));
+  const local = path.join(dir, `mirror-${table}-${Date.now()}`);
+  await mirror(ctx.s3, ctx.bucket, `wh/ns/${table}/`, local);
+  const files = [];
+  for (const le of readAvro(`file://${mirrored(local, snap['manifest-list'])}`).records) {
+    for (const e of readAvro(`file://${mirrored(local, le.manifest_path)}`).records) {
+      if (String(e.status) !== '2') files.push(mirrored(local, e.data_file.file_path));
+    }
+  }
+  const con = await duck();
+  const rows = (await con.runAndReadAll(`SELECT id::VARCHAR, name FROM read_parquet([${files.map(sqlStr).join(',')}], union_by_name = true) ORDER BY id`)).getRows();
+  return { snap, rows };
+}
+
+test('upsert and Parquet add-files on S3: the file holding a key is rewritten, a Parquet file is copied in', async (t) => {
+  if (skip(t)) return;
+  expectJson(await request(ctx.base, 'POST', `${P}/namespaces/ns/tables`, {
+    body: {
+      name: 'keyed',
+      schema: {
+        type: 'struct', 'schema-id': 0, 'identifier-field-ids': [1], fields: [
+          { id: 1, name: 'id', type: 'long', required: true },
+          { id: 2, name: 'name', type: 'string', required: false }],
+      },
+    },
+  }), 200);
+  const csv = (name, rows) => {
+    const p = path.join(dir, name);
+    fs.writeFileSync(p, `id,name\n${rows.map(([i, n]) => `${i},${n}`).join('\n')}\n`);
+    return p;
+  };
+  const model = new Map();
+  const first = Array.from({ length: 10 }, (_, i) => [i, `n${i}`]);
+  let r = await ingest('keyed', [csv('k0.csv', first)]);
+  assert.equal(r.code, 0, show(r));
+  for (const [i, n] of first) model.set(i, n);
+  const batch = [[3, 'u3'], [12, 'new12'], [3, 'last3']];
+  r = await ingest('keyed', [csv('k1.csv', batch)], { args: ['--mode', 'upsert'] });
+  assert.equal(r.code, 0, show(r));
+  for (const [i, n] of batch) model.set(i, n);
+  let back = await liveRows('keyed');
+  assert.equal(back.snap.summary.operation, 'overwrite');
+  assert.equal(back.snap.summary['floe.rows-replaced'], '1');
+  const want = () => [...model.entries()].sort((a, b) => a[0] - b[0]).map(([i, n]) => [String(i), n]);
+  assert.deepEqual(back.rows, want());
+  // A Parquet file written by DuckDB, added as it is (copied into the table's data on S3).
+  const pq = path.join(dir, 'add.parquet');
+  await (await duck()).run(`COPY (SELECT (100 + i)::BIGINT AS id, 'p' || i AS name FROM range(3) t(i)) TO ${sqlStr(pq)} (FORMAT parquet)`);
+  r = await ingest('keyed', [pq]);
+  assert.equal(r.code, 0, show(r));
+  for (let i = 0; i < 3; i++) model.set(100 + i, `p${i}`);
+  back = await liveRows('keyed');
+  assert.deepEqual(back.rows, want());
+  assert.ok((await ctx.s3.list(ctx.bucket, 'wh/ns/keyed/data/')).length >= 3);
 });
