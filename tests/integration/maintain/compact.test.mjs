@@ -34,10 +34,11 @@ let liveFiles;
 let rows;
 let dropManifests;
 let settled;
+let createByRegion;
 
 before(async () => {
   ctx = await startCatalog('compact');
-  ({ maintain, maintainHeld, append, liveFiles, rows, dropManifests, settled } = helpers(ctx, dir));
+  ({ maintain, maintainHeld, append, liveFiles, rows, dropManifests, settled, createByRegion } = helpers(ctx, dir));
 });
 
 after(async () => {
@@ -158,14 +159,7 @@ test('compact: 20 small appends become one file, rows unchanged, a replace snaps
 
 test('compact: a partitioned table is compacted per partition', async () => {
   const name = 'parted';
-  await call(ctx.base, 'POST', `${ctx.p}/namespaces/${ctx.ns.join('%1F')}/tables`, {
-    body: {
-      name,
-      schema: { type: 'struct', 'schema-id': 0, fields: [...fields, { id: 3, name: 'region', type: 'string', required: false }] },
-      'partition-spec': { 'spec-id': 0, fields: [{ 'source-id': 3, 'field-id': 1000, name: 'region', transform: 'identity' }] },
-    },
-    expect: 200,
-  });
+  await createByRegion(name);
   const regions = ['eu', 'us', 'ap'];
   let id = 0;
   for (let b = 0; b < 6; b++) {

@@ -35,6 +35,7 @@ const dir = tmpDir('compact-equality');
 let maintain;
 let append;
 let settled;
+let createByRegion;
 let commitDeletes;
 let addDuckFile;
 let addDuckFileWithDeletes;
@@ -43,7 +44,7 @@ const icebird = icebirdReader();
 before(async () => {
   ctx = await startCatalog('compact_equality');
   const h = helpers(ctx, dir);
-  ({ maintain, append, settled } = h);
+  ({ maintain, append, settled, createByRegion } = h);
   ({ commitDeletes, addDuckFile, addDuckFileWithDeletes } = deleteHelpers(h.dropManifests));
 });
 
@@ -155,14 +156,7 @@ test('compact: a row committed with a delete of its key in one snapshot stays (a
 
 test('compact: a partition\'s equality deletes apply to that partition only', async () => {
   const name = 'eqpart';
-  await call(ctx.base, 'POST', `${ctx.p}/namespaces/${ctx.ns.join('%1F')}/tables`, {
-    body: {
-      name,
-      schema: { type: 'struct', 'schema-id': 0, fields: [...fields, { id: 3, name: 'region', type: 'string', required: false }] },
-      'partition-spec': { 'spec-id': 0, fields: [{ 'source-id': 3, 'field-id': 1000, name: 'region', transform: 'identity' }] },
-    },
-    expect: 200,
-  });
+  await createByRegion(name);
   const load = async (rows) => {
     const file = path.join(dir, `part-${Date.now()}-${Math.random().toString(36).slice(2)}.csv`);
     fs.writeFileSync(file, `id,name,region\n${rows.map(([i, region]) => `${i},n${i},${region}`).join('\n')}\n`);

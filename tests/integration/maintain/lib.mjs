@@ -254,7 +254,21 @@ export function helpers(ctx, dir) {
     return { release }; // not the run's promise itself: awaiting this must not wait for the run
   }
 
+  // A table of the tests' fields and a region (string, field 3), partitioned
+  // by identity(region).
+  async function createByRegion(name) {
+    await call(ctx.base, 'POST', `${ctx.p}/namespaces/${ctx.ns.join('%1F')}/tables`, {
+      body: {
+        name,
+        schema: { type: 'struct', 'schema-id': 0, fields: [...fields, { id: 3, name: 'region', type: 'string', required: false }] },
+        'partition-spec': { 'spec-id': 0, fields: [{ 'source-id': 3, 'field-id': 1000, name: 'region', transform: 'identity' }] },
+      },
+      expect: 200,
+    });
+  }
+
   return {
+    createByRegion,
     maintain, maintainAsync, maintainHeld, append, exactJson, commit, tag, liveFiles, reached, rows, dropManifests, settled,
     notifications, notified,
   };

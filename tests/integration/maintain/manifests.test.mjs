@@ -18,7 +18,6 @@ import { icebergRead } from 'icebird';
 import {
   startCatalog, createTable, loadTable, ingest, show, currentSnapshot, localPath, readAvro, tmpDir,
 } from '../ingest/lib.mjs';
-import { call } from '../tables/lib.mjs';
 import { helpers, isSnap, range } from './lib.mjs';
 
 const fields = [
@@ -33,12 +32,13 @@ let append;
 let rows;
 let settled;
 let reached;
+let createByRegion;
 let server;
 const realFetch = globalThis.fetch;
 
 before(async () => {
   ctx = await startCatalog('manifests');
-  ({ maintain, append, rows, reached, settled } = helpers(ctx, dir));
+  ({ maintain, append, rows, reached, settled, createByRegion } = helpers(ctx, dir));
   // icebird reads over HTTP: serve the data dir and route file:// URLs there.
   const root = ctx.dataDir;
   server = http.createServer((req, res) => {
@@ -167,14 +167,7 @@ test('manifests: 8 appends, 8 manifests become one, rows and lineage unchanged',
 
 test('manifests: DELETED entries of a compaction are dropped; partition values kept', async () => {
   const name = 'parted';
-  await call(ctx.base, 'POST', `${ctx.p}/namespaces/${ctx.ns.join('%1F')}/tables`, {
-    body: {
-      name,
-      schema: { type: 'struct', 'schema-id': 0, fields: [...fields, { id: 3, name: 'region', type: 'string', required: false }] },
-      'partition-spec': { 'spec-id': 0, fields: [{ 'source-id': 3, 'field-id': 1000, name: 'region', transform: 'identity' }] },
-    },
-    expect: 200,
-  });
+  await createByRegion(name);
   const regions = ['eu', 'us'];
   let id = 0;
   const put = async (b) => {
