@@ -80,6 +80,7 @@
 #include "iceberg/entry.h"
 #include "uuid.h"
 #include "iceberg/reachable.h"
+#include "iceberg/rewrite.h"
 #include "maintain_int.h"
 #include "tablemeta.h"
 
@@ -1306,9 +1307,6 @@ static int carry_manifests(struct compact *c, json_int_t content, struct carry *
 	return 0;
 }
 
-#define FIELD_ROW_ID 2147483540
-#define FIELD_LAST_UPDATED 2147483539
-
 /* The writer's columns and the reader's projection from the schema (flat,
  * primitive fields); for v3 then _row_id and _last_updated_sequence_number
  * (spec "Row Lineage"), which a moved row keeps. */
@@ -1325,7 +1323,7 @@ static int schema_columns(const struct compact *c, struct st_parquet_column **co
 		return nomem(err);
 	for (i = nf; i < *n; i++) {
 		(*cols)[i].name = i == nf ? "_row_id" : "_last_updated_sequence_number";
-		(*cols)[i].field_id = i == nf ? FIELD_ROW_ID : FIELD_LAST_UPDATED;
+		(*cols)[i].field_id = i == nf ? ST_FIELD_ROW_ID : ST_FIELD_LAST_UPDATED;
 		(*cols)[i].type.id = ST_TYPE_LONG;
 		(*want)[i].field_id = (*cols)[i].field_id;
 		(*want)[i].type = (*cols)[i].type;

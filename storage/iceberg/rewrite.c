@@ -110,6 +110,8 @@ struct rw {
 	size_t first; /* out->n when the call began */
 	struct st_data_writer_opts dwo;
 	struct st_data_writer dw; /* the open file, if any */
+	struct st_value *row; /* with lineage: the row, its lineage filled in */
+	size_t n;
 };
 
 static int rw_close(struct rw *w, struct fl_err *err)
@@ -144,6 +146,20 @@ static int rw_row(void *arg, int64_t pos, const struct st_value *row, struct fl_
 	        w->o->target_file_bytes ? w->o->target_file_bytes : DEFAULT_TARGET_FILE_BYTES;
 	bool keep = true;
 
+	if (w->o->lineage) {
+		struct st_value *id = &w->row[w->n - 2], *seq = &w->row[w->n - 1];
+
+		memcpy(w->row, row, w->n * sizeof(*row));
+		if (w->o->has_first_row_id && id->null) {
+			id->null = false;
+			id->v.l = w->o->first_row_id + pos;
+		}
+		if (w->o->has_first_row_id && seq->null) {
+			seq->null = false;
+			seq->v.l = w->o->data_seq;
+		}
+		row = w->row;
+	}
 	w->out->rows_read++;
 	if (w->o->keep != NULL && w->o->keep(w->o->arg, pos, row, &keep, err) != 0)
 		return -1;
@@ -171,6 +187,30 @@ int st_rewrite_run(const struct st_rewrite_opts *o, const char *uri, struct st_r
 
 	if (st_rewrite_columns(o->schema, &cols, &want, &n, err) != 0)
 		goto out;
+	if (o->lineage) {
+		struct st_parquet_column *gc = realloc(cols, (n + 2) * sizeof(*gc));
+		struct st_parquet_want *gw =
+		        gc != NULL ? realloc(want, (n + 2) * sizeof(*gw)) : NULL;
+
+		if (gc != NULL)
+			cols = gc;
+		if (gw != NULL)
+			want = gw;
+		w.row = gw != NULL ? calloc(n + 2, sizeof(*w.row)) : NULL;
+		if (w.row == NULL) {
+			nomem(err);
+			goto out;
+		}
+		for (size_t k = n; k < n + 2; k++) {
+			memset(&cols[k], 0, sizeof(cols[k]));
+			cols[k].name = k == n ? "_row_id" : "_last_updated_sequence_number";
+			cols[k].field_id = k == n ? ST_FIELD_ROW_ID : ST_FIELD_LAST_UPDATED;
+			cols[k].type.id = ST_TYPE_LONG;
+			want[k] = (struct st_parquet_want){cols[k].field_id, cols[k].type, false};
+		}
+		n += 2;
+		w.n = n;
+	}
 	schema_json = json_dumps(o->schema, JSON_COMPACT);
 	if (schema_json == NULL) {
 		nomem(err);
@@ -207,6 +247,7 @@ out:
 	free(schema_json);
 	free(cols);
 	free(want);
+	free(w.row);
 	return rc;
 }
 

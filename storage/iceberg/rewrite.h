@@ -21,6 +21,10 @@
 #include "parquet/parquet.h"
 #include "parquet/reader.h"
 
+/* The v3 row lineage columns (spec "Row Lineage", reserved field ids). */
+#define ST_FIELD_ROW_ID 2147483540
+#define ST_FIELD_LAST_UPDATED 2147483539
+
 /* Called per row with its position in the file (from 0) and its values in
  * projection order.  Returns 0, or -1 with err to stop the scan. */
 typedef int (*st_rewrite_row_fn)(void *arg, int64_t pos, const struct st_value *row,
@@ -41,10 +45,19 @@ struct st_rewrite_opts {
 	enum st_parquet_codec codec;
 	int compression_level;
 	uint64_t target_file_bytes; /* roll past this; 0 = 512 MiB */
-	/* Decides per row (all schema columns, in schema order): *keep. */
+	/* Decides per row (all schema columns, in schema order, then with
+	 * lineage the two lineage columns): *keep. */
 	int (*keep)(void *arg, int64_t pos, const struct st_value *row, bool *keep,
 	            struct fl_err *err);
 	void *arg;
+	/* v3 row lineage: the rows read keep their _row_id and
+	 * _last_updated_sequence_number in the files written, a null one
+	 * inherited from first_row_id + the row's position and from data_seq
+	 * (both stay null when !has_first_row_id: a file written before the
+	 * table's upgrade to v3). */
+	bool lineage;
+	bool has_first_row_id;
+	int64_t first_row_id, data_seq;
 };
 
 struct st_rewrite_file {

@@ -457,12 +457,6 @@ int st_upsert_open(const struct st_upsert_opts *o, const struct st_ingest_result
 		nomem(err);
 		goto fail;
 	}
-	if (o->format_version >= 3) {
-		fl_err_set(err, FL_ERR_UNSUPPORTED,
-		           "upsert on a format v3 table (whose copied rows must keep _row_id) is "
-		           "not yet supported");
-		goto fail;
-	}
 	if (setup_keys(u, err) != 0 ||
 	    st_rewrite_columns(u->schema, &u->cols, &u->cwant, &u->ncols, err) != 0)
 		goto fail;
@@ -703,8 +697,7 @@ static json_t *part_text(const json_t *df)
 	return v;
 }
 
-/* Collects the live delete files of one delete manifest into u->dels.
- * Deletion vectors (format v3) are refused: v3 tables are. */
+/* Collects the live delete files of one delete manifest into u->dels. */
 static int collect_deletes(struct st_upsert *u, const json_t *mf, struct fl_err *err)
 {
 	const char *uri = json_string_value(json_object_get(mf, "manifest_path"));
@@ -733,22 +726,16 @@ static int collect_deletes(struct st_upsert *u, const json_t *mf, struct fl_err 
 			           uri, i);
 			goto out;
 		}
-		if ((fmt != NULL && strcasecmp(fmt, "puffin") == 0) ||
-		    json_is_integer(json_object_get(df, "content_offset"))) {
-			fl_err_set(
-			        err, FL_ERR_UNSUPPORTED,
-			        "upsert: %.200s is a deletion vector, which upsert does not apply",
-			        path);
-			goto out;
-		}
-		d = json_pack("{s:I, s:s, s:I, s:I, s:o, s:O?, s:O?}", "content", content, "path",
-		              path, "seq",
+		d = json_pack("{s:I, s:s, s:I, s:I, s:o, s:O?, s:O?, s:b}", "content", content,
+		              "path", path, "seq",
 		              or_else(json_object_get(e, "sequence_number"),
 		                      json_object_get(mf, "sequence_number")),
 		              "spec", json_integer_value(json_object_get(mf, "partition_spec_id")),
 		              "part", part_text(df), "ref",
 		              json_object_get(df, "referenced_data_file"), "ids",
-		              json_object_get(df, "equality_ids"));
+		              json_object_get(df, "equality_ids"), "dv",
+		              (fmt != NULL && strcasecmp(fmt, "puffin") == 0) ||
+		                      json_is_integer(json_object_get(df, "content_offset")));
 		if (d == NULL || json_array_append_new(u->dels, d) != 0) {
 			nomem(err);
 			goto out;
@@ -811,6 +798,15 @@ static int read_deletes(struct st_upsert *u, const json_t *current, const json_t
 
 			if (!same || dseq < seq || (ref != NULL && strcmp(ref, path) != 0))
 				continue;
+			if (json_is_true(json_object_get(d, "dv"))) {
+				fl_err_set(
+				        err, FL_ERR_UNSUPPORTED,
+				        "upsert: rewriting a file that has a deletion vector is not "
+				        "yet supported (floe maintain compact applies them); the "
+				        "vector: %.120s",
+				        uri);
+				goto out;
+			}
 			if (st_parquet_source_io(&src, &ictx, u->o.io, uri, err) != 0 ||
 			    st_pos_deletes_for(&src, NULL, path, &u->gone, err) != 0) {
 				fl_err_prefix(err, "position delete file %.200s", uri);
@@ -855,10 +851,12 @@ out:
 
 /* Writes the survivors of table file e into c->out: once across attempts,
  * again when the deletes that apply to it changed meanwhile (a delete
- * committed since the last attempt). */
+ * committed since the last attempt).  On v3 they keep their lineage (the
+ * file's first_row_id, inherited or not, is lin->first_row_id). */
 static int rewrite_table_file(struct st_upsert *u, const json_t *current,
                               const struct st_name_mapping *mapping, const json_t *mf,
-                              const json_t *e, struct cached *c, struct fl_err *err)
+                              const json_t *e, const struct st_data_file *lin, struct cached *c,
+                              struct fl_err *err)
 {
 	const char *path =
 	        json_string_value(json_object_get(json_object_get(e, "data_file"), "file_path"));
@@ -882,6 +880,10 @@ static int rewrite_table_file(struct st_upsert *u, const json_t *current,
 	}
 	rewrite_opts(u, mapping, &ro);
 	ro.keep = keep_unreplaced;
+	ro.lineage = u->o.format_version >= 3;
+	ro.has_first_row_id = lin->has_first_row_id;
+	ro.first_row_id = lin->first_row_id;
+	ro.data_seq = u->cur_seq;
 	u->pos = u->key_pos;
 	u->cur_deleted = 0;
 	if (st_rewrite_run(&ro, path, &c->out, err) != 0)
@@ -907,7 +909,8 @@ static int split_manifest(struct st_upsert *u, const struct st_snapshot_table *t
                           struct fl_err *err)
 {
 	size_t n = json_array_size(entries), i;
-	const json_t *e;
+	const json_t *e, *mfrid = json_object_get(mf, "first_row_id");
+	json_int_t frid_next = json_integer_value(mfrid);
 	struct carried *g;
 
 	if (json_integer_value(json_object_get(mf, "partition_spec_id")) != t->spec_id)
@@ -929,9 +932,18 @@ static int split_manifest(struct st_upsert *u, const struct st_snapshot_table *t
 		        json_object_get(json_object_get(e, "data_file"), "file_path"));
 		json_t *ci = json_object_get(u->cache_idx, path);
 		struct cached *c = ci ? &u->cache[json_integer_value(ci)] : NULL;
+		const json_t *edf = json_object_get(e, "data_file");
+		const json_t *frid = json_object_get(edf, "first_row_id");
 		struct carried *ec;
 		size_t n_part;
+		bool has_frid = json_is_integer(frid) || json_is_integer(mfrid);
+		json_int_t my_frid = json_is_integer(frid) ? json_integer_value(frid) : frid_next;
 
+		/* Spec "First Row ID Inheritance": a null first_row_id is the
+		 * manifest's plus the records of the files before it that had
+		 * none (as compaction counts them). */
+		if (!json_is_integer(frid) && json_is_integer(mfrid))
+			frid_next += json_integer_value(json_object_get(edf, "record_count"));
 		if (json_integer_value(json_object_get(e, "status")) == 2)
 			continue;
 		ec = c != NULL && c->match ? &p->del[p->ndel++] : &p->kept[p->nkept++];
@@ -942,9 +954,13 @@ static int split_manifest(struct st_upsert *u, const struct st_snapshot_table *t
 		            &ec->partition, &n_part, err) != 0)
 			return -1;
 		ec->c.file.partition = ec->partition;
+		if (t->format_version >= 3) {
+			ec->c.file.has_first_row_id = has_frid;
+			ec->c.file.first_row_id = has_frid ? my_frid : 0;
+		}
 		if (c == NULL || !c->match)
 			continue;
-		if (rewrite_table_file(u, current, mapping, mf, e, c, err) != 0)
+		if (rewrite_table_file(u, current, mapping, mf, e, &ec->c.file, c, err) != 0)
 			return -1;
 		c->used = true;
 		u->st.files_rewritten++;

@@ -21,8 +21,12 @@
  * a newer sequence number, which they no longer reach); the delete files
  * stay for the files that are not rewritten.
  *
- * Limits: format v3 (whose copied rows must keep _row_id, and whose
- * deletion vectors are not read) is refused with FL_ERR_UNSUPPORTED.
+ * On format v3 the rows a rewrite copies keep their _row_id and
+ * _last_updated_sequence_number (inherited ones written out), and the
+ * entries carried keep their first_row_id; a replaced row is a new row.
+ *
+ * Limits: a file to rewrite that has a deletion vector is refused with
+ * FL_ERR_UNSUPPORTED naming the vector.
  * Not thread-safe per upsert. */
 #ifndef ST_UPSERT_H
 #define ST_UPSERT_H
@@ -58,8 +62,7 @@ struct st_upsert;
 /* Reads the keys of the batch's files (res, as st_ingest_run wrote them, in
  * input order) and rewrites the files holding rows that a later row of the
  * batch replaces, deleting those originals.  FL_ERR_BAD_REQUEST when the
- * schema has no identifier fields (naming the problem); FL_ERR_UNSUPPORTED
- * for v3.
+ * schema has no identifier fields (naming the problem).
  * *out untouched on failure. */
 int st_upsert_open(const struct st_upsert_opts *o, const struct st_ingest_result *res,
                    struct st_upsert **out, struct fl_err *err) FL_MUST_CHECK;
