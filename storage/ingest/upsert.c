@@ -726,8 +726,8 @@ static int collect_deletes(struct st_upsert *u, const json_t *mf, struct fl_err 
 			           uri, i);
 			goto out;
 		}
-		d = json_pack("{s:I, s:s, s:I, s:I, s:o, s:O?, s:O?, s:b}", "content", content,
-		              "path", path, "seq",
+		d = json_pack("{s:I, s:s, s:I, s:I, s:o, s:O?, s:O?, s:b, s:O?, s:O?}", "content",
+		              content, "path", path, "seq",
 		              or_else(json_object_get(e, "sequence_number"),
 		                      json_object_get(mf, "sequence_number")),
 		              "spec", json_integer_value(json_object_get(mf, "partition_spec_id")),
@@ -735,7 +735,9 @@ static int collect_deletes(struct st_upsert *u, const json_t *mf, struct fl_err 
 		              json_object_get(df, "referenced_data_file"), "ids",
 		              json_object_get(df, "equality_ids"), "dv",
 		              (fmt != NULL && strcasecmp(fmt, "puffin") == 0) ||
-		                      json_is_integer(json_object_get(df, "content_offset")));
+		                      json_is_integer(json_object_get(df, "content_offset")),
+		              "off", json_object_get(df, "content_offset"), "len",
+		              json_object_get(df, "content_size_in_bytes"));
 		if (d == NULL || json_array_append_new(u->dels, d) != 0) {
 			nomem(err);
 			goto out;
@@ -799,16 +801,16 @@ static int read_deletes(struct st_upsert *u, const json_t *current, const json_t
 			if (!same || dseq < seq || (ref != NULL && strcmp(ref, path) != 0))
 				continue;
 			if (json_is_true(json_object_get(d, "dv"))) {
-				fl_err_set(
-				        err, FL_ERR_UNSUPPORTED,
-				        "upsert: rewriting a file that has a deletion vector is not "
-				        "yet supported (floe maintain compact applies them); the "
-				        "vector: %.120s",
-				        uri);
-				goto out;
-			}
-			if (st_parquet_source_io(&src, &ictx, u->o.io, uri, err) != 0 ||
-			    st_pos_deletes_for(&src, NULL, path, &u->gone, err) != 0) {
+				/* A vector names its file (referenced_data_file). */
+				if (ref == NULL || strcmp(ref, path) != 0)
+					continue;
+				if (st_dv_read(u->o.io, uri,
+				               json_integer_value(json_object_get(d, "off")),
+				               json_integer_value(json_object_get(d, "len")), 0,
+				               &u->gone, err) != 0)
+					goto out;
+			} else if (st_parquet_source_io(&src, &ictx, u->o.io, uri, err) != 0 ||
+			           st_pos_deletes_for(&src, NULL, path, &u->gone, err) != 0) {
 				fl_err_prefix(err, "position delete file %.200s", uri);
 				goto out;
 			}

@@ -24,9 +24,8 @@
  * On format v3 the rows a rewrite copies keep their _row_id and
  * _last_updated_sequence_number (inherited ones written out), and the
  * entries carried keep their first_row_id; a replaced row is a new row.
- *
- * Limits: a file to rewrite that has a deletion vector is refused with
- * FL_ERR_UNSUPPORTED naming the vector.
+ * A deletion vector of a rewritten file is applied, and stays behind
+ * referencing no live file (readers ignore it; compaction removes it).
  * Not thread-safe per upsert. */
 #ifndef ST_UPSERT_H
 #define ST_UPSERT_H
@@ -73,9 +72,8 @@ int st_upsert_open(const struct st_upsert_opts *o, const struct st_ingest_result
  * attempts) and writes the snapshot's manifest (*manifest, new; *drop = the
  * manifest paths of current's list the snapshot leaves out, a new array).
  * t describes the table as the snapshot is built (schema, spec, metadata
- * dir, io).  FL_ERR_UNSUPPORTED for a deletion vector, or files of another
- * partition spec that would need rewriting; the delete files' errors
- * (deletes.h). */
+ * dir, io).  FL_ERR_UNSUPPORTED for files of another partition spec that
+ * would need rewriting; the delete files' errors (deletes.h). */
 int st_upsert_plan(struct st_upsert *u, const struct st_snapshot_table *t, const json_t *current,
                    int64_t snapshot_id, struct st_snapshot_manifest **manifest, json_t **drop,
                    struct fl_err *err) FL_MUST_CHECK;

@@ -8,8 +8,7 @@
 // reads) equal the model, in process and over REST, and the summary counts
 // only the rows the batch replaced.  On a v3 table the rows a rewrite copies
 // keep their _row_id and _last_updated_sequence_number (a replaced row is a
-// new row); a file with a deletion vector is not rewritten yet, and the
-// refusal names it.
+// new row), and a file rewritten loses the rows its deletion vector deletes.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -27,12 +26,13 @@ let ctx;
 const dir = tmpDir('upsert-deletes');
 let append;
 let settled;
+let maintain;
 let commitDeletes;
 
 before(async () => {
   ctx = await startCatalog('upsert_deletes');
   const h = helpers(ctx, dir);
-  ({ append, settled } = h);
+  ({ append, settled, maintain } = h);
   ({ commitDeletes } = deleteHelpers(h.dropManifests));
 });
 
@@ -162,23 +162,43 @@ test('upsert on a v3 table: copied rows keep their lineage, a replaced row is a 
   assert.ok(cols.includes('_row_id') && cols.includes('_last_updated_sequence_number'), cols.join(','));
 });
 
-test('upsert on a v3 table refuses to rewrite a file that has a deletion vector, naming it', async () => {
+test('upsert on a v3 table with a deletion vector: the rewritten file loses the rows it deletes', async () => {
   const name = 'upv3dv';
   await createKeyed(name, { 'format-version': '3' });
   await append(name, range(0, 10));
   let { meta } = await settled(name, (s) => s.summary['total-data-files'] === '1');
   const [data] = liveEntries(currentSnapshot(meta)).filter((e) => e.content === 0);
+  const con = await duck();
+  const ids = (await con.runAndReadAll(`SELECT id::INTEGER FROM read_parquet(${sqlStr(localPath(data.path))}) ORDER BY file_row_number`)).getRowsJson().map((r) => r[0]);
   const puffin = path.join(localPath(meta.location), 'data', 'dv.puffin');
-  const blobs = puffinFile(puffin, new Map([[data.path, [1]]]));
+  const dvs = new Map([[data.path, [1, 6]]]);
+  const blobs = puffinFile(puffin, dvs);
   meta = await commitDeletes(name, meta, blobs.map((bl) => ({
     content: 1, file_path: `file://${puffin}`, file_format: 'PUFFIN', record_count: bl.count,
     file_size_in_bytes: BigInt(fs.statSync(puffin).size), referenced_data_file: bl.referenced_data_file,
     content_offset: bl.content_offset, content_size_in_bytes: bl.content_size_in_bytes,
   })));
-  const file = path.join(dir, 'v3dv.csv');
-  fs.writeFileSync(file, 'id,name\n4,x\n');
-  const r = await ingest(ctx, name, [file], { args: ['--mode', 'upsert'] });
-  assert.notEqual(r.code, 0, show(r));
-  assert.match(r.stderr + r.stdout, /a file that has a deletion vector is not yet supported.*the vector: \S*dv\.puffin/);
-  assert.equal(String(currentSnapshot((await settled(name, () => true)).meta)['snapshot-id']), String(currentSnapshot(meta)['snapshot-id']));
+  const known = new Map([[`file://${puffin}`, dvs]]);
+  const before = await visibleRows(currentSnapshot(meta), known);
+  assert.deepEqual(before.map((r) => Number(r[0])), range(0, 10).filter((i) => i !== ids[1] && i !== ids[6]));
+  // A key of the same file: it is rewritten, without the rows the vector deletes.
+  const key = before.find((r) => r[0] !== String(ids[1]) && r[0] !== String(ids[6]))[0];
+  const snap = await upsert(name, [[Number(key), 'changed']], false);
+  assert.equal(snap.summary['floe.rows-replaced'], '1');
+  const after = await visibleRows(snap, known);
+  assert.deepEqual(after.map((r) => Number(r[0])), before.map((r) => Number(r[0])), 'no deleted row is back');
+  assert.equal(after.find((r) => r[0] === key)[1], 'changed');
+  for (const r of before.filter((x) => x[0] !== key)) {
+    assert.deepEqual(after.find((x) => x[0] === r[0]), r, `row ${r[0]} keeps its lineage`);
+  }
+  assert.ok(!liveEntries(snap).some((e) => e.path === data.path), 'the file with the vector was rewritten');
+  assert.equal(snap.summary['total-records'], String(after.length), 'the deleted rows are gone from the files');
+  // The vector now references no live file; compaction removes it.
+  assert.equal(snap.summary['total-delete-files'], '1');
+  const res = maintain(name, ['compact']);
+  assert.equal(res.code, 0, res.stderr);
+  assert.equal(res.lines[0]['delete-files-removed'], 1, res.stdout);
+  const compacted = (await settled(name, (x) => String(x['snapshot-id']) === String(res.lines[0]['snapshot-id']))).snap;
+  assert.equal(compacted.summary['total-delete-files'], '0');
+  assert.deepEqual(await visibleRows(compacted), after);
 });
