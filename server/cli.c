@@ -3,8 +3,10 @@
 #include "cli.h"
 
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "embedded_pg.h"
 #include "io/io.h"
@@ -137,4 +139,31 @@ void srv_cli_catalog_close(struct srv_cli_catalog *c)
 	 * (a floe serve, say) still uses it. */
 	srv_pg_stop(c->pg);
 	memset(c, 0, sizeof(*c));
+}
+
+static void test_pause_release(int sig)
+{
+	(void)sig; /* interrupting the pause's nanosleep is all it does */
+}
+
+unsigned srv_cli_test_pause_ms(const char *env)
+{
+	const char *s = getenv(env);
+	unsigned long v = s != NULL ? strtoul(s, NULL, 10) : 0;
+
+	if (v > 0) {
+		struct sigaction sa = {.sa_handler = test_pause_release, .sa_flags = SA_RESTART};
+
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGUSR1, &sa, NULL);
+	}
+	return v > 60000 ? 60000 : (unsigned)v;
+}
+
+void srv_cli_test_pause(unsigned ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+	if (ms > 0)
+		nanosleep(&ts, NULL);
 }

@@ -52,4 +52,12 @@ int srv_cli_catalog_open(const struct srv_config *sc, bool page_tokens, struct s
                          struct fl_err *err) FL_MUST_CHECK;
 void srv_cli_catalog_close(struct srv_cli_catalog *c);
 
+/* Test hooks that hold a run where a test races a commit against it: the
+ * milliseconds in the environment variable env (at most a minute; 0 when
+ * unset), and a pause of that long that SIGUSR1 ends early (the handler is
+ * installed when the variable is set; a signal before the pause does
+ * nothing, so tests repeat it). */
+unsigned srv_cli_test_pause_ms(const char *env);
+void srv_cli_test_pause(unsigned ms);
+
 #endif

@@ -266,9 +266,20 @@ static int parse_table(struct job *j, struct fl_err *err)
 	return 0;
 }
 
+/* FLOE_TEST_UPSERT_PAUSE_MS: tests hold an upsert after its first plan,
+ * before its commit, to race a commit against it (srv_cli_test_pause). */
+static void test_after_plan(void *ctx, int plan)
+{
+	const unsigned *ms = ctx;
+
+	if (plan == 0)
+		srv_cli_test_pause(*ms);
+}
+
 /* The batch through c, with the options of the command line. */
 static int run_batch(struct job *j, struct st_committer *c, struct fl_err *err)
 {
+	static unsigned pause_ms;
 	struct st_batch_opts o = {
 	        .format = detect_format(j),
 	        .delimiter = j->ic.delimiter[0],
@@ -290,10 +301,14 @@ static int run_batch(struct job *j, struct st_committer *c, struct fl_err *err)
 	        .progress_ctx = j,
 	        .await_id = await_identity,
 	        .await_ctx = j,
+	        .after_plan_ctx = &pause_ms,
 	};
 	struct st_ingest_progress last = {0};
 	int rc;
 
+	pause_ms = srv_cli_test_pause_ms("FLOE_TEST_UPSERT_PAUSE_MS");
+	if (pause_ms > 0)
+		o.after_plan = test_after_plan;
 	j->data_t0 = fl_mono_ns();
 	rc = st_batch_run(c, &o, j->inputs, j->n_inputs, j->batch_id, &j->out, err);
 	if (j->drawn_at != 0) {

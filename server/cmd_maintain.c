@@ -66,30 +66,6 @@ void srv_cmd_maintain_help(FILE *f)
 	        "exit status: 0 all actions succeeded, 2 usage, 3 bad input, 1 other failures\n");
 }
 
-static void test_pause_release(int sig)
-{
-	(void)sig; /* interrupting the pause's nanosleep is all it does */
-}
-
-/* FLOE_TEST_COMPACT_PAUSE_MS: tests hold a compaction (or a manifest
- * rewrite) between its rewrite and its commit, to race appends against it
- * (bounded to a minute).  With the hook set, SIGUSR1 ends the pause early,
- * so a test can hold the run exactly as long as its racing commits take
- * (a signal that comes before the pause does nothing: tests repeat it). */
-static unsigned test_pause_ms(void)
-{
-	const char *s = getenv("FLOE_TEST_COMPACT_PAUSE_MS");
-	unsigned long v = s != NULL ? strtoul(s, NULL, 10) : 0;
-
-	if (v > 0) {
-		struct sigaction sa = {.sa_handler = test_pause_release, .sa_flags = SA_RESTART};
-
-		sigemptyset(&sa.sa_mask);
-		sigaction(SIGUSR1, &sa, NULL);
-	}
-	return v > 60000 ? 60000 : (unsigned)v;
-}
-
 /* The actions the table's policy enables (floe.maintenance.actions), in
  * the order of `actions`. */
 static int policy(const struct srv_cli_catalog *c, const struct cat_ns *ns, const char *name,
@@ -219,8 +195,12 @@ int srv_cmd_maintain(int argc, char **argv)
 			int rc;
 
 			fl_err_clear(&err);
-			rc = cat_maintain_action(cat.db, &cat.wh, &cns, t.name, &lim, sel[i],
-			                         mc.dry_run, test_pause_ms(), &r, &err);
+			/* FLOE_TEST_COMPACT_PAUSE_MS: tests hold a compaction (or a
+			 * manifest rewrite) between its rewrite and its commit, to
+			 * race appends against it. */
+			rc = cat_maintain_action(
+			        cat.db, &cat.wh, &cns, t.name, &lim, sel[i], mc.dry_run,
+			        srv_cli_test_pause_ms("FLOE_TEST_COMPACT_PAUSE_MS"), &r, &err);
 			/* The outcome is kept where the daemon keeps its own (GET
 			 * .../maintenance, /metrics); failing to keep it is only
 			 * a warning. */

@@ -45,6 +45,7 @@ struct run {
 	int64_t snapshot_id;
 	struct st_snapshot_manifest *manifest;
 	int attempt;
+	int plans; /* upsert plans made (after_plan) */
 	struct st_batch_result *out;
 	int32_t key_ids[16]; /* upsert: the schema's identifier fields */
 	size_t n_key_ids;
@@ -439,6 +440,8 @@ static int make_updates(struct run *j, const json_t *meta, json_t **out, struct 
 		if (st_upsert_plan(j->up, &t, meta, j->snapshot_id, &j->manifest, &j->drop, err) !=
 		    0)
 			goto out;
+		if (j->o->after_plan != NULL)
+			j->o->after_plan(j->o->after_plan_ctx, j->plans++);
 	} else if (j->manifest == NULL) {
 		struct st_data_file *files =
 		        calloc(res->n_files ? res->n_files : 1, sizeof(*files));

@@ -54,6 +54,11 @@ struct st_batch_opts {
 	 * then has written nothing.  NULL = batch_id is ready. */
 	int (*await_id)(void *ctx, struct fl_err *err);
 	void *await_ctx;
+	/* Tests: called after each upsert plan, before its commit is sent
+	 * (plan counts them from 0), to race a commit against it.  NULL =
+	 * none. */
+	void (*after_plan)(void *ctx, int plan);
+	void *after_plan_ctx;
 };
 
 struct st_batch_result {

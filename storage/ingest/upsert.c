@@ -831,7 +831,7 @@ static int read_deletes(struct st_upsert *u, const json_t *current, const json_t
 				goto out;
 		}
 		if (st_buf_append(&names, uri, strlen(uri)) != 0 ||
-		    st_buf_append(&names, "\n", 2) != 0) {
+		    st_buf_append(&names, "\n", 1) != 0) {
 			nomem(err);
 			goto out;
 		}

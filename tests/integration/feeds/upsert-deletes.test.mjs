@@ -202,3 +202,40 @@ test('upsert on a v3 table with a deletion vector: the rewritten file loses the 
   assert.equal(compacted.summary['total-delete-files'], '0');
   assert.deepEqual(await visibleRows(compacted), after);
 });
+
+test('upsert over REST racing a delete: its retry rewrites the file again with the new delete', async () => {
+  const name = 'uprace';
+  await createKeyed(name);
+  await append(name, range(0, 10));
+  let { meta } = await settled(name, (s) => s.summary['total-data-files'] === '1');
+  const [a] = liveEntries(currentSnapshot(meta)).filter((e) => e.content === 0);
+  const con = await duck();
+  const aIds = (await con.runAndReadAll(`SELECT id::INTEGER FROM read_parquet(${sqlStr(localPath(a.path))}) ORDER BY file_row_number`)).getRowsJson().map((r) => r[0]);
+  // The file has a delete already, so the delete that races is its second.
+  const pd = await positionDeleteFile(path.join(dir, `${name}-pd.parquet`), [[a.path, 1]]);
+  meta = await commitDeletes(name, meta, [{
+    content: 1, file_path: pd.path, file_format: 'PARQUET', record_count: pd.count, file_size_in_bytes: pd.size,
+  }]);
+  const victim = aIds.find((i) => i !== aIds[1] && i !== 3);
+  const file = path.join(dir, `${name}.csv`);
+  fs.writeFileSync(file, 'id,name\n3,u3\n');
+  let proc;
+  const run = ingest(ctx, name, [file], {
+    rest: true, args: ['--mode', 'upsert'], env: { FLOE_TEST_UPSERT_PAUSE_MS: '60000' }, onSpawn: (p) => { proc = p; },
+  });
+  // Held once its first plan rewrote the file.
+  const dataDir = path.join(localPath(meta.location), 'data');
+  for (let i = 0; !fs.readdirSync(dataDir).some((f) => f.endsWith('-upsert.parquet')); i++) {
+    if (i > 1500) throw new Error('the upsert rewrote nothing in 30 s');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  meta = await commitDeletes(name, (await settled(name, () => true)).meta,
+    [await equalityDeleteFile(path.join(dir, `${name}-eq.parquet`), { id: 'BIGINT' }, [[victim]])]);
+  const kick = setInterval(() => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGUSR1'); }, 100);
+  const r = await run.finally(() => clearInterval(kick));
+  assert.equal(r.code, 0, show(r));
+  const snap = (await settled(name, (x) => String(x['snapshot-id']) === String(r.out['snapshot-id']))).snap;
+  const got = await visibleRows(snap);
+  const want = range(0, 10).filter((i) => i !== aIds[1] && i !== victim).map((i) => [String(i), i === 3 ? 'u3' : `n${i}`]);
+  assert.deepEqual(got.map((x) => x.slice(0, 2)), want, `the row deleted meanwhile (${victim}) stays deleted`);
+});
