@@ -372,6 +372,7 @@ static int write_data(struct run *j, const json_t *meta, struct fl_err *err)
 	        .gate = ingest_gate,
 	        .gate_ctx = j,
 	        .dead_letter_path = j->out->dead_letter_path,
+	        .row_order = o->upsert,
 	};
 	return st_ingest_run(&io, j->inputs, j->n, &j->out->res, err);
 }

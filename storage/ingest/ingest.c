@@ -68,6 +68,8 @@ struct output {
 	uint8_t *key; /* the serialized partition tuple: identity of this output */
 	size_t key_len;
 	struct st_value *tuple; /* copies; bytes live in key */
+	int64_t *order; /* with row_order: its rows' ordinals among the rows written */
+	size_t norder, caporder;
 };
 
 /* Open files at most; past this all are finished (and new ones started as
@@ -423,7 +425,24 @@ static void output_drop(struct output *o)
 	free(o->uri);
 	free(o->key);
 	free(o->tuple);
+	free(o->order);
 	memset(o, 0, sizeof(*o));
+}
+
+/* Notes that the row just written to o is the rows_ok-th written. */
+static int note_order(struct run *r, struct output *o, struct fl_err *err)
+{
+	if (o->norder == o->caporder) {
+		size_t cap = o->caporder ? o->caporder * 2 : 1024;
+		int64_t *grown = realloc(o->order, cap * sizeof(*grown));
+
+		if (grown == NULL)
+			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		o->order = grown;
+		o->caporder = cap;
+	}
+	o->order[o->norder++] = (int64_t)r->res->rows_ok;
+	return 0;
 }
 
 /* Opens a new Parquet file for the current row's partition tuple. */
@@ -532,6 +551,7 @@ static int output_close(struct run *r, struct output *o, struct fl_err *err)
 	f->partition = r->npf ? o->tuple : NULL;
 	f->n_partition = r->npf;
 	f->partition_bytes = o->key;
+	f->order = o->order;
 	r->res->bytes_out += (uint64_t)m.file_size;
 	if (r->npf == 0) {
 		free(o->tuple);
@@ -701,6 +721,8 @@ static int emit(struct run *r, char *why, size_t why_cap, struct fl_err *err)
 		snprintf(why, why_cap, "%s", werr.msg);
 		return 0;
 	}
+	if (r->o->row_order && note_order(r, o, err) != 0)
+		return -1;
 	r->res->rows_ok++;
 	/* With encoders at work the size is an upper bound until settled: the
 	 * roll happens at exactly the row it would without them. */
@@ -1029,6 +1051,7 @@ void st_ingest_result_free(struct st_ingest_result *res)
 		free(res->files[i].uri);
 		free(res->files[i].partition);
 		free(res->files[i].partition_bytes);
+		free(res->files[i].order);
 		st_parquet_metrics_free(&res->files[i].m);
 	}
 	free(res->files);

@@ -73,6 +73,10 @@ struct st_ingest_opts {
 	 * NULL = none. */
 	int (*gate)(void *ctx, struct fl_err *err);
 	void *gate_ctx;
+	/* Record each file's rows' places in the input (st_ingest_file.order):
+	 * a partitioned table's files interleave the input's rows, which an
+	 * upsert's last-row-wins needs to undo.  8 bytes a row. */
+	bool row_order;
 };
 
 struct st_ingest_file {
@@ -81,6 +85,8 @@ struct st_ingest_file {
 	struct st_value *partition; /* one value per spec field; NULL when unpartitioned */
 	size_t n_partition;
 	uint8_t *partition_bytes; /* owns the bytes the partition values point into */
+	int64_t *order; /* with row_order: each row's ordinal among the rows written
+	                 * (in input order); NULL otherwise */
 };
 
 struct st_ingest_result {

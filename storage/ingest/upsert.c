@@ -2,7 +2,8 @@
  *
  * A key is the single-value serialization of each key column, each behind
  * a 4-byte length, in hex: the key of a JSON object mapping every batch key
- * to the ordinal of its last row in the batch.  Pruning compares the key
+ * to its last row in the batch (its place in the input, and its file: a
+ * partitioned table's batch files interleave the input).  Pruning compares the key
  * columns' manifest bounds with the batch's sorted values per column in
  * their serialized form (little-endian signed numbers, unsigned bytes for
  * strings, binary and uuids; truncated string bounds stay conservative);
@@ -68,7 +69,7 @@ struct st_upsert {
 	size_t key_pos[MAX_KEYS]; /* positions of the key columns in a full row */
 	size_t proj_pos[MAX_KEYS]; /* ... in a row of the key projection: 0..nk-1 */
 	struct st_parquet_want want[MAX_KEYS];
-	json_t *map; /* hex key -> ordinal of its last batch row */
+	json_t *map; /* hex key -> row_tag of its last batch row */
 	struct st_buf kb;
 	char *hex;
 	size_t hexcap;
@@ -262,34 +263,44 @@ static void sort_values(struct st_upsert *u)
 
 /* ---- the batch's own rows: the last of a key wins ---- */
 
-static size_t file_of(const struct st_upsert *u, int64_t ordinal)
+/* The place in the input of row pos of batch file i: the ingest's record
+ * of it (a partitioned table's files interleave the input's rows), else
+ * its place in the files' order (one file at a time: the input's order). */
+static int64_t input_ordinal(const struct st_upsert *u, size_t i, int64_t pos)
 {
-	size_t lo = 0, hi = u->res->n_files;
+	const struct st_ingest_file *f = &u->res->files[i];
 
-	while (hi - lo > 1) {
-		size_t mid = (lo + hi) / 2;
+	return f->order != NULL && pos < f->m.record_count ? f->order[pos] : u->base[i] + pos;
+}
 
-		if (u->base[mid] <= ordinal)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
+/* The map's value for row pos of batch file i: its input ordinal and its
+ * file, so that a loser's file can be found. */
+static json_int_t row_tag(const struct st_upsert *u, size_t i, int64_t pos)
+{
+	return (json_int_t)input_ordinal(u, i, pos) * (json_int_t)u->res->n_files + (json_int_t)i;
 }
 
 static int batch_row(void *arg, int64_t pos, const struct st_value *row, struct fl_err *err)
 {
 	struct st_upsert *u = arg;
 	const char *k = key_of(u, row);
+	json_int_t mine = row_tag(u, u->cur_file, pos), nf = (json_int_t)u->res->n_files;
 	json_t *old;
 
-	(void)pos;
+	u->ordinal++;
 	if (k == NULL || note_values(u, row) != 0)
 		return nomem(err);
 	old = json_object_get(u->map, k);
-	if (old != NULL)
-		u->losers[file_of(u, json_integer_value(old))]++;
-	if (json_object_set_new(u->map, k, json_integer(u->ordinal++)) != 0)
+	if (old != NULL) {
+		json_int_t theirs = json_integer_value(old);
+
+		if (theirs > mine) { /* a row later in the input is noted already */
+			u->losers[u->cur_file]++;
+			return 0;
+		}
+		u->losers[theirs % nf]++;
+	}
+	if (json_object_set_new(u->map, k, json_integer(mine)) != 0)
 		return nomem(err);
 	return 0;
 }
@@ -303,7 +314,7 @@ static int keep_winner(void *arg, int64_t pos, const struct st_value *row, bool 
 
 	if (k == NULL)
 		return nomem(err);
-	*keep = json_integer_value(json_object_get(u->map, k)) == u->base[u->cur_file] + pos;
+	*keep = json_integer_value(json_object_get(u->map, k)) == row_tag(u, u->cur_file, pos);
 	return 0;
 }
 
@@ -465,6 +476,7 @@ int st_upsert_open(const struct st_upsert_opts *o, const struct st_ingest_result
 	u->pos = u->proj_pos;
 	for (size_t i = 0; i < nf; i++) {
 		u->base[i] = u->ordinal;
+		u->cur_file = i;
 		if (st_rewrite_scan(o->io, res->files[i].uri, NULL, u->want, u->nk, batch_row, u,
 		                    err) != 0)
 			goto fail;

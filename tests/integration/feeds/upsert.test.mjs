@@ -269,6 +269,10 @@ test('upsert on a table partitioned outside the key: a key that changes partitio
     // 1 moves to us, then within the same batch to ap (the last row wins).
     [false, 'id,v,region\n1,d,us\n3,e,eu\n4,f,ap\n1,g,ap\n'],
     [true, 'id,v,region\n2,h,eu\n4,i,ap\n'],
+    // The eu file holds 5 and the last row of 1, the ap file the first:
+    // the files' order is not the input's, and the last row still wins.
+    [false, 'id,v,region\n5,a,eu\n1,x,ap\n1,z,eu\n'],
+    [true, 'id,v,region\n6,b,us\n2,p,ap\n2,q,us\n'],
   ];
   for (const [k, [rest, text]] of steps.entries()) {
     const file = path.join(dir, `m${k}.csv`);
