@@ -1502,7 +1502,7 @@ static int sort_keys(const struct compact *c, const struct st_parquet_column *co
 			snprintf(note, cap,
 			         "sort order %" JSON_INTEGER_FORMAT
 			         " not applied: field %zu (%.40s of "
-			         "source %" JSON_INTEGER_FORMAT ") %s",
+			         "source %" JSON_INTEGER_FORMAT ") %.80s",
 			         id, i, tr != NULL ? tr : "?", src,
 			         col == ncols ? "is not a top-level column" : why.msg);
 			free(*out);
