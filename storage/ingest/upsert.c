@@ -814,7 +814,7 @@ static int read_deletes(struct st_upsert *u, const json_t *current, const json_t
 				continue;
 			if (json_is_true(json_object_get(d, "dv"))) {
 				/* A vector names its file (referenced_data_file). */
-				if (ref == NULL || strcmp(ref, path) != 0)
+				if (ref == NULL)
 					continue;
 				if (st_dv_read(u->o.io, uri,
 				               json_integer_value(json_object_get(d, "off")),
