@@ -36,10 +36,23 @@
 #include <openssl/params.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
+#include <openssl/sha.h>
 #include <openssl/x509.h>
 
 #include "dl.h"
 #include "err.h"
+
+/* SHA-256 with its context as a plain struct, which copies without an
+ * allocation: catalog/secret.c keys PBKDF2's HMAC once and copies its two
+ * states each round, where every EVP copy allocates and frees.  OpenSSL 3.0
+ * deprecates these; an OpenSSL built without them (no-deprecated) has
+ * OPENSSL_NO_DEPRECATED_3_0 set, and secret.c then uses PKCS5_PBKDF2_HMAC. */
+#ifndef OPENSSL_NO_DEPRECATED_3_0
+#define FL_LIBCRYPTO_HAS_SHA256_CTX 1
+#define FL_LIBCRYPTO_SHA256_FUNCS(X) X(SHA256_Final) X(SHA256_Init) X(SHA256_Update)
+#else
+#define FL_LIBCRYPTO_SHA256_FUNCS(X)
+#endif
 
 #define FL_LIBCRYPTO_FUNCS(X)               \
 	X(BIO_ctrl)                         \
@@ -88,13 +101,18 @@
 	X(PEM_write_bio_PrivateKey)         \
 	X(PKCS5_PBKDF2_HMAC)                \
 	X(RAND_bytes)                       \
-	X(i2d_PUBKEY)
+	X(i2d_PUBKEY)                       \
+	FL_LIBCRYPTO_SHA256_FUNCS(X)
 
+/* The fields' types name the deprecated prototypes above, not a call. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 struct fl_libcrypto {
 #define FL_LIBCRYPTO_FIELD(f) __typeof__(&f) f;
 	FL_LIBCRYPTO_FUNCS(FL_LIBCRYPTO_FIELD)
 #undef FL_LIBCRYPTO_FIELD
 };
+#pragma GCC diagnostic pop
 
 /* Filled by the first successful load; read-only after. */
 extern struct fl_libcrypto fl_crypto;
@@ -164,6 +182,11 @@ static inline const struct fl_libcrypto *fl_libcrypto(void)
 #define PKCS5_PBKDF2_HMAC (*fl_libcrypto()->PKCS5_PBKDF2_HMAC)
 #define RAND_bytes (*fl_libcrypto()->RAND_bytes)
 #define i2d_PUBKEY (*fl_libcrypto()->i2d_PUBKEY)
+#ifdef FL_LIBCRYPTO_HAS_SHA256_CTX
+#define SHA256_Final (*fl_libcrypto()->SHA256_Final)
+#define SHA256_Init (*fl_libcrypto()->SHA256_Init)
+#define SHA256_Update (*fl_libcrypto()->SHA256_Update)
+#endif
 #endif
 
 #endif
