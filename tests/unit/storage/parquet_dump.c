@@ -4,7 +4,8 @@
  * reading of files DuckDB wrote.
  *
  * Usage: parquet_dump [--batch N] [--mapping FILE] FILE.parquet
- * (the file is read in ranges through storage/io, st_parquet_source_io)
+ *        parquet_dump --check [--batch N] [--mapping FILE] FILE...
+ * (each file is read in ranges through storage/io, st_parquet_source_io)
  *
  * Line 1: {"columns":[{"path","field_id","type","optional"}...],"rows":N}
  * for the projected (readable) columns; then one JSON array per row in the
@@ -13,11 +14,16 @@
  * (or "NaN", "Infinity", "-Infinity"); decimals as exact strings with the
  * scale's digits; strings as strings; uuids 8-4-4-4-12 in lower case;
  * fixed and binary as upper-case hex.  Leaves that cannot be read are
- * listed on stderr.  Exit 1 with "parquet_dump: <error>" on failure. */
+ * listed on stderr.  Exit 1 with "parquet_dump: <error>" on failure.
+ *
+ * --check reads every file whole, batch by batch, the same way, but formats
+ * no value, and prints one line per file instead: {"file"} when it read, {"file","error"} when not;
+ * exit 0.  One process for many files: the corrupt-file test feeds it 200. */
 #include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,56 +112,30 @@ static char *slurp(const char *path, size_t *n)
 	return p;
 }
 
-int main(int argc, char **argv)
+/* Reads one file through the storage layer (file://) in ranges, as compaction
+ * does; prints it unless check.  0, or -1 with err set. */
+static int dump(const char *path, const struct st_parquet_reader_opts *o, bool check,
+                struct fl_err *err)
 {
-	struct st_parquet_reader_opts o = {0};
 	struct st_parquet_source src;
 	struct st_parquet_reader *r = NULL;
-	struct st_name_mapping *mapping = NULL;
 	const struct st_parquet_batch *b;
-	struct fl_err err = {0};
 	struct st_profile prof = {.type = ST_STORAGE_FILE, .location = "file:///"};
 	struct st_parquet_io_ctx ioc;
 	struct st_io *io = NULL;
 	char uri[PATH_MAX + 8], abs[PATH_MAX];
 	json_t *head, *cols;
 	char *line;
-	int a = 1, rc = 1;
+	int rc = -1;
 
-	while (a + 1 < argc && strncmp(argv[a], "--", 2) == 0) {
-		if (strcmp(argv[a], "--batch") == 0) {
-			o.batch_rows = strtoul(argv[a + 1], NULL, 10);
-		} else if (strcmp(argv[a], "--mapping") == 0) {
-			size_t n;
-			char *text = slurp(argv[a + 1], &n);
-
-			if (st_name_mapping_parse(text, n, &mapping, &err) != 0) {
-				fprintf(stderr, "parquet_dump: %s\n", err.msg);
-				return 1;
-			}
-			free(text);
-			o.name_mapping = mapping;
-		} else {
-			break;
-		}
-		a += 2;
-	}
-	if (a + 1 != argc) {
-		fprintf(stderr, "usage: parquet_dump [--batch N] [--mapping FILE] FILE.parquet\n");
-		return 2;
-	}
-	/* Read through the storage layer (file://) in ranges, as compaction does. */
-	if (realpath(argv[a], abs) == NULL) {
-		fprintf(stderr, "parquet_dump: cannot open %s\n", argv[a]);
-		return 1;
-	}
+	if (realpath(path, abs) == NULL)
+		return fl_err_set(err, FL_ERR_NOT_FOUND, "cannot open %s", path);
 	snprintf(uri, sizeof(uri), "file://%s", abs);
-	if (st_io_open(&prof, &io, &err) != 0 ||
-	    st_parquet_source_io(&src, &ioc, io, uri, &err) != 0)
+	if (st_io_open(&prof, &io, err) != 0 || st_parquet_source_io(&src, &ioc, io, uri, err) != 0)
 		goto out;
-	if (st_parquet_reader_open(&src, &o, &r, &err) != 0)
+	if (st_parquet_reader_open(&src, o, &r, err) != 0)
 		goto out;
-	for (size_t i = 0; i < st_parquet_reader_n_leaves(r); i++) {
+	for (size_t i = 0; i < st_parquet_reader_n_leaves(r) && !check; i++) {
 		const struct st_parquet_leaf *l = st_parquet_reader_leaf(r, i);
 
 		if (!l->readable)
@@ -179,15 +159,16 @@ int main(int argc, char **argv)
 	json_object_set_new(head, "columns", cols);
 	json_object_set_new(head, "rows", json_integer(st_parquet_reader_num_rows(r)));
 	line = json_dumps(head, JSON_COMPACT);
-	puts(line);
+	if (!check)
+		puts(line);
 	free(line);
 	json_decref(head);
 	for (;;) {
-		if (st_parquet_reader_next(r, &b, &err) != 0)
+		if (st_parquet_reader_next(r, &b, err) != 0)
 			goto out;
 		if (b == NULL)
 			break;
-		for (size_t i = 0; i < b->n_rows; i++) {
+		for (size_t i = 0; i < b->n_rows && !check; i++) {
 			json_t *row = json_array();
 
 			for (size_t j = 0; j < b->n_columns; j++) {
@@ -204,10 +185,67 @@ int main(int argc, char **argv)
 	}
 	rc = 0;
 out:
-	if (rc != 0)
-		fprintf(stderr, "parquet_dump: %s\n", err.msg);
 	st_parquet_reader_free(r);
-	st_name_mapping_free(mapping);
 	st_io_release(io);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct st_parquet_reader_opts o = {0};
+	struct st_name_mapping *mapping = NULL;
+	struct fl_err err = {0};
+	bool check = false;
+	int a = 1, rc = 1;
+
+	while (a < argc && strncmp(argv[a], "--", 2) == 0) {
+		if (strcmp(argv[a], "--check") == 0) {
+			check = true;
+			a++;
+			continue;
+		}
+		if (a + 1 >= argc)
+			break;
+		if (strcmp(argv[a], "--batch") == 0) {
+			o.batch_rows = strtoul(argv[a + 1], NULL, 10);
+		} else if (strcmp(argv[a], "--mapping") == 0) {
+			size_t n;
+			char *text = slurp(argv[a + 1], &n);
+
+			if (st_name_mapping_parse(text, n, &mapping, &err) != 0) {
+				fprintf(stderr, "parquet_dump: %s\n", err.msg);
+				return 1;
+			}
+			free(text);
+			o.name_mapping = mapping;
+		} else {
+			break;
+		}
+		a += 2;
+	}
+	if (check ? a >= argc : a + 1 != argc) {
+		fprintf(stderr,
+		        "usage: parquet_dump [--batch N] [--mapping FILE] FILE.parquet\n"
+		        "       parquet_dump --check [--batch N] [--mapping FILE] FILE...\n");
+		return 2;
+	}
+	if (!check) {
+		rc = dump(argv[a], &o, false, &err) == 0 ? 0 : 1;
+		if (rc != 0)
+			fprintf(stderr, "parquet_dump: %s\n", err.msg);
+	} else {
+		for (rc = 0; a < argc; a++) {
+			json_t *res = json_pack("{s:s}", "file", argv[a]);
+			char *line;
+
+			if (dump(argv[a], &o, true, &err) != 0)
+				json_object_set_new(res, "error", json_string(err.msg));
+			line = json_dumps(res, JSON_COMPACT);
+			puts(line);
+			free(line);
+			json_decref(res);
+		}
+	}
+	st_name_mapping_free(mapping);
 	return rc;
 }
