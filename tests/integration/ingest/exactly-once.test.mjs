@@ -46,6 +46,23 @@ function writeCsv(name, from, n) {
   return file;
 }
 
+// Rows for a run of about 1.5 s on this build, between 60,000 and 300,000 (a multiple of
+// 300), and how long a run of them takes here, to aim the kills inside it.  The main build
+// gets 300,000; a sanitizer build, several times slower, fewer rows for a run as long.
+// make(rows) writes a probe input (a path of its own: another batch); run(file) ingests it
+// into a new table.
+async function sizedRun(make, run) {
+  const timed = async (n) => {
+    const t0 = Date.now();
+    const r = await run(make(n));
+    assert.equal(r.code, 0, show(r));
+    return Math.max(20, Date.now() - t0);
+  };
+  const small = await timed(60000);
+  const rows = Math.min(300000, Math.max(60000, Math.round((60000 * 1500) / small / 300) * 300));
+  return { rows, span: rows === 60000 ? small : await timed(rows) };
+}
+
 async function newTable(tag) {
   tableNo += 1;
   const name = `${tag}_${tableNo}`;
@@ -122,14 +139,9 @@ for (const mode of ['in-process', 'rest']) {
   });
 
   test(`${mode}: SIGKILL at a random moment mid-write, then rerun: one snapshot, rows once`, async () => {
-    const N = 300000;
-    // how long a whole run takes here, to aim the kills inside it (a copy of
-    // the input: another path is another batch)
-    const probeName = await newTable('probe');
-    const t0 = Date.now();
-    const probe = await ingest(ctx, probeName, [writeCsv(`probe-${mode}.csv`, 0, N)], { rest });
-    const span = Math.max(20, Date.now() - t0);
-    assert.equal(probe.code, 0, show(probe));
+    const { rows: N, span } = await sizedRun(
+      (n) => writeCsv(`probe-${mode}.csv`, 0, n),
+      async (file) => ingest(ctx, await newTable('probe'), [file], { rest }));
     for (let k = 0; k < 3; k++) {
       const name = await newTable('kill');
       // one input per table (the same input into another table is BUG_KEY_PER_TABLE over REST)
@@ -144,7 +156,7 @@ for (const mode of ['in-process', 'rest']) {
       });
       clearTimeout(timer);
       const rerun = await ingest(ctx, name, [file], { rest });
-      const why = `seed ${seed}, kill after ${delay} of ~${span} ms (killed run: ${killed.signal ?? killed.out?.status})\n${show(rerun)}`;
+      const why = `seed ${seed}, ${N} rows, kill after ${delay} of ~${span} ms (killed run: ${killed.signal ?? killed.out?.status})\n${show(rerun)}`;
       assert.equal(rerun.code, 0, why);
       if (killed.signal === 'SIGKILL') assert.ok(['committed', 'already-committed'].includes(rerun.out.status), why);
       else assert.equal(rerun.out.status, 'already-committed', why);
@@ -262,21 +274,18 @@ test('in-process: the same file into two different tables commits to both', asyn
 // rerun after a crash mid-write appends every rejected record again.
 
 test('dead-letter: SIGKILL mid-write, then rerun: each rejected record is set aside once', async () => {
-  const N = 300000;
-  const make = (tag) => {
+  const make = (tag, n) => {
     const parts = ['id,s\n'];
-    for (let i = 0; i < N; i++) parts.push(i % 3 === 0 ? `bad${i},x\n` : `${i},y\n`);
+    for (let i = 0; i < n; i++) parts.push(i % 3 === 0 ? `bad${i},x\n` : `${i},y\n`);
     const f = path.join(dir, `dl-${tag}.csv`);
     fs.writeFileSync(f, parts.join(''));
     return f;
   };
-  const probeName = await newTable('dlprobe');
-  const t0 = Date.now();
-  const probe = await ingest(ctx, probeName, [make('probe')], { args: ['--on-error', 'dead-letter'] });
-  const span = Date.now() - t0;
-  assert.equal(probe.code, 0, show(probe));
+  const { rows: N, span } = await sizedRun(
+    (n) => make('probe', n),
+    async (file) => ingest(ctx, await newTable('dlprobe'), [file], { args: ['--on-error', 'dead-letter'] }));
   const name = await newTable('dlkill');
-  const file = make('kill');
+  const file = make('kill', N);
   const delay = Math.floor(span * (0.3 + 0.3 * rand()));
   let timer;
   const killed = await ingest(ctx, name, [file], {
@@ -285,7 +294,7 @@ test('dead-letter: SIGKILL mid-write, then rerun: each rejected record is set as
   });
   clearTimeout(timer);
   const rerun = await ingest(ctx, name, [file], { args: ['--on-error', 'dead-letter'] });
-  const why = `seed ${seed}, kill after ${delay} of ~${span} ms (killed run: ${killed.signal ?? killed.out?.status})\n${show(rerun)}`;
+  const why = `seed ${seed}, ${N} rows, kill after ${delay} of ~${span} ms (killed run: ${killed.signal ?? killed.out?.status})\n${show(rerun)}`;
   assert.equal(rerun.code, 0, why);
   const s = await state(name);
   assert.equal(s.snapshots.length, 1, why);
