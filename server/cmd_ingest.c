@@ -117,9 +117,11 @@ struct job {
 	char batch_id[65];
 	struct st_batch_result out; /* what the batch did */
 	int64_t t0;
-	/* The progress line on a terminal: when the data pass began, when the
-	 * line was last drawn (0 = never) and how wide it was. */
+	/* The progress line on a terminal: how long into the run it first shows,
+	 * when the data pass began, when the line was last drawn (0 = never) and
+	 * how wide it was. */
 	bool progress;
+	int64_t progress_after;
 	int64_t data_t0;
 	int64_t drawn_at;
 	int drawn_width;
@@ -177,8 +179,8 @@ static void progress_draw(struct job *j, const struct st_ingest_progress *p, boo
 	int w;
 
 	/* Quick runs show nothing; long ones at most twice a second. */
-	if (!force &&
-	    (now - j->t0 < 1000000000 || (j->drawn_at != 0 && now - j->drawn_at < 500000000)))
+	if (!force && (now - j->t0 < j->progress_after ||
+	               (j->drawn_at != 0 && now - j->drawn_at < 500000000)))
 		return;
 	if (force && j->drawn_at == 0)
 		return;
@@ -433,6 +435,8 @@ int srv_cmd_ingest(int argc, char **argv)
 	char **ia = calloc((size_t)argc + 2, sizeof(char *)),
 	     **sa = calloc((size_t)argc + 2, sizeof(char *));
 	int ni, ns, ai = 1, code = EXIT_FAIL, rest = 0;
+	const char *after;
+	unsigned long after_ms;
 
 	j.t0 = fl_mono_ns();
 	if (ia == NULL || sa == NULL) {
@@ -458,6 +462,11 @@ int srv_cmd_ingest(int argc, char **argv)
 	}
 	fl_log_set_level((enum fl_log_level)fl_log_level_parse(j.sc.log_level));
 	j.progress = !j.ic.quiet && isatty(STDERR_FILENO);
+	/* A second, or (a test hook, so that a small input shows the line) the
+	 * milliseconds in FLOE_TEST_PROGRESS_AFTER_MS. */
+	after = getenv("FLOE_TEST_PROGRESS_AFTER_MS");
+	after_ms = after != NULL ? strtoul(after, NULL, 10) : 1000;
+	j.progress_after = (int64_t)(after_ms < 60000 ? after_ms : 60000) * 1000000;
 	if (identity_start(&j, &err) != 0) {
 		code = EXIT_BAD_INPUT;
 		goto report;

@@ -1,13 +1,14 @@
 // `floe ingest` output for people: the JSON line's `seconds` has millisecond
-// precision (not 0.021937677999999999); a long run on a terminal draws a
-// progress line on standard error (bytes read of total, rows, rows/s,
-// elapsed) and ends it before the JSON line; standard error that is not a
-// terminal, or --quiet, gets no progress at all.
+// precision (not 0.021937677999999999); a run on a terminal that lasts over a
+// second draws a progress line on standard error (bytes read of total, rows,
+// rows/s, elapsed) and ends it before the JSON line; standard error that is
+// not a terminal, or --quiet, gets no progress at all.
 //
-// "Long" is more than a second: the input is grown until one run takes over
-// two seconds on this machine (a faster machine gets a bigger file), so the
-// silence checks run where a terminal would have shown progress.  The terminal
-// runs go through util-linux `script`, which gives floe a pseudo-terminal.
+// The second is FLOE_TEST_PROGRESS_AFTER_MS (a test hook) in the runs that
+// must draw, or would draw but for a pipe or --quiet: 0, so that 50,000 rows
+// stand for a long run on any build.  A quick run on a terminal, without the
+// hook, shows that the second is there.  The terminal runs go through
+// util-linux `script`, which gives floe a pseudo-terminal.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -47,11 +48,12 @@ function csvFile(rows, salt) {
 
 // `floe ingest` on a pseudo-terminal: resolves {code, text} (stdout and stderr
 // together, as the terminal shows them).
-function ingestOnTerminal(file, extra = []) {
+function ingestOnTerminal(file, extra = [], extraEnv = {}) {
   const argv = [floeBin, 'ingest', '--table', 'ns.events', '--database-url', ctx.dbUrl, '--log-level', 'error', ...extra, file];
   const quoted = argv.map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
   const env = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('FLOE_')) env[k] = v;
+  Object.assign(env, extraEnv);
   const proc = spawn('script', ['-qec', quoted, '/dev/null'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let text = '';
   proc.stdout.on('data', (d) => { text += d; });
@@ -76,59 +78,43 @@ test('the JSON line prints seconds with millisecond precision', async () => {
   assert.equal(r.stderr, '', 'a quick run prints nothing on standard error');
 });
 
-let longRows = 0; // rows that take over two seconds here, found by the silence test
+const AT_ONCE = { FLOE_TEST_PROGRESS_AFTER_MS: '0' };
+const ROWS = 50000;
 
-test('a long run prints no progress when standard error is not a terminal', async () => {
-  let rows = 400000;
-  for (let round = 1; ; round++) {
-    const file = csvFile(rows, `pipe${round}`);
-    const r = await ingest(ctx, 'events', [file]);
-    fs.rmSync(file);
-    assert.equal(r.code, 0, show(r));
-    assert.equal(r.out['rows-committed'], rows, show(r));
-    assert.equal(r.stderr, '', `no progress on a pipe (${r.out.seconds} s run)`);
-    assert.doesNotMatch(r.stdout, /floe ingest: read/);
-    if (r.out.seconds >= 2) {
-      longRows = rows;
-      return;
-    }
-    assert.ok(round < 4, `ingest of ${rows} rows still took only ${r.out.seconds} s`);
-    rows = Math.ceil(rows * Math.min(8, 2.5 / Math.max(r.out.seconds, 0.3)));
-  }
+test('a run prints no progress when standard error is not a terminal, even when due at once', async () => {
+  const r = await ingest(ctx, 'events', [csvFile(ROWS, 'pipe')], { env: AT_ONCE });
+  assert.equal(r.code, 0, show(r));
+  assert.equal(r.out['rows-committed'], ROWS, show(r));
+  assert.equal(r.stderr, '', 'no progress on a pipe');
+  assert.doesNotMatch(r.stdout, /floe ingest: read/);
+});
+
+test('a quick run on a terminal shows no progress', { skip: !hasScript && 'no util-linux script' }, async () => {
+  const r = await ingestOnTerminal(csvFile(3, 'tty-quick'));
+  assert.equal(r.code, 0, `${r.cmd}\n${r.text}`);
+  const json = JSON.parse(r.text.trim());
+  assert.ok(json.seconds < 1, `the run was quick (${json.seconds} s)`);
+  assert.doesNotMatch(r.text, /floe ingest: read/);
 });
 
 test('a long run on a terminal shows progress on standard error, and --quiet does not', { skip: !hasScript && 'no util-linux script' }, async () => {
-  assert.ok(longRows > 0, 'the previous test found a long enough input');
-  // Progress shows after one second; on a shared machine the same input can run twice as
-  // fast as it did a moment ago, so a run that came out shorter is repeated on more rows.
-  let r;
-  for (let round = 0; ; round++, longRows *= 2) {
-    const file = csvFile(longRows, `tty${round}`);
-    r = await ingestOnTerminal(file);
-    fs.rmSync(file);
-    assert.equal(r.code, 0, `${r.cmd}\n${r.text}`);
-    const json = r.text.split(/\r?\n/).find((l) => l.startsWith('{'));
-    if (PROGRESS.test(r.text) || !json || JSON.parse(json).seconds >= 1.5) break;
-    assert.ok(round < 3, `the terminal run was long too (${longRows} rows)`);
-  }
+  const r = await ingestOnTerminal(csvFile(ROWS, 'tty'), [], AT_ONCE);
+  assert.equal(r.code, 0, `${r.cmd}\n${r.text}`);
   assert.match(r.text, PROGRESS, `a progress line: ${JSON.stringify(r.text.slice(0, 600))}`);
   const lines = r.text.split(/\r?\n/);
   const last = lines.filter((l) => l.includes('floe ingest: read')).at(-1);
   const draws = last.split('\r').filter(Boolean);
-  assert.match(draws.at(-1), new RegExp(`\\(100%\\), ${longRows} rows, `), `the last draw is the final count: ${last}`);
+  assert.ok(draws.length >= 2, `drawn while it ran and at its end: ${JSON.stringify(last)}`);
+  assert.doesNotMatch(draws[0], /\(100%\)/, `the first draw is while the run reads: ${draws[0]}`);
+  assert.match(draws.at(-1), new RegExp(`\\(100%\\), ${ROWS} rows, `), `the last draw is the final count: ${last}`);
   const json = lines.find((l) => l.startsWith('{'));
   assert.ok(json, `the JSON line is on a line of its own: ${JSON.stringify(r.text.slice(-600))}`);
-  assert.equal(JSON.parse(json)['rows-committed'], longRows);
+  assert.equal(JSON.parse(json)['rows-committed'], ROWS);
 
-  // The quiet run must last past the one second after which progress would show; the
-  // machine's speed varies, so a run that came out shorter is repeated on more rows.
-  for (let round = 0, rows = longRows; ; round++, rows *= 2) {
-    const quiet = await ingestOnTerminal(csvFile(rows, `quiet${round}`), ['--quiet']);
-    assert.equal(quiet.code, 0, `${quiet.cmd}\n${quiet.text}`);
-    assert.doesNotMatch(quiet.text, /floe ingest: read/, '--quiet draws no progress');
-    if (JSON.parse(quiet.text.trim().split(/\r?\n/).at(-1)).seconds >= 1) break;
-    assert.ok(round < 3, `the quiet run was long too (${rows} rows)`);
-  }
+  const quiet = await ingestOnTerminal(csvFile(ROWS, 'quiet'), ['--quiet'], AT_ONCE);
+  assert.equal(quiet.code, 0, `${quiet.cmd}\n${quiet.text}`);
+  assert.doesNotMatch(quiet.text, /floe ingest: read/, '--quiet draws no progress');
+  assert.equal(JSON.parse(quiet.text.trim())['rows-committed'], ROWS);
 });
 
 test('--quiet is in floe ingest --help', () => {
