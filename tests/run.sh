@@ -10,7 +10,7 @@
 #   build-asan), TESTS_TSAN_BUILD_DIR (default build-tsan), TESTS_RELEASE_BUILD_DIR
 #   (default build-release), FLOE_SHARED_DIR,
 #   INTEGRATION_TIMEOUT (seconds per integration pass, default 1200),
-#   INTEGRATION_CONCURRENCY (test files run at once, default 3; each file has its own
+#   INTEGRATION_CONCURRENCY (test files run at once, default 2; each file has its own
 #   database, daemons on port 0 and temporary directories).
 #
 # Steps, each with a Meson build directory of its own (never build/, which belongs to
@@ -311,7 +311,7 @@ integration_files_except()
 # node's --test-concurrency (node 20.10+; older ones run one file at a time).
 concurrency_args()
 {
-	local n=${INTEGRATION_CONCURRENCY:-3}
+	local n=${INTEGRATION_CONCURRENCY:-2}
 	if node --test-concurrency="$n" -e '' >/dev/null 2>&1; then
 		echo "--test-concurrency=$n"
 	fi
