@@ -34,13 +34,35 @@ int srv_warehouse(struct srv_req *r, struct cat_warehouse *wh, struct fl_err *er
 	/* A recent lookup will do (whcache.h says why that is safe), inside an
 	 * idempotency transaction too: the warehouse row is not part of what
 	 * the transaction changes, and a lookup through it would cost every
-	 * keyed mutation one more round trip. */
+	 * keyed mutation one more round trip: such a mutation looked it up
+	 * before its transaction began (srv_warehouse_prefetch). */
+	if (r->wh_pre != NULL && strcmp(r->wh_pre->name, name) == 0) {
+		*wh = *r->wh_pre;
+		return 0;
+	}
 	if (srv_whcache_get(r->ctx->whcache, name, wh))
 		return 0;
 	if (cat_warehouse_get(r->ctx->db, r->tx, name, wh, err) != 0)
 		return -1;
 	srv_whcache_put(r->ctx->whcache, wh);
 	return 0;
+}
+
+void srv_warehouse_prefetch(struct srv_req *r)
+{
+	struct cat_warehouse *wh;
+	struct fl_err err = {0};
+	const char *name;
+
+	if (strncmp(r->route->path, "/v1/", 4) != 0 || srv_warehouse_name(r, &name, &err) != 0 ||
+	    (wh = fl_arena_alloc(r->arena, sizeof(*wh))) == NULL)
+		return;
+	if (!srv_whcache_get(r->ctx->whcache, name, wh)) {
+		if (cat_warehouse_get(r->ctx->db, NULL, name, wh, &err) != 0)
+			return;
+		srv_whcache_put(r->ctx->whcache, wh);
+	}
+	r->wh_pre = wh;
 }
 
 static void io_release(void *p)

@@ -91,6 +91,13 @@ int srv_warehouse_name(struct srv_req *r, const char **name, struct fl_err *err)
 /* Shared by handlers: resolves r->prefix (or the default warehouse). */
 int srv_warehouse(struct srv_req *r, struct cat_warehouse *wh, struct fl_err *err) FL_MUST_CHECK;
 
+/* Before a catalog mutation's idempotency transaction begins: looks its
+ * warehouse up (from the cache, or read and cached) and keeps it for the
+ * request (r->wh_pre), so that srv_warehouse never reads it inside the
+ * transaction.  A lookup that fails keeps nothing: the handler meets and
+ * reports the error itself. */
+void srv_warehouse_prefetch(struct srv_req *r);
+
 /* Sets wh->io (from srv_warehouse) to the warehouse's storage handle, held
  * until the request ends. */
 int srv_warehouse_io(struct srv_req *r, struct cat_warehouse *wh, struct fl_err *err) FL_MUST_CHECK;

@@ -257,6 +257,11 @@ static void run_idempotent(struct srv_req *r, const char *key)
 		goto fail;
 	}
 	EVP_MD_CTX_free(md);
+	/* Its warehouse expired from the cache (every few seconds) would be
+	 * read inside the transaction, one round trip more with the claim
+	 * held: it is read now, on a connection given back before the
+	 * transaction takes one. */
+	srv_warehouse_prefetch(r);
 	if (cat_tx_begin(r->ctx->db, &tx, &err) != 0 ||
 	    cat_idem_claim_defer(tx, key, r->method, r->route->path, fp,
 	                         r->ctx->cfg->idempotency_lifetime, &err) != 0)

@@ -112,6 +112,8 @@ struct srv_req {
 	int nsegs;
 	const struct srv_route *route;
 	struct cat_tx *tx; /* the idempotency transaction, or NULL */
+	/* The warehouse looked up before tx began (srv_warehouse_prefetch), or NULL. */
+	const struct cat_warehouse *wh_pre;
 	struct srv_principal *principal; /* the caller; NULL with auth none or on public routes */
 	/* Path parameters captured by the router (decoded; NULL when absent). */
 	const char *prefix;
