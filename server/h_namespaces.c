@@ -25,6 +25,19 @@ int srv_warehouse_name(struct srv_req *r, const char **name, struct fl_err *err)
 	return 0;
 }
 
+/* Warehouse name from the lookup cache, or read (through tx when not NULL)
+ * and cached. */
+static int lookup(struct srv_req *r, const char *name, struct cat_tx *tx, struct cat_warehouse *wh,
+                  struct fl_err *err)
+{
+	if (srv_whcache_get(r->ctx->whcache, name, wh))
+		return 0;
+	if (cat_warehouse_get(r->ctx->db, tx, name, wh, err) != 0)
+		return -1;
+	srv_whcache_put(r->ctx->whcache, wh);
+	return 0;
+}
+
 int srv_warehouse(struct srv_req *r, struct cat_warehouse *wh, struct fl_err *err)
 {
 	const char *name;
@@ -40,12 +53,7 @@ int srv_warehouse(struct srv_req *r, struct cat_warehouse *wh, struct fl_err *er
 		*wh = *r->wh_pre;
 		return 0;
 	}
-	if (srv_whcache_get(r->ctx->whcache, name, wh))
-		return 0;
-	if (cat_warehouse_get(r->ctx->db, r->tx, name, wh, err) != 0)
-		return -1;
-	srv_whcache_put(r->ctx->whcache, wh);
-	return 0;
+	return lookup(r, name, r->tx, wh, err);
 }
 
 void srv_warehouse_prefetch(struct srv_req *r)
@@ -54,15 +62,10 @@ void srv_warehouse_prefetch(struct srv_req *r)
 	struct fl_err err = {0};
 	const char *name;
 
-	if (strncmp(r->route->path, "/v1/", 4) != 0 || srv_warehouse_name(r, &name, &err) != 0 ||
-	    (wh = fl_arena_alloc(r->arena, sizeof(*wh))) == NULL)
-		return;
-	if (!srv_whcache_get(r->ctx->whcache, name, wh)) {
-		if (cat_warehouse_get(r->ctx->db, NULL, name, wh, &err) != 0)
-			return;
-		srv_whcache_put(r->ctx->whcache, wh);
-	}
-	r->wh_pre = wh;
+	if (strncmp(r->route->path, "/v1/", 4) == 0 && srv_warehouse_name(r, &name, &err) == 0 &&
+	    (wh = fl_arena_alloc(r->arena, sizeof(*wh))) != NULL &&
+	    lookup(r, name, NULL, wh, &err) == 0)
+		r->wh_pre = wh;
 }
 
 static void io_release(void *p)

@@ -452,13 +452,9 @@ async function twoRoundTrips(name, { contended = false, warm = 3, cat = c, idle 
 
 test('a keyed commit on a version the daemon holds sends its claim with its move, ahead of the file: two round trips', { skip: !haveStrace && 'strace is not installed' }, () => twoRoundTrips('trt'));
 
-test('the same on a contended table, whose version the daemon keeps parsed: two round trips', {
-  skip: !haveStrace && 'strace is not installed',
-}, () => twoRoundTrips('trtc', { contended: true }));
+test('the same on a contended table, whose version the daemon keeps parsed: two round trips', { skip: !haveStrace && 'strace is not installed' }, () => twoRoundTrips('trtc', { contended: true }));
 
-test('the same when the warehouse lookup the daemon cached expired before the commit: it is made before the claim', {
-  skip: !haveStrace && 'strace is not installed',
-}, () => twoRoundTrips('trtw', { idle: 5200 }));
+test('the same when the warehouse lookup the daemon cached expired before the commit: it is made before the claim', { skip: !haveStrace && 'strace is not installed' }, () => twoRoundTrips('trtw', { idle: 5200 }));
 
 test('the first keyed commit of a new daemon takes the same two round trips: its statements are prepared behind them', { skip: !haveStrace && 'strace is not installed' }, async () => {
   const fresh = await startCatalog('tbl_idem_fresh');

@@ -112,30 +112,14 @@ static char *slurp(const char *path, size_t *n)
 	return p;
 }
 
-/* Reads one file through the storage layer (file://) in ranges, as compaction
- * does; prints it unless check.  0, or -1 with err set. */
-static int dump(const char *path, const struct st_parquet_reader_opts *o, bool check,
-                struct fl_err *err)
+/* The leaves it cannot read (on stderr), then line 1: the projected columns
+ * and the row count. */
+static void print_head(struct st_parquet_reader *r)
 {
-	struct st_parquet_source src;
-	struct st_parquet_reader *r = NULL;
-	const struct st_parquet_batch *b;
-	struct st_profile prof = {.type = ST_STORAGE_FILE, .location = "file:///"};
-	struct st_parquet_io_ctx ioc;
-	struct st_io *io = NULL;
-	char uri[PATH_MAX + 8], abs[PATH_MAX];
 	json_t *head, *cols;
 	char *line;
-	int rc = -1;
 
-	if (realpath(path, abs) == NULL)
-		return fl_err_set(err, FL_ERR_NOT_FOUND, "cannot open %s", path);
-	snprintf(uri, sizeof(uri), "file://%s", abs);
-	if (st_io_open(&prof, &io, err) != 0 || st_parquet_source_io(&src, &ioc, io, uri, err) != 0)
-		goto out;
-	if (st_parquet_reader_open(&src, o, &r, err) != 0)
-		goto out;
-	for (size_t i = 0; i < st_parquet_reader_n_leaves(r) && !check; i++) {
+	for (size_t i = 0; i < st_parquet_reader_n_leaves(r); i++) {
 		const struct st_parquet_leaf *l = st_parquet_reader_leaf(r, i);
 
 		if (!l->readable)
@@ -159,10 +143,35 @@ static int dump(const char *path, const struct st_parquet_reader_opts *o, bool c
 	json_object_set_new(head, "columns", cols);
 	json_object_set_new(head, "rows", json_integer(st_parquet_reader_num_rows(r)));
 	line = json_dumps(head, JSON_COMPACT);
-	if (!check)
-		puts(line);
+	puts(line);
 	free(line);
 	json_decref(head);
+}
+
+/* Reads one file through the storage layer (file://) in ranges, as compaction
+ * does; prints it unless check.  0, or -1 with err set. */
+static int dump(const char *path, const struct st_parquet_reader_opts *o, bool check,
+                struct fl_err *err)
+{
+	struct st_parquet_source src;
+	struct st_parquet_reader *r = NULL;
+	const struct st_parquet_batch *b;
+	struct st_profile prof = {.type = ST_STORAGE_FILE, .location = "file:///"};
+	struct st_parquet_io_ctx ioc;
+	struct st_io *io = NULL;
+	char uri[PATH_MAX + 8], abs[PATH_MAX];
+	char *line;
+	int rc = -1;
+
+	if (realpath(path, abs) == NULL)
+		return fl_err_set(err, FL_ERR_NOT_FOUND, "cannot open %s", path);
+	snprintf(uri, sizeof(uri), "file://%s", abs);
+	if (st_io_open(&prof, &io, err) != 0 || st_parquet_source_io(&src, &ioc, io, uri, err) != 0)
+		goto out;
+	if (st_parquet_reader_open(&src, o, &r, err) != 0)
+		goto out;
+	if (!check)
+		print_head(r);
 	for (;;) {
 		if (st_parquet_reader_next(r, &b, err) != 0)
 			goto out;
