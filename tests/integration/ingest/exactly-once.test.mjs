@@ -19,7 +19,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { psql } from '../lib/harness.mjs';
+import { psql, psqlBin } from '../lib/harness.mjs';
 import {
   startCatalog, createTable, loadTable, ingest, show, snapshotFiles, currentSnapshot, localPath, parquetOnDisk, duck,
   sqlStr, tmpDir, seededRandom,
@@ -218,7 +218,7 @@ for (const same of [false, true]) {
     const name = await newTable(same ? 'queued_same' : 'queued');
     const f1 = writeCsv(`queued-a-${same}.csv`, 0, 500);
     const f2 = same ? f1 : writeCsv('queued-b.csv', 500, 700);
-    const holder = spawn('psql', [ctx.dbUrl, '-X', '-q', '-v', 'ON_ERROR_STOP=1'], { stdio: ['pipe', 'ignore', 'pipe'] });
+    const holder = spawn(psqlBin(), [ctx.dbUrl, '-X', '-q', '-v', 'ON_ERROR_STOP=1'], { stdio: ['pipe', 'ignore', 'pipe'] });
     const held = new Promise((resolve) => holder.on('close', resolve));
     holder.stdin.write(`BEGIN; SELECT 1 FROM table_entry WHERE name = ${sqlStr(name)} FOR UPDATE;\n`);
     const sessions = (cond) => Number(psql(ctx.dbUrl, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND ${cond}`));

@@ -117,13 +117,25 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
   process.once(sig, () => process.exit(130));
 }
 
+let binDir = null;
 export function pgBinDir() {
-  if (process.env.FLOE_PG_BIN_DIR) return process.env.FLOE_PG_BIN_DIR;
-  try {
-    return execFileSync('pg_config', ['--bindir']).toString().trim();
-  } catch {
-    return '/usr/lib/postgresql/15/bin';
+  if (binDir) return binDir;
+  if (process.env.FLOE_PG_BIN_DIR) binDir = process.env.FLOE_PG_BIN_DIR;
+  else {
+    try {
+      binDir = execFileSync('pg_config', ['--bindir']).toString().trim();
+    } catch {
+      binDir = '/usr/lib/postgresql/15/bin';
+    }
   }
+  return binDir;
+}
+
+// psql itself, not Debian's /usr/bin/psql: that is pg_wrapper, a Perl script that costs
+// ~30 ms of CPU before psql starts, and the suite runs psql some 450 times a pass.
+export function psqlBin() {
+  const own = path.join(pgBinDir(), 'psql');
+  return fs.existsSync(own) ? own : 'psql';
 }
 
 export async function freePort() {
@@ -236,7 +248,7 @@ export function withDatabase(url, db) {
 }
 
 export function psql(url, sql) {
-  const r = spawnSync('psql', [url, '-v', 'ON_ERROR_STOP=1', '-X', '-q', '-A', '-t', '-c', sql], {
+  const r = spawnSync(psqlBin(), [url, '-v', 'ON_ERROR_STOP=1', '-X', '-q', '-A', '-t', '-c', sql], {
     encoding: 'utf8',
   });
   if (r.status !== 0) throw new Error(`psql failed (${sql}): ${r.stderr}`);
@@ -251,7 +263,7 @@ export async function freshDatabase(tag = 'db') {
   psql(url, `CREATE DATABASE ${name}`);
   const handle = {
     killSync() {
-      spawnSync('psql', [url, '-X', '-q', '-c', `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`]);
+      spawnSync(psqlBin(), [url, '-X', '-q', '-c', `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`]);
     },
   };
   live.add(handle);
@@ -260,7 +272,7 @@ export async function freshDatabase(tag = 'db') {
 
 // A floe child sees none of this process's FLOE_* settings, except those
 // given as FLOE_TEST_CHILD_<NAME>, which it gets as FLOE_<NAME> (a whole
-// suite run under one setting: tests/run.sh's sanitizer pass runs every file
+// suite run under one setting: tests/run.sh's ThreadSanitizer pass runs its files
 // with FLOE_TEST_CHILD_METADATA_INLINE_MAX_BYTES=0); a test's own env wins.
 function childEnv(extra) {
   const env = {};

@@ -8,7 +8,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { request, startFloe, psql } from '../lib/harness.mjs';
+import { request, startFloe, psql, psqlBin } from '../lib/harness.mjs';
 import { parse, sum } from '../lib/prom.mjs';
 import { startCatalog, call, tablePath, createBody } from './lib.mjs';
 
@@ -48,7 +48,7 @@ async function waitUntil(what, fn, ms = 20000) {
 
 // A psql session holding table_entry in ACCESS EXCLUSIVE mode: every read of a table waits.
 async function lockTables(url) {
-  const holder = spawn('psql', [url, '-X', '-q', '-v', 'ON_ERROR_STOP=1'], { stdio: ['pipe', 'ignore', 'pipe'] });
+  const holder = spawn(psqlBin(), [url, '-X', '-q', '-v', 'ON_ERROR_STOP=1'], { stdio: ['pipe', 'ignore', 'pipe'] });
   const closed = new Promise((resolve) => holder.on('close', resolve));
   holder.stdin.write('BEGIN; LOCK TABLE table_entry IN ACCESS EXCLUSIVE MODE;\n');
   await waitUntil('the psql session holds the lock', () => sessions(url, "state = 'idle in transaction'") === 1);

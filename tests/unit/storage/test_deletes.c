@@ -649,7 +649,7 @@ static void write_eq_file(struct st_buf *out, bool with_name)
 	assert_int_equal(st_parquet_writer_open(&o, &w, &err), 0);
 	for (int i = 0; i < 5000; i++) {
 		struct st_value row[2] = {0};
-		char name[16];
+		char name[24];
 
 		snprintf(name, sizeof(name), "n%d", i);
 		row[0].v.i = i * 2;
@@ -670,7 +670,7 @@ static void test_eq_file(void **state)
 	struct st_eqset *s;
 	struct st_value v[2];
 	struct fl_err err = {0};
-	char name[16];
+	char name[24];
 
 	(void)state;
 	write_eq_file(&f, true);

@@ -305,7 +305,7 @@ static int write_path(const struct st_alloc *a, enum st_avro_codec codec, struct
 		goto out;
 	for (int r = 0; r < 50; r++) {
 		struct st_value row[3] = {{0}};
-		char s[24];
+		char s[40];
 
 		row[0].v.i = r;
 		row[1].v.d = r / 3.0;
