@@ -17,7 +17,7 @@
 #                 when missing)
 #   --root DIR    the chroot to create (default /var/tmp/floe-chroot; replaced)
 #   --keep        leave the chroot in place afterwards (mounts are always removed)
-#   --quick       add --quick to the test command (skips its sanitizer pass)
+#   --quick       add --quick to the test command (one pass, without sanitizers)
 #   --skip-tests  only the run command
 set -euo pipefail
 

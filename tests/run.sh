@@ -2,8 +2,8 @@
 # Floe's whole test suite, the README's test command and what CI runs.
 #
 # Usage: tests/run.sh [--quick] [--no-deps] [--build-only]
-#   --quick       skip the sanitizer passes (AddressSanitizer + UndefinedBehaviorSanitizer,
-#                 and ThreadSanitizer)
+#   --quick       no sanitizers: the unit tests and every integration file on build-test/
+#                 (no AddressSanitizer + UndefinedBehaviorSanitizer, no ThreadSanitizer)
 #   --no-deps     do not check or install Debian packages
 #   --build-only  only the build steps (each pass's build and the release build), no tests
 # Environment: TESTS_BUILD_DIR (default build-test), TESTS_ASAN_BUILD_DIR (default
@@ -17,25 +17,31 @@
 # deploy/quickstart.sh and the developer), configured with every option it depends on, so
 # whatever state a directory is in (absent, half-built, configured by an older version
 # or by hand) the result is the same:
-#   1. build-test/     (debug, -Dwerror=true): cmocka unit tests (`meson test`), then the
-#                      integration suite (`node --test` in tests/integration) against the
-#                      real daemon
-#   2. build-release/  (release, -O3, -Dwerror=true): compile only, so that a warning only
+#   1. build-asan/     (debug, -Dwerror=true, -Db_sanitize=address,undefined): cmocka unit
+#                      tests (`meson test`), then the whole integration suite (`node --test`
+#                      in tests/integration) against the real daemon, every file
+#   2. build-test/     (debug, -Dwerror=true): the unit tests again, without sanitizers
+#   3. build-release/  (release, -O3, -Dwerror=true): compile only, so that a warning only
 #                      the optimiser finds fails here rather than in a newcomer's quickstart
-#   3. build-asan/     (debug, -Dwerror=true, -Db_sanitize=address,undefined): every unit
-#                      test again, and the integration files that reach C code of their own
-#                      (all but ASAN_SKIP below; not with --quick)
 #   4. build-tsan/     (debug, -Dwerror=true, -Db_sanitize=thread): the unit tests (all but
-#                      TSAN_UNIT_SKIP below, slow ones that start no thread) and the same
-#                      integration files again under ThreadSanitizer, which fails on the
-#                      first data race (suppressions: tests/tsan.supp; not with --quick)
+#                      TSAN_UNIT_SKIP below, slow ones that start no thread) and the
+#                      integration files again (all but TSAN_SKIP below) under
+#                      ThreadSanitizer, which fails on the first data race (suppressions:
+#                      tests/tsan.supp), with no table document kept in PostgreSQL
 #   5. tests/quickstart-build.sh: in a copy of the checkout, build/ configured as the
 #                      quickstart does, then this script's build steps (one pass or one
 #                      failure; not with --build-only)
-# Steps 2, the builds of 3 and 4, and 5 are compiles: unless --build-only, they run in the
+# With --quick, step 1 is build-test/ without sanitizers (its unit tests and every
+# integration file), and there are no steps 2 and 4.
+# Every build but the first, and step 5, are compiles: unless --build-only, they run in the
 # background at nice 19 while the tests of step 1 run (the tests mostly wait on daemons,
 # PostgreSQL and sleeps, so the compiler gets the idle CPU and the tests keep theirs); their
 # logs are printed when they are done. Integration files run INTEGRATION_CONCURRENCY at a time.
+#
+# Why the integration suite runs on the sanitizer build and not on a plain one as well: the
+# same assertions run, and AddressSanitizer + UndefinedBehaviorSanitizer only add checks.
+# A third pass on build-test/ repeated the work of the tests themselves (node, DuckDB,
+# PostgreSQL, moto: ~85 % of a pass's CPU, `accton`), about six minutes of the run.
 # Both test passes share one throwaway PostgreSQL cluster (scripts/pg-throwaway.sh); each
 # pass gets a fresh database in it, named in FLOE_TEST_PG_URL. The integration tests also
 # get FLOE_BIN, FLOE_BUILD_DIR and FLOE_SHARED_DIR (default: ../shared beside the checkout).
@@ -238,22 +244,22 @@ integration_setup()
 	integration_ready=1
 }
 
-# Integration files the sanitizer passes (ASan and TSan) leave out; the main pass runs every
-# file, and a new file runs under both unless it is added here. Chosen by evidence: each
-# file run alone against a -Db_coverage=true build, gcov's executed lines of the C sources
-# (not tests/) per file.
+# Integration files the ThreadSanitizer pass leaves out; the first pass (ASan, or build-test/
+# with --quick) runs every file, and a new file runs under both unless it is added here.
+# Chosen by evidence: each file run alone against a -Db_coverage=true build, gcov's executed
+# lines of the C sources (not tests/) per file.
 # Without these 17 files the other files still execute 21,840 of the 21,845 lines the whole
 # suite does (the 5: one line each in storage/feed/cast.c, storage/feed/infer.c,
 # storage/iceberg/snapshot.c and two in storage/rest/committer.c), and they were 155 s of a
-# 688 s run. What they check is behaviour the main pass keeps checking: independent readers
+# 688 s run. What they check is behaviour the first pass keeps checking: independent readers
 # (DuckDB, hyparquet, icebird, avsc, python3-avro) of files the unit-tested writers made,
 # SIGKILL and SIGTERM timing (a killed floe has no sanitizer report to give), cache
 # coherence across replicas (the cache's paths run in tables/cache), the README's text, and the same C paths on S3 or
 # over REST. Kept although their own lines are few: tables/concurrency (8 threads racing
-# commits: where a use-after-free would show), the bad-input, auth attack, openapi and
+# commits: where a race would show), the bad-input, auth attack, openapi and
 # client-replay files (untrusted bytes into the parsers), s3/faults and db-outage (error
 # paths).
-ASAN_SKIP=(
+TSAN_SKIP=(
 	write-path/avro-readers.test.mjs            # 0 lines of its own
 	write-path/parquet-duckdb.test.mjs          # 0
 	write-path/parquet-hyparquet.test.mjs       # 0
@@ -299,7 +305,7 @@ integration_files_except()
 {
 	local f skip
 	for skip in "$@"; do
-		[ -f "tests/integration/$skip" ] || echo "warning: ASAN_SKIP names a missing file: $skip" >&2
+		[ -f "tests/integration/$skip" ] || echo "warning: TSAN_SKIP names a missing file: $skip" >&2
 	done
 	(cd tests/integration && find . -path ./node_modules -prune -o -type f -name '*.test.mjs' -print) |
 		sed 's|^\./||' | LC_ALL=C sort | while IFS= read -r f; do
@@ -401,37 +407,37 @@ run_pass()
 	integration_tests "$dir" "$name"
 }
 
-# The sanitizer pass's tests, on a build-asan/ built already. $1 = build dir. Its daemons
-# and commands keep no table's metadata in PostgreSQL (--metadata-inline-max-bytes 0, given
-# to them by the harness): every read of a table's document reads its file, through the same
-# tests that the main pass runs with documents stored beside their rows.
+# The AddressSanitizer + UndefinedBehaviorSanitizer pass's tests, on a build-asan/ built
+# already: every unit test and every integration file, with the default settings.
+# $1 = build dir.
 asan_tests()
 {
-	local files
 	export ASAN_OPTIONS="detect_leaks=1"
 	export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
-	export FLOE_TEST_CHILD_METADATA_INLINE_MAX_BYTES=0
 	UNIT_TIMEOUT_MULTIPLIER=3
 	section "unit tests (asan)"
 	unit_tests "$1" asan
-	mapfile -t files < <(integration_files_except "${ASAN_SKIP[@]}")
-	integration_tests "$1" asan "${files[@]}"
-	unset ASAN_OPTIONS UBSAN_OPTIONS UNIT_TIMEOUT_MULTIPLIER FLOE_TEST_CHILD_METADATA_INLINE_MAX_BYTES
+	integration_tests "$1" asan
+	unset ASAN_OPTIONS UBSAN_OPTIONS UNIT_TIMEOUT_MULTIPLIER
 }
 
 # The ThreadSanitizer pass's tests, on a build-tsan/ built already. $1 = build dir. A
 # daemon stops at its first data race (the harness reports it exited by itself, with the
-# report), and a command exits 66; tests/tsan.supp says what is suppressed and why.
+# report), and a command exits 66; tests/tsan.supp says what is suppressed and why. Its
+# daemons and commands keep no table's metadata in PostgreSQL (--metadata-inline-max-bytes
+# 0, given to them by the harness): every read of a table's document reads its file,
+# through the same tests that the first pass runs with documents stored beside their rows.
 tsan_tests()
 {
 	local files
 	export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$repo/tests/tsan.supp"
+	export FLOE_TEST_CHILD_METADATA_INLINE_MAX_BYTES=0
 	UNIT_TIMEOUT_MULTIPLIER=3
 	section "unit tests (tsan)"
 	unit_tests "$1" tsan "${TSAN_UNIT_SKIP[@]}"
-	mapfile -t files < <(integration_files_except "${ASAN_SKIP[@]}")
+	mapfile -t files < <(integration_files_except "${TSAN_SKIP[@]}")
 	integration_tests "$1" tsan "${files[@]}"
-	unset TSAN_OPTIONS UNIT_TIMEOUT_MULTIPLIER
+	unset TSAN_OPTIONS UNIT_TIMEOUT_MULTIPLIER FLOE_TEST_CHILD_METADATA_INLINE_MAX_BYTES
 }
 
 # The compile steps that overlap the tests (see the header), run by background_start in a
@@ -440,14 +446,15 @@ tsan_tests()
 background_steps()
 {
 	local rc
-	# shellcheck disable=SC2046 # options() prints words
+	if [ "$quick" = 0 ]; then
+		# shellcheck disable=SC2046 # options() prints words
+		build "$main_dir" $(options debug) >"$logdir/bg-main.log" 2>&1 && rc=0 || rc=$?
+		echo "$rc" >"$logdir/bg-main.rc"
+	fi
+	# shellcheck disable=SC2046
 	build "$rel_dir" $(options release) >"$logdir/bg-release.log" 2>&1 && rc=0 || rc=$?
 	echo "$rc" >"$logdir/bg-release.rc"
 	if [ "$quick" = 0 ]; then
-		# shellcheck disable=SC2046
-		build "$asan_dir" $(options debug -Db_sanitize=address,undefined -Db_lundef=false \
-			-Dc_args=-fno-omit-frame-pointer) >"$logdir/bg-asan.log" 2>&1 && rc=0 || rc=$?
-		echo "$rc" >"$logdir/bg-asan.rc"
 		# shellcheck disable=SC2046
 		build "$tsan_dir" $(options debug -Db_sanitize=thread -Db_lundef=false \
 			-Dc_args=-fno-omit-frame-pointer) >"$logdir/bg-tsan.log" 2>&1 && rc=0 || rc=$?
@@ -459,7 +466,7 @@ background_steps()
 
 background_start()
 {
-	export logdir repo quick rel_dir asan_dir tsan_dir
+	export logdir repo quick main_dir rel_dir tsan_dir
 	export -f background_steps build options
 	# timeout(1) makes itself the leader of a new process group: cleanup() can stop it all.
 	nice -n 19 timeout -k 10 3600 bash -c background_steps </dev/null >"$logdir/bg.log" 2>&1 &
@@ -532,9 +539,9 @@ if [ "$failed" = 0 ] && [ "$build_only" = 1 ]; then
 		run_pass "$tsan_dir" tsan $(options debug \
 			-Db_sanitize=thread -Db_lundef=false -Dc_args=-fno-omit-frame-pointer)
 	fi
-elif [ "$failed" = 0 ]; then
+elif [ "$failed" = 0 ] && [ "$quick" = 1 ]; then
 	section "build $main_dir (main)"
-	# shellcheck disable=SC2046
+	# shellcheck disable=SC2046 # options() prints words
 	if build "$main_dir" $(options debug); then
 		background_start
 		section "unit tests (main)"
@@ -545,12 +552,27 @@ elif [ "$failed" = 0 ]; then
 		background_start
 	fi
 	background_report release "build $rel_dir (compile only)"
-	if [ "$quick" = 0 ]; then
-		background_report asan "build $asan_dir (asan)"
-		[ "$bg_rc" = 0 ] && asan_tests "$asan_dir"
-		background_report tsan "build $tsan_dir (tsan)"
-		[ "$bg_rc" = 0 ] && tsan_tests "$tsan_dir"
+	background_report quickstart "the quickstart's build/, then this script's build steps (tests/quickstart-build.sh)"
+	bg_group=
+elif [ "$failed" = 0 ]; then
+	section "build $asan_dir (asan)"
+	# shellcheck disable=SC2046
+	if build "$asan_dir" $(options debug -Db_sanitize=address,undefined -Db_lundef=false \
+		-Dc_args=-fno-omit-frame-pointer); then
+		background_start
+		asan_tests "$asan_dir"
+	else
+		fail_step "build $asan_dir"
+		background_start
 	fi
+	background_report main "build $main_dir (main)"
+	if [ "$bg_rc" = 0 ]; then
+		section "unit tests (main)"
+		unit_tests "$main_dir" main
+	fi
+	background_report release "build $rel_dir (compile only)"
+	background_report tsan "build $tsan_dir (tsan)"
+	[ "$bg_rc" = 0 ] && tsan_tests "$tsan_dir"
 	background_report quickstart "the quickstart's build/, then this script's build steps (tests/quickstart-build.sh)"
 	bg_group=
 fi

@@ -10,7 +10,7 @@
 // - a current file gone from storage is a 500 in the error model that names the file, on
 //   loads and commits; once it is back a replica with nothing cached commits on it.
 // The whole suite also runs with no table document in PostgreSQL at all: tests/run.sh's
-// sanitizer pass sets FLOE_TEST_CHILD_METADATA_INLINE_MAX_BYTES=0.
+// ThreadSanitizer pass sets FLOE_TEST_CHILD_METADATA_INLINE_MAX_BYTES=0.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';

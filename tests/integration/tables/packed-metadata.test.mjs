@@ -15,7 +15,7 @@ import { startFloe, psql, waitFor } from '../lib/harness.mjs';
 import { startCatalog, call, tablePath, createBody, appendCommit, assertError, localPath, readMetadataFile } from './lib.mjs';
 
 const NS = ['pk'];
-// Stated, so that the sanitizer pass (no documents in PostgreSQL) runs this file as it is.
+// Stated, so that the ThreadSanitizer pass (no documents in PostgreSQL) runs this file as it is.
 const args = ['--metadata-inline-max-bytes', '262144'];
 let a;
 let b;
