@@ -52,6 +52,10 @@ function startProxy(target) {
     up.on('error', () => req.socket.destroy());
     req.pipe(up);
   });
+  // node closes a connection idle for 5 s (keepAliveTimeout); a sanitizer build under load
+  // can spend that long between two requests (TSan, CI: a fourth connection), and Floe's
+  // reuse of its connection is what is counted, not the proxy's patience.
+  server.keepAliveTimeout = 10 * 60 * 1000;
   let connections = 0;
   server.on('connection', () => { connections++; });
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({
