@@ -138,6 +138,12 @@ options()
 		"-Db_lundef=true -Dc_args= -Dc_link_args= $*"
 }
 
+# A sanitizer build's options. $1 = the sanitizers (address,undefined or thread).
+sanitizer_options()
+{
+	options debug "-Db_sanitize=$1" -Db_lundef=false -Dc_args=-fno-omit-frame-pointer
+}
+
 # Configures (or reconfigures) a build directory and compiles it. $1 = dir, rest = options.
 build()
 {
@@ -456,8 +462,7 @@ background_steps()
 	echo "$rc" >"$logdir/bg-release.rc"
 	if [ "$quick" = 0 ]; then
 		# shellcheck disable=SC2046
-		build "$tsan_dir" $(options debug -Db_sanitize=thread -Db_lundef=false \
-			-Dc_args=-fno-omit-frame-pointer) >"$logdir/bg-tsan.log" 2>&1 && rc=0 || rc=$?
+		build "$tsan_dir" $(sanitizer_options thread) >"$logdir/bg-tsan.log" 2>&1 && rc=0 || rc=$?
 		echo "$rc" >"$logdir/bg-tsan.rc"
 	fi
 	"$repo/tests/quickstart-build.sh" >"$logdir/bg-quickstart.log" 2>&1 && rc=0 || rc=$?
@@ -467,7 +472,7 @@ background_steps()
 background_start()
 {
 	export logdir repo quick main_dir rel_dir tsan_dir
-	export -f background_steps build options
+	export -f background_steps build options sanitizer_options
 	# timeout(1) makes itself the leader of a new process group: cleanup() can stop it all.
 	nice -n 19 timeout -k 10 3600 bash -c background_steps </dev/null >"$logdir/bg.log" 2>&1 &
 	bg_group=$!
@@ -533,46 +538,44 @@ if [ "$failed" = 0 ] && [ "$build_only" = 1 ]; then
 	compile_step "$rel_dir" $(options release)
 	if [ "$quick" = 0 ]; then
 		# shellcheck disable=SC2046
-		run_pass "$asan_dir" asan $(options debug \
-			-Db_sanitize=address,undefined -Db_lundef=false -Dc_args=-fno-omit-frame-pointer)
+		run_pass "$asan_dir" asan $(sanitizer_options address,undefined)
 		# shellcheck disable=SC2046
-		run_pass "$tsan_dir" tsan $(options debug \
-			-Db_sanitize=thread -Db_lundef=false -Dc_args=-fno-omit-frame-pointer)
+		run_pass "$tsan_dir" tsan $(sanitizer_options thread)
 	fi
-elif [ "$failed" = 0 ] && [ "$quick" = 1 ]; then
-	section "build $main_dir (main)"
-	# shellcheck disable=SC2046 # options() prints words
-	if build "$main_dir" $(options debug); then
-		background_start
-		section "unit tests (main)"
-		unit_tests "$main_dir" main
-		integration_tests "$main_dir" main
-	else
-		fail_step "build $main_dir"
-		background_start
-	fi
-	background_report release "build $rel_dir (compile only)"
-	background_report quickstart "the quickstart's build/, then this script's build steps (tests/quickstart-build.sh)"
-	bg_group=
 elif [ "$failed" = 0 ]; then
-	section "build $asan_dir (asan)"
-	# shellcheck disable=SC2046
-	if build "$asan_dir" $(options debug -Db_sanitize=address,undefined -Db_lundef=false \
-		-Dc_args=-fno-omit-frame-pointer); then
-		background_start
-		asan_tests "$asan_dir"
+	# The first build is in the foreground, the others compile while its tests run.
+	if [ "$quick" = 1 ]; then
+		first_dir=$main_dir first=main first_options=$(options debug)
 	else
-		fail_step "build $asan_dir"
+		first_dir=$asan_dir first=asan first_options=$(sanitizer_options address,undefined)
+	fi
+	section "build $first_dir ($first)"
+	# shellcheck disable=SC2086 # the options are words
+	if build "$first_dir" $first_options; then
+		background_start
+		if [ "$quick" = 1 ]; then
+			section "unit tests (main)"
+			unit_tests "$main_dir" main
+			integration_tests "$main_dir" main
+		else
+			asan_tests "$asan_dir"
+		fi
+	else
+		fail_step "build $first_dir"
 		background_start
 	fi
-	background_report main "build $main_dir (main)"
-	if [ "$bg_rc" = 0 ]; then
-		section "unit tests (main)"
-		unit_tests "$main_dir" main
+	if [ "$quick" = 0 ]; then
+		background_report main "build $main_dir (main)"
+		if [ "$bg_rc" = 0 ]; then
+			section "unit tests (main)"
+			unit_tests "$main_dir" main
+		fi
 	fi
 	background_report release "build $rel_dir (compile only)"
-	background_report tsan "build $tsan_dir (tsan)"
-	[ "$bg_rc" = 0 ] && tsan_tests "$tsan_dir"
+	if [ "$quick" = 0 ]; then
+		background_report tsan "build $tsan_dir (tsan)"
+		[ "$bg_rc" = 0 ] && tsan_tests "$tsan_dir"
+	fi
 	background_report quickstart "the quickstart's build/, then this script's build steps (tests/quickstart-build.sh)"
 	bg_group=
 fi
