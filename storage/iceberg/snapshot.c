@@ -1042,9 +1042,33 @@ static int check_extra(const json_t *extra, struct fl_err *err)
 	return 0;
 }
 
-static json_t *make_summary(const struct st_snapshot_opts *o, const int64_t totals[N_TOTALS])
+/* The counts of the snapshot's new data manifests (manifest and more)
+ * added together into *sum; NULL when there is none. */
+static const struct st_snapshot_manifest *new_counts(const struct st_snapshot_opts *o,
+                                                     struct st_snapshot_manifest *sum)
 {
-	const struct st_snapshot_manifest *m = o->manifest, *rd = o->removed_deletes;
+	if (o->n_more == 0)
+		return o->manifest;
+	*sum = *o->manifest;
+	for (size_t i = 0; i < o->n_more; i++) {
+		const struct st_snapshot_manifest *m = o->more[i];
+
+		sum->file.added_files_count += m->file.added_files_count;
+		sum->file.deleted_files_count += m->file.deleted_files_count;
+		sum->file.added_rows_count += m->file.added_rows_count;
+		sum->file.deleted_rows_count += m->file.deleted_rows_count;
+		sum->added_files_size += m->added_files_size;
+		sum->removed_files_size += m->removed_files_size;
+		sum->changed_partitions += m->changed_partitions;
+	}
+	return sum;
+}
+
+/* m: the new data manifests' counts (new_counts). */
+static json_t *make_summary(const struct st_snapshot_opts *o, const struct st_snapshot_manifest *m,
+                            const int64_t totals[N_TOTALS])
+{
+	const struct st_snapshot_manifest *rd = o->removed_deletes;
 	json_t *s = json_object();
 	const char *key;
 	json_t *v;
@@ -1124,6 +1148,15 @@ static int check_opts(const struct st_snapshot_opts *o, struct fl_err *err)
 		                  "snapshot: the manifest belongs to snapshot %" PRId64
 		                  ", not %" PRId64,
 		                  o->manifest->snapshot_id, o->snapshot_id);
+	for (size_t i = 0; i < o->n_more; i++) {
+		if (o->manifest == NULL || o->more[i] == NULL ||
+		    o->more[i]->snapshot_id != o->snapshot_id ||
+		    o->more[i]->file.content != ST_MANIFEST_DATA)
+			return fl_err_set(err, FL_ERR_BAD_REQUEST,
+			                  "snapshot: further manifest %zu is not a data manifest "
+			                  "of snapshot %" PRId64 " beside its manifest",
+			                  i, o->snapshot_id);
+	}
 	if (o->removed_deletes != NULL &&
 	    (o->removed_deletes->snapshot_id != o->snapshot_id || o->n_drop == 0 ||
 	     o->removed_deletes->file.content != ST_MANIFEST_DELETES))
@@ -1202,6 +1235,10 @@ static int write_list(const struct st_snapshot_opts *o, const struct parent *p, 
 		goto out;
 	if (o->manifest != NULL && st_manifest_list_writer_add(w, &o->manifest->file, err) != 0)
 		goto out;
+	for (size_t i = 0; i < o->n_more; i++) {
+		if (st_manifest_list_writer_add(w, &o->more[i]->file, err) != 0)
+			goto out;
+	}
 	if (o->removed_deletes != NULL &&
 	    st_manifest_list_writer_add(w, &o->removed_deletes->file, err) != 0)
 		goto out;
@@ -1227,8 +1264,28 @@ out:
 	return rc;
 }
 
+/* Whether the parent's list already holds new manifest m: an earlier
+ * attempt of this snapshot was committed (FL_ERR_CONFLICT). */
+static bool already_listed(const struct st_snapshot_opts *o, const struct parent *p,
+                           const struct st_snapshot_manifest *m, struct fl_err *err)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		if (strcmp(p->c[i].mf.manifest_path, m->path) == 0) {
+			fl_err_set(
+			        err, FL_ERR_CONFLICT,
+			        "snapshot: parent snapshot %" PRId64
+			        " already holds manifest %.200s: an earlier attempt was committed",
+			        o->parent->snapshot_id, m->path);
+			return true;
+		}
+	}
+	return false;
+}
+
 int st_snapshot_build(const struct st_snapshot_opts *o, json_t **snapshot, struct fl_err *err)
 {
+	struct st_snapshot_manifest sum;
+	const struct st_snapshot_manifest *m;
 	struct parent p = {0};
 	int64_t added[N_TOTALS] = {0}, totals[N_TOTALS];
 	int64_t next_row_id = 0;
@@ -1241,38 +1298,20 @@ int st_snapshot_build(const struct st_snapshot_opts *o, json_t **snapshot, struc
 		return -1;
 	if (o->parent != NULL && parent_load(o->table, o->parent->manifest_list, &p, err) != 0)
 		goto out;
-	for (size_t i = 0; o->manifest != NULL && i < p.n; i++) {
-		if (strcmp(p.c[i].mf.manifest_path, o->manifest->path) == 0) {
-			fl_err_set(
-			        err, FL_ERR_CONFLICT,
-			        "snapshot: parent snapshot %" PRId64
-			        " already holds manifest %.200s: an earlier attempt was committed",
-			        o->parent->snapshot_id, o->manifest->path);
-			goto out;
-		}
-	}
-	for (size_t i = 0; o->n_merged > 0 && i < p.n; i++) {
-		if (strcmp(p.c[i].mf.manifest_path, o->merged[0]->path) == 0) {
-			fl_err_set(
-			        err, FL_ERR_CONFLICT,
-			        "snapshot: parent snapshot %" PRId64
-			        " already holds manifest %.200s: an earlier attempt was committed",
-			        o->parent->snapshot_id, o->merged[0]->path);
-			goto out;
-		}
-	}
+	if ((o->manifest != NULL && already_listed(o, &p, o->manifest, err)) ||
+	    (o->n_merged > 0 && already_listed(o, &p, o->merged[0], err)))
+		goto out;
 	if (o->n_drop > 0 && (o->parent == NULL || check_dropped(o, &p, err) != 0)) {
 		if (o->parent == NULL)
 			fl_err_set(err, FL_ERR_BAD_REQUEST, "snapshot: a replace needs a parent");
 		goto out;
 	}
-	if (o->manifest != NULL) {
-		added[T_RECORDS] =
-		        o->manifest->file.added_rows_count - o->manifest->file.deleted_rows_count;
-		added[T_FILES_SIZE] =
-		        o->manifest->added_files_size - o->manifest->removed_files_size;
-		added[T_DATA_FILES] = (int64_t)o->manifest->file.added_files_count -
-		                      o->manifest->file.deleted_files_count;
+	m = new_counts(o, &sum);
+	if (m != NULL) {
+		added[T_RECORDS] = m->file.added_rows_count - m->file.deleted_rows_count;
+		added[T_FILES_SIZE] = m->added_files_size - m->removed_files_size;
+		added[T_DATA_FILES] =
+		        (int64_t)m->file.added_files_count - m->file.deleted_files_count;
 	}
 	if (o->removed_deletes != NULL) {
 		added[T_FILES_SIZE] -= o->removed_deletes->removed_files_size;
@@ -1294,7 +1333,7 @@ int st_snapshot_build(const struct st_snapshot_opts *o, json_t **snapshot, struc
 	if (write_list(o, &p, path, &next_row_id, err) != 0)
 		goto out;
 
-	summary = make_summary(o, totals);
+	summary = make_summary(o, m, totals);
 	snap = json_object();
 	if (summary == NULL || snap == NULL ||
 	    json_object_set_new(snap, "snapshot-id", json_integer(o->snapshot_id)) != 0 ||

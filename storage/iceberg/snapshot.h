@@ -153,6 +153,12 @@ struct st_snapshot_opts {
 	int64_t first_row_id; /* v3: the table's next-row-id; ignored for v2 */
 	int attempt; /* 1 for the first commit attempt, then 2, 3, ... */
 	const struct st_snapshot_manifest *manifest; /* NULL: a snapshot adding no files */
+	/* With manifest: further data manifests of this snapshot, one per
+	 * older partition spec whose files it rewrites (a copy-on-write upsert
+	 * keeps a rewritten file in the spec it was written for), listed after
+	 * manifest; their counts add to manifest's in the summary. */
+	const struct st_snapshot_manifest *const *more;
+	size_t n_more;
 	const json_t *extra_summary; /* {string: string} added to the summary; may be NULL */
 	/* A replace (compaction): manifests of the parent's list to leave out
 	 * (their live files are the manifest's DELETED entries).  n_drop > 0

@@ -44,6 +44,9 @@ struct run {
 	const char *batch_id;
 	int64_t snapshot_id;
 	struct st_snapshot_manifest *manifest;
+	/* upsert: the manifests of older partition specs (st_upsert_plan) */
+	struct st_snapshot_manifest **more;
+	size_t n_more;
 	int attempt;
 	int plans; /* upsert plans made (after_plan) */
 	struct st_batch_result *out;
@@ -395,6 +398,26 @@ static int64_t next_schema_id(const json_t *meta)
 	return max + 1;
 }
 
+/* Deletes the manifests this run wrote (never committed) and forgets
+ * them. */
+static void discard_manifests(struct run *j)
+{
+	struct fl_err ignored;
+
+	if (j->manifest != NULL && st_io_delete(j->io, j->manifest->path, &ignored) != 0)
+		ignored.kind = FL_ERR_NONE;
+	st_snapshot_manifest_free(j->manifest);
+	j->manifest = NULL;
+	for (size_t i = 0; i < j->n_more; i++) {
+		if (st_io_delete(j->io, j->more[i]->path, &ignored) != 0)
+			ignored.kind = FL_ERR_NONE;
+		st_snapshot_manifest_free(j->more[i]);
+	}
+	free(j->more);
+	j->more = NULL;
+	j->n_more = 0;
+}
+
 /* The updates of one commit attempt on top of meta. */
 static int make_updates(struct run *j, const json_t *meta, json_t **out, struct fl_err *err)
 {
@@ -430,17 +453,19 @@ static int make_updates(struct run *j, const json_t *meta, json_t **out, struct 
 	};
 	if (j->up != NULL) {
 		/* Planned again on every state the commit may apply to. */
-		struct fl_err ignored;
+		struct st_snapshot_manifest **ms;
+		size_t nm;
 
-		if (j->manifest != NULL && st_io_delete(j->io, j->manifest->path, &ignored) != 0)
-			ignored.kind = FL_ERR_NONE;
-		st_snapshot_manifest_free(j->manifest);
-		j->manifest = NULL;
+		discard_manifests(j);
 		json_decref(j->drop);
 		j->drop = NULL;
-		if (st_upsert_plan(j->up, &t, meta, j->snapshot_id, &j->manifest, &j->drop, err) !=
-		    0)
+		if (st_upsert_plan(j->up, &t, meta, j->snapshot_id, &ms, &nm, &j->drop, err) != 0)
 			goto out;
+		/* ms[0] is the current spec's: the rest are the older specs'. */
+		j->manifest = ms[0];
+		memmove(ms, ms + 1, (nm - 1) * sizeof(*ms));
+		j->more = ms;
+		j->n_more = nm - 1;
 		if (j->o->after_plan != NULL)
 			j->o->after_plan(j->o->after_plan_ctx, j->plans++);
 	} else if (j->manifest == NULL) {
@@ -504,6 +529,8 @@ static int make_updates(struct run *j, const json_t *meta, json_t **out, struct 
 	        .first_row_id = json_integer_value(json_object_get(meta, "next-row-id")),
 	        .attempt = ++j->attempt,
 	        .manifest = j->manifest,
+	        .more = (const struct st_snapshot_manifest *const *)j->more,
+	        .n_more = j->n_more,
 	        .extra_summary = extra,
 	        .drop_manifests = drop,
 	        .n_drop = n_drop,
@@ -678,15 +705,6 @@ static int load_or_create(struct st_committer *c, struct run *j, json_t **meta, 
 	return rc;
 }
 
-/* Deletes the manifest this run wrote (it was never committed). */
-static void discard_manifest(struct run *j)
-{
-	struct fl_err ignored;
-
-	if (j->manifest != NULL && st_io_delete(j->io, j->manifest->path, &ignored) != 0)
-		ignored.kind = FL_ERR_NONE;
-}
-
 int st_batch_run(struct st_committer *c, const struct st_batch_opts *o, const char *const *inputs,
                  size_t n, const char *batch_id, struct st_batch_result *out, struct fl_err *err)
 {
@@ -751,7 +769,7 @@ int st_batch_run(struct st_committer *c, const struct st_batch_opts *o, const ch
 	if (c->ops->commit(c, batch_id, o->retries, build, &j, err) != 0) {
 		if (err->kind != FL_ERR_COMMIT_STATE_UNKNOWN) {
 			st_ingest_result_discard(j.io, &out->res);
-			discard_manifest(&j);
+			discard_manifests(&j);
 			st_upsert_finish(j.up, false, false);
 		} else {
 			st_upsert_finish(j.up, true, true);
@@ -762,7 +780,7 @@ int st_batch_run(struct st_committer *c, const struct st_batch_opts *o, const ch
 	if (out->already) {
 		/* A concurrent run of the same batch won: ours is not needed. */
 		st_ingest_result_discard(j.io, &out->res);
-		discard_manifest(&j);
+		discard_manifests(&j);
 	} else {
 		out->snapshot_id = j.snapshot_id;
 		out->committed = true;
@@ -774,6 +792,9 @@ out:
 	st_upsert_finish(j.up, false, false);
 	json_decref(j.drop);
 	st_snapshot_manifest_free(j.manifest);
+	for (size_t i = 0; i < j.n_more; i++)
+		st_snapshot_manifest_free(j.more[i]);
+	free(j.more);
 	st_io_pending_free(j.pending);
 	json_decref(meta);
 	return rc;

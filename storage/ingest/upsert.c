@@ -599,16 +599,24 @@ struct carried {
 	struct st_value *partition;
 };
 
-/* A growing array of data files and of entries. */
-struct plan {
+/* What the snapshot writes for one partition spec: the current spec's
+ * manifest adds the batch's files, and a file is rewritten in the spec it
+ * was written for (its rows' partition tuple is that spec's). */
+struct spec_plan {
+	struct st_snapshot_table t; /* the table, with this spec */
 	struct st_data_file *add;
 	size_t nadd, capadd;
 	struct carried *kept, *del;
 	size_t nkept, ndel;
+};
+
+struct plan {
+	struct spec_plan *s; /* s[0]: the current spec */
+	size_t ns;
 	json_t *held; /* the entries arrays the copies point into */
 };
 
-static int add_file(struct plan *p, const struct st_data_file *df, struct fl_err *err)
+static int add_file(struct spec_plan *p, const struct st_data_file *df, struct fl_err *err)
 {
 	if (p->nadd == p->capadd) {
 		size_t cap = p->capadd ? p->capadd * 2 : 16;
@@ -631,14 +639,53 @@ static void carried_free(struct carried *c)
 
 static void plan_free(struct plan *p)
 {
-	for (size_t i = 0; i < p->nkept; i++)
-		carried_free(&p->kept[i]);
-	for (size_t i = 0; i < p->ndel; i++)
-		carried_free(&p->del[i]);
-	free(p->kept);
-	free(p->del);
-	free(p->add);
+	for (size_t k = 0; k < p->ns; k++) {
+		struct spec_plan *sp = &p->s[k];
+
+		for (size_t i = 0; i < sp->nkept; i++)
+			carried_free(&sp->kept[i]);
+		for (size_t i = 0; i < sp->ndel; i++)
+			carried_free(&sp->del[i]);
+		free(sp->kept);
+		free(sp->del);
+		free(sp->add);
+	}
+	free(p->s);
 	json_decref(p->held);
+}
+
+/* The plan of partition spec id (appended, the table t with that spec of
+ * current, the first time); NULL with err set. */
+static struct spec_plan *spec_plan_of(struct plan *p, const struct st_snapshot_table *t,
+                                      const json_t *current, json_int_t id, struct fl_err *err)
+{
+	const json_t *spec;
+	struct spec_plan *g;
+
+	for (size_t k = 0; k < p->ns; k++) {
+		if (p->s[k].t.spec_id == id)
+			return &p->s[k];
+	}
+	spec = fl_json_find_int(json_object_get(current, "partition-specs"), "spec-id", id);
+	if (spec == NULL) {
+		fl_err_set(err, FL_ERR_BAD_REQUEST,
+		           "upsert: a manifest names partition spec %" JSON_INTEGER_FORMAT
+		           ", which the table's metadata lacks",
+		           id);
+		return NULL;
+	}
+	g = realloc(p->s, sizeof(*g) * (p->ns + 1));
+	if (g == NULL) {
+		nomem(err);
+		return NULL;
+	}
+	p->s = g;
+	g = &p->s[p->ns++];
+	memset(g, 0, sizeof(*g));
+	g->t = *t;
+	g->t.spec = spec;
+	g->t.spec_id = (int32_t)id;
+	return g;
 }
 
 /* Reads one manifest of the current list; *drop = it holds a batch key. */
@@ -916,22 +963,24 @@ out:
 	return rc;
 }
 
-/* Sorts the live entries of a dropped manifest into kept and rewritten. */
-static int split_manifest(struct st_upsert *u, const struct st_snapshot_table *t,
+/* Sorts the live entries of a dropped manifest into kept and rewritten,
+ * in the plan of the manifest's partition spec. */
+static int split_manifest(struct st_upsert *u, const struct st_snapshot_table *t0,
                           const json_t *current, const struct st_name_mapping *mapping,
-                          const json_t *mf, const json_t *entries, struct plan *p,
+                          const json_t *mf, const json_t *entries, struct plan *plan,
                           struct fl_err *err)
 {
 	size_t n = json_array_size(entries), i;
 	const json_t *e, *mfrid = json_object_get(mf, "first_row_id");
 	json_int_t frid_next = json_integer_value(mfrid);
+	struct spec_plan *p =
+	        spec_plan_of(plan, t0, current,
+	                     json_integer_value(json_object_get(mf, "partition_spec_id")), err);
+	const struct st_snapshot_table *t = p != NULL ? &p->t : NULL;
 	struct carried *g;
 
-	if (json_integer_value(json_object_get(mf, "partition_spec_id")) != t->spec_id)
-		return fl_err_set(
-		        err, FL_ERR_UNSUPPORTED,
-		        "upsert: rows to replace are in files of an older partition spec; "
-		        "not yet supported");
+	if (p == NULL)
+		return -1;
 	g = realloc(p->kept, sizeof(*g) * (p->nkept + n + 1));
 	if (g == NULL)
 		return nomem(err);
@@ -993,24 +1042,77 @@ static int split_manifest(struct st_upsert *u, const struct st_snapshot_table *t
 	return 0;
 }
 
+/* Writes a manifest per spec plan into *out (n = plan->ns, in order);
+ * none is left behind on failure. */
+static int write_manifests(const struct plan *plan, int64_t snapshot_id,
+                           struct st_snapshot_manifest **out, struct fl_err *err)
+{
+	size_t k;
+
+	for (k = 0; k < plan->ns; k++) {
+		const struct spec_plan *p = &plan->s[k];
+		struct st_manifest_entry *kept = calloc(p->nkept + 1, sizeof(*kept));
+		struct st_manifest_entry *del = calloc(p->ndel + 1, sizeof(*del));
+		int rc;
+
+		if (kept == NULL || del == NULL) {
+			free(kept);
+			free(del);
+			nomem(err);
+			break;
+		}
+		/* The copies moved as the arrays grew: point them at their files now. */
+		for (size_t i = 0; i < p->nkept; i++) {
+			kept[i] = p->kept[i].c.entry;
+			kept[i].file = &p->kept[i].c.file;
+		}
+		for (size_t i = 0; i < p->ndel; i++) {
+			del[i] = p->del[i].c.entry;
+			del[i].file = &p->del[i].c.file;
+		}
+		rc = st_snapshot_manifest_write_rewrite(&p->t, snapshot_id, ST_MANIFEST_DATA,
+		                                        p->add, p->nadd, kept, p->nkept, del,
+		                                        p->ndel, &out[k], err);
+		free(kept);
+		free(del);
+		if (rc != 0)
+			break;
+	}
+	if (k == plan->ns)
+		return 0;
+	while (k-- > 0) {
+		struct fl_err ignored;
+
+		if (st_io_delete(plan->s[k].t.io, out[k]->path, &ignored) != 0)
+			ignored.kind = FL_ERR_NONE;
+		st_snapshot_manifest_free(out[k]);
+		out[k] = NULL;
+	}
+	return -1;
+}
+
 int st_upsert_plan(struct st_upsert *u, const struct st_snapshot_table *t, const json_t *current,
-                   int64_t snapshot_id, struct st_snapshot_manifest **manifest, json_t **drop,
-                   struct fl_err *err)
+                   int64_t snapshot_id, struct st_snapshot_manifest ***manifests, size_t *n,
+                   json_t **drop, struct fl_err *err)
 {
 	const json_t *cur = json_object_get(current, "current-snapshot-id"), *snap = NULL, *mf;
 	const char *mtext = json_string_value(json_object_get(
 	        json_object_get(current, "properties"), "schema.name-mapping.default"));
 	struct st_name_mapping *mapping = NULL;
 	struct plan p = {0};
+	struct st_snapshot_manifest **out = NULL;
 	json_t *list = NULL, *dropped = json_array();
 	size_t i;
 	int rc = -1;
 
 	p.held = json_array();
-	if (dropped == NULL || p.held == NULL) {
+	p.s = calloc(1, sizeof(*p.s));
+	if (dropped == NULL || p.held == NULL || p.s == NULL) {
 		nomem(err);
 		goto out;
 	}
+	p.ns = 1;
+	p.s[0].t = *t;
 	{
 		int64_t rows = u->st.batch_rows;
 
@@ -1032,7 +1134,7 @@ int st_upsert_plan(struct st_upsert *u, const struct st_snapshot_table *t, const
 		st_parquet_metrics_to_data_file(&u->res->files[i].m, &df);
 		df.file_path = u->res->files[i].uri;
 		df.partition = u->res->files[i].partition;
-		if (add_file(&p, &df, err) != 0)
+		if (add_file(&p.s[0], &df, err) != 0)
 			goto out;
 	}
 	for (i = 0; i < u->bout.n; i++) {
@@ -1041,7 +1143,7 @@ int st_upsert_plan(struct st_upsert *u, const struct st_snapshot_table *t, const
 		st_parquet_metrics_to_data_file(&u->bout.files[i].m, &df);
 		df.file_path = u->bout.files[i].uri;
 		df.partition = u->res->files[u->bout_from[i]].partition;
-		if (add_file(&p, &df, err) != 0)
+		if (add_file(&p.s[0], &df, err) != 0)
 			goto out;
 	}
 	if (json_is_integer(cur) && json_integer_value(cur) != -1)
@@ -1098,37 +1200,21 @@ int st_upsert_plan(struct st_upsert *u, const struct st_snapshot_table *t, const
 		if (split_manifest(u, t, current, mapping, mf, entries, &p, err) != 0)
 			goto out;
 	}
-	{
-		struct st_manifest_entry *kept = calloc(p.nkept + 1, sizeof(*kept));
-		struct st_manifest_entry *del = calloc(p.ndel + 1, sizeof(*del));
-
-		if (kept == NULL || del == NULL) {
-			free(kept);
-			free(del);
-			nomem(err);
-			goto out;
-		}
-		/* The copies moved as the arrays grew: point them at their files now. */
-		for (i = 0; i < p.nkept; i++) {
-			kept[i] = p.kept[i].c.entry;
-			kept[i].file = &p.kept[i].c.file;
-		}
-		for (i = 0; i < p.ndel; i++) {
-			del[i] = p.del[i].c.entry;
-			del[i].file = &p.del[i].c.file;
-		}
-		rc = st_snapshot_manifest_write_rewrite(t, snapshot_id, ST_MANIFEST_DATA, p.add,
-		                                        p.nadd, kept, p.nkept, del, p.ndel,
-		                                        manifest, err);
-		free(kept);
-		free(del);
-		if (rc != 0)
-			goto out;
+	out = calloc(p.ns, sizeof(*out));
+	if (out == NULL) {
+		nomem(err);
+		goto out;
 	}
+	if (write_manifests(&p, snapshot_id, out, err) != 0)
+		goto out;
+	*manifests = out;
+	*n = p.ns;
+	out = NULL;
 	*drop = dropped;
 	dropped = NULL;
 	rc = 0;
 out:
+	free(out);
 	plan_free(&p);
 	json_decref(list);
 	json_decref(dropped);

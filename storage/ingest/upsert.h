@@ -69,14 +69,18 @@ int st_upsert_open(const struct st_upsert_opts *o, const struct st_ingest_result
 /* Plans the snapshot on `current` (the state the commit applies to: call
  * it from the committer's build step, again after every reload): finds the
  * live files holding batch keys, rewrites them (once per file across
- * attempts) and writes the snapshot's manifest (*manifest, new; *drop = the
- * manifest paths of current's list the snapshot leaves out, a new array).
- * t describes the table as the snapshot is built (schema, spec, metadata
- * dir, io).  FL_ERR_UNSUPPORTED for files of another partition spec that
- * would need rewriting; the delete files' errors (deletes.h). */
+ * attempts) and writes the snapshot's manifests: *manifests (a new array
+ * of *n, each element new) holds first the current spec's, with the
+ * batch's files, then one per older partition spec whose files it
+ * rewrites (a file stays in its spec: its rows' partition tuple is that
+ * spec's); *drop = the manifest paths of current's list the snapshot
+ * leaves out, a new array.  t describes the table as the snapshot is built
+ * (schema, default spec, metadata dir, io); an older spec comes from
+ * current's partition-specs (FL_ERR_BAD_REQUEST when it lacks one a
+ * manifest names).  The delete files' errors (deletes.h). */
 int st_upsert_plan(struct st_upsert *u, const struct st_snapshot_table *t, const json_t *current,
-                   int64_t snapshot_id, struct st_snapshot_manifest **manifest, json_t **drop,
-                   struct fl_err *err) FL_MUST_CHECK;
+                   int64_t snapshot_id, struct st_snapshot_manifest ***manifests, size_t *n,
+                   json_t **drop, struct fl_err *err) FL_MUST_CHECK;
 
 /* What the last plan did, for the summary and the logs. */
 struct st_upsert_stats {

@@ -301,3 +301,84 @@ test('upsert on a table partitioned outside the key: a key that changes partitio
     assert.deepEqual(ice.map((r) => [String(r.id), r.v, r.region]).sort(byKey), want, `icebird after step ${k}`);
   }
 });
+
+test('upsert across partition evolution: a file of an older spec is rewritten in that spec', async () => {
+  const name = 'respec';
+  const res = await request(ctx.base, 'POST', `${ctx.p}/namespaces/ns/tables`, {
+    body: {
+      name,
+      schema: {
+        type: 'struct', 'schema-id': 0, 'identifier-field-ids': [1], fields: [
+          { id: 1, name: 'id', type: 'long', required: true },
+          { id: 2, name: 'v', type: 'string', required: false },
+          { id: 3, name: 'region', type: 'string', required: false },
+        ],
+      },
+      'partition-spec': { 'spec-id': 0, fields: [{ 'source-id': 3, 'field-id': 1000, name: 'region', transform: 'identity' }] },
+    },
+  });
+  assert.equal(res.status, 200, res.text);
+  const evolve = async (spec) => {
+    const r = await request(ctx.base, 'POST', `${ctx.p}/namespaces/ns/tables/${name}`, {
+      body: { requirements: [], updates: [{ action: 'add-spec', spec }, { action: 'set-default-spec', 'spec-id': -1 }] },
+    });
+    assert.equal(r.status, 200, r.text);
+  };
+  const dir = path.join(root, name);
+  fs.mkdirSync(dir);
+  const model = new Map();
+  // [spec to evolve to first (null: none), rest, batch]
+  const steps = [
+    [null, false, 'id,v,region\n1,a,eu\n2,b,us\n3,c,eu\n4,d,us\n'],
+    // Spec 1 buckets the key: 1 and 3 live in spec 0's eu file, 4 in its us file.
+    [{ 'spec-id': 1, fields: [{ 'source-id': 1, 'field-id': 1001, name: 'id_bucket', transform: 'bucket[4]' }] },
+      false, 'id,v,region\n1,e,eu\n3,f,us\n5,g,ap\n'],
+    [null, true, 'id,v,region\n2,h,us\n5,i,ap\n1,j,eu\n'],
+    // Unpartitioned: one batch replaces rows in files of all three specs.
+    [{ 'spec-id': 2, fields: [] }, false, 'id,v,region\n4,k,us\n5,l,eu\n3,m,eu\n6,n,us\n'],
+  ];
+  const specs = (meta) => new Map(meta['partition-specs'].map((s) => [s['spec-id'], s]));
+  for (const [k, [spec, rest, text]] of steps.entries()) {
+    if (spec) await evolve(spec);
+    const file = path.join(dir, `r${k}.csv`);
+    fs.writeFileSync(file, text);
+    for (const line of text.trim().split('\n').slice(1)) {
+      const [id, v, region] = line.split(',');
+      model.set(id, [id, v, region]);
+    }
+    const r = await ingest(ctx, name, [file], { rest, args: ['--mode', 'upsert'] });
+    assert.equal(r.code, 0, show(r));
+    assert.equal(r.out.status, 'committed', show(r));
+    const want = [...model.values()].sort(byKey);
+    await waitFor(async () => Number(currentSnapshot((await loadTable(ctx, name)).metadata).summary['total-records']) === want.length,
+      { timeoutMs: 15000, what: `${name}: ${want.length} rows` });
+    const meta = (await loadTable(ctx, name)).metadata;
+    const snap = currentSnapshot(meta);
+    const entries = snapshotFiles(snap);
+    const live = entries.filter((f) => String(f.entry.status) !== '2');
+    const con = await duck();
+    const got = [];
+    for (const f of live) {
+      const specId = Number(f.listEntry.partition_spec_id);
+      assert.ok(specs(meta).has(specId), `step ${k}: a manifest of spec ${specId}`);
+      const rows = (await con.runAndReadAll(`SELECT id::VARCHAR, v, region FROM read_parquet(${sqlStr(localPath(f.file.file_path))})`)).getRows();
+      // A file keeps the spec it was written for: spec 0's hold one region each.
+      if (specId === 0) for (const row of rows) assert.equal(row[2], f.file.partition.region, `step ${k}: a row of ${row[2]} in spec 0's ${f.file.partition.region} file`);
+      if (specId === 2) assert.deepEqual(f.file.partition, {}, `step ${k}: spec 2 is unpartitioned`);
+      got.push(...rows);
+    }
+    assert.deepEqual(got.sort(byKey), want, `DuckDB reads the model's rows after step ${k}`);
+    const ice = await icebergRead({ tableUrl: meta.location, metadata: meta });
+    assert.deepEqual(ice.map((r) => [String(r.id), r.v, r.region]).sort(byKey), want, `icebird after step ${k}`);
+    assert.equal(Number(snap.summary['total-data-files']), live.length, `step ${k}: total-data-files`);
+    // The snapshot's own manifests: the batch's in the default spec, then one per older spec it rewrote in.
+    const own = [...new Map(entries.filter((f) => String(f.listEntry.added_snapshot_id) === String(snap['snapshot-id']))
+      .map((f) => [f.listEntry.manifest_path, Number(f.listEntry.partition_spec_id)])).values()];
+    const [first, ...older] = [[0], [1, 0], [1, 0], [2, 0, 1]][k];
+    assert.equal(own[0], first, `step ${k}: the batch's manifest is of the default spec`);
+    assert.deepEqual(own.slice(1).sort(), older.sort(), `step ${k}: one manifest per older spec rewritten in`);
+    const added = entries.filter((f) => String(f.entry.status) === '1' && String(f.entry.snapshot_id) === String(snap['snapshot-id']));
+    assert.equal(Number(snap.summary['added-data-files']), added.length, `step ${k}: added-data-files counts every new manifest`);
+    assert.equal(Number(snap.summary['added-records']), added.reduce((a, f) => a + Number(f.file.record_count), 0), `step ${k}: added-records`);
+  }
+});

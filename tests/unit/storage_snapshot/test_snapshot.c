@@ -545,6 +545,73 @@ static void test_v3_row_ids(void **state)
 	fixture_done(&f);
 }
 
+/* A snapshot with a further manifest of an older spec (an upsert that
+ * rewrites a file in the spec it was written for): both are listed, the
+ * summary counts both, each gets its own row ids, and a further manifest
+ * without a manifest, or of another snapshot, is refused. */
+static void test_more_manifests(void **state)
+{
+	struct fixture f;
+	struct st_data_file files[3];
+	char paths[3][96];
+	struct st_value parts[1] = {{.v.l = 7}};
+	struct st_snapshot_table old;
+	struct st_snapshot_manifest *m, *more[1], *other;
+	struct st_snapshot_opts o = {0};
+	struct fl_err err = {0};
+	json_t *old_spec, *snap, *list, *sum;
+
+	(void)state;
+	fixture_init(&f, 3);
+	old_spec = json_pack("{s:i, s:[{s:i, s:i, s:s, s:s}]}", "spec-id", 1, "fields", "source-id",
+	                     1, "field-id", 1000, "name", "id", "transform", "identity");
+	old = f.t;
+	old.spec = old_spec;
+	old.spec_id = 1;
+	make_files(files, paths, 2, 1, NULL, 0);
+	assert_int_equal(st_snapshot_manifest_write(&f.t, 31, files, 2, &m, &err), 0);
+	make_files(files, paths, 1, 2, parts, 1);
+	assert_int_equal(st_snapshot_manifest_write(&old, 31, files, 1, &more[0], &err), 0);
+	assert_int_equal(st_snapshot_manifest_write(&old, 32, files, 1, &other, &err), 0);
+	o.table = &f.t;
+	o.snapshot_id = 31;
+	o.sequence_number = 1;
+	o.timestamp_ms = 1700000000031;
+	o.first_row_id = 500;
+	o.attempt = 1;
+	o.more = (const struct st_snapshot_manifest *const *)&other;
+	o.n_more = 1;
+	assert_int_equal(st_snapshot_build(&o, &snap, &err), -1);
+	assert_non_null(strstr(err.msg, "beside its manifest"));
+	o.manifest = m;
+	assert_int_equal(st_snapshot_build(&o, &snap, &err), -1);
+	assert_non_null(strstr(err.msg, "not a data manifest of snapshot 31"));
+	o.more = (const struct st_snapshot_manifest *const *)more;
+	assert_int_equal(st_snapshot_build(&o, &snap, &err), 0);
+	sum = json_object_get(snap, "summary");
+	/* rows 10 + 11, then 20; sizes 1000 + 1001, then 2000 */
+	assert_string_equal(sget(sum, "added-data-files"), "3");
+	assert_string_equal(sget(sum, "added-records"), "41");
+	assert_string_equal(sget(sum, "added-files-size"), "4001");
+	assert_string_equal(sget(sum, "total-data-files"), "3");
+	assert_string_equal(sget(sum, "total-records"), "41");
+	assert_string_equal(sget(sum, "changed-partition-count"), "2");
+	assert_int_equal(iget(snap, "added-rows"), 41);
+	list = read_all(json_string_value(json_object_get(snap, "manifest-list")), NULL, NULL, 0);
+	assert_int_equal(json_array_size(list), 2);
+	assert_int_equal(iget(json_array_get(list, 0), "partition_spec_id"), 0);
+	assert_int_equal(iget(json_array_get(list, 0), "first_row_id"), 500);
+	assert_int_equal(iget(json_array_get(list, 1), "partition_spec_id"), 1);
+	assert_int_equal(iget(json_array_get(list, 1), "first_row_id"), 521);
+	json_decref(list);
+	json_decref(snap);
+	st_snapshot_manifest_free(m);
+	st_snapshot_manifest_free(more[0]);
+	st_snapshot_manifest_free(other);
+	json_decref(old_spec);
+	fixture_done(&f);
+}
+
 static void test_partitioned(void **state)
 {
 	struct fixture f;
@@ -1352,7 +1419,7 @@ int main(void)
 	        cmocka_unit_test(test_partitioned),     cmocka_unit_test(test_refusals),
 	        cmocka_unit_test(test_replace),         cmocka_unit_test(test_alloc_failures),
 	        cmocka_unit_test(test_rewrite_in_part), cmocka_unit_test(test_merge),
-	        cmocka_unit_test(test_partition_bytes),
+	        cmocka_unit_test(test_partition_bytes), cmocka_unit_test(test_more_manifests),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
