@@ -881,9 +881,9 @@ static int delete_targets(struct compact *c, json_t *d, struct fl_err *err)
 	return 0;
 }
 
-/* Appends to f's "eqs" the equality deletes of list that apply to it: a
- * data sequence number greater than the file's (spec "Scan Planning"). */
-static int link_eq(json_t *f, const json_t *list, struct fl_err *err)
+/* Appends to f's "eqs" the equality deletes of list that apply to it
+ * (st_eq_delete_applies): those of its partition, or global ones. */
+static int link_eq(json_t *f, const json_t *list, bool global, struct fl_err *err)
 {
 	json_int_t seq = json_integer_value(json_object_get(f, "seq"));
 	size_t i;
@@ -891,7 +891,8 @@ static int link_eq(json_t *f, const json_t *list, struct fl_err *err)
 
 	json_array_foreach(list, i, d)
 	{
-		if (json_integer_value(json_object_get(d, "seq")) <= seq)
+		if (!st_eq_delete_applies(!global, global, seq,
+		                          json_integer_value(json_object_get(d, "seq"))))
 			continue;
 		at = array_at(f, "eqs");
 		if (at == NULL || json_array_append(at, d) != 0)
@@ -900,12 +901,11 @@ static int link_eq(json_t *f, const json_t *list, struct fl_err *err)
 	return 0;
 }
 
-/* Links each group's data files to the deletes that apply to them (spec
- * "Scan Planning": same partition, the data file's data sequence number at
- * most a position delete's and below an equality delete's, whose
- * unpartitioned files apply to every partition; a deletion vector hides
- * position delete files): each such file gets "dels" and "eqs", the
- * records to read when it is rewritten. */
+/* Links each group's data files to the deletes that apply to them
+ * (st_pos_delete_applies and st_eq_delete_applies; the deletes of a group's
+ * key are its partition's, those of "" the global equality deletes; a
+ * deletion vector hides position delete files): each such file gets "dels"
+ * and "eqs", the records to read when it is rewritten. */
 static int link_deletes(struct compact *c, struct fl_err *err)
 {
 	const char *key;
@@ -933,8 +933,9 @@ static int link_deletes(struct compact *c, struct fl_err *err)
 
 				f = json_object_get(by_path, p);
 				if (f == NULL ||
-				    json_integer_value(json_object_get(f, "seq")) >
-				            json_integer_value(json_object_get(d, "seq")))
+				    !st_pos_delete_applies(
+				            true, json_integer_value(json_object_get(f, "seq")),
+				            json_integer_value(json_object_get(d, "seq"))))
 					continue;
 				at = array_at(f, dv ? "dvs" : "dels");
 				if (at == NULL || json_array_append(at, d) != 0)
@@ -955,7 +956,7 @@ static int link_deletes(struct compact *c, struct fl_err *err)
 			if (dvs != NULL && json_object_set(x, "dels", dvs) != 0)
 				return nomem(err);
 			json_object_del(x, "dvs");
-			if (link_eq(x, eq, err) != 0 || link_eq(x, global, err) != 0)
+			if (link_eq(x, eq, false, err) != 0 || link_eq(x, global, true, err) != 0)
 				return -1;
 		}
 	}
@@ -1062,7 +1063,8 @@ static int choose_eq_deletes(struct compact *c, struct fl_err *err)
 	json_array_foreach(json_object_get(c->eqdels, ""), k, d)
 	{
 		if (json_integer_value(json_object_get(d, "spec")) == c->spec_id &&
-		    json_integer_value(json_object_get(d, "seq")) <= c->other_min_seq &&
+		    !st_eq_delete_applies(false, true, c->other_min_seq,
+		                          json_integer_value(json_object_get(d, "seq"))) &&
 		    remove_delete(c, d, err) != 0)
 			return -1;
 	}

@@ -730,6 +730,16 @@ out:
 	return rc;
 }
 
+bool st_pos_delete_applies(bool same_partition, int64_t data_seq, int64_t del_seq)
+{
+	return same_partition && data_seq <= del_seq;
+}
+
+bool st_eq_delete_applies(bool same_partition, bool global, int64_t data_seq, int64_t del_seq)
+{
+	return (same_partition || global) && data_seq < del_seq;
+}
+
 bool st_eqset_deletes(const struct st_eqset *s, const struct st_value *vals, int64_t data_seq)
 {
 	uint64_t hash;
@@ -739,7 +749,8 @@ bool st_eqset_deletes(const struct st_eqset *s, const struct st_value *vals, int
 	if (s->n == 0)
 		return false;
 	sl = eq_find(s, vals, &hash, &len);
-	return sl->off != 0 && sl->seq > data_seq;
+	/* The same partition: the caller chose the files read into s. */
+	return sl->off != 0 && st_eq_delete_applies(true, false, data_seq, sl->seq);
 }
 
 size_t st_eqset_size(const struct st_eqset *s)

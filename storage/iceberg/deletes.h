@@ -5,10 +5,10 @@
  * "deletion-vector-v1"), and the keys that equality delete files remove
  * ("Equality Delete Files").
  *
- * Which deletes apply to which data file (same partition or an
- * unpartitioned delete, the data file's data sequence number <= a position
- * delete's and < an equality delete's, a deletion vector hides position
- * delete files) is the caller's to decide; this module reads the bytes.
+ * Which deletes apply to which data file is decided by the callers, which
+ * hold the manifests, with st_pos_delete_applies and st_eq_delete_applies:
+ * the rule is written once, here.  A deletion vector hides position delete
+ * files of its data file (v3 writers fold those into it).
  *
  * Malformed input is FL_ERR_BAD_REQUEST naming the reason (wrong magic, a
  * length that does not match the blob, a bad CRC, keys out of order, a
@@ -135,6 +135,19 @@ int st_eqset_add(struct st_eqset *s, const struct st_value *vals, int64_t seq,
 int st_eqset_add_file(struct st_eqset *s, const struct st_parquet_source *src,
                       const struct st_parquet_reader_opts *ropts, int64_t seq,
                       struct fl_err *err) FL_MUST_CHECK;
+
+/* Spec "Scan Planning": whether a position delete file or deletion vector
+ * of data sequence number del_seq applies to a data file of data sequence
+ * number data_seq: one of the same partition (same spec, same tuple:
+ * same_partition) at most as new.  It then removes only the rows it names
+ * of that file. */
+bool st_pos_delete_applies(bool same_partition, int64_t data_seq, int64_t del_seq);
+
+/* ... and whether an equality delete file does: one of the same partition,
+ * or of any when the delete's spec has no fields (global), strictly older
+ * (a row committed together with a delete of its key, as a streaming
+ * upsert writes, stays). */
+bool st_eq_delete_applies(bool same_partition, bool global, int64_t data_seq, int64_t del_seq);
 
 /* Whether a row whose fields hold vals (n values in the fields' order), in
  * a data file of data sequence number data_seq, is deleted. */

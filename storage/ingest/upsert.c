@@ -818,10 +818,8 @@ static bool unpartitioned(const json_t *current, json_int_t id)
 }
 
 /* Reads the deletes that apply to data file e of manifest mf into u->gone
- * and u->eq (spec "Scan Planning": the same partition, or an equality
- * delete of an unpartitioned spec; a position delete of a data sequence
- * number at least the file's, naming it; an equality delete's above it),
- * and their paths into *sig, one per line (NULL: none). */
+ * and u->eq (st_pos_delete_applies, st_eq_delete_applies), and their paths
+ * into *sig, one per line (NULL: none). */
 static int read_deletes(struct st_upsert *u, const json_t *current, const json_t *mf,
                         const json_t *e, char **sig, struct fl_err *err)
 {
@@ -857,7 +855,8 @@ static int read_deletes(struct st_upsert *u, const json_t *current, const json_t
 			struct st_parquet_source src;
 			struct st_parquet_io_ctx ictx;
 
-			if (!same || dseq < seq || (ref != NULL && strcmp(ref, path) != 0))
+			if (!st_pos_delete_applies(same, seq, dseq) ||
+			    (ref != NULL && strcmp(ref, path) != 0))
 				continue;
 			if (json_is_true(json_object_get(d, "dv"))) {
 				/* A vector names its file (referenced_data_file). */
@@ -878,7 +877,7 @@ static int read_deletes(struct st_upsert *u, const json_t *current, const json_t
 			int32_t id[ST_EQSET_MAX_FIELDS];
 			size_t k;
 
-			if ((!same && !unpartitioned(current, dspec)) || dseq <= seq)
+			if (!st_eq_delete_applies(same, unpartitioned(current, dspec), seq, dseq))
 				continue;
 			json_array_foreach(ids, k, v)
 			{
