@@ -247,6 +247,12 @@ integration_setup()
 		fail_step "npm $cmd in tests/integration"
 		return 0
 	}
+	# moto_server's Python, probed once here rather than in every test process
+	# (lib/moto.mjs: the probe imports moto, ~1 s of CPU).
+	FLOE_TEST_MOTO_PYTHON=$(cd tests/integration && node --input-type=module -e \
+		"import { motoPython } from './lib/moto.mjs'; process.stdout.write(motoPython() ?? '')")
+	export FLOE_TEST_MOTO_PYTHON
+	echo "moto_server's Python: ${FLOE_TEST_MOTO_PYTHON:-none (the S3 tests will skip)}"
 	integration_ready=1
 }
 

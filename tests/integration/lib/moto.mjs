@@ -32,10 +32,13 @@ export const NO_S3 = 'skipped: no S3 server';
 
 // The Python that runs moto_server (its shebang's interpreter, e.g. the pyenv one);
 // null when moto_server is not installed. Asked once per process: the probe imports
-// moto, ~1 s of CPU.
+// moto, ~1 s of CPU. tests/run.sh asks once for every file, and passes the answer in
+// FLOE_TEST_MOTO_PYTHON (empty: none).
 let motoPy;
-function motoPython() {
+export function motoPython() {
   if (motoPy !== undefined) return motoPy;
+  const given = process.env.FLOE_TEST_MOTO_PYTHON;
+  if (given !== undefined) return (motoPy = given === '' ? null : given);
   motoPy = null;
   const r = spawnSync('sh', ['-c', 'command -v moto_server'], { encoding: 'utf8' });
   if (r.status !== 0 || r.stdout.trim() === '') return motoPy;
