@@ -616,7 +616,16 @@ struct compact {
 	json_t *eqdels; /* the same key, "" for an unpartitioned spec's (they apply
 	                 * to every partition) -> [live equality delete file] */
 	json_int_t other_min_seq; /* lowest data sequence number of a live data
-	                           * file of another spec; INT64_MAX: none */
+	                           * file of another spec that stays; INT64_MAX:
+	                           * none */
+	/* Moving the files of older specs into the current one (migrate). */
+	struct route *route; /* the current spec's fields over the schema's columns */
+	size_t nroute;
+	bool can_route; /* every field of the current spec can be computed */
+	json_t *older; /* spec id (text) -> true (its files move) or false (they stay) */
+	struct st_snapshot_table *olds; /* the tables of the older specs that move */
+	size_t nolds;
+	json_int_t migrated, kept_older; /* files of older specs moved, left */
 	json_t *mlive; /* manifest path -> [live entries, entries chosen, list record] */
 	json_t *listed; /* every manifest path of the planned list */
 	json_int_t base_snapshot; /* the snapshot the plan was made on */
@@ -634,6 +643,9 @@ struct compact {
 	int64_t snapshot_id;
 	int attempt;
 	struct st_snapshot_manifest *manifest;
+	/* the DELETED entries of the files moved out of each older spec */
+	struct st_snapshot_manifest **more;
+	size_t n_more;
 	struct st_snapshot_manifest *removed_deletes; /* NULL: none */
 	json_t *written; /* URIs of the new data files */
 	json_t *committed; /* the snapshot committed */
@@ -701,10 +713,106 @@ static bool spec_unpartitioned(const json_t *meta, json_int_t spec_id)
 	return spec != NULL && json_array_size(json_object_get(spec, "fields")) == 0;
 }
 
+/* A field of the current partition spec, computed from a row: its source's
+ * place among the writer's columns (schema_columns: the schema's fields in
+ * order), the transform and the value's type. */
+struct route {
+	size_t col;
+	struct st_transform tr;
+	struct st_type type;
+};
+
+/* The current spec's fields as routes; c->can_route stays false when one
+ * cannot be computed here (a source that is not a top-level primitive
+ * column): the files of older specs then stay where they are. */
+static int route_setup(struct compact *c, struct fl_err *err)
+{
+	const json_t *fields = json_object_get(c->t.spec, "fields"), *f;
+	const json_t *cols = json_object_get(c->t.schema, "fields");
+	size_t i;
+
+	c->route = calloc(json_array_size(fields) + 1, sizeof(*c->route));
+	if (c->route == NULL)
+		return nomem(err);
+	json_array_foreach(fields, i, f)
+	{
+		json_int_t src = json_integer_value(json_object_get(f, "source-id"));
+		const char *tr = json_string_value(json_object_get(f, "transform"));
+		struct route *r = &c->route[i];
+		struct st_type st;
+		struct fl_err why = {0};
+		size_t col = 0;
+		const char *type = NULL;
+
+		while (col < json_array_size(cols) &&
+		       json_integer_value(json_object_get(json_array_get(cols, col), "id")) != src)
+			col++;
+		type = json_string_value(json_object_get(json_array_get(cols, col), "type"));
+		if (tr == NULL || type == NULL || st_type_parse(type, &st, &why) != 0 ||
+		    st_transform_parse(tr, &st, &r->tr, &r->type, &why) != 0)
+			return 0;
+		r->col = col;
+	}
+	c->nroute = json_array_size(fields);
+	c->can_route = true;
+	return 0;
+}
+
+/* Whether the data files of older spec id move into the current spec: the
+ * rows can be routed, and a partition tuple of that spec (rec, the first
+ * met) can be read against the current schema (its source columns are
+ * still there), which the files' DELETED entries need.  Decided once per
+ * spec; the spec's table is kept in c->olds. */
+static int older_moves(struct compact *c, json_int_t id, const json_t *rec, bool *moves,
+                       struct fl_err *err)
+{
+	char key[24];
+	const json_t *known, *spec;
+	struct st_value *part = NULL;
+	size_t np;
+	struct fl_err why = {0};
+
+	snprintf(key, sizeof(key), "%" JSON_INTEGER_FORMAT, id);
+	known = json_object_get(c->older, key);
+	if (known != NULL) {
+		*moves = json_is_true(known);
+		return 0;
+	}
+	*moves = false;
+	spec = fl_json_find_int(json_object_get(c->meta, "partition-specs"), "spec-id", id);
+	if (c->can_route && spec != NULL) {
+		struct st_snapshot_table *g = realloc(c->olds, sizeof(*g) * (c->nolds + 1));
+
+		if (g == NULL)
+			return nomem(err);
+		c->olds = g;
+		g[c->nolds] = c->t;
+		g[c->nolds].spec = spec;
+		g[c->nolds].spec_id = (int32_t)id;
+		*moves = st_snapshot_partition_parse(&g[c->nolds], rec, &part, &np, &why) == 0;
+		free(part);
+		if (*moves)
+			c->nolds++;
+	}
+	return json_object_set_new(c->older, key, json_boolean(*moves)) != 0 ? nomem(err) : 0;
+}
+
+/* The table as the manifests of spec id see it: the current one's, or an
+ * older one's that moves. */
+static const struct st_snapshot_table *spec_table(const struct compact *c, json_int_t id)
+{
+	for (size_t i = 0; i < c->nolds; i++) {
+		if (c->olds[i].spec_id == id)
+			return &c->olds[i];
+	}
+	return &c->t;
+}
+
 /* Adds the live entries of one manifest (a record of the current list):
- * data files of the current spec to the groups (every one: a file with
- * deletes is rewritten whatever its size), position delete files and
- * deletion vectors to dels, equality delete files to eqdels. */
+ * data files to the groups (every one: a file with deletes is rewritten
+ * whatever its size), those of an older spec only when they move
+ * (older_moves), position delete files and deletion vectors to dels,
+ * equality delete files to eqdels. */
 static int plan_manifest(struct compact *c, const json_t *mf, struct fl_err *err)
 {
 	const char *uri = json_string_value(json_object_get(mf, "manifest_path"));
@@ -754,13 +862,23 @@ static int plan_manifest(struct compact *c, const json_t *mf, struct fl_err *err
 			           "manifest %.200s: entry %zu lacks file_path", uri, i);
 			goto out;
 		}
-		if (spec_id != c->spec_id && content != 2) {
+		/* A delete of an older spec goes to dels or eqdels too: it
+		 * applies to the files of its partition that move (and stays,
+		 * as its manifest does). */
+		if (spec_id != c->spec_id && content == 0) {
 			json_int_t seq = or_else(json_object_get(e, "sequence_number"),
 			                         json_object_get(mf, "sequence_number"));
+			bool moves;
 
-			if (content == 0 && seq < c->other_min_seq)
-				c->other_min_seq = seq;
-			continue;
+			if (older_moves(c, spec_id, json_object_get(df, "partition"), &moves,
+			                err) != 0)
+				goto out;
+			if (!moves) {
+				c->kept_older++;
+				if (seq < c->other_min_seq)
+					c->other_min_seq = seq;
+				continue;
+			}
 		}
 		key = content == 2 && spec_unpartitioned(c->meta, spec_id)
 		              ? strdup("")
@@ -775,6 +893,11 @@ static int plan_manifest(struct compact *c, const json_t *mf, struct fl_err *err
 				g = json_pack("{s:I, s:O?, s:[], s:{}}", "spec-id", spec_id,
 				              "partition", json_object_get(df, "partition"),
 				              "files", "by-path");
+				if (g != NULL && spec_id != c->spec_id &&
+				    json_object_set_new(g, "moves", json_true()) != 0) {
+					json_decref(g);
+					g = NULL;
+				}
 				if (g != NULL && json_object_set_new(c->groups, key, g) != 0)
 					g = NULL;
 			}
@@ -1032,10 +1155,11 @@ static int remove_delete(struct compact *c, json_t *d, struct fl_err *err)
 }
 
 /* The equality delete files the replace removes: every one of a chosen
- * partition (each data file it applies to has it in "eqs", so is
- * rewritten), and an unpartitioned one of the current spec when no data
- * file of another spec is old enough for it to apply to.  Those of another
- * spec stay: their DELETED entries would need a manifest of that spec. */
+ * partition of the current spec (each data file it applies to has it in
+ * "eqs", so is rewritten), and an unpartitioned one of the current spec
+ * when no data file of another spec that stays is old enough for it to
+ * apply to.  Those of another spec stay: their DELETED entries would need
+ * a manifest of that spec. */
 static int choose_eq_deletes(struct compact *c, struct fl_err *err)
 {
 	const json_t *g;
@@ -1044,9 +1168,12 @@ static int choose_eq_deletes(struct compact *c, struct fl_err *err)
 
 	json_array_foreach(c->plan, i, g)
 	{
-		char *key = part_key(json_integer_value(json_object_get(g, "spec-id")),
-		                     json_object_get(g, "partition"));
+		char *key;
 
+		if (json_is_true(json_object_get(g, "moves")))
+			continue;
+		key = part_key(json_integer_value(json_object_get(g, "spec-id")),
+		               json_object_get(g, "partition"));
 		if (key == NULL)
 			return nomem(err);
 		json_array_foreach(json_object_get(c->eqdels, key), k, d)
@@ -1118,20 +1245,21 @@ static int choose(struct compact *c, struct fl_err *err)
 	{
 		json_t *files = json_object_get(g, "files"), *cand;
 		size_t nsmall = 0, ndel = 0;
+		bool moves = json_is_true(json_object_get(g, "moves"));
 
 		json_array_foreach(files, i, f)
 		{
 			nsmall += json_is_true(json_object_get(f, "small"));
 			ndel += has_deletes(f);
 		}
-		if (nsmall < 2 && ndel == 0)
+		if (!moves && nsmall < 2 && ndel == 0)
 			continue;
 		cand = json_array();
 		if (cand == NULL)
 			goto nomem;
 		json_array_foreach(files, i, f)
 		{
-			if (!json_is_true(json_object_get(f, "small")) && !has_deletes(f))
+			if (!moves && !json_is_true(json_object_get(f, "small")) && !has_deletes(f))
 				continue;
 			count_chosen(c->mlive, f);
 			if (json_array_append(cand, f) != 0 ||
@@ -1145,6 +1273,8 @@ static int choose(struct compact *c, struct fl_err *err)
 		}
 		c->parts++;
 		c->removed += (json_int_t)json_array_size(cand);
+		if (moves)
+			c->migrated += (json_int_t)json_array_size(cand);
 		c->bytes_removed += group_bytes(cand);
 		if (json_object_set_new(g, "files", cand) != 0 ||
 		    json_array_append(c->plan, g) != 0)
@@ -1152,9 +1282,14 @@ static int choose(struct compact *c, struct fl_err *err)
 	}
 	json_array_foreach(c->plan, i, g)
 	{
-		char *key = part_key(json_integer_value(json_object_get(g, "spec-id")),
-		                     json_object_get(g, "partition"));
+		char *key;
 
+		/* An older spec's deletes stay: removing them would need a
+		 * delete manifest of that spec. */
+		if (json_is_true(json_object_get(g, "moves")))
+			continue;
+		key = part_key(json_integer_value(json_object_get(g, "spec-id")),
+		               json_object_get(g, "partition"));
 		if (key == NULL)
 			goto nomem;
 		rc = choose_deletes(c, key, g, rewritten, err);
@@ -1370,6 +1505,13 @@ struct rewrite {
 	struct st_value **buf;
 	size_t nbuf, capbuf, buf_bytes;
 	int compression_level; /* write.parquet.compression-level; 0 = the codec's default */
+	/* The group in progress moves from an older spec (c->route): its rows
+	 * are buffered with their partition in the current spec after the
+	 * sort keys, sorted by it first, and each new file holds one. */
+	bool moves;
+	const struct st_value *file_part; /* the open file's, one of owned */
+	struct st_value **owned; /* the moved files' partitions */
+	size_t nowned;
 	struct st_data_writer dw; /* the open file, if any */
 	struct st_eqdeletes eq; /* the group's equality deletes */
 	struct st_parquet_reader_opts eq_ro; /* how they are read */
@@ -1540,29 +1682,80 @@ static bool is_nan(const struct st_type *t, const struct st_value *v)
 	       (t->id == ST_TYPE_FLOAT && v->v.f != v->v.f);
 }
 
+/* Orders two values of type t, nulls first or last, NaN after numbers. */
+static int cmp_value(const struct st_type *t, const struct st_value *x, const struct st_value *y,
+                     bool nulls_first)
+{
+	if (x->null || y->null) {
+		if (x->null && y->null)
+			return 0;
+		return x->null == nulls_first ? -1 : 1;
+	}
+	if (is_nan(t, x) || is_nan(t, y))
+		return is_nan(t, x) - is_nan(t, y);
+	return st_value_compare(t, x, y);
+}
+
+/* Orders two buffered rows' partitions in the current spec (moves). */
+static int cmp_parts(const struct rewrite *rw, const struct st_value *a, const struct st_value *b)
+{
+	for (size_t j = 0; j < rw->c->nroute; j++) {
+		int c = cmp_value(&rw->c->route[j].type, &a[j], &b[j], true);
+
+		if (c != 0)
+			return c;
+	}
+	return 0;
+}
+
 static int cmp_rows(const void *pa, const void *pb, void *arg)
 {
 	const struct st_value *a = *(struct st_value *const *)pa;
 	const struct st_value *b = *(struct st_value *const *)pb;
 	const struct rewrite *rw = arg;
+	size_t at = rw->ncols + rw->nkeys;
+	int c = rw->moves ? cmp_parts(rw, a + at, b + at) : 0;
 
-	for (size_t k = 0; k < rw->nkeys; k++) {
+	for (size_t k = 0; c == 0 && k < rw->nkeys; k++) {
 		const struct sort_key *key = &rw->keys[k];
-		const struct st_value *x = &a[key->at], *y = &b[key->at];
-		int c;
 
-		if (x->null || y->null) {
-			if (x->null && y->null)
-				continue;
-			return x->null == key->nulls_first ? -1 : 1;
-		}
-		if (is_nan(&key->type, x) || is_nan(&key->type, y))
-			c = is_nan(&key->type, x) - is_nan(&key->type, y); /* NaN last */
-		else
-			c = st_value_compare(&key->type, x, y);
-		if (c != 0)
-			return key->desc ? -c : c;
+		c = cmp_value(&key->type, &a[key->at], &b[key->at], key->nulls_first);
+		if (key->desc)
+			c = -c;
 	}
+	return c;
+}
+
+/* Keeps a copy of a moved row's partition (its values' bytes too) as the
+ * open file's. */
+static int own_part(struct rewrite *rw, const struct st_value *p, struct fl_err *err)
+{
+	size_t n = rw->c->nroute, bytes = n * sizeof(*p);
+	struct st_value *copy, **grown;
+	uint8_t *at;
+
+	for (size_t j = 0; j < n; j++)
+		if (!p[j].null && is_bytes(&rw->c->route[j].type))
+			bytes += p[j].v.bin.len;
+	grown = realloc(rw->owned, sizeof(*grown) * (rw->nowned + 1));
+	if (grown == NULL)
+		return nomem(err);
+	rw->owned = grown;
+	copy = malloc(bytes ? bytes : 1);
+	if (copy == NULL)
+		return nomem(err);
+	rw->owned[rw->nowned++] = copy;
+	at = (uint8_t *)(copy + n);
+	for (size_t j = 0; j < n; j++) {
+		copy[j] = p[j];
+		if (!p[j].null && is_bytes(&rw->c->route[j].type)) {
+			if (p[j].v.bin.len > 0)
+				memcpy(at, p[j].v.bin.p, p[j].v.bin.len);
+			copy[j].v.bin.p = at;
+			at += p[j].v.bin.len;
+		}
+	}
+	rw->file_part = copy;
 	return 0;
 }
 
@@ -1570,15 +1763,26 @@ static int cmp_rows(const void *pa, const void *pb, void *arg)
  * each file holds one sorted run. */
 static int flush_sorted(struct rewrite *rw, const struct st_value *part, struct fl_err *err)
 {
+	size_t at = rw->ncols + rw->nkeys;
 	int rc = 0;
 
 	if (rw->nbuf == 0)
 		return 0;
 	qsort_r(rw->buf, rw->nbuf, sizeof(*rw->buf), cmp_rows, rw);
-	for (size_t i = 0; i < rw->nbuf && rc == 0; i++)
-		rc = write_one(rw, part, rw->buf[i], err);
+	for (size_t i = 0; i < rw->nbuf && rc == 0; i++) {
+		if (rw->moves &&
+		    (rw->file_part == NULL || cmp_parts(rw, rw->file_part, rw->buf[i] + at) != 0)) {
+			if (rw->dw.w != NULL)
+				rc = rewrite_close(rw, rw->file_part, err);
+			if (rc == 0)
+				rc = own_part(rw, rw->buf[i] + at, err);
+		}
+		if (rc == 0)
+			rc = write_one(rw, rw->moves ? rw->file_part : part, rw->buf[i], err);
+	}
 	if (rc == 0 && rw->dw.w != NULL)
-		rc = rewrite_close(rw, part, err);
+		rc = rewrite_close(rw, rw->moves ? rw->file_part : part, err);
+	rw->file_part = NULL;
 	fl_arena_free(rw->arena);
 	rw->arena = NULL;
 	rw->nbuf = 0;
@@ -1592,6 +1796,7 @@ static int buffer_row(struct rewrite *rw, const struct st_value *part, const str
                       struct fl_err *err)
 {
 	struct st_value *copy;
+	size_t width;
 
 	if (rw->buf_bytes >= SORT_BUFFER_BYTES && flush_sorted(rw, part, err) != 0)
 		return -1;
@@ -1606,11 +1811,12 @@ static int buffer_row(struct rewrite *rw, const struct st_value *part, const str
 		rw->buf = grown;
 		rw->capbuf = cap;
 	}
-	/* the columns, then the transformed keys */
-	copy = fl_arena_alloc(rw->arena, (rw->ncols + rw->nkeys) * sizeof(*copy));
+	/* the columns, the transformed keys, then (moves) the partition */
+	width = rw->ncols + rw->nkeys + (rw->moves ? rw->c->nroute : 0);
+	copy = fl_arena_alloc(rw->arena, width * sizeof(*copy));
 	if (copy == NULL)
 		return nomem(err);
-	rw->buf_bytes += (rw->ncols + rw->nkeys) * sizeof(*copy);
+	rw->buf_bytes += width * sizeof(*copy);
 	for (size_t j = 0; j < rw->ncols; j++) {
 		copy[j] = row[j];
 		if (!row[j].null && is_bytes(&rw->cols[j].type)) {
@@ -1630,6 +1836,12 @@ static int buffer_row(struct rewrite *rw, const struct st_value *part, const str
 		if (!key->identity)
 			st_transform_apply(&key->tr, &rw->cols[key->col].type, &copy[key->col],
 			                   &copy[key->at]);
+	}
+	for (size_t j = 0; rw->moves && j < rw->c->nroute; j++) {
+		const struct route *r = &rw->c->route[j];
+
+		st_transform_apply(&r->tr, &rw->cols[r->col].type, &copy[r->col],
+		                   &copy[rw->ncols + rw->nkeys + j]);
 	}
 	rw->buf[rw->nbuf++] = copy;
 	return 0;
@@ -1785,8 +1997,8 @@ static int rewrite_files(struct rewrite *rw, const json_t *g, const struct st_va
 				if (rw->lineage)
 					inherit_lineage(&row[rw->ncols - 2], &row[rw->ncols - 1], f,
 					                pos);
-				if (rw->nkeys > 0 ? buffer_row(rw, part, row, err) != 0
-				                  : write_one(rw, part, row, err) != 0)
+				if (rw->nkeys > 0 || rw->moves ? buffer_row(rw, part, row, err) != 0
+				                               : write_one(rw, part, row, err) != 0)
 					goto bad;
 			}
 		}
@@ -1804,6 +2016,10 @@ static int rewrite_files(struct rewrite *rw, const json_t *g, const struct st_va
 		st_posset_free(&gone);
 		return fl_err_prefix(err, "%.200s", uri);
 	}
+	/* Moved rows wait for every group that moves (rewrite_all): the files
+	 * of all the older partitions are cut by the current spec's. */
+	if (rw->moves)
+		return 0;
 	if (rw->nkeys > 0 && flush_sorted(rw, part, err) != 0)
 		return -1;
 	if (rw->dw.w != NULL && rewrite_close(rw, part, err) != 0)
@@ -1900,6 +2116,8 @@ static int build_compact(void *arg, const json_t *current, json_t **updates, str
 	        .attempt = ++c->attempt,
 	        .first_row_id = json_integer_value(json_object_get(current, "next-row-id")),
 	        .manifest = c->manifest,
+	        .more = (const struct st_snapshot_manifest *const *)c->more,
+	        .n_more = c->n_more,
 	        .drop_manifests = drop,
 	        .n_drop = nd,
 	        .removed_deletes = c->removed_deletes,
@@ -2085,42 +2303,88 @@ static int rewrite_all(struct compact *c, struct fl_err *err)
 		nomem(err);
 		goto out;
 	}
-	json_array_foreach(c->plan, i, g)
-	{
-		size_t nparts, k;
-		const json_t *f;
-
-		if (st_snapshot_partition_parse(&c->t, json_object_get(g, "partition"), &parts[i],
-		                                &nparts, err) != 0) {
-			fl_err_prefix(err, "table %s", c->table);
-			goto out;
-		}
-		rw.group_added = rw.group_bytes = 0;
-		if (rewrite_group(&rw, g, parts[i], want, row, err) != 0) {
-			fl_err_prefix(err, "table %s: rewriting", c->table);
-			goto out;
-		}
-		if (json_object_set_new(g, "files-added", json_integer(rw.group_added)) != 0 ||
-		    json_object_set_new(g, "bytes-added", json_integer(rw.group_bytes)) != 0) {
-			nomem(err);
-			goto out;
-		}
-		json_array_foreach(json_object_get(g, "files"), k, f)
+	/* The groups of the current spec, then those that move, whose rows
+	 * are written together at the end (their files are counted in all, not
+	 * per group). */
+	for (int pass = 0; pass < 2; pass++) {
+		json_array_foreach(c->plan, i, g)
 		{
-			removed_entry(f, parts[i], &dfs[nd], &del[nd], NULL);
-			nd++;
+			json_int_t spec = json_integer_value(json_object_get(g, "spec-id"));
+			size_t nparts;
+
+			rw.moves = json_is_true(json_object_get(g, "moves"));
+			if (rw.moves != (pass == 1))
+				continue;
+			if (st_snapshot_partition_parse(spec_table(c, spec),
+			                                json_object_get(g, "partition"), &parts[i],
+			                                &nparts, err) != 0) {
+				fl_err_prefix(err, "table %s", c->table);
+				goto out;
+			}
+			rw.group_added = rw.group_bytes = 0;
+			if (rewrite_group(&rw, g, parts[i], want, row, err) != 0) {
+				fl_err_prefix(err, "table %s: rewriting", c->table);
+				goto out;
+			}
+			if (!rw.moves && (json_object_set_new(g, "files-added",
+			                                      json_integer(rw.group_added)) != 0 ||
+			                  json_object_set_new(g, "bytes-added",
+			                                      json_integer(rw.group_bytes)) != 0)) {
+				nomem(err);
+				goto out;
+			}
 		}
+	}
+	rw.moves = c->migrated > 0;
+	if (rw.moves && flush_sorted(&rw, NULL, err) != 0) {
+		fl_err_prefix(err, "table %s: rewriting", c->table);
+		goto out;
 	}
 	c->added = (json_int_t)rw.n;
 	for (i = 0; i < rw.n; i++)
 		c->bytes_added += rw.files[i].file_size_in_bytes;
 	if (carry_manifests(c, 0, &kept, err) != 0 || kept_entries(&kept, &kept_e, err) != 0)
 		goto out;
-	if (st_snapshot_manifest_write_rewrite(&c->t, c->snapshot_id, ST_MANIFEST_DATA, rw.files,
-	                                       rw.n, kept_e, kept.n, del, nd, &c->manifest,
-	                                       err) != 0) {
-		fl_err_prefix(err, "table %s: compaction manifest", c->table);
+	/* One manifest per spec: the current one's with every new file, then
+	 * each older one's with the DELETED entries of the files it moved. */
+	c->more = calloc(c->nolds + 1, sizeof(*c->more));
+	if (c->more == NULL) {
+		nomem(err);
 		goto out;
+	}
+	for (size_t s = 0; s <= c->nolds; s++) {
+		const struct st_snapshot_table *t = s == 0 ? &c->t : &c->olds[s - 1];
+		struct st_snapshot_manifest *m = NULL;
+		size_t from = nd;
+
+		json_array_foreach(c->plan, i, g)
+		{
+			size_t k;
+			const json_t *f;
+
+			if (json_integer_value(json_object_get(g, "spec-id")) != t->spec_id)
+				continue;
+			json_array_foreach(json_object_get(g, "files"), k, f)
+			{
+				removed_entry(f, parts[i], &dfs[nd], &del[nd], NULL);
+				nd++;
+			}
+		}
+		if (s > 0 && nd == from)
+			continue;
+		if (s == 0 && rw.n + kept.n + nd == 0)
+			continue; /* every row moved was deleted, and nothing else changed */
+		if (st_snapshot_manifest_write_rewrite(t, c->snapshot_id, ST_MANIFEST_DATA,
+		                                       s == 0 ? rw.files : NULL, s == 0 ? rw.n : 0,
+		                                       s == 0 ? kept_e : NULL, s == 0 ? kept.n : 0,
+		                                       del + from, nd - from, &m, err) != 0) {
+			fl_err_prefix(err, "table %s: compaction manifest", c->table);
+			goto out;
+		}
+		if (c->manifest == NULL)
+			c->manifest = m;
+		else
+			c->more[c->n_more++] = m;
 	}
 	if (json_array_size(c->gone) > 0 && write_removed_deletes(c, err) != 0)
 		goto out;
@@ -2144,6 +2408,9 @@ out:
 	free(rw.keys);
 	free(rw.buf);
 	fl_arena_free(rw.arena);
+	for (i = 0; i < rw.nowned; i++)
+		free(rw.owned[i]);
+	free(rw.owned);
 	carry_free(&kept);
 	free(kept_e);
 	st_name_mapping_free(mapping);
@@ -2157,6 +2424,10 @@ static void compact_discard(struct compact *c)
 
 	if (c->manifest != NULL && st_io_delete(c->io, c->manifest->path, &ignored) != 0)
 		ignored.kind = FL_ERR_NONE;
+	for (size_t i = 0; i < c->n_more; i++) {
+		if (st_io_delete(c->io, c->more[i]->path, &ignored) != 0)
+			ignored.kind = FL_ERR_NONE;
+	}
 	if (c->removed_deletes != NULL &&
 	    st_io_delete(c->io, c->removed_deletes->path, &ignored) != 0)
 		ignored.kind = FL_ERR_NONE;
@@ -2191,7 +2462,7 @@ static int compact_setup(struct compact *c, struct fl_err *err)
 		return fl_err_set(err, FL_ERR_INTERNAL, "table %s: the current schema is missing",
 		                  c->table);
 	c->snapshot_id = fl_random_id();
-	return 0;
+	return route_setup(c, err);
 }
 
 static void compact_free(struct compact *c)
@@ -2209,8 +2480,14 @@ static void compact_free(struct compact *c)
 	json_decref(c->written);
 	json_decref(c->committed);
 	st_snapshot_manifest_free(c->manifest);
+	for (size_t i = 0; i < c->n_more; i++)
+		st_snapshot_manifest_free(c->more[i]);
+	free(c->more);
 	st_snapshot_manifest_free(c->removed_deletes);
 	free(c->mdir);
+	free(c->route);
+	free(c->olds);
+	json_decref(c->older);
 }
 
 /* The report's numbers, per partition and in all. */
@@ -2250,6 +2527,11 @@ static json_t *compact_report(struct compact *c, bool dry_run)
 		bad |= json_object_set_new(r, "delete-files-removed",
 		                           json_integer((json_int_t)json_array_size(c->gone)));
 		bad |= json_object_set_new(r, "manifests-rewritten", json_integer(c->carried));
+		bad |= json_object_set_new(r, "files-moved-to-current-spec",
+		                           json_integer(c->migrated));
+		if (c->kept_older > 0)
+			bad |= json_object_set_new(r, "files-of-older-specs-kept",
+			                           json_integer(c->kept_older));
 		if (c->sort_order_id != 0)
 			bad |= json_object_set_new(r, "sort-order-id",
 			                           json_integer(c->sort_order_id));
@@ -2288,6 +2570,7 @@ int cat_maintain_compact(struct cat_db *db, const struct cat_warehouse *wh, cons
 	c.dels = json_object();
 	c.eqdels = json_object();
 	c.other_min_seq = INT64_MAX;
+	c.older = json_object();
 	c.listed = json_object();
 	c.gone = json_array();
 	c.removed_ids = json_object();
@@ -2297,7 +2580,7 @@ int cat_maintain_compact(struct cat_db *db, const struct cat_warehouse *wh, cons
 	c.written = json_array();
 	if (c.groups == NULL || c.dels == NULL || c.eqdels == NULL || c.listed == NULL ||
 	    c.gone == NULL || c.removed_ids == NULL || c.mlive == NULL || c.drop == NULL ||
-	    c.plan == NULL || c.written == NULL) {
+	    c.plan == NULL || c.written == NULL || c.older == NULL) {
 		nomem(err);
 		goto out;
 	}

@@ -11,9 +11,13 @@
 // - a row committed in the same snapshot as a delete of its key (a
 //   streaming writer's upsert) is not deleted by it;
 // - a partitioned table: a partition's deletes apply to that partition only;
-// - an unpartitioned delete still applies to the files of an older spec that
-//   compaction leaves alone, so it is applied to the files rewritten and
-//   kept (removing it would bring its rows back in the old files);
+// - after partition evolution the files of the older spec move into the
+//   current one (unpartitioned, or partitioned otherwise: each row lands in
+//   its partition), with the older spec's position delete and the current
+//   spec's unpartitioned equality delete applied; that delete goes, as no
+//   file is left for it, and the older spec's stays, naming no live file.
+//   Files of an older spec whose source column was dropped stay, and are
+//   counted;
 // - a delete file without a column its equality_ids name, or naming a field
 //   the schema lacks, fails the run with a message that names it, and
 //   nothing is committed.
@@ -27,7 +31,7 @@ import {
 import { call, tablePath } from '../tables/lib.mjs';
 import { helpers, fields } from './lib.mjs';
 import {
-  liveEntries, visibleRows, deleteHelpers, equalityDeleteFile, icebirdReader,
+  liveEntries, visibleRows, deleteHelpers, equalityDeleteFile, positionDeleteFile, icebirdReader,
 } from './deletes-lib.mjs';
 
 let ctx;
@@ -191,8 +195,10 @@ test('compact: a partition\'s equality deletes apply to that partition only', as
   assert.deepEqual(await plainIds(after), [0, 1, 2, 4, 5, 6]);
 });
 
-test('compact: an unpartitioned delete that still applies to an older spec\'s files is applied and kept', async () => {
-  const name = 'eqspec';
+// A table bucketed on id (spec 0), its first two appends, and a position
+// delete of spec 0's (committed while spec 0 is current, so its manifest is of
+// spec 0) of the first row of one of their files; returns [meta, that row's id].
+async function bucketedWithDelete(name) {
   await call(ctx.base, 'POST', `${ctx.p}/namespaces/${ctx.ns.join('%1F')}/tables`, {
     body: {
       name,
@@ -204,14 +210,34 @@ test('compact: an unpartitioned delete that still applies to an older spec\'s fi
   await append(name, range(0, 3));
   await append(name, range(3, 3));
   let { meta } = await settled(name, (s) => Number(s.summary['total-records']) === 6);
+  const f0 = liveEntries(currentSnapshot(meta)).find((e) => e.content === 0);
+  const first = (await (await duck()).runAndReadAll(
+    `SELECT id::INTEGER FROM read_parquet(${sqlStr(localPath(f0.path))}) ORDER BY file_row_number LIMIT 1`)).getRowsJson()[0][0];
+  const pd = await positionDeleteFile(path.join(localPath(meta.location), 'data', 'pos.parquet'), [[f0.path, 0]]);
+  meta = await commitDeletes(name, meta, [{
+    content: 1, file_path: pd.path, file_format: 'PARQUET', record_count: pd.count, file_size_in_bytes: pd.size,
+    partition: { id_bucket: Number(f0.df.partition.id_bucket) }, // an int (readAvro gives text)
+  }]);
+  return [meta, first];
+}
+
+const evolve = (name, spec) => call(ctx.base, 'POST', tablePath(ctx.p, ctx.ns, name), {
+  body: { requirements: [], updates: [{ action: 'add-spec', spec }, { action: 'set-default-spec', 'spec-id': -1 }] },
+  expect: 200,
+});
+
+// The ids in the live data files, read plainly (the deletes left are checked apart).
+async function liveIds(snap) {
+  const live = liveEntries(snap).filter((e) => e.content === 0);
+  const sql = `SELECT id::INTEGER FROM read_parquet([${live.map((e) => sqlStr(localPath(e.path))).join(', ')}]) ORDER BY id`;
+  return (await (await duck()).runAndReadAll(sql)).getRowsJson().map((r) => r[0]);
+}
+
+test('compact after partition evolution: the older spec\'s files move into the current one, their deletes applied', async () => {
+  const name = 'eqspec';
+  let [meta, first] = await bucketedWithDelete(name);
   // The table goes unpartitioned: its next files are of spec 1.
-  await call(ctx.base, 'POST', tablePath(ctx.p, ctx.ns, name), {
-    body: {
-      requirements: [],
-      updates: [{ action: 'add-spec', spec: { 'spec-id': 1, fields: [] } }, { action: 'set-default-spec', 'spec-id': -1 }],
-    },
-    expect: 200,
-  });
+  await evolve(name, { 'spec-id': 1, fields: [] });
   await append(name, range(10, 3));
   await append(name, range(20, 3));
   ({ meta } = await settled(name, (s) => Number(s.summary['total-records']) === 12));
@@ -220,18 +246,70 @@ test('compact: an unpartitioned delete that still applies to an older spec\'s fi
   const eq = liveEntries(before).find((e) => e.content === 2);
   assert.equal(eq.spec, 1, 'the delete belongs to the unpartitioned current spec');
   const beforeRows = await visibleRows(before);
-  assert.deepEqual(ids(beforeRows), [1, 2, 3, 5, 11, 12, 21, 22]);
+  const gone = new Set([0, 4, 10, 20, first]);
+  assert.deepEqual(ids(beforeRows), [0, 1, 2, 3, 4, 5, 10, 11, 12, 20, 21, 22].filter((i) => !gone.has(i)));
+  const spec0Files = liveEntries(before).filter((e) => e.content === 0 && e.spec === 0).length;
 
   const res = maintain(name, ['compact']);
   assert.equal(res.code, 0, res.stderr);
   const r = res.lines[0];
   assert.equal(r.status, 'ok', res.stdout);
-  assert.equal(r['files-removed'], 2, res.stdout); // spec 1's two files
-  assert.equal(r['deleted-rows-dropped'], 2, res.stdout);
-  assert.equal(r['delete-files-removed'], 0, res.stdout);
+  assert.equal(r['files-moved-to-current-spec'], spec0Files, res.stdout);
+  assert.equal(r['files-removed'], spec0Files + 2, res.stdout); // and spec 1's two
+  assert.equal(r['deleted-rows-dropped'], gone.size, res.stdout);
+  // No file of spec 0 is left for the unpartitioned delete to apply to: it goes.
+  assert.equal(r['delete-files-removed'], 1, res.stdout);
+  assert.equal(r['files-of-older-specs-kept'], undefined, res.stdout);
   const after = (await settled(name, isSnap(r['snapshot-id']))).snap;
-  assert.equal(after.summary['total-delete-files'], '1', 'the delete stays for spec 0\'s files');
-  assert.deepEqual(await visibleRows(after), beforeRows, 'ids 0 and 4 stay deleted in spec 0\'s files');
+  const live = liveEntries(after);
+  assert.deepEqual(live.filter((e) => e.content === 0).map((e) => e.spec), [1, 1],
+    'every data file is of the current spec: spec 1\'s two made one, and the rows of spec 0\'s partitions one');
+  assert.equal(r['files-added'], 2, res.stdout);
+  // Spec 0's position delete stays, in its own manifest: it names a file no longer live.
+  assert.deepEqual(live.filter((e) => e.content !== 0).map((e) => [e.content, e.spec]), [[1, 0]]);
+  assert.deepEqual(await liveIds(after), ids(beforeRows), 'the rows are in the files, without deletes');
+  assert.deepEqual(await visibleRows(after), beforeRows, 'readers that apply deletes see the same rows');
+  assert.equal(after.summary['total-records'], String(beforeRows.length));
+  assert.equal(after.summary['total-data-files'], String(live.filter((e) => e.content === 0).length));
+  assert.deepEqual(await icebird.rows((await loadTable(ctx, name)).metadata), beforeRows.map((x) => x.slice(0, 2)), 'icebird agrees');
+});
+
+test('compact after partition evolution into another partitioning: each moved row lands in its partition', async () => {
+  const name = 'eqrespec';
+  let [meta, first] = await bucketedWithDelete(name);
+  await evolve(name, { 'spec-id': 1, fields: [{ 'source-id': 2, 'field-id': 1001, name: 'name', transform: 'identity' }] });
+  await append(name, range(10, 2));
+  ({ meta } = await settled(name, (s) => Number(s.summary['total-records']) === 8));
+  const before = currentSnapshot(meta);
+  const beforeRows = await visibleRows(before);
+  const spec0Files = liveEntries(before).filter((e) => e.content === 0 && e.spec === 0).length;
+
+  // A dry run says what would move and commits nothing.
+  const dry = maintain(name, ['--dry-run', 'compact']);
+  assert.equal(dry.code, 0, dry.stderr);
+  assert.equal(dry.lines[0]['files-moved-to-current-spec'], spec0Files, dry.stdout);
+  assert.ok(dry.lines[0].plan.filter((g) => g.moves).every((g) => g['spec-id'] === 0), dry.stdout);
+  assert.equal(String(currentSnapshot((await loadTable(ctx, name)).metadata)['snapshot-id']), String(before['snapshot-id']));
+
+  const res = maintain(name, ['compact']);
+  assert.equal(res.code, 0, res.stderr);
+  const r = res.lines[0];
+  assert.equal(r['files-moved-to-current-spec'], spec0Files, res.stdout);
+  assert.equal(r['deleted-rows-dropped'], 1, res.stdout);
+  const after = (await settled(name, isSnap(r['snapshot-id']))).snap;
+  const data = liveEntries(after).filter((e) => e.content === 0);
+  assert.ok(data.every((e) => e.spec === 1), 'every data file is of spec 1');
+  const con = await duck();
+  for (const e of data) {
+    const names = (await con.runAndReadAll(`SELECT DISTINCT name FROM read_parquet(${sqlStr(localPath(e.path))})`)).getRowsJson().map((x) => x[0]);
+    assert.deepEqual(names, [e.df.partition.name], `${e.path} holds only its partition's rows`);
+  }
+  // One file per name: the five moved rows left (six less the deleted one), the two of spec 1.
+  assert.equal(data.length, 7);
+  assert.ok(!ids(await visibleRows(after)).includes(first));
+  assert.deepEqual(await visibleRows(after), beforeRows);
+  assert.deepEqual(await liveIds(after), ids(beforeRows));
+  assert.deepEqual(await icebird.rows((await loadTable(ctx, name)).metadata), beforeRows.map((x) => x.slice(0, 2)), 'icebird agrees');
 });
 
 test('compact: an equality delete it cannot apply fails the run, naming it, and commits nothing', async () => {
@@ -255,4 +333,34 @@ test('compact: an equality delete it cannot apply fails the run, naming it, and 
     const left = fs.readdirSync(dataDir(meta)).filter((x) => x.endsWith('-compact.parquet'));
     assert.deepEqual(left, [], 'no rewritten file is left behind');
   }
+});
+
+test('compact after partition evolution: files of an older spec whose source column was dropped stay', async () => {
+  const name = 'eqdropped';
+  await createByRegion(name);
+  await append(name, range(0, 3));
+  await append(name, range(3, 3));
+  await evolve(name, { 'spec-id': 1, fields: [] });
+  // region, spec 0's source, leaves the schema.
+  await call(ctx.base, 'POST', tablePath(ctx.p, ctx.ns, name), {
+    body: {
+      requirements: [],
+      updates: [{ action: 'add-schema', schema: { type: 'struct', 'schema-id': 1, fields } }, { action: 'set-current-schema', 'schema-id': -1 }],
+    },
+    expect: 200,
+  });
+  await append(name, range(10, 3));
+  await append(name, range(20, 3));
+  const { meta } = await settled(name, (s) => Number(s.summary['total-records']) === 12);
+  const before = currentSnapshot(meta);
+  const spec0Files = liveEntries(before).filter((e) => e.content === 0 && e.spec === 0).length;
+  const res = maintain(name, ['compact']);
+  assert.equal(res.code, 0, res.stderr);
+  const r = res.lines[0];
+  assert.equal(r['files-moved-to-current-spec'], 0, res.stdout);
+  assert.equal(r['files-of-older-specs-kept'], spec0Files, res.stdout);
+  assert.equal(r['files-removed'], 2, res.stdout); // spec 1's two small files
+  const after = (await settled(name, isSnap(r['snapshot-id']))).snap;
+  assert.equal(liveEntries(after).filter((e) => e.spec === 0).length, spec0Files, 'spec 0\'s files stay');
+  assert.deepEqual(await liveIds(after), [...range(0, 6), ...range(10, 3), ...range(20, 3)]);
 });
