@@ -7,7 +7,9 @@
 //   compactions;
 // - manifests rewritten in part (data and delete manifests) keep their
 //   other files as EXISTING with their own snapshot ids and sequence
-//   numbers; a delete that names a file that stays is kept.
+//   numbers; a delete that names a file that stays is kept;
+// - v3 after partition evolution: rows moved into the current spec keep
+//   their lineage too.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -93,6 +95,48 @@ test('compact v3: deletion vectors are applied and rows keep _row_id and _last_u
   assert.deepEqual(rows2.filter((x) => x[0] !== '500'), before);
   const row500 = rows2.find((x) => x[0] === '500');
   assert.ok(row500[2] != null && !before.some((x) => x[2] === row500[2]), 'the new row got a fresh row id');
+});
+
+test('compact v3 after partition evolution: moved rows keep _row_id and _last_updated_sequence_number', async () => {
+  const name = 'v3moves';
+  await call(ctx.base, 'POST', `${ctx.p}/namespaces/${ctx.ns.join('%1F')}/tables`, {
+    body: {
+      name,
+      schema: { type: 'struct', 'schema-id': 0, fields },
+      'partition-spec': { 'spec-id': 0, fields: [{ 'source-id': 1, 'field-id': 1000, name: 'id_bucket', transform: 'bucket[2]' }] },
+      properties: { 'format-version': '3' },
+    },
+    expect: 200,
+  });
+  await append(name, range(0, 10));
+  await append(name, range(10, 10));
+  await call(ctx.base, 'POST', tablePath(ctx.p, ctx.ns, name), {
+    body: { requirements: [], updates: [{ action: 'add-spec', spec: { 'spec-id': 1, fields: [] } }, { action: 'set-default-spec', 'spec-id': -1 }] },
+    expect: 200,
+  });
+  await append(name, range(20, 5));
+  const { meta } = await settled(name, (s) => s.summary['total-records'] === '25');
+  const live0 = liveEntries(currentSnapshot(meta)).filter((e) => e.content === 0);
+  const moved = live0.filter((e) => e.spec === 0).length;
+  assert.ok(moved >= 2 && live0.every((e) => e.frid != null), 'spec 0 has files, every file row ids');
+  const before = await visibleRows(currentSnapshot(meta));
+  assert.equal(new Set(before.map((x) => x[2])).size, 25, 'row ids are unique');
+
+  const res = maintain(name, ['compact']);
+  assert.equal(res.code, 0, res.stderr);
+  const r = res.lines[0];
+  assert.equal(r['files-moved-to-current-spec'], moved, res.stdout);
+  const { snap: after, meta: metaAfter } = await settled(name, isSnap(r['snapshot-id']));
+  assert.ok(BigInt(metaAfter['next-row-id']) >= BigInt(meta['next-row-id']));
+  const live = liveEntries(after);
+  assert.ok(live.every((e) => e.spec === 1 && e.content === 0), 'every file is of spec 1');
+  const con = await duck();
+  const written = live.filter((e) => e.path.endsWith('-compact.parquet'));
+  assert.equal(written.length, 1, 'spec 1\'s one file stays as it is; the moved rows make one');
+  const inFiles = (await con.runAndReadAll(`SELECT id::VARCHAR, name, _row_id::VARCHAR, _last_updated_sequence_number::VARCHAR
+    FROM read_parquet(${sqlStr(localPath(written[0].path))}) ORDER BY id`)).getRowsJson();
+  assert.deepEqual(inFiles, before.filter((x) => Number(x[0]) < 20), 'the moved file holds the lineage its rows inherited');
+  assert.deepEqual(await visibleRows(after), before);
 });
 
 test('compact: manifests rewritten in part keep their other files and deletes as EXISTING', async () => {
