@@ -1682,25 +1682,30 @@ static bool is_nan(const struct st_type *t, const struct st_value *v)
 	       (t->id == ST_TYPE_FLOAT && v->v.f != v->v.f);
 }
 
-/* Orders two values of type t, nulls first or last, NaN after numbers. */
+/* Orders two values of type t: nulls first or last whatever the
+ * direction, NaN after numbers ascending. */
 static int cmp_value(const struct st_type *t, const struct st_value *x, const struct st_value *y,
-                     bool nulls_first)
+                     bool nulls_first, bool desc)
 {
+	int c;
+
 	if (x->null || y->null) {
 		if (x->null && y->null)
 			return 0;
 		return x->null == nulls_first ? -1 : 1;
 	}
 	if (is_nan(t, x) || is_nan(t, y))
-		return is_nan(t, x) - is_nan(t, y);
-	return st_value_compare(t, x, y);
+		c = is_nan(t, x) - is_nan(t, y);
+	else
+		c = st_value_compare(t, x, y);
+	return desc ? -c : c;
 }
 
 /* Orders two buffered rows' partitions in the current spec (moves). */
 static int cmp_parts(const struct rewrite *rw, const struct st_value *a, const struct st_value *b)
 {
 	for (size_t j = 0; j < rw->c->nroute; j++) {
-		int c = cmp_value(&rw->c->route[j].type, &a[j], &b[j], true);
+		int c = cmp_value(&rw->c->route[j].type, &a[j], &b[j], true, false);
 
 		if (c != 0)
 			return c;
@@ -1719,9 +1724,7 @@ static int cmp_rows(const void *pa, const void *pb, void *arg)
 	for (size_t k = 0; c == 0 && k < rw->nkeys; k++) {
 		const struct sort_key *key = &rw->keys[k];
 
-		c = cmp_value(&key->type, &a[key->at], &b[key->at], key->nulls_first);
-		if (key->desc)
-			c = -c;
+		c = cmp_value(&key->type, &a[key->at], &b[key->at], key->nulls_first, key->desc);
 	}
 	return c;
 }
