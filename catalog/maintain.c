@@ -922,7 +922,7 @@ static int plan_manifest(struct compact *c, const json_t *mf, struct fl_err *err
 		if (f != NULL &&
 		    ((has_frid && json_object_set_new(f, "frid", json_integer(my_frid)) != 0) ||
 		     (content != 0 && delete_fields(f, df) != 0) ||
-		     (content == 2 &&
+		     (content != 0 &&
 		      json_object_set_new(f, "spec", json_integer(spec_id)) != 0))) {
 			json_decref(f);
 			f = NULL;
@@ -1155,11 +1155,11 @@ static int remove_delete(struct compact *c, json_t *d, struct fl_err *err)
 }
 
 /* The equality delete files the replace removes: every one of a chosen
- * partition of the current spec (each data file it applies to has it in
- * "eqs", so is rewritten), and an unpartitioned one of the current spec
- * when no data file of another spec that stays is old enough for it to
- * apply to.  Those of another spec stay: their DELETED entries would need
- * a manifest of that spec. */
+ * partition (each data file it applies to has it in "eqs", so is
+ * rewritten; every file of a partition that moves is), and an
+ * unpartitioned one of the current spec when no data file of another spec
+ * that stays is old enough for it to apply to.  An unpartitioned one of an
+ * older spec stays. */
 static int choose_eq_deletes(struct compact *c, struct fl_err *err)
 {
 	const json_t *g;
@@ -1168,12 +1168,9 @@ static int choose_eq_deletes(struct compact *c, struct fl_err *err)
 
 	json_array_foreach(c->plan, i, g)
 	{
-		char *key;
+		char *key = part_key(json_integer_value(json_object_get(g, "spec-id")),
+		                     json_object_get(g, "partition"));
 
-		if (json_is_true(json_object_get(g, "moves")))
-			continue;
-		key = part_key(json_integer_value(json_object_get(g, "spec-id")),
-		               json_object_get(g, "partition"));
 		if (key == NULL)
 			return nomem(err);
 		json_array_foreach(json_object_get(c->eqdels, key), k, d)
@@ -1282,14 +1279,9 @@ static int choose(struct compact *c, struct fl_err *err)
 	}
 	json_array_foreach(c->plan, i, g)
 	{
-		char *key;
+		char *key = part_key(json_integer_value(json_object_get(g, "spec-id")),
+		                     json_object_get(g, "partition"));
 
-		/* An older spec's deletes stay: removing them would need a
-		 * delete manifest of that spec. */
-		if (json_is_true(json_object_get(g, "moves")))
-			continue;
-		key = part_key(json_integer_value(json_object_get(g, "spec-id")),
-		               json_object_get(g, "partition"));
 		if (key == NULL)
 			goto nomem;
 		rc = choose_deletes(c, key, g, rewritten, err);
@@ -1340,8 +1332,8 @@ static void carry_free(struct carry *k)
 	memset(k, 0, sizeof(*k));
 }
 
-static int carry_one(struct compact *c, struct carry *k, const json_t *e, const json_t *mf,
-                     bool has_frid, json_int_t frid, struct fl_err *err)
+static int carry_one(const struct st_snapshot_table *t, struct carry *k, const json_t *e,
+                     const json_t *mf, bool has_frid, json_int_t frid, struct fl_err *err)
 {
 	struct st_entry_copy *e2;
 	size_t np;
@@ -1363,7 +1355,7 @@ static int carry_one(struct compact *c, struct carry *k, const json_t *e, const 
 	if (st_entry_copy_from_json(e, mf, NULL, e2, err) != 0)
 		return -1;
 	if (st_snapshot_partition_parse(
-	            &c->t, json_object_get(json_object_get(e, "data_file"), "partition"),
+	            t, json_object_get(json_object_get(e, "data_file"), "partition"),
 	            &k->parts[k->n], &np, err) != 0) {
 		st_entry_copy_free(e2);
 		return -1;
@@ -1391,8 +1383,8 @@ static int kept_entries(const struct carry *k, struct st_manifest_entry **out, s
 	return 0;
 }
 
-static int carry_manifests(struct compact *c, json_int_t content, struct carry *k,
-                           struct fl_err *err)
+static int carry_manifests(struct compact *c, json_int_t content, const struct st_snapshot_table *t,
+                           struct carry *k, struct fl_err *err)
 {
 	size_t i, j;
 	const json_t *p, *e;
@@ -1408,7 +1400,9 @@ static int carry_manifests(struct compact *c, json_int_t content, struct carry *
 		json_int_t next = json_integer_value(mfrid);
 		json_t *entries = NULL;
 
-		if (all_chosen(m) || json_integer_value(json_object_get(mf, "content")) != content)
+		if (all_chosen(m) ||
+		    json_integer_value(json_object_get(mf, "content")) != content ||
+		    json_integer_value(json_object_get(mf, "partition_spec_id")) != t->spec_id)
 			continue;
 		if (st_avro_read_all(c->io, uri, MAX_MANIFEST_READ, NULL, &entries, err) != 0 ||
 		    json_array_append_new(k->hold, entries) != 0)
@@ -1436,7 +1430,7 @@ static int carry_manifests(struct compact *c, json_int_t content, struct carry *
 				return nomem(err);
 			gone = json_object_get(c->removed_ids, id) != NULL;
 			free(id);
-			if (!gone && carry_one(c, k, e, mf, has_frid, frid, err) != 0)
+			if (!gone && carry_one(t, k, e, mf, has_frid, frid, err) != 0)
 				return fl_err_prefix(err, "table %s: manifest %.200s", c->table,
 				                     uri);
 		}
@@ -2188,11 +2182,13 @@ static void removed_entry(const json_t *rec, const struct st_value *part, struct
 	e->file_sequence_number = json_integer_value(json_object_get(rec, "fseq"));
 }
 
-/* The delete manifest of the delete files the replace removes (c->gone),
- * DELETED, and those of the same manifests that stay, EXISTING. */
-static int write_removed_deletes(struct compact *c, struct fl_err *err)
+/* The delete manifest of spec t for the delete files of that spec the
+ * replace removes (c->gone), DELETED, and those of the same manifests that
+ * stay, EXISTING; *out stays NULL when the replace removes none of t. */
+static int write_removed_of(struct compact *c, const struct st_snapshot_table *t,
+                            struct st_snapshot_manifest **out, struct fl_err *err)
 {
-	size_t n = json_array_size(c->gone), i;
+	size_t n = json_array_size(c->gone), i, nt = 0;
 	struct st_data_file *dfs = calloc(n, sizeof(*dfs));
 	struct st_manifest_entry *del = calloc(n, sizeof(*del));
 	struct st_value **parts = calloc(n, sizeof(*parts));
@@ -2210,24 +2206,29 @@ static int write_removed_deletes(struct compact *c, struct fl_err *err)
 	{
 		size_t np, nids = json_array_size(json_object_get(d, "ids"));
 
-		ids[i] = malloc((nids ? nids : 1) * sizeof(**ids));
-		if (ids[i] == NULL) {
+		if (json_integer_value(json_object_get(d, "spec")) != t->spec_id)
+			continue;
+		ids[nt] = malloc((nids ? nids : 1) * sizeof(**ids));
+		if (ids[nt] == NULL) {
 			nomem(err);
 			goto out;
 		}
-
-		if (st_snapshot_partition_parse(&c->t, json_object_get(d, "partition"), &parts[i],
-		                                &np, err) != 0) {
+		if (st_snapshot_partition_parse(t, json_object_get(d, "partition"), &parts[nt], &np,
+		                                err) != 0) {
 			fl_err_prefix(err, "table %s", c->table);
 			goto out;
 		}
-		removed_entry(d, parts[i], &dfs[i], &del[i], ids[i]);
+		removed_entry(d, parts[nt], &dfs[nt], &del[nt], ids[nt]);
+		nt++;
 	}
-	if (carry_manifests(c, 1, &kept, err) != 0 || kept_entries(&kept, &kept_e, err) != 0)
+	if (nt == 0) {
+		rc = 0;
 		goto out;
-	if (st_snapshot_manifest_write_rewrite(&c->t, c->snapshot_id, ST_MANIFEST_DELETES, NULL, 0,
-	                                       kept_e, kept.n, del, n, &c->removed_deletes,
-	                                       err) != 0) {
+	}
+	if (carry_manifests(c, 1, t, &kept, err) != 0 || kept_entries(&kept, &kept_e, err) != 0)
+		goto out;
+	if (st_snapshot_manifest_write_rewrite(t, c->snapshot_id, ST_MANIFEST_DELETES, NULL, 0,
+	                                       kept_e, kept.n, del, nt, out, err) != 0) {
 		fl_err_prefix(err, "table %s: compaction delete manifest", c->table);
 		goto out;
 	}
@@ -2244,6 +2245,25 @@ out:
 	free(dfs);
 	free(del);
 	return rc;
+}
+
+/* The delete manifests of the delete files the replace removes, one per
+ * spec: the first is c->removed_deletes, the others go to c->more. */
+static int write_removed_deletes(struct compact *c, struct fl_err *err)
+{
+	for (size_t s = 0; s <= c->nolds; s++) {
+		struct st_snapshot_manifest *m = NULL;
+
+		if (write_removed_of(c, s == 0 ? &c->t : &c->olds[s - 1], &m, err) != 0)
+			return -1;
+		if (m == NULL)
+			continue;
+		if (c->removed_deletes == NULL)
+			c->removed_deletes = m;
+		else
+			c->more[c->n_more++] = m;
+	}
+	return 0;
 }
 
 /* Rewrites the plan's files and writes the replace manifest (once). */
@@ -2346,11 +2366,12 @@ static int rewrite_all(struct compact *c, struct fl_err *err)
 	c->added = (json_int_t)rw.n;
 	for (i = 0; i < rw.n; i++)
 		c->bytes_added += rw.files[i].file_size_in_bytes;
-	if (carry_manifests(c, 0, &kept, err) != 0 || kept_entries(&kept, &kept_e, err) != 0)
+	if (carry_manifests(c, 0, &c->t, &kept, err) != 0 || kept_entries(&kept, &kept_e, err) != 0)
 		goto out;
 	/* One manifest per spec: the current one's with every new file, then
 	 * each older one's with the DELETED entries of the files it moved. */
-	c->more = calloc(c->nolds + 1, sizeof(*c->more));
+	/* at most a data and a delete manifest per spec */
+	c->more = calloc(2 * (c->nolds + 1), sizeof(*c->more));
 	if (c->more == NULL) {
 		nomem(err);
 		goto out;

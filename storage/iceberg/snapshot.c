@@ -1042,33 +1042,41 @@ static int check_extra(const json_t *extra, struct fl_err *err)
 	return 0;
 }
 
-/* The counts of the snapshot's new data manifests (manifest and more)
- * added together into *sum; NULL when there is none. */
-static const struct st_snapshot_manifest *new_counts(const struct st_snapshot_opts *o,
+/* The counts of the snapshot's manifests of one content, the first
+ * (manifest, or removed_deletes) and those of more, added together into
+ * *sum; NULL when there is none. */
+static const struct st_snapshot_manifest *sum_counts(const struct st_snapshot_opts *o,
+                                                     const struct st_snapshot_manifest *first,
                                                      struct st_snapshot_manifest *sum)
 {
-	if (o->n_more == 0)
-		return o->manifest;
-	*sum = *o->manifest;
+	bool any = false;
+
+	if (first == NULL)
+		return NULL;
+	*sum = *first;
 	for (size_t i = 0; i < o->n_more; i++) {
 		const struct st_snapshot_manifest *m = o->more[i];
 
+		if (m->file.content != first->file.content)
+			continue;
+		any = true;
 		sum->file.added_files_count += m->file.added_files_count;
 		sum->file.deleted_files_count += m->file.deleted_files_count;
 		sum->file.added_rows_count += m->file.added_rows_count;
 		sum->file.deleted_rows_count += m->file.deleted_rows_count;
 		sum->added_files_size += m->added_files_size;
 		sum->removed_files_size += m->removed_files_size;
+		sum->removed_eq_deletes += m->removed_eq_deletes;
 		sum->changed_partitions += m->changed_partitions;
 	}
-	return sum;
+	return any ? sum : first;
 }
 
-/* m: the new data manifests' counts (new_counts). */
+/* m, rd: the counts of the new data manifests and of the removed delete
+ * files (sum_counts). */
 static json_t *make_summary(const struct st_snapshot_opts *o, const struct st_snapshot_manifest *m,
-                            const int64_t totals[N_TOTALS])
+                            const struct st_snapshot_manifest *rd, const int64_t totals[N_TOTALS])
 {
-	const struct st_snapshot_manifest *rd = o->removed_deletes;
 	json_t *s = json_object();
 	const char *key;
 	json_t *v;
@@ -1149,12 +1157,14 @@ static int check_opts(const struct st_snapshot_opts *o, struct fl_err *err)
 		                  ", not %" PRId64,
 		                  o->manifest->snapshot_id, o->snapshot_id);
 	for (size_t i = 0; i < o->n_more; i++) {
-		if (o->manifest == NULL || o->more[i] == NULL ||
-		    o->more[i]->snapshot_id != o->snapshot_id ||
-		    o->more[i]->file.content != ST_MANIFEST_DATA)
+		const struct st_snapshot_manifest *m = o->more[i];
+		bool data = m != NULL && m->file.content == ST_MANIFEST_DATA;
+
+		if (m == NULL || m->snapshot_id != o->snapshot_id ||
+		    (data ? o->manifest == NULL : o->removed_deletes == NULL))
 			return fl_err_set(err, FL_ERR_BAD_REQUEST,
-			                  "snapshot: further manifest %zu is not a data manifest "
-			                  "of snapshot %" PRId64 " beside its manifest",
+			                  "snapshot: further manifest %zu is not of snapshot %" PRId64
+			                  " beside its manifest or removed delete files",
 			                  i, o->snapshot_id);
 	}
 	if (o->removed_deletes != NULL &&
@@ -1284,8 +1294,8 @@ static bool already_listed(const struct st_snapshot_opts *o, const struct parent
 
 int st_snapshot_build(const struct st_snapshot_opts *o, json_t **snapshot, struct fl_err *err)
 {
-	struct st_snapshot_manifest sum;
-	const struct st_snapshot_manifest *m;
+	struct st_snapshot_manifest sum, rsum;
+	const struct st_snapshot_manifest *m, *rd;
 	struct parent p = {0};
 	int64_t added[N_TOTALS] = {0}, totals[N_TOTALS];
 	int64_t next_row_id = 0;
@@ -1306,19 +1316,19 @@ int st_snapshot_build(const struct st_snapshot_opts *o, json_t **snapshot, struc
 			fl_err_set(err, FL_ERR_BAD_REQUEST, "snapshot: a replace needs a parent");
 		goto out;
 	}
-	m = new_counts(o, &sum);
+	m = sum_counts(o, o->manifest, &sum);
+	rd = sum_counts(o, o->removed_deletes, &rsum);
 	if (m != NULL) {
 		added[T_RECORDS] = m->file.added_rows_count - m->file.deleted_rows_count;
 		added[T_FILES_SIZE] = m->added_files_size - m->removed_files_size;
 		added[T_DATA_FILES] =
 		        (int64_t)m->file.added_files_count - m->file.deleted_files_count;
 	}
-	if (o->removed_deletes != NULL) {
-		added[T_FILES_SIZE] -= o->removed_deletes->removed_files_size;
-		added[T_DELETE_FILES] = -(int64_t)o->removed_deletes->file.deleted_files_count;
-		added[T_POS_DELETES] = -(o->removed_deletes->file.deleted_rows_count -
-		                         o->removed_deletes->removed_eq_deletes);
-		added[T_EQ_DELETES] = -o->removed_deletes->removed_eq_deletes;
+	if (rd != NULL) {
+		added[T_FILES_SIZE] -= rd->removed_files_size;
+		added[T_DELETE_FILES] = -(int64_t)rd->file.deleted_files_count;
+		added[T_POS_DELETES] = -(rd->file.deleted_rows_count - rd->removed_eq_deletes);
+		added[T_EQ_DELETES] = -rd->removed_eq_deletes;
 	}
 	if (compute_totals(o, &p, added, totals, err) != 0)
 		goto out;
@@ -1333,7 +1343,7 @@ int st_snapshot_build(const struct st_snapshot_opts *o, json_t **snapshot, struc
 	if (write_list(o, &p, path, &next_row_id, err) != 0)
 		goto out;
 
-	summary = make_summary(o, m, totals);
+	summary = make_summary(o, m, rd, totals);
 	snap = json_object();
 	if (summary == NULL || snap == NULL ||
 	    json_object_set_new(snap, "snapshot-id", json_integer(o->snapshot_id)) != 0 ||

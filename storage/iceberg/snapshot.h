@@ -153,10 +153,14 @@ struct st_snapshot_opts {
 	int64_t first_row_id; /* v3: the table's next-row-id; ignored for v2 */
 	int attempt; /* 1 for the first commit attempt, then 2, 3, ... */
 	const struct st_snapshot_manifest *manifest; /* NULL: a snapshot adding no files */
-	/* With manifest: further data manifests of this snapshot, one per
-	 * older partition spec whose files it rewrites (a copy-on-write upsert
-	 * keeps a rewritten file in the spec it was written for), listed after
-	 * manifest; their counts add to manifest's in the summary. */
+	/* Further manifests of this snapshot, one per older partition spec
+	 * whose files it rewrites or moves (a copy-on-write upsert keeps a
+	 * rewritten file in the spec it was written for; compaction writes the
+	 * DELETED entries of the files it moves out of a spec in a manifest of
+	 * that spec), listed after manifest: data manifests (with manifest),
+	 * whose counts add to manifest's in the summary, and delete manifests
+	 * of removed delete files (with removed_deletes), whose counts add to
+	 * removed_deletes'. */
 	const struct st_snapshot_manifest *const *more;
 	size_t n_more;
 	const json_t *extra_summary; /* {string: string} added to the summary; may be NULL */

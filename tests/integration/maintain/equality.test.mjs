@@ -14,10 +14,9 @@
 // - after partition evolution the files of the older spec move into the
 //   current one (unpartitioned, or partitioned otherwise: each row lands in
 //   its partition), with the older spec's position delete and the current
-//   spec's unpartitioned equality delete applied; that delete goes, as no
-//   file is left for it, and the older spec's stays, naming no live file.
-//   Files of an older spec whose source column was dropped stay, and are
-//   counted;
+//   spec's unpartitioned equality delete applied; both go, as no file is
+//   left for them, in delete manifests of their specs. Files of an older
+//   spec whose source column was dropped stay, and are counted;
 // - a delete file without a column its equality_ids name, or naming a field
 //   the schema lacks, fails the run with a message that names it, and
 //   nothing is committed.
@@ -26,7 +25,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  startCatalog, createTable, loadTable, ingest, currentSnapshot, localPath, tmpDir, duck, sqlStr,
+  startCatalog, createTable, loadTable, ingest, currentSnapshot, localPath, readAvro, tmpDir, duck, sqlStr,
 } from '../ingest/lib.mjs';
 import { call, tablePath } from '../tables/lib.mjs';
 import { helpers, fields } from './lib.mjs';
@@ -257,16 +256,21 @@ test('compact after partition evolution: the older spec\'s files move into the c
   assert.equal(r['files-moved-to-current-spec'], spec0Files, res.stdout);
   assert.equal(r['files-removed'], spec0Files + 2, res.stdout); // and spec 1's two
   assert.equal(r['deleted-rows-dropped'], gone.size, res.stdout);
-  // No file of spec 0 is left for the unpartitioned delete to apply to: it goes.
-  assert.equal(r['delete-files-removed'], 1, res.stdout);
+  // No file of spec 0 is left for the unpartitioned delete to apply to: it
+  // goes, and so does spec 0's position delete, every file it names moved.
+  assert.equal(r['delete-files-removed'], 2, res.stdout);
   assert.equal(r['files-of-older-specs-kept'], undefined, res.stdout);
   const after = (await settled(name, isSnap(r['snapshot-id']))).snap;
   const live = liveEntries(after);
   assert.deepEqual(live.filter((e) => e.content === 0).map((e) => e.spec), [1, 1],
     'every data file is of the current spec: spec 1\'s two made one, and the rows of spec 0\'s partitions one');
   assert.equal(r['files-added'], 2, res.stdout);
-  // Spec 0's position delete stays, in its own manifest: it names a file no longer live.
-  assert.deepEqual(live.filter((e) => e.content !== 0).map((e) => [e.content, e.spec]), [[1, 0]]);
+  assert.deepEqual(live.filter((e) => e.content !== 0), [], 'no delete file is left');
+  assert.equal(after.summary['total-delete-files'], '0');
+  assert.equal(after.summary['removed-delete-files'], '2');
+  // The DELETED entries of spec 0's files and of its delete are in manifests of spec 0.
+  const own = readAvro(after['manifest-list']).records.filter((le) => String(le.added_snapshot_id) === String(after['snapshot-id']));
+  assert.deepEqual(own.map((le) => [Number(le.content), Number(le.partition_spec_id)]).sort(), [[0, 0], [0, 1], [1, 0], [1, 1]]);
   assert.deepEqual(await liveIds(after), ids(beforeRows), 'the rows are in the files, without deletes');
   assert.deepEqual(await visibleRows(after), beforeRows, 'readers that apply deletes see the same rows');
   assert.equal(after.summary['total-records'], String(beforeRows.length));
@@ -296,7 +300,9 @@ test('compact after partition evolution into another partitioning: each moved ro
   const r = res.lines[0];
   assert.equal(r['files-moved-to-current-spec'], spec0Files, res.stdout);
   assert.equal(r['deleted-rows-dropped'], 1, res.stdout);
+  assert.equal(r['delete-files-removed'], 1, res.stdout);
   const after = (await settled(name, isSnap(r['snapshot-id']))).snap;
+  assert.equal(after.summary['total-delete-files'], '0');
   const data = liveEntries(after).filter((e) => e.content === 0);
   assert.ok(data.every((e) => e.spec === 1), 'every data file is of spec 1');
   const con = await duck();

@@ -585,7 +585,7 @@ static void test_more_manifests(void **state)
 	assert_non_null(strstr(err.msg, "beside its manifest"));
 	o.manifest = m;
 	assert_int_equal(st_snapshot_build(&o, &snap, &err), -1);
-	assert_non_null(strstr(err.msg, "not a data manifest of snapshot 31"));
+	assert_non_null(strstr(err.msg, "is not of snapshot 31"));
 	o.more = (const struct st_snapshot_manifest *const *)more;
 	assert_int_equal(st_snapshot_build(&o, &snap, &err), 0);
 	sum = json_object_get(snap, "summary");
