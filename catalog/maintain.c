@@ -758,6 +758,21 @@ static int route_setup(struct compact *c, struct fl_err *err)
 	return 0;
 }
 
+/* Readies c->olds[c->nolds]: the table with older spec id (its JSON
+ * spec); the caller counts it in. */
+static int older_table(struct compact *c, const json_t *spec, json_int_t id, struct fl_err *err)
+{
+	struct st_snapshot_table *g = realloc(c->olds, sizeof(*g) * (c->nolds + 1));
+
+	if (g == NULL)
+		return nomem(err);
+	c->olds = g;
+	g[c->nolds] = c->t;
+	g[c->nolds].spec = spec;
+	g[c->nolds].spec_id = (int32_t)id;
+	return 0;
+}
+
 /* Whether the data files of older spec id move into the current spec: the
  * rows can be routed, and a partition tuple of that spec (rec, the first
  * met) can be read against the current schema (its source columns are
@@ -781,15 +796,10 @@ static int older_moves(struct compact *c, json_int_t id, const json_t *rec, bool
 	*moves = false;
 	spec = fl_json_find_int(json_object_get(c->meta, "partition-specs"), "spec-id", id);
 	if (c->can_route && spec != NULL) {
-		struct st_snapshot_table *g = realloc(c->olds, sizeof(*g) * (c->nolds + 1));
-
-		if (g == NULL)
-			return nomem(err);
-		c->olds = g;
-		g[c->nolds] = c->t;
-		g[c->nolds].spec = spec;
-		g[c->nolds].spec_id = (int32_t)id;
-		*moves = st_snapshot_partition_parse(&g[c->nolds], rec, &part, &np, &why) == 0;
+		if (older_table(c, spec, id, err) != 0)
+			return -1;
+		*moves =
+		        st_snapshot_partition_parse(&c->olds[c->nolds], rec, &part, &np, &why) == 0;
 		free(part);
 		if (*moves)
 			c->nolds++;
@@ -1157,9 +1167,9 @@ static int remove_delete(struct compact *c, json_t *d, struct fl_err *err)
 /* The equality delete files the replace removes: every one of a chosen
  * partition (each data file it applies to has it in "eqs", so is
  * rewritten; every file of a partition that moves is), and an
- * unpartitioned one of the current spec when no data file of another spec
- * that stays is old enough for it to apply to.  An unpartitioned one of an
- * older spec stays. */
+ * unpartitioned one, of any spec, when no data file of an older spec that
+ * stays is old enough for it to apply to (those of the current spec it
+ * applies to have it in "eqs" too). */
 static int choose_eq_deletes(struct compact *c, struct fl_err *err)
 {
 	const json_t *g;
@@ -1186,10 +1196,23 @@ static int choose_eq_deletes(struct compact *c, struct fl_err *err)
 		return 0;
 	json_array_foreach(json_object_get(c->eqdels, ""), k, d)
 	{
-		if (json_integer_value(json_object_get(d, "spec")) == c->spec_id &&
-		    !st_eq_delete_applies(false, true, c->other_min_seq,
-		                          json_integer_value(json_object_get(d, "seq"))) &&
-		    remove_delete(c, d, err) != 0)
+		json_int_t spec = json_integer_value(json_object_get(d, "spec"));
+		const json_t *sj;
+
+		if (st_eq_delete_applies(false, true, c->other_min_seq,
+		                         json_integer_value(json_object_get(d, "seq"))))
+			continue;
+		/* One of an older spec needs that spec's table for its manifest. */
+		if (spec != c->spec_id && spec_table(c, spec) == &c->t) {
+			sj = fl_json_find_int(json_object_get(c->meta, "partition-specs"),
+			                      "spec-id", spec);
+			if (sj == NULL)
+				continue;
+			if (older_table(c, sj, spec, err) != 0)
+				return -1;
+			c->nolds++;
+		}
+		if (remove_delete(c, d, err) != 0)
 			return -1;
 	}
 	return 0;

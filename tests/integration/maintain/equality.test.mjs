@@ -15,8 +15,9 @@
 //   current one (unpartitioned, or partitioned otherwise: each row lands in
 //   its partition), with the older spec's position delete and the current
 //   spec's unpartitioned equality delete applied; both go, as no file is
-//   left for them, in delete manifests of their specs. Files of an older
-//   spec whose source column was dropped stay, and are counted;
+//   left for them, in delete manifests of their specs, as does an older
+//   unpartitioned spec's delete once its files have moved. Files of an
+//   older spec whose source column was dropped stay, and are counted;
 // - a delete file without a column its equality_ids name, or naming a field
 //   the schema lacks, fails the run with a message that names it, and
 //   nothing is committed.
@@ -369,4 +370,36 @@ test('compact after partition evolution: files of an older spec whose source col
   const after = (await settled(name, isSnap(r['snapshot-id']))).snap;
   assert.equal(liveEntries(after).filter((e) => e.spec === 0).length, spec0Files, 'spec 0\'s files stay');
   assert.deepEqual(await liveIds(after), [...range(0, 6), ...range(10, 3), ...range(20, 3)]);
+});
+
+test('compact after partition evolution: an unpartitioned delete of the older spec goes once its files move', async () => {
+  const name = 'eqglobalold';
+  await createTable(ctx, name, fields); // spec 0, unpartitioned
+  await append(name, range(0, 3));
+  await append(name, range(3, 3));
+  let { meta } = await settled(name, (s) => Number(s.summary['total-records']) === 6);
+  meta = await commitDeletes(name, meta, [await equalityDeleteFile(path.join(localPath(meta.location), 'data', 'eq-old.parquet'), { id: 'BIGINT' }, [[1], [4], [11]])]);
+  await evolve(name, { 'spec-id': 1, fields: [{ 'source-id': 2, 'field-id': 1000, name: 'name', transform: 'identity' }] });
+  await append(name, range(10, 2)); // 11 is written after the delete: it stays
+  ({ meta } = await settled(name, (s) => Number(s.summary['total-records']) === 8));
+  const before = currentSnapshot(meta);
+  assert.deepEqual(liveEntries(before).filter((e) => e.content === 2).map((e) => e.spec), [0]);
+  const beforeRows = await visibleRows(before);
+  assert.deepEqual(ids(beforeRows), [0, 2, 3, 5, 10, 11]);
+
+  const res = maintain(name, ['compact']);
+  assert.equal(res.code, 0, res.stderr);
+  const r = res.lines[0];
+  assert.equal(r['files-moved-to-current-spec'], 2, res.stdout);
+  assert.equal(r['deleted-rows-dropped'], 2, res.stdout);
+  assert.equal(r['delete-files-removed'], 1, res.stdout);
+  const after = (await settled(name, isSnap(r['snapshot-id']))).snap;
+  assert.equal(after.summary['total-delete-files'], '0');
+  assert.equal(after.summary['removed-equality-deletes'], '3');
+  const own = readAvro(after['manifest-list']).records.filter((le) => String(le.added_snapshot_id) === String(after['snapshot-id']));
+  assert.deepEqual(own.map((le) => [Number(le.content), Number(le.partition_spec_id)]).sort(), [[0, 0], [0, 1], [1, 0]],
+    'the moved files\' and the delete\'s DELETED entries are in manifests of spec 0');
+  assert.deepEqual(await visibleRows(after), beforeRows);
+  assert.deepEqual(await liveIds(after), ids(beforeRows));
+  assert.deepEqual(await icebird.rows((await loadTable(ctx, name)).metadata), beforeRows.map((x) => x.slice(0, 2)), 'icebird agrees');
 });
