@@ -30,6 +30,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/socket.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -701,10 +702,15 @@ void srv_httpd_stop(struct srv_httpd *h, int64_t grace_s)
 
 	if (h == NULL)
 		return;
-	/* Stop accepting, let the requests being served finish, then close. */
+	/* Stop accepting, let the requests being served finish, then close.
+	 * shutdown refuses new connections at once, while the descriptor
+	 * stays valid: the HTTP threads drop the listening socket from their
+	 * epoll sets with some delay, and libmicrohttpd says it must not be
+	 * closed while in use (ThreadSanitizer saw close race epoll_ctl), so
+	 * it is closed once the daemon has stopped. */
 	s = srv_libmhd()->quiesce_daemon(h->d);
 	if (s != MHD_INVALID_SOCKET)
-		close(s);
+		shutdown(s, SHUT_RDWR);
 	atomic_store(&h->stopping, true);
 	until = fl_mono_ns() + grace_s * 1000000000LL;
 	while (atomic_load(&h->active) > 0 && fl_mono_ns() < until)
@@ -715,6 +721,8 @@ void srv_httpd_stop(struct srv_httpd *h, int64_t grace_s)
 	while (atomic_load(&h->parked) > 0)
 		usleep(1000);
 	srv_libmhd()->stop_daemon(h->d);
+	if (s != MHD_INVALID_SOCKET)
+		close(s);
 	workers_stop(h);
 	h->ctx->httpd = NULL;
 	free(h);
