@@ -1162,10 +1162,11 @@ static int check_opts(const struct st_snapshot_opts *o, struct fl_err *err)
 
 		if (m == NULL || m->snapshot_id != o->snapshot_id ||
 		    (data ? o->manifest == NULL : o->removed_deletes == NULL))
-			return fl_err_set(err, FL_ERR_BAD_REQUEST,
-			                  "snapshot: further manifest %zu is not of snapshot %" PRId64
-			                  " beside its manifest or removed delete files",
-			                  i, o->snapshot_id);
+			return fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "snapshot: further manifest %zu is not of snapshot %" PRId64
+			        " beside its manifest or removed delete files",
+			        i, o->snapshot_id);
 	}
 	if (o->removed_deletes != NULL &&
 	    (o->removed_deletes->snapshot_id != o->snapshot_id || o->n_drop == 0 ||
