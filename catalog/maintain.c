@@ -758,19 +758,16 @@ static int route_setup(struct compact *c, struct fl_err *err)
 	return 0;
 }
 
-/* Readies c->olds[c->nolds]: the table with older spec id (its JSON
- * spec); the caller counts it in. */
-static int older_table(struct compact *c, const json_t *spec, json_int_t id, struct fl_err *err)
+/* Readies c->olds[c->nolds], the table with older spec id, for the caller
+ * to count in: 1, or 0 when the metadata lists no such spec, or -1. */
+static int older_table(struct compact *c, json_int_t id, struct fl_err *err)
 {
 	struct st_snapshot_table *g = realloc(c->olds, sizeof(*g) * (c->nolds + 1));
 
 	if (g == NULL)
 		return nomem(err);
 	c->olds = g;
-	g[c->nolds] = c->t;
-	g[c->nolds].spec = spec;
-	g[c->nolds].spec_id = (int32_t)id;
-	return 0;
+	return st_snapshot_table_with_spec(&c->t, c->meta, (int32_t)id, &g[c->nolds]);
 }
 
 /* Whether the data files of older spec id move into the current spec: the
@@ -782,10 +779,11 @@ static int older_moves(struct compact *c, json_int_t id, const json_t *rec, bool
                        struct fl_err *err)
 {
 	char key[24];
-	const json_t *known, *spec;
+	const json_t *known;
 	struct st_value *part = NULL;
 	size_t np;
 	struct fl_err why = {0};
+	int rc;
 
 	snprintf(key, sizeof(key), "%" JSON_INTEGER_FORMAT, id);
 	known = json_object_get(c->older, key);
@@ -794,9 +792,8 @@ static int older_moves(struct compact *c, json_int_t id, const json_t *rec, bool
 		return 0;
 	}
 	*moves = false;
-	spec = fl_json_find_int(json_object_get(c->meta, "partition-specs"), "spec-id", id);
-	if (c->can_route && spec != NULL) {
-		if (older_table(c, spec, id, err) != 0)
+	if (c->can_route && (rc = older_table(c, id, err)) != 0) {
+		if (rc < 0)
 			return -1;
 		*moves =
 		        st_snapshot_partition_parse(&c->olds[c->nolds], rec, &part, &np, &why) == 0;
@@ -1197,19 +1194,17 @@ static int choose_eq_deletes(struct compact *c, struct fl_err *err)
 	json_array_foreach(json_object_get(c->eqdels, ""), k, d)
 	{
 		json_int_t spec = json_integer_value(json_object_get(d, "spec"));
-		const json_t *sj;
+		int rc;
 
 		if (st_eq_delete_applies(false, true, c->other_min_seq,
 		                         json_integer_value(json_object_get(d, "seq"))))
 			continue;
 		/* One of an older spec needs that spec's table for its manifest. */
 		if (spec != c->spec_id && spec_table(c, spec) == &c->t) {
-			sj = fl_json_find_int(json_object_get(c->meta, "partition-specs"),
-			                      "spec-id", spec);
-			if (sj == NULL)
-				continue;
-			if (older_table(c, sj, spec, err) != 0)
+			if ((rc = older_table(c, spec, err)) < 0)
 				return -1;
+			if (rc == 0)
+				continue;
 			c->nolds++;
 		}
 		if (remove_delete(c, d, err) != 0)

@@ -267,6 +267,20 @@ static bool bytes_value(const struct st_type *type, const json_t *x, struct st_v
 	return true;
 }
 
+bool st_snapshot_table_with_spec(const struct st_snapshot_table *t, const json_t *meta, int32_t id,
+                                 struct st_snapshot_table *out)
+{
+	const json_t *spec =
+	        fl_json_find_int(json_object_get(meta, "partition-specs"), "spec-id", id);
+
+	if (spec == NULL)
+		return false;
+	*out = *t;
+	out->spec = spec;
+	out->spec_id = id;
+	return true;
+}
+
 int st_snapshot_partition_parse(const struct st_snapshot_table *t, const json_t *rec,
                                 struct st_value **out, size_t *n_out, struct fl_err *err)
 {

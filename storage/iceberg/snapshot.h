@@ -134,6 +134,12 @@ int st_snapshot_manifest_write_removed_deletes(const struct st_snapshot_table *t
 int st_snapshot_partition_parse(const struct st_snapshot_table *table, const json_t *rec,
                                 struct st_value **out, size_t *n, struct fl_err *err) FL_MUST_CHECK;
 
+/* *out = table with the partition spec of id that meta (a table's
+ * metadata) lists in "partition-specs": how the manifests of an older spec
+ * see the table.  false, *out untouched, when meta lists none. */
+bool st_snapshot_table_with_spec(const struct st_snapshot_table *table, const json_t *meta,
+                                 int32_t id, struct st_snapshot_table *out);
+
 /* Releases a manifest description (not the file); accepts NULL. */
 void st_snapshot_manifest_free(struct st_snapshot_manifest *m);
 

@@ -659,15 +659,14 @@ static void plan_free(struct plan *p)
 static struct spec_plan *spec_plan_of(struct plan *p, const struct st_snapshot_table *t,
                                       const json_t *current, json_int_t id, struct fl_err *err)
 {
-	const json_t *spec;
+	struct st_snapshot_table with;
 	struct spec_plan *g;
 
 	for (size_t k = 0; k < p->ns; k++) {
 		if (p->s[k].t.spec_id == id)
 			return &p->s[k];
 	}
-	spec = fl_json_find_int(json_object_get(current, "partition-specs"), "spec-id", id);
-	if (spec == NULL) {
+	if (!st_snapshot_table_with_spec(t, current, (int32_t)id, &with)) {
 		fl_err_set(err, FL_ERR_BAD_REQUEST,
 		           "upsert: a manifest names partition spec %" JSON_INTEGER_FORMAT
 		           ", which the table's metadata lacks",
@@ -682,9 +681,7 @@ static struct spec_plan *spec_plan_of(struct plan *p, const struct st_snapshot_t
 	p->s = g;
 	g = &p->s[p->ns++];
 	memset(g, 0, sizeof(*g));
-	g->t = *t;
-	g->t.spec = spec;
-	g->t.spec_id = (int32_t)id;
+	g->t = with;
 	return g;
 }
 
