@@ -31,11 +31,13 @@ let settled;
 let commitDeletes;
 let addDuckFile;
 let mergeDataManifests;
+let createBucketed;
+let evolveSpec;
 
 before(async () => {
   ctx = await startCatalog('compact_carry');
   const h = helpers(ctx, dir);
-  ({ maintain, append, settled } = h);
+  ({ maintain, append, settled, createBucketed, evolveSpec } = h);
   ({ commitDeletes, addDuckFile, mergeDataManifests } = deleteHelpers(h.dropManifests));
 });
 
@@ -99,21 +101,10 @@ test('compact v3: deletion vectors are applied and rows keep _row_id and _last_u
 
 test('compact v3 after partition evolution: moved rows keep _row_id and _last_updated_sequence_number', async () => {
   const name = 'v3moves';
-  await call(ctx.base, 'POST', `${ctx.p}/namespaces/${ctx.ns.join('%1F')}/tables`, {
-    body: {
-      name,
-      schema: { type: 'struct', 'schema-id': 0, fields },
-      'partition-spec': { 'spec-id': 0, fields: [{ 'source-id': 1, 'field-id': 1000, name: 'id_bucket', transform: 'bucket[2]' }] },
-      properties: { 'format-version': '3' },
-    },
-    expect: 200,
-  });
+  await createBucketed(name, { 'format-version': '3' });
   await append(name, range(0, 10));
   await append(name, range(10, 10));
-  await call(ctx.base, 'POST', tablePath(ctx.p, ctx.ns, name), {
-    body: { requirements: [], updates: [{ action: 'add-spec', spec: { 'spec-id': 1, fields: [] } }, { action: 'set-default-spec', 'spec-id': -1 }] },
-    expect: 200,
-  });
+  await evolveSpec(name, { 'spec-id': 1, fields: [] });
   await append(name, range(20, 5));
   const { meta } = await settled(name, (s) => s.summary['total-records'] === '25');
   const live0 = liveEntries(currentSnapshot(meta)).filter((e) => e.content === 0);

@@ -40,6 +40,8 @@ let maintain;
 let append;
 let settled;
 let createByRegion;
+let createBucketed;
+let evolveSpec;
 let commitDeletes;
 let addDuckFile;
 let addDuckFileWithDeletes;
@@ -48,7 +50,7 @@ const icebird = icebirdReader();
 before(async () => {
   ctx = await startCatalog('compact_equality');
   const h = helpers(ctx, dir);
-  ({ maintain, append, settled, createByRegion } = h);
+  ({ maintain, append, settled, createByRegion, createBucketed, evolveSpec } = h);
   ({ commitDeletes, addDuckFile, addDuckFileWithDeletes } = deleteHelpers(h.dropManifests));
 });
 
@@ -199,14 +201,7 @@ test('compact: a partition\'s equality deletes apply to that partition only', as
 // delete of spec 0's (committed while spec 0 is current, so its manifest is of
 // spec 0) of the first row of one of their files; returns [meta, that row's id].
 async function bucketedWithDelete(name) {
-  await call(ctx.base, 'POST', `${ctx.p}/namespaces/${ctx.ns.join('%1F')}/tables`, {
-    body: {
-      name,
-      schema: { type: 'struct', 'schema-id': 0, fields },
-      'partition-spec': { 'spec-id': 0, fields: [{ 'source-id': 1, 'field-id': 1000, name: 'id_bucket', transform: 'bucket[2]' }] },
-    },
-    expect: 200,
-  });
+  await createBucketed(name);
   await append(name, range(0, 3));
   await append(name, range(3, 3));
   let { meta } = await settled(name, (s) => Number(s.summary['total-records']) === 6);
@@ -221,11 +216,6 @@ async function bucketedWithDelete(name) {
   return [meta, first];
 }
 
-const evolve = (name, spec) => call(ctx.base, 'POST', tablePath(ctx.p, ctx.ns, name), {
-  body: { requirements: [], updates: [{ action: 'add-spec', spec }, { action: 'set-default-spec', 'spec-id': -1 }] },
-  expect: 200,
-});
-
 // The ids in the live data files, read plainly (the deletes left are checked apart).
 async function liveIds(snap) {
   const live = liveEntries(snap).filter((e) => e.content === 0);
@@ -237,7 +227,7 @@ test('compact after partition evolution: the older spec\'s files move into the c
   const name = 'eqspec';
   let [meta, first] = await bucketedWithDelete(name);
   // The table goes unpartitioned: its next files are of spec 1.
-  await evolve(name, { 'spec-id': 1, fields: [] });
+  await evolveSpec(name, { 'spec-id': 1, fields: [] });
   await append(name, range(10, 3));
   await append(name, range(20, 3));
   ({ meta } = await settled(name, (s) => Number(s.summary['total-records']) === 12));
@@ -282,7 +272,7 @@ test('compact after partition evolution: the older spec\'s files move into the c
 test('compact after partition evolution into another partitioning: each moved row lands in its partition', async () => {
   const name = 'eqrespec';
   let [meta, first] = await bucketedWithDelete(name);
-  await evolve(name, { 'spec-id': 1, fields: [{ 'source-id': 2, 'field-id': 1001, name: 'name', transform: 'identity' }] });
+  await evolveSpec(name, { 'spec-id': 1, fields: [{ 'source-id': 2, 'field-id': 1001, name: 'name', transform: 'identity' }] });
   await append(name, range(10, 2));
   ({ meta } = await settled(name, (s) => Number(s.summary['total-records']) === 8));
   const before = currentSnapshot(meta);
@@ -347,7 +337,7 @@ test('compact after partition evolution: files of an older spec whose source col
   await createByRegion(name);
   await append(name, range(0, 3));
   await append(name, range(3, 3));
-  await evolve(name, { 'spec-id': 1, fields: [] });
+  await evolveSpec(name, { 'spec-id': 1, fields: [] });
   // region, spec 0's source, leaves the schema.
   await call(ctx.base, 'POST', tablePath(ctx.p, ctx.ns, name), {
     body: {
@@ -379,7 +369,7 @@ test('compact after partition evolution: an unpartitioned delete of the older sp
   await append(name, range(3, 3));
   let { meta } = await settled(name, (s) => Number(s.summary['total-records']) === 6);
   meta = await commitDeletes(name, meta, [await equalityDeleteFile(path.join(localPath(meta.location), 'data', 'eq-old.parquet'), { id: 'BIGINT' }, [[1], [4], [11]])]);
-  await evolve(name, { 'spec-id': 1, fields: [{ 'source-id': 2, 'field-id': 1000, name: 'name', transform: 'identity' }] });
+  await evolveSpec(name, { 'spec-id': 1, fields: [{ 'source-id': 2, 'field-id': 1000, name: 'name', transform: 'identity' }] });
   await append(name, range(10, 2)); // 11 is written after the delete: it stays
   ({ meta } = await settled(name, (s) => Number(s.summary['total-records']) === 8));
   const before = currentSnapshot(meta);

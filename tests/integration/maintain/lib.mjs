@@ -267,8 +267,27 @@ export function helpers(ctx, dir) {
     });
   }
 
+  // A table bucketed on id, bucket[2] (spec 0).
+  async function createBucketed(name, properties = {}) {
+    await call(ctx.base, 'POST', `${ctx.p}/namespaces/${ctx.ns.join('%1F')}/tables`, {
+      body: {
+        name,
+        schema: { type: 'struct', 'schema-id': 0, fields },
+        'partition-spec': { 'spec-id': 0, fields: [{ 'source-id': 1, 'field-id': 1000, name: 'id_bucket', transform: 'bucket[2]' }] },
+        properties,
+      },
+      expect: 200,
+    });
+  }
+
+  // Partition evolution: spec becomes the table's default.
+  const evolveSpec = (name, spec) => call(ctx.base, 'POST', tablePath(ctx.p, ctx.ns, name), {
+    body: { requirements: [], updates: [{ action: 'add-spec', spec }, { action: 'set-default-spec', 'spec-id': -1 }] },
+    expect: 200,
+  });
+
   return {
-    createByRegion,
+    createByRegion, createBucketed, evolveSpec,
     maintain, maintainAsync, maintainHeld, append, exactJson, commit, tag, liveFiles, reached, rows, dropManifests, settled,
     notifications, notified,
   };
