@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "feed.h"
+#include "ingest/upsert.h"
 #include "json.h"
 #include "uuid.h"
 
@@ -369,12 +370,12 @@ static int check_key(const json_t *req, const char *mode, bool create, json_t **
 int cat_feed_def_check(const json_t *req, const char *default_wh, json_t **out, struct fl_err *err)
 {
 	static const char *const keys[] = {
-	        "name",  "warehouse",   "table",       "source",          "format",
-	        "mode",  "interval",    "on-error",    "new-columns",     "create-table",
-	        "batch", "max-retries", "dead-letter", "spool-max-bytes", "key",
-	        NULL};
+	        "name",      "warehouse",   "table",       "source",          "format",
+	        "mode",      "interval",    "on-error",    "new-columns",     "create-table",
+	        "batch",     "max-retries", "dead-letter", "spool-max-bytes", "key",
+	        "cdc-field", NULL};
 	const char *name = NULL, *wh = default_wh, *table = NULL, *format = NULL, *mode = NULL,
-	           *on_error = NULL, *new_cols = NULL, *dl = "", *tname;
+	           *on_error = NULL, *new_cols = NULL, *dl = "", *cdc = NULL, *tname;
 	json_t *source = NULL, *interval = NULL, *batch = NULL, *o = NULL, *key = NULL;
 	bool create = false;
 	int64_t retries = DEF_MAX_RETRIES, spool = DEF_SPOOL_MAX;
@@ -418,6 +419,7 @@ int cat_feed_def_check(const json_t *req, const char *default_wh, json_t **out, 
 	    get_enum(req, "new-columns", "reject|ignore|evolve", "reject", &new_cols, err) != 0 ||
 	    fl_json_get_bool(req, "create-table", false, WHAT, &create, err) != 0 ||
 	    fl_json_get_str(req, "dead-letter", false, WHAT, &dl, err) != 0 ||
+	    fl_json_get_str(req, "cdc-field", false, WHAT, &cdc, err) != 0 ||
 	    get_bounded_int(req, "max-retries", "max-retries", DEF_MAX_RETRIES, 0, MAX_RETRIES_MAX,
 	                    &retries, err) != 0 ||
 	    get_bounded_int(req, "spool-max-bytes", "spool-max-bytes", DEF_SPOOL_MAX, 1 << 16,
@@ -427,6 +429,10 @@ int cat_feed_def_check(const json_t *req, const char *default_wh, json_t **out, 
 		return bad(err, "dead-letter",
 		           "must be an absolute directory path, or an s3:// location on an S3"
 		           " warehouse, without '.', '..' or '//' segments");
+	if (cdc != NULL && strcmp(mode, "upsert") != 0)
+		return bad(err, "cdc-field", "is only for mode upsert");
+	if (cdc != NULL && (cdc[0] == '\0' || strlen(cdc) > 255))
+		return bad(err, "cdc-field", "must be a column name of 1 to 255 bytes");
 	if (check_key(req, mode, create, &key, err) != 0 || check_source(req, &source, err) != 0)
 		goto out;
 	if (get_duration(req, "interval", "interval", "PT10S", CAT_FEED_INTERVAL_MIN,
@@ -439,7 +445,8 @@ int cat_feed_def_check(const json_t *req, const char *default_wh, json_t **out, 
 	              "new-columns", new_cols, "create-table", create, "batch", batch,
 	              "max-retries", (json_int_t)retries, "dead-letter", dl, "spool-max-bytes",
 	              (json_int_t)spool);
-	if (o == NULL || (key != NULL && json_object_set(o, "key", key) != 0)) {
+	if (o == NULL || (key != NULL && json_object_set(o, "key", key) != 0) ||
+	    (cdc != NULL && json_object_set_new(o, "cdc-field", json_string(cdc)) != 0)) {
 		json_decref(o);
 		fl_err_set(err, FL_ERR_NOMEM, "out of memory");
 		goto out;
@@ -459,6 +466,7 @@ int cat_feed_def_check_table(const json_t *def, const json_t *meta, struct fl_er
 	const json_t *schema = NULL, *s, *ids, *id, *f;
 	json_int_t cur = json_integer_value(json_object_get(meta, "current-schema-id"));
 	const json_t *key = json_object_get(def, "key");
+	const char *cdc = json_string_value(json_object_get(def, "cdc-field"));
 	size_t i, k;
 
 	if (strcmp(json_string_value(json_object_get(def, "mode")), "upsert") != 0)
@@ -476,6 +484,8 @@ int cat_feed_def_check_table(const json_t *def, const json_t *meta, struct fl_er
 		                  "fields (schema identifier-field-ids); set them with an "
 		                  "update-schema, or let the feed create the table with \"key\"",
 		                  json_string_value(json_object_get(def, "table")));
+	if (cdc != NULL && st_upsert_cdc_field(schema, cdc, &f, err) != 0)
+		return fl_err_prefix(err, "%s", WHAT);
 	if (key == NULL)
 		return 0;
 	/* A key given for an existing table must be its identifier fields. */

@@ -48,6 +48,7 @@ struct ingest_cfg {
 	char *on_error;
 	char *new_columns;
 	char *mode;
+	char *cdc_field;
 	int create;
 	char *delimiter;
 	char *null_marker;
@@ -79,6 +80,8 @@ static const struct fl_setting ingest_settings[] = {
 	 "input columns missing from the table: fail, drop, or add as optional string columns"},
 	{"mode", FL_SET_ENUM, "append", 0, 0, "append|upsert", "FLOE_INGEST_MODE", OFF(mode),
 	 "upsert: rows replace the table's rows with the same key (its identifier fields), the last row of a key winning"},
+	{"cdc-field", FL_SET_STR, "", 0, 256, NULL, "FLOE_INGEST_CDC_FIELD", OFF(cdc_field),
+	 "upsert: a row whose value in this string column begins with D or d (or is true, a boolean column) deletes its key"},
 	{"create", FL_SET_BOOL, "false", 0, 0, NULL, "FLOE_INGEST_CREATE", OFF(create),
 	 "create the table from the inferred schema of the inputs when it does not exist"},
 	{"delimiter", FL_SET_STR, ",", 0, 1, NULL, "FLOE_INGEST_DELIMITER", OFF(delimiter),
@@ -293,6 +296,7 @@ static int run_batch(struct job *j, struct st_committer *c, struct fl_err *err)
 	                                                                  : ST_NEW_COLUMNS_REJECT,
 	        .create = j->ic.create != 0,
 	        .upsert = strcmp(j->ic.mode, "upsert") == 0,
+	        .cdc_field = j->ic.cdc_field[0] != '\0' ? j->ic.cdc_field : NULL,
 	        .codec = j->ic.codec,
 	        .target_file_bytes = (uint64_t)j->ic.target_file_bytes,
 	        .dead_letter_dir = j->ic.dead_letter_dir,
@@ -450,6 +454,11 @@ int srv_cmd_ingest(int argc, char **argv)
 	    (ai = 1, srv_config_load(&j.sc, ns, sa, &ai, &err)) != 0 ||
 	    parse_table(&j, &err) != 0) {
 		fprintf(stderr, "floe ingest: %s\n", err.msg);
+		code = EXIT_USAGE;
+		goto done;
+	}
+	if (j.ic.cdc_field[0] != '\0' && strcmp(j.ic.mode, "upsert") != 0) {
+		fprintf(stderr, "floe ingest: --cdc-field is for --mode upsert\n");
 		code = EXIT_USAGE;
 		goto done;
 	}

@@ -835,6 +835,7 @@ static int run_one(struct srv_ctx *ctx, bool *did, struct fl_err *err)
 	                                                         : ST_NEW_COLUMNS_REJECT,
 	        .create = json_is_true(json_object_get(u.def, "create-table")),
 	        .upsert = strcmp(def_str(u.def, "mode"), "upsert") == 0,
+	        .cdc_field = json_string_value(json_object_get(u.def, "cdc-field")),
 	        .codec = "table",
 	};
 	{

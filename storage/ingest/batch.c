@@ -461,11 +461,14 @@ static int make_updates(struct run *j, const json_t *meta, json_t **out, struct 
 		j->drop = NULL;
 		if (st_upsert_plan(j->up, &t, meta, j->snapshot_id, &ms, &nm, &j->drop, err) != 0)
 			goto out;
-		/* ms[0] is the current spec's: the rest are the older specs'. */
-		j->manifest = ms[0];
-		memmove(ms, ms + 1, (nm - 1) * sizeof(*ms));
+		/* ms[0] is the snapshot's manifest (the current spec's, when the
+		 * batch adds or removes files of it): the rest go in more.  None:
+		 * deletes that match nothing, a snapshot that adds no file. */
+		j->manifest = nm > 0 ? ms[0] : NULL;
+		if (nm > 0)
+			memmove(ms, ms + 1, (nm - 1) * sizeof(*ms));
 		j->more = ms;
-		j->n_more = nm - 1;
+		j->n_more = nm > 0 ? nm - 1 : 0;
 		if (j->o->after_plan != NULL)
 			j->o->after_plan(j->o->after_plan_ctx, j->plans++);
 	} else if (j->manifest == NULL) {
@@ -515,6 +518,12 @@ static int make_updates(struct run *j, const json_t *meta, json_t **out, struct 
 		st_upsert_stats(j->up, &us);
 		snprintf(n, sizeof(n), "%lld", (long long)us.replaced_rows);
 		if (json_object_set_new(extra, "floe.rows-replaced", json_string(n)) != 0) {
+			free(drop);
+			goto nomem;
+		}
+		snprintf(n, sizeof(n), "%lld", (long long)us.key_deleted_rows);
+		if (j->o->cdc_field != NULL &&
+		    json_object_set_new(extra, "floe.rows-deleted-by-key", json_string(n)) != 0) {
 			free(drop);
 			goto nomem;
 		}
@@ -606,6 +615,7 @@ static int upsert_open(struct run *j, const json_t *meta, struct fl_err *err)
 	        .target_file_bytes = j->o->target_file_bytes > 0 ? j->o->target_file_bytes
 	                             : tfs != NULL               ? strtoull(tfs, NULL, 10)
 	                                                         : 0,
+	        .cdc_field = j->o->cdc_field,
 	};
 	return st_upsert_open(&uo, res, &j->up, err);
 }

@@ -35,6 +35,9 @@ struct st_batch_opts {
 	bool upsert;
 	const char *const *key;
 	size_t n_key;
+	/* Upsert only: the column whose value marks a row as a delete of its
+	 * key (st_upsert_opts.cdc_field); NULL = none. */
+	const char *cdc_field;
 	const char *codec; /* "table" (write.parquet.compression-codec), zstd, snappy, gzip, none */
 	uint64_t target_file_bytes; /* 0 = write.target-file-size-bytes */
 	/* Where rejected rows go: "<dir>/<batch id prefix>.rejected"; NULL or ""

@@ -10,8 +10,13 @@
  * a file is a candidate when every key column has some batch value inside
  * its bounds, which is a superset of the files that hold a batch key.
  *
- * Invariants: a batch row is in exactly one file of the snapshot (its own
- * file, or its file rewritten without the rows a later row replaces); a
+ * A key's map value is its last row's tag (row_tag) times two, plus one
+ * when that row is a delete (cdc_field): a delete row is never kept, and
+ * its file is rewritten without it.
+ *
+ * Invariants: a batch row that is its key's last and no delete is in
+ * exactly one file of the snapshot (its own file, or its file rewritten
+ * without the rows a later row replaces); no other batch row is in any; a
  * table row whose key the batch holds is in no file of the snapshot; every
  * other live row is in exactly one (its file kept, or its file's rewrite). */
 #include "upsert.h"
@@ -58,6 +63,7 @@ struct cached {
 	struct st_rewrite_out out;
 	char *dels; /* the delete files applied to out, one per line; NULL: none */
 	int64_t deleted; /* rows they removed */
+	int64_t keydel; /* rows a batch delete removed (cdc_field) */
 };
 
 struct st_upsert {
@@ -68,8 +74,9 @@ struct st_upsert {
 	size_t nk;
 	size_t key_pos[MAX_KEYS]; /* positions of the key columns in a full row */
 	size_t proj_pos[MAX_KEYS]; /* ... in a row of the key projection: 0..nk-1 */
-	struct st_parquet_want want[MAX_KEYS];
-	json_t *map; /* hex key -> row_tag of its last batch row */
+	struct st_parquet_want want[MAX_KEYS + 1]; /* the keys, then the cdc field */
+	bool cdc; /* want[nk] is the cdc field */
+	json_t *map; /* hex key -> its last batch row's row_tag * 2 + (a delete) */
 	struct st_buf kb;
 	char *hex;
 	size_t hexcap;
@@ -92,7 +99,7 @@ struct st_upsert {
 	size_t ncols;
 	struct st_posset gone;
 	struct st_eqdeletes eq;
-	int64_t cur_seq, cur_deleted;
+	int64_t cur_seq, cur_deleted, cur_keydel;
 	/* the scan in progress */
 	size_t cur_file;
 	int64_t ordinal;
@@ -280,32 +287,48 @@ static json_int_t row_tag(const struct st_upsert *u, size_t i, int64_t pos)
 	return (json_int_t)input_ordinal(u, i, pos) * (json_int_t)u->res->n_files + (json_int_t)i;
 }
 
+/* Whether the cdc field's value v (of type t) says delete. */
+static bool is_delete(const struct st_type *t, const struct st_value *v)
+{
+	if (v->null)
+		return false;
+	if (t->id == ST_TYPE_BOOLEAN)
+		return v->v.b;
+	return v->v.bin.len > 0 && (v->v.bin.p[0] == 'D' || v->v.bin.p[0] == 'd');
+}
+
 static int batch_row(void *arg, int64_t pos, const struct st_value *row, struct fl_err *err)
 {
 	struct st_upsert *u = arg;
 	const char *k = key_of(u, row);
 	json_int_t mine = row_tag(u, u->cur_file, pos), nf = (json_int_t)u->res->n_files;
+	bool del = u->cdc && is_delete(&u->want[u->nk].type, &row[u->nk]);
 	json_t *old;
 
 	u->ordinal++;
 	if (k == NULL || note_values(u, row) != 0)
 		return nomem(err);
+	if (del) /* never written, whichever row of its key is last */
+		u->losers[u->cur_file]++;
 	old = json_object_get(u->map, k);
 	if (old != NULL) {
 		json_int_t theirs = json_integer_value(old);
 
-		if (theirs > mine) { /* a row later in the input is noted already */
-			u->losers[u->cur_file]++;
+		if (theirs / 2 > mine) { /* a row later in the input is noted already */
+			if (!del)
+				u->losers[u->cur_file]++;
 			return 0;
 		}
-		u->losers[theirs % nf]++;
+		if (theirs % 2 == 0)
+			u->losers[theirs / 2 % nf]++;
 	}
-	if (json_object_set_new(u->map, k, json_integer(mine)) != 0)
+	if (json_object_set_new(u->map, k, json_integer(mine * 2 + del)) != 0)
 		return nomem(err);
 	return 0;
 }
 
-/* Rewriting a batch file: keep the rows that are their key's last. */
+/* Rewriting a batch file: keep the rows that are their key's last and no
+ * delete. */
 static int keep_winner(void *arg, int64_t pos, const struct st_value *row, bool *keep,
                        struct fl_err *err)
 {
@@ -314,7 +337,7 @@ static int keep_winner(void *arg, int64_t pos, const struct st_value *row, bool 
 
 	if (k == NULL)
 		return nomem(err);
-	*keep = json_integer_value(json_object_get(u->map, k)) == row_tag(u, u->cur_file, pos);
+	*keep = json_integer_value(json_object_get(u->map, k)) == row_tag(u, u->cur_file, pos) * 2;
 	return 0;
 }
 
@@ -325,6 +348,7 @@ static int keep_unreplaced(void *arg, int64_t pos, const struct st_value *row, b
 {
 	struct st_upsert *u = arg;
 	const char *k;
+	const json_t *v;
 
 	if (st_posset_has(&u->gone, pos) || st_eqdeletes_match(&u->eq, row, u->cur_seq)) {
 		u->cur_deleted++;
@@ -334,7 +358,10 @@ static int keep_unreplaced(void *arg, int64_t pos, const struct st_value *row, b
 	k = key_of(u, row);
 	if (k == NULL)
 		return nomem(err);
-	*keep = json_object_get(u->map, k) == NULL;
+	v = json_object_get(u->map, k);
+	*keep = v == NULL;
+	if (v != NULL && json_integer_value(v) % 2 == 1)
+		u->cur_keydel++;
 	return 0;
 }
 
@@ -408,6 +435,55 @@ static int setup_keys(struct st_upsert *u, struct fl_err *err)
 	return 0;
 }
 
+int st_upsert_cdc_field(const json_t *schema, const char *cdc_field, const json_t **field,
+                        struct fl_err *err)
+{
+	const json_t *fields = json_object_get(schema, "fields"), *f = NULL, *id;
+	const char *type;
+	size_t i;
+
+	json_array_foreach(fields, i, f)
+	{
+		const char *fn = json_string_value(json_object_get(f, "name"));
+
+		if (fn != NULL && strcmp(fn, cdc_field) == 0)
+			break;
+	}
+	if (i == json_array_size(fields))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "cdc field %.200s is not a top-level column of the table",
+		                  cdc_field);
+	json_array_foreach(json_object_get(schema, "identifier-field-ids"), i, id)
+	{
+		if (json_equal(id, json_object_get(f, "id")))
+			return fl_err_set(
+			        err, FL_ERR_BAD_REQUEST,
+			        "cdc field %.200s is a key column; it must be another one",
+			        cdc_field);
+	}
+	type = json_string_value(json_object_get(f, "type"));
+	if (type == NULL || (strcmp(type, "string") != 0 && strcmp(type, "boolean") != 0))
+		return fl_err_set(err, FL_ERR_BAD_REQUEST,
+		                  "cdc field %.200s must be a string or boolean column", cdc_field);
+	*field = f;
+	return 0;
+}
+
+/* The cdc field: want[nk], read beside the keys in the batch's scan. */
+static int setup_cdc(struct st_upsert *u, struct fl_err *err)
+{
+	const json_t *f;
+
+	if (st_upsert_cdc_field(u->schema, u->o.cdc_field, &f, err) != 0)
+		return -1;
+	u->want[u->nk].field_id = (int32_t)json_integer_value(json_object_get(f, "id"));
+	if (st_type_parse(json_string_value(json_object_get(f, "type")), &u->want[u->nk].type,
+	                  err) != 0)
+		return -1;
+	u->cdc = true;
+	return 0;
+}
+
 void st_upsert_finish(struct st_upsert *u, bool committed, bool keep)
 {
 	if (u == NULL)
@@ -468,7 +544,7 @@ int st_upsert_open(const struct st_upsert_opts *o, const struct st_ingest_result
 		nomem(err);
 		goto fail;
 	}
-	if (setup_keys(u, err) != 0 ||
+	if (setup_keys(u, err) != 0 || (o->cdc_field != NULL && setup_cdc(u, err) != 0) ||
 	    st_rewrite_columns(u->schema, &u->cols, &u->cwant, &u->ncols, err) != 0)
 		goto fail;
 	st_eqdeletes_init(&u->eq, u->cols, u->ncols, NULL);
@@ -477,12 +553,18 @@ int st_upsert_open(const struct st_upsert_opts *o, const struct st_ingest_result
 	for (size_t i = 0; i < nf; i++) {
 		u->base[i] = u->ordinal;
 		u->cur_file = i;
-		if (st_rewrite_scan(o->io, res->files[i].uri, NULL, u->want, u->nk, batch_row, u,
-		                    err) != 0)
+		if (st_rewrite_scan(o->io, res->files[i].uri, NULL, u->want, u->nk + u->cdc,
+		                    batch_row, u, err) != 0)
 			goto fail;
 	}
 	sort_values(u);
-	u->st.batch_rows = (int64_t)json_object_size(u->map);
+	if (u->cdc) {
+		const char *k;
+		const json_t *v;
+
+		json_object_foreach(u->map, k, v) u->st.deleted_keys += json_integer_value(v) % 2;
+	}
+	u->st.batch_rows = (int64_t)json_object_size(u->map) - u->st.deleted_keys;
 	/* The batch's files holding replaced rows, written again without them. */
 	rewrite_opts(u, NULL, &ro);
 	ro.keep = keep_winner;
@@ -943,10 +1025,12 @@ static int rewrite_table_file(struct st_upsert *u, const json_t *current,
 	ro.data_seq = u->cur_seq;
 	u->pos = u->key_pos;
 	u->cur_deleted = 0;
+	u->cur_keydel = 0;
 	if (st_rewrite_run(&ro, path, &c->out, err) != 0)
 		goto out;
 	c->rewritten = true;
 	c->deleted = u->cur_deleted;
+	c->keydel = u->cur_keydel;
 	free(c->dels);
 	c->dels = sig;
 	sig = NULL;
@@ -1024,7 +1108,8 @@ static int split_manifest(struct st_upsert *u, const struct st_snapshot_table *t
 		c->used = true;
 		u->st.files_rewritten++;
 		u->st.rows_deleted += c->deleted;
-		u->st.replaced_rows += c->out.rows_read - c->out.rows_kept - c->deleted;
+		u->st.replaced_rows += c->out.rows_read - c->out.rows_kept - c->deleted - c->keydel;
+		u->st.key_deleted_rows += c->keydel;
 		for (size_t k = 0; k < c->out.n; k++) {
 			struct st_data_file df = {0};
 
@@ -1041,16 +1126,21 @@ static int split_manifest(struct st_upsert *u, const struct st_snapshot_table *t
 /* Writes a manifest per spec plan into *out (n = plan->ns, in order);
  * none is left behind on failure. */
 static int write_manifests(const struct plan *plan, int64_t snapshot_id,
-                           struct st_snapshot_manifest **out, struct fl_err *err)
+                           struct st_snapshot_manifest **out, size_t *n, struct fl_err *err)
 {
-	size_t k;
+	size_t k, w = 0;
 
 	for (k = 0; k < plan->ns; k++) {
 		const struct spec_plan *p = &plan->s[k];
-		struct st_manifest_entry *kept = calloc(p->nkept + 1, sizeof(*kept));
-		struct st_manifest_entry *del = calloc(p->ndel + 1, sizeof(*del));
+		struct st_manifest_entry *kept, *del;
 		int rc;
 
+		/* Only the current spec's can be empty: a batch of deletes
+		 * that match no row of it. */
+		if (p->nadd + p->nkept + p->ndel == 0)
+			continue;
+		kept = calloc(p->nkept + 1, sizeof(*kept));
+		del = calloc(p->ndel + 1, sizeof(*del));
 		if (kept == NULL || del == NULL) {
 			free(kept);
 			free(del);
@@ -1068,21 +1158,24 @@ static int write_manifests(const struct plan *plan, int64_t snapshot_id,
 		}
 		rc = st_snapshot_manifest_write_rewrite(&p->t, snapshot_id, ST_MANIFEST_DATA,
 		                                        p->add, p->nadd, kept, p->nkept, del,
-		                                        p->ndel, &out[k], err);
+		                                        p->ndel, &out[w], err);
 		free(kept);
 		free(del);
 		if (rc != 0)
 			break;
+		w++;
 	}
-	if (k == plan->ns)
+	if (k == plan->ns) {
+		*n = w;
 		return 0;
-	while (k-- > 0) {
+	}
+	while (w-- > 0) {
 		struct fl_err ignored;
 
-		if (st_io_delete(plan->s[k].t.io, out[k]->path, &ignored) != 0)
+		if (st_io_delete(plan->s[0].t.io, out[w]->path, &ignored) != 0)
 			ignored.kind = FL_ERR_NONE;
-		st_snapshot_manifest_free(out[k]);
-		out[k] = NULL;
+		st_snapshot_manifest_free(out[w]);
+		out[w] = NULL;
 	}
 	return -1;
 }
@@ -1110,10 +1203,11 @@ int st_upsert_plan(struct st_upsert *u, const struct st_snapshot_table *t, const
 	p.ns = 1;
 	p.s[0].t = *t;
 	{
-		int64_t rows = u->st.batch_rows;
+		int64_t rows = u->st.batch_rows, keys = u->st.deleted_keys;
 
 		memset(&u->st, 0, sizeof(u->st));
 		u->st.batch_rows = rows;
+		u->st.deleted_keys = keys;
 	}
 	for (i = 0; i < u->ncache; i++)
 		u->cache[i].used = false;
@@ -1201,10 +1295,9 @@ int st_upsert_plan(struct st_upsert *u, const struct st_snapshot_table *t, const
 		nomem(err);
 		goto out;
 	}
-	if (write_manifests(&p, snapshot_id, out, err) != 0)
+	if (write_manifests(&p, snapshot_id, out, n, err) != 0)
 		goto out;
 	*manifests = out;
-	*n = p.ns;
 	out = NULL;
 	*drop = dropped;
 	dropped = NULL;

@@ -26,6 +26,14 @@
  * entries carried keep their first_row_id; a replaced row is a new row.
  * A deletion vector of a rewritten file is applied, and stays behind
  * referencing no live file (readers ignore it; compaction removes it).
+ *
+ * Change data capture (opts cdc_field): a row whose cdc field says
+ * delete (a string beginning with 'D' or 'd', as Debezium's "d" and the
+ * Iceberg Kafka Connect sink's "D" do; a boolean true) removes its key's
+ * row from the table and is not written itself.  It takes part in the
+ * batch's last-row-wins like any other row: a later row of its key puts
+ * the key back, a later delete removes an earlier row of the batch.  A
+ * null or any other value is an upsert.
  * Not thread-safe per upsert. */
 #ifndef ST_UPSERT_H
 #define ST_UPSERT_H
@@ -46,6 +54,12 @@
 int st_upsert_key_ids(const json_t *schema, int32_t *ids, size_t cap, size_t *n,
                       struct fl_err *err) FL_MUST_CHECK;
 
+/* The field of schema (a Schema JSON object) that cdc_field names, in
+ * *field (borrowed): a top-level string or boolean column that is no
+ * identifier field.  FL_ERR_BAD_REQUEST naming the problem otherwise. */
+int st_upsert_cdc_field(const json_t *schema, const char *cdc_field, const json_t **field,
+                        struct fl_err *err) FL_MUST_CHECK;
+
 struct st_upsert_opts {
 	struct st_io *io; /* the table's storage (borrowed; the run's) */
 	const json_t *schema; /* the schema the batch was written with */
@@ -54,6 +68,9 @@ struct st_upsert_opts {
 	enum st_parquet_codec codec;
 	int compression_level;
 	uint64_t target_file_bytes;
+	/* The top-level string or boolean column whose value marks a row as a
+	 * delete of its key (see above); NULL = every row is an upsert. */
+	const char *cdc_field;
 };
 
 struct st_upsert;
@@ -73,7 +90,9 @@ int st_upsert_open(const struct st_upsert_opts *o, const struct st_ingest_result
  * of *n, each element new) holds first the current spec's, with the
  * batch's files, then one per older partition spec whose files it
  * rewrites (a file stays in its spec: its rows' partition tuple is that
- * spec's); *drop = the manifest paths of current's list the snapshot
+ * spec's).  The current spec's is left out when it would be empty (a
+ * batch of deletes that remove nothing of that spec): *n may be 0, a
+ * snapshot that changes no file.  *drop = the manifest paths of current's list the snapshot
  * leaves out, a new array.  t describes the table as the snapshot is built
  * (schema, default spec, metadata dir, io); an older spec comes from
  * current's partition-specs (FL_ERR_BAD_REQUEST when it lacks one a
@@ -84,8 +103,10 @@ int st_upsert_plan(struct st_upsert *u, const struct st_snapshot_table *t, const
 
 /* What the last plan did, for the summary and the logs. */
 struct st_upsert_stats {
-	int64_t batch_rows; /* after the batch's own de-duplication */
-	int64_t replaced_rows; /* table rows the batch replaced */
+	int64_t batch_rows; /* rows it writes: after its own de-duplication, no delete */
+	int64_t replaced_rows; /* table rows the batch replaced with a new row */
+	int64_t deleted_keys; /* batch keys whose last row is a delete (cdc_field) */
+	int64_t key_deleted_rows; /* table rows those deletes removed */
 	int64_t rows_deleted; /* rows of rewritten files that delete files removed */
 	int64_t files_read, files_rewritten, files_pruned;
 };

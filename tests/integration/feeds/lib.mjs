@@ -6,9 +6,43 @@ import http from 'node:http';
 import path from 'node:path';
 import assert from 'node:assert/strict';
 import { psql, request, waitFor } from '../lib/harness.mjs';
+import { icebergRead } from 'icebird';
 import { loadTable, currentSnapshot, snapshotFiles, localPath, duck, sqlStr } from '../ingest/lib.mjs';
 
 export const F = '/management/v1/feeds';
+
+// The live data files of the current snapshot (DELETED entries left out).
+export function liveFiles(meta) {
+  const cur = currentSnapshot(meta);
+  if (!cur) return [];
+  return snapshotFiles(cur).filter((f) => String(f.entry.status) !== '2').map((f) => f.file);
+}
+
+// A table's rows, read two ways, equal to model (a Map of key -> row
+// object): DuckDB over the live files and icebird over the whole table.
+// cols are the columns compared, the first the key; values compare as
+// text, null as null.  The server's table cache learns of other processes'
+// commits (the CLI's) by NOTIFY: it first waits until total-records is the
+// model's size (a wrong count still fails below, with the rows that
+// differ).  Returns the metadata read.
+export async function checkRows(ctx, name, model, cols, what) {
+  const text = (v) => (v == null ? null : String(v));
+  const norm = (r) => cols.map((c) => text(r[c]));
+  const byKey = (a, b) => (BigInt(a[0]) < BigInt(b[0]) ? -1 : BigInt(a[0]) > BigInt(b[0]) ? 1 : 0);
+  const total = async () => Number(currentSnapshot((await loadTable(ctx, name)).metadata)?.summary['total-records']);
+  await waitFor(async () => (await total()) === model.size, { timeoutMs: 15000, what: `${name}: ${model.size} rows` })
+    .catch(() => {});
+  const meta = (await loadTable(ctx, name)).metadata;
+  const want = [...model.values()].map(norm).sort(byKey);
+  const files = liveFiles(meta).map((f) => localPath(f.file_path));
+  const con = await duck();
+  const got = files.length === 0 ? [] : (await con.runAndReadAll(
+    `SELECT ${cols.map((c) => `${c}::VARCHAR`).join(', ')} FROM read_parquet([${files.map(sqlStr).join(', ')}])`)).getRows();
+  assert.deepEqual(got.sort(byKey), want, `DuckDB reads the model's rows ${what}`);
+  const ice = await icebergRead({ tableUrl: meta.location, metadata: meta });
+  assert.deepEqual(ice.map(norm).sort(byKey), want, `icebird reads the model's rows ${what}`);
+  return meta;
+}
 
 // Lands a file atomically: the feed never sees it half written.
 export function land(dir, name, text) {

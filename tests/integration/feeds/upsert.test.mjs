@@ -21,7 +21,7 @@ import {
   startCatalog, createTable, loadTable, ingest, show, snapshotFiles, currentSnapshot, localPath, duck, sqlStr,
   seededRandom, tmpDir,
 } from '../ingest/lib.mjs';
-import { F, land, createFeed, ledger, waitLedger, routeFileFetch } from './lib.mjs';
+import { F, land, createFeed, ledger, waitLedger, routeFileFetch, checkRows } from './lib.mjs';
 
 const SEED = Number(process.env.UPSERT_SEED ?? 20261201);
 let ctx;
@@ -56,37 +56,8 @@ async function createKeyed(name) {
   assert.equal(res.status, 200, res.text);
 }
 
-// The live data files of the current snapshot (DELETED entries left out).
-function liveFiles(meta) {
-  const cur = currentSnapshot(meta);
-  if (!cur) return [];
-  return snapshotFiles(cur).filter((f) => String(f.entry.status) !== '2').map((f) => f.file);
-}
-
-const norm = (r) => [String(r[0]), r[1] ?? null, r[2] == null ? null : String(r[2])];
 const byKey = (a, b) => (BigInt(a[0]) < BigInt(b[0]) ? -1 : BigInt(a[0]) > BigInt(b[0]) ? 1 : 0);
-const modelRows = (model) => [...model.values()].map((r) => norm([r.id, r.v, r.n])).sort(byKey);
-
-// DuckDB over the live files, and icebird over the whole table, both equal
-// to the model (same count, same values, no key twice).
-async function checkTable(name, model, what) {
-  // The server's table cache learns of other processes' commits (the CLI's)
-  // by NOTIFY: wait until it shows as many rows as the model has (a wrong
-  // count still fails below, with the rows that differ).
-  const total = async () => Number(currentSnapshot((await loadTable(ctx, name)).metadata)?.summary['total-records']);
-  await waitFor(async () => (await total()) === model.size, { timeoutMs: 15000, what: `${name}: ${model.size} rows` })
-    .catch(() => {});
-  const meta = (await loadTable(ctx, name)).metadata;
-  const want = modelRows(model);
-  const files = liveFiles(meta).map((f) => localPath(f.file_path));
-  const con = await duck();
-  const got = files.length === 0 ? [] : (await con.runAndReadAll(
-    `SELECT id::VARCHAR, v, n::VARCHAR FROM read_parquet([${files.map(sqlStr).join(', ')}])`)).getRows();
-  assert.deepEqual(got.map(norm).sort(byKey), want, `DuckDB reads the model's rows ${what} (seed ${SEED})`);
-  const ice = await icebergRead({ tableUrl: meta.location, metadata: meta });
-  assert.deepEqual(ice.map((r) => norm([r.id, r.v, r.n])).sort(byKey), want, `icebird reads the model's rows ${what} (seed ${SEED})`);
-  return meta;
-}
+const checkTable = (name, model, what) => checkRows(ctx, name, model, ['id', 'v', 'n'], `${what} (seed ${SEED})`);
 
 test('random inserts and updates: DuckDB and icebird read the latest row per key, a racing append is kept', async () => {
   const rnd = seededRandom(SEED);

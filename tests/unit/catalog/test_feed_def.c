@@ -63,6 +63,12 @@ static void test_refusals(void **state)
 	         "batch.max-objects"},
 	        {"{\"name\":\"o\",\"table\":\"n.t\",\"format\":\"csv\",\"source\":{\"type\":\"push\",\"path\":\"/a\"}}",
 	         "source.path"},
+	        {"{\"name\":\"o\",\"table\":\"n.t\",\"format\":\"csv\",\"source\":{\"type\":\"push\"},\"cdc-field\":\"op\"}",
+	         "cdc-field is only for mode upsert"},
+	        {"{\"name\":\"o\",\"table\":\"n.t\",\"format\":\"csv\",\"source\":{\"type\":\"push\"},\"mode\":\"upsert\",\"cdc-field\":\"\"}",
+	         "cdc-field must be a column name"},
+	        {"{\"name\":\"o\",\"table\":\"n.t\",\"format\":\"csv\",\"source\":{\"type\":\"push\"},\"mode\":\"upsert\",\"cdc-field\":true}",
+	         "cdc-field"},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -76,6 +82,53 @@ static void test_refusals(void **state)
 		assert_null(out);
 		json_decref(req);
 	}
+}
+
+/* cdc-field is kept in the definition, then checked against the table. */
+static void test_cdc_field(void **state)
+{
+	static const struct {
+		const char *field, *word; /* word NULL: accepted */
+	} cases[] = {
+	        {"op", NULL},
+	        {"gone", "cdc field gone is not a top-level column"},
+	        {"n", "cdc field n must be a string or boolean column"},
+	        {"id", "cdc field id is a key column"},
+	        {"flag", NULL},
+	};
+	json_t *meta =
+	        parse("{\"current-schema-id\":1,\"schemas\":[{\"schema-id\":1,"
+	              "\"identifier-field-ids\":[1],\"fields\":["
+	              "{\"id\":1,\"name\":\"id\",\"type\":\"string\",\"required\":true},"
+	              "{\"id\":2,\"name\":\"op\",\"type\":\"string\",\"required\":false},"
+	              "{\"id\":3,\"name\":\"n\",\"type\":\"long\",\"required\":false},"
+	              "{\"id\":4,\"name\":\"flag\",\"type\":\"boolean\",\"required\":false}]}]}");
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct fl_err err = {0};
+		json_t *req = json_pack("{s:s, s:s, s:s, s:{s:s}, s:s, s:s}", "name", "o", "table",
+		                        "n.t", "format", "csv", "source", "type", "push", "mode",
+		                        "upsert", "cdc-field", cases[i].field);
+		json_t *out = NULL;
+
+		assert_non_null(req);
+		assert_int_equal(cat_feed_def_check(req, "wh", &out, &err), 0);
+		assert_string_equal(json_string_value(json_object_get(out, "cdc-field")),
+		                    cases[i].field);
+		if (cases[i].word == NULL) {
+			assert_int_equal(cat_feed_def_check_table(out, meta, &err), 0);
+		} else {
+			assert_int_equal(cat_feed_def_check_table(out, meta, &err), -1);
+			assert_int_equal(err.kind, FL_ERR_BAD_REQUEST);
+			if (strstr(err.msg, cases[i].word) == NULL)
+				fail_msg("case %zu: '%s' does not name '%s'", i, err.msg,
+				         cases[i].word);
+		}
+		json_decref(out);
+		json_decref(req);
+	}
+	json_decref(meta);
 }
 
 static void test_table_split(void **state)
@@ -167,9 +220,8 @@ static void test_s3_source(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(test_defaults),
-	        cmocka_unit_test(test_refusals),
-	        cmocka_unit_test(test_table_split),
+	        cmocka_unit_test(test_defaults),  cmocka_unit_test(test_refusals),
+	        cmocka_unit_test(test_cdc_field), cmocka_unit_test(test_table_split),
 	        cmocka_unit_test(test_s3_source),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
