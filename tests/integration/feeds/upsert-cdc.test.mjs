@@ -13,7 +13,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { request } from '../lib/harness.mjs';
+import { psql, request, waitFor } from '../lib/harness.mjs';
 import { expectError } from '../lib/checks.mjs';
 import { startCatalog, loadTable, ingest, show, currentSnapshot, seededRandom, tmpDir } from '../ingest/lib.mjs';
 import { F, land, createFeed, ledger, waitLedger, checkRows, routeFileFetch } from './lib.mjs';
@@ -109,6 +109,23 @@ test('random inserts, updates and deletes through a feed: DuckDB and icebird rea
   const removed = meta.snapshots.reduce((n, s) => n + Number(s.summary['floe.rows-deleted-by-key'] ?? 0), 0);
   assert.ok(removed > 0, 'some snapshot counts rows its deletes removed');
   assert.ok(ledger(ctx.dbUrl, 'cdc').every((o) => o.outcome === 'committed'));
+
+  // Pushes to the feed take the same path: a delete, a delete put back, a new key.
+  const present = [...model.keys()].sort((a, b) => a - b);
+  assert.ok(present.length >= 2, `rows to delete (seed ${SEED})`);
+  const pushed = [
+    { id: present[0], v: 'gone', op: 'd' },
+    { id: present[1], v: 'gone', op: 'D' }, { id: present[1], v: 'back', op: 'u' },
+    { id: 1000, v: 'new', op: 'c' },
+  ];
+  const res = await request(ctx.base, 'POST', `${F}/cdc/records`, {
+    headers: { 'Content-Type': 'application/x-ndjson' }, body: `${pushed.map((r) => JSON.stringify(r)).join('\n')}\n`,
+  });
+  assert.equal(res.status, 202, res.text);
+  apply(model, pushed);
+  await waitFor(() => psql(ctx.dbUrl, 'SELECT count(*) FROM feed_spool WHERE batch_id IS NULL') === '0',
+    { timeoutMs: 20000, what: 'the push to land' });
+  await checkRows(ctx, 'cdc', model, ['id', 'v', 'op'], `after a push (seed ${SEED})`);
 });
 
 test('floe ingest --cdc-field: in process and over REST, a boolean column, the summary counts', async () => {
