@@ -52,7 +52,17 @@
  * columns (identity, or a transform sorting by its result), each new file
  * holds one sorted run (rows are buffered, at most SORT_BUFFER_BYTES at a
  * time); a field that cannot be applied leaves the order unapplied and the
- * report says so.  The
+ * report says so.
+ *
+ * After partition evolution every data file of an older spec moves into
+ * the current one, whatever its size: its rows are routed to the current
+ * spec's partitions, with the deletes that apply to them.  A run moves
+ * files until it has taken floe.compact-max-move-bytes (default 10 GiB;
+ * at least one file) and the rest wait for the next run
+ * (files-of-older-specs-left), so a table with a long history converges
+ * over several bounded runs: a delete stays while a file it applies to
+ * waits, and the files that wait are carried in their spec's manifests.
+ * The
  * replace is built under the row lock on the then current state, so a
  * concurrent append is carried; a concurrent commit that removed a dropped
  * manifest or added a delete manifest aborts the run. */
@@ -575,6 +585,7 @@ out:
 /* ---- compaction ---------------------------------------------------------- */
 
 #define DEFAULT_TARGET_FILE_BYTES ((json_int_t)512 << 20)
+#define DEFAULT_MAX_MOVE_BYTES ((json_int_t)10 << 30)
 #define MAX_MANIFEST_READ ((size_t)64 << 20)
 
 const json_t *cat_mt_head(const json_t *meta)
@@ -625,7 +636,9 @@ struct compact {
 	json_t *older; /* spec id (text) -> true (its files move) or false (they stay) */
 	struct st_snapshot_table *olds; /* the tables of the older specs that move */
 	size_t nolds;
-	json_int_t migrated, kept_older; /* files of older specs moved, left */
+	json_int_t migrated, kept_older; /* files of older specs moved, kept */
+	json_int_t move_cap, move_bytes; /* floe.compact-max-move-bytes; taken */
+	json_int_t left_older; /* files of older specs left for a later run */
 	json_t *mlive; /* manifest path -> [live entries, entries chosen, list record] */
 	json_t *listed; /* every manifest path of the planned list */
 	json_int_t base_snapshot; /* the snapshot the plan was made on */
@@ -1163,7 +1176,8 @@ static int remove_delete(struct compact *c, json_t *d, struct fl_err *err)
 
 /* The equality delete files the replace removes: every one of a chosen
  * partition (each data file it applies to has it in "eqs", so is
- * rewritten; every file of a partition that moves is), and an
+ * rewritten; every file of a partition that moves is, unless some wait for
+ * a later run: "partial"), and an
  * unpartitioned one, of any spec, when no data file of an older spec that
  * stays is old enough for it to apply to (those of the current spec it
  * applies to have it in "eqs" too). */
@@ -1175,9 +1189,12 @@ static int choose_eq_deletes(struct compact *c, struct fl_err *err)
 
 	json_array_foreach(c->plan, i, g)
 	{
-		char *key = part_key(json_integer_value(json_object_get(g, "spec-id")),
-		                     json_object_get(g, "partition"));
+		char *key;
 
+		if (json_is_true(json_object_get(g, "partial")))
+			continue;
+		key = part_key(json_integer_value(json_object_get(g, "spec-id")),
+		               json_object_get(g, "partition"));
 		if (key == NULL)
 			return nomem(err);
 		json_array_foreach(json_object_get(c->eqdels, key), k, d)
@@ -1272,10 +1289,26 @@ static int choose(struct compact *c, struct fl_err *err)
 		cand = json_array();
 		if (cand == NULL)
 			goto nomem;
+		bool partial = false;
+
 		json_array_foreach(files, i, f)
 		{
 			if (!moves && !json_is_true(json_object_get(f, "small")) && !has_deletes(f))
 				continue;
+			if (moves && c->move_bytes > 0 && c->move_bytes >= c->move_cap) {
+				/* The run has taken its share: this file waits, and
+				 * the unpartitioned equality deletes that apply to it
+				 * stay. */
+				json_int_t seq = json_integer_value(json_object_get(f, "seq"));
+
+				c->left_older++;
+				if (seq < c->other_min_seq)
+					c->other_min_seq = seq;
+				partial = true;
+				continue;
+			}
+			if (moves)
+				c->move_bytes += json_integer_value(json_object_get(f, "size"));
 			count_chosen(c->mlive, f);
 			if (json_array_append(cand, f) != 0 ||
 			    json_object_set_new(rewritten,
@@ -1285,6 +1318,14 @@ static int choose(struct compact *c, struct fl_err *err)
 				json_decref(cand);
 				goto nomem;
 			}
+		}
+		if (json_array_size(cand) == 0) {
+			json_decref(cand);
+			continue;
+		}
+		if (partial && json_object_set_new(g, "partial", json_true()) != 0) {
+			json_decref(cand);
+			goto nomem;
 		}
 		c->parts++;
 		c->removed += (json_int_t)json_array_size(cand);
@@ -2384,10 +2425,10 @@ static int rewrite_all(struct compact *c, struct fl_err *err)
 	c->added = (json_int_t)rw.n;
 	for (i = 0; i < rw.n; i++)
 		c->bytes_added += rw.files[i].file_size_in_bytes;
-	if (carry_manifests(c, 0, &c->t, &kept, err) != 0 || kept_entries(&kept, &kept_e, err) != 0)
-		goto out;
 	/* One manifest per spec: the current one's with every new file, then
-	 * each older one's with the DELETED entries of the files it moved. */
+	 * each older one's with the DELETED entries of the files it moved;
+	 * each with the live files of its dropped manifests that stay (of an
+	 * older spec: those that wait for a later run), EXISTING. */
 	/* at most a data and a delete manifest per spec */
 	c->more = calloc(2 * (c->nolds + 1), sizeof(*c->more));
 	if (c->more == NULL) {
@@ -2414,12 +2455,18 @@ static int rewrite_all(struct compact *c, struct fl_err *err)
 		}
 		if (s > 0 && nd == from)
 			continue;
+		carry_free(&kept);
+		free(kept_e);
+		kept_e = NULL;
+		if (carry_manifests(c, 0, t, &kept, err) != 0 ||
+		    kept_entries(&kept, &kept_e, err) != 0)
+			goto out;
 		if (s == 0 && rw.n + kept.n + nd == 0)
 			continue; /* every row moved was deleted, and nothing else changed */
 		if (st_snapshot_manifest_write_rewrite(t, c->snapshot_id, ST_MANIFEST_DATA,
 		                                       s == 0 ? rw.files : NULL, s == 0 ? rw.n : 0,
-		                                       s == 0 ? kept_e : NULL, s == 0 ? kept.n : 0,
-		                                       del + from, nd - from, &m, err) != 0) {
+		                                       kept_e, kept.n, del + from, nd - from, &m,
+		                                       err) != 0) {
 			fl_err_prefix(err, "table %s: compaction manifest", c->table);
 			goto out;
 		}
@@ -2574,6 +2621,9 @@ static json_t *compact_report(struct compact *c, bool dry_run)
 		if (c->kept_older > 0)
 			bad |= json_object_set_new(r, "files-of-older-specs-kept",
 			                           json_integer(c->kept_older));
+		if (c->left_older > 0)
+			bad |= json_object_set_new(r, "files-of-older-specs-left",
+			                           json_integer(c->left_older));
 		if (c->sort_order_id != 0)
 			bad |= json_object_set_new(r, "sort-order-id",
 			                           json_integer(c->sort_order_id));
@@ -2632,7 +2682,9 @@ int cat_maintain_compact(struct cat_db *db, const struct cat_warehouse *wh, cons
 	}
 	if (load_meta(db, wh, ns, name, &mloc, &c.meta, err) != 0 ||
 	    cat_mt_int_prop(c.meta, tbuf, "write.target-file-size-bytes", DEFAULT_TARGET_FILE_BYTES,
-	                    &c.target, err) != 0)
+	                    &c.target, err) != 0 ||
+	    cat_mt_int_prop(c.meta, tbuf, "floe.compact-max-move-bytes", DEFAULT_MAX_MOVE_BYTES,
+	                    &c.move_cap, err) != 0)
 		goto out;
 	c.threshold = c.target / 4 * 3;
 	if (compact_setup(&c, err) != 0)

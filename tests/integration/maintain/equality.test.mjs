@@ -18,6 +18,11 @@
 //   left for them, in delete manifests of their specs, as does an older
 //   unpartitioned spec's delete once its files have moved. Files of an
 //   older spec whose source column was dropped stay, and are counted;
+// - with floe.compact-max-move-bytes at one byte, each run moves one file of
+//   the older spec and leaves the rest (counted), readers see the same rows
+//   after every run, and a delete (the older spec's position delete, an
+//   unpartitioned one, a partition's equality delete) stays while a file it
+//   applies to waits;
 // - a delete file without a column its equality_ids name, or naming a field
 //   the schema lacks, fails the run with a message that names it, and
 //   nothing is committed.
@@ -307,6 +312,106 @@ test('compact after partition evolution into another partitioning: each moved ro
   assert.deepEqual(await visibleRows(after), beforeRows);
   assert.deepEqual(await liveIds(after), ids(beforeRows));
   assert.deepEqual(await icebird.rows((await loadTable(ctx, name)).metadata), beforeRows.map((x) => x.slice(0, 2)), 'icebird agrees');
+});
+
+// Sets floe.compact-max-move-bytes to one byte: a run then moves exactly
+// one file of an older spec (at least one a run).
+const moveOneFileARun = (name) => call(ctx.base, 'POST', tablePath(ctx.p, ctx.ns, name), {
+  body: { requirements: [], updates: [{ action: 'set-properties', updates: { 'floe.compact-max-move-bytes': '1' } }] }, expect: 200,
+});
+
+// Runs compact once per file of spec 0 (n0), each run moving one and leaving
+// the rest, the rows the same for readers that apply deletes and for
+// icebird after every run (icebirdEachRun false: at the end only); then once
+// more, moving nothing.  check(run, report, snapshot) adds a test's own
+// checks.  Returns the number of partitions moved in part.
+async function moveOverRuns(name, n0, beforeRows, check, icebirdEachRun = true) {
+  const spec0 = (snap) => liveEntries(snap).filter((e) => e.content === 0 && e.spec === 0);
+  let partial = 0;
+  for (let run = 1; run <= n0; run++) {
+    const res = maintain(name, ['compact']);
+    assert.equal(res.code, 0, res.stderr);
+    const r = res.lines[0];
+    assert.equal(r['files-moved-to-current-spec'], 1, `run ${run}: ${res.stdout}`);
+    assert.equal(r['files-of-older-specs-left'], run < n0 ? n0 - run : undefined, `run ${run}: ${res.stdout}`);
+    const after = (await settled(name, isSnap(r['snapshot-id']))).snap;
+    assert.equal(spec0(after).length, n0 - run, `run ${run}: the files that wait stay live, in spec 0`);
+    assert.deepEqual(await visibleRows(after), beforeRows, `run ${run}: readers that apply deletes see the same rows`);
+    if (icebirdEachRun) {
+      assert.deepEqual(await icebird.rows((await loadTable(ctx, name)).metadata), beforeRows.map((x) => x.slice(0, 2)), `run ${run}: icebird agrees`);
+    }
+    assert.equal(after.summary['total-records'], String(liveEntries(after).filter((e) => e.content === 0)
+      .reduce((n, e) => n + Number(e.df.record_count), 0)), `run ${run}: total-records`);
+    partial += r.plan.filter((g) => g.moves && g.partial).length;
+    check?.(run, r, after);
+  }
+  const done = maintain(name, ['compact']);
+  assert.equal(done.code, 0, done.stderr);
+  assert.equal(done.lines[0]['files-moved-to-current-spec'], 0, done.stdout);
+  const last = (await settled(name, () => true)).snap;
+  assert.deepEqual(liveEntries(last).filter((e) => e.content !== 0), [], 'no delete file is left');
+  assert.deepEqual(await liveIds(last), ids(beforeRows));
+  assert.deepEqual(await icebird.rows((await loadTable(ctx, name)).metadata), beforeRows.map((x) => x.slice(0, 2)), 'icebird agrees');
+  return partial;
+}
+
+test('compact after partition evolution, floe.compact-max-move-bytes: the files move over several runs, deletes stay while a file they apply to waits', async () => {
+  const name = 'eqcap';
+  let [meta, first] = await bucketedWithDelete(name);
+  const named = liveEntries(currentSnapshot(meta)).find((e) => e.content === 0).path; // the position delete's file
+  await evolveSpec(name, { 'spec-id': 1, fields: [] });
+  await append(name, range(10, 3));
+  ({ meta } = await settled(name, (s) => Number(s.summary['total-records']) === 9));
+  meta = await commitDeletes(name, meta, [await equalityDeleteFile(path.join(localPath(meta.location), 'data', 'eq-cap.parquet'), { id: 'BIGINT' }, [[0], [4], [10]])]);
+  await moveOneFileARun(name);
+  ({ meta } = await settled(name, () => true));
+  const beforeRows = await visibleRows(currentSnapshot(meta));
+  const gone = new Set([0, 4, 10, first]);
+  assert.deepEqual(ids(beforeRows), [0, 1, 2, 3, 4, 5, 10, 11, 12].filter((i) => !gone.has(i)));
+  const deletes = (snap) => liveEntries(snap).filter((e) => e.content !== 0).map((e) => e.content).sort();
+  const n0 = liveEntries(currentSnapshot(meta)).filter((e) => e.content === 0 && e.spec === 0).length;
+  assert.ok(n0 >= 3, `spec 0 has ${n0} data files`);
+  assert.deepEqual(deletes(currentSnapshot(meta)), [1, 2]);
+  const partial = await moveOverRuns(name, n0, beforeRows, (run, r, after) => {
+    // The unpartitioned delete stays while a file of spec 0 waits; the
+    // position delete while the file it names does.
+    assert.equal(deletes(after).includes(2), run < n0, `run ${run}: the equality delete stays while a file waits`);
+    assert.equal(deletes(after).includes(1), liveEntries(after).some((e) => e.path === named),
+      `run ${run}: the position delete stays while its file waits: ${JSON.stringify(r)}`);
+  });
+  assert.ok(partial > 0, 'a partition of spec 0 moved over two runs');
+});
+
+test('compact after partition evolution, floe.compact-max-move-bytes: a partition\'s equality delete stays until its last file moves', async () => {
+  const name = 'eqcap2';
+  await createByRegion(name);
+  const load = async (rows) => {
+    const file = path.join(dir, `cap-${Date.now()}-${Math.random().toString(36).slice(2)}.csv`);
+    fs.writeFileSync(file, `id,name,region\n${rows.map(([i, region]) => `${i},n${i},${region}`).join('\n')}\n`);
+    const out = await ingest(ctx, name, [file]);
+    assert.equal(out.code, 0, out.stderr);
+  };
+  await load([[0, 'eu'], [1, 'us']]);
+  await load([[2, 'eu'], [3, 'us']]);
+  await load([[4, 'eu']]);
+  let { meta } = await settled(name, (s) => s.summary['total-data-files'] === '5');
+  meta = await commitDeletes(name, meta, [{
+    ...await equalityDeleteFile(path.join(localPath(meta.location), 'data', 'eq-cap-eu.parquet'), { id: 'BIGINT' }, [[0], [2], [3]]),
+    partition: { region: 'eu' },
+  }]);
+  await evolveSpec(name, { 'spec-id': 1, fields: [] });
+  await moveOneFileARun(name);
+  ({ meta } = await settled(name, () => true));
+  const beforeRows = await visibleRows(currentSnapshot(meta));
+  assert.deepEqual(ids(beforeRows), [1, 3, 4], '3 is in us, where the delete does not apply');
+  const eqLive = (snap) => liveEntries(snap).some((e) => e.content === 2);
+  const euLeft = (snap) => liveEntries(snap).some((e) => e.content === 0 && e.spec === 0 && e.df.partition.region === 'eu');
+  // icebird applies an equality delete to every partition (it ignores the
+  // delete's own): read by it once the delete is gone.
+  const partial = await moveOverRuns(name, 5, beforeRows, (run, r, after) => {
+    assert.equal(eqLive(after), euLeft(after), `run ${run}: eu's delete stays while an eu file waits: ${JSON.stringify(r)}`);
+  }, false);
+  assert.ok(partial > 0, 'a partition of spec 0 moved over two runs');
 });
 
 test('compact: an equality delete it cannot apply fails the run, naming it, and commits nothing', async () => {
