@@ -11,6 +11,24 @@ import { loadTable, currentSnapshot, snapshotFiles, localPath, duck, sqlStr } fr
 
 export const F = '/management/v1/feeds';
 
+// A table keyed on id (identifier field 1): id long, v string, and a third
+// optional column (name and type).
+export async function createKeyed(ctx, name, third = { name: 'n', type: 'long' }) {
+  const res = await request(ctx.base, 'POST', `${ctx.p}/namespaces/ns/tables`, {
+    body: {
+      name,
+      schema: {
+        type: 'struct', 'schema-id': 0, 'identifier-field-ids': [1], fields: [
+          { id: 1, name: 'id', type: 'long', required: true },
+          { id: 2, name: 'v', type: 'string', required: false },
+          { id: 3, ...third, required: false },
+        ],
+      },
+    },
+  });
+  assert.equal(res.status, 200, res.text);
+}
+
 // The live data files of the current snapshot (DELETED entries left out).
 export function liveFiles(meta) {
   const cur = currentSnapshot(meta);

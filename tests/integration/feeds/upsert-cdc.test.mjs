@@ -16,7 +16,9 @@ import path from 'node:path';
 import { psql, request, waitFor } from '../lib/harness.mjs';
 import { expectError } from '../lib/checks.mjs';
 import { startCatalog, loadTable, ingest, show, currentSnapshot, seededRandom, tmpDir } from '../ingest/lib.mjs';
-import { F, land, createFeed, ledger, waitLedger, checkRows, routeFileFetch } from './lib.mjs';
+import {
+  F, land, createFeed, ledger, waitLedger, checkRows, routeFileFetch, createKeyed as createKeyedTable,
+} from './lib.mjs';
 
 const SEED = Number(process.env.UPSERT_SEED ?? 20261205);
 let ctx;
@@ -36,21 +38,7 @@ after(async () => {
 });
 
 // id (the key), v, and the cdc column (string or boolean).
-async function createKeyed(name, cdcType = 'string', cdcName = 'op') {
-  const res = await request(ctx.base, 'POST', `${ctx.p}/namespaces/ns/tables`, {
-    body: {
-      name,
-      schema: {
-        type: 'struct', 'schema-id': 0, 'identifier-field-ids': [1], fields: [
-          { id: 1, name: 'id', type: 'long', required: true },
-          { id: 2, name: 'v', type: 'string', required: false },
-          { id: 3, name: cdcName, type: cdcType, required: false },
-        ],
-      },
-    },
-  });
-  assert.equal(res.status, 200, res.text);
-}
+const createKeyed = (name, type = 'string', cdcName = 'op') => createKeyedTable(ctx, name, { name: cdcName, type });
 
 const isDelete = (op) => op === true || (typeof op === 'string' && /^[Dd]/.test(op));
 // Applies rows to the model in input order: a delete removes its key.

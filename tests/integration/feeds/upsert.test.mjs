@@ -21,7 +21,9 @@ import {
   startCatalog, createTable, loadTable, ingest, show, snapshotFiles, currentSnapshot, localPath, duck, sqlStr,
   seededRandom, tmpDir,
 } from '../ingest/lib.mjs';
-import { F, land, createFeed, ledger, waitLedger, routeFileFetch, checkRows } from './lib.mjs';
+import {
+  F, land, createFeed, ledger, waitLedger, routeFileFetch, checkRows, createKeyed as createKeyedTable,
+} from './lib.mjs';
 
 const SEED = Number(process.env.UPSERT_SEED ?? 20261201);
 let ctx;
@@ -40,22 +42,7 @@ after(async () => {
   if (root) fs.rmSync(root, { recursive: true, force: true });
 });
 
-async function createKeyed(name) {
-  const res = await request(ctx.base, 'POST', `${ctx.p}/namespaces/ns/tables`, {
-    body: {
-      name,
-      schema: {
-        type: 'struct', 'schema-id': 0, 'identifier-field-ids': [1], fields: [
-          { id: 1, name: 'id', type: 'long', required: true },
-          { id: 2, name: 'v', type: 'string', required: false },
-          { id: 3, name: 'n', type: 'long', required: false },
-        ],
-      },
-    },
-  });
-  assert.equal(res.status, 200, res.text);
-}
-
+const createKeyed = (name) => createKeyedTable(ctx, name);
 const byKey = (a, b) => (BigInt(a[0]) < BigInt(b[0]) ? -1 : BigInt(a[0]) > BigInt(b[0]) ? 1 : 0);
 const checkTable = (name, model, what) => checkRows(ctx, name, model, ['id', 'v', 'n'], `${what} (seed ${SEED})`);
 

@@ -165,15 +165,18 @@ test('compact: a row committed with a delete of its key in one snapshot stays (a
   assert.deepEqual(await plainIds(after), ids(beforeRows));
 });
 
+// One append of [id, region] rows (name n<id>) to a table by region, by the CLI.
+async function loadByRegion(name, rows) {
+  const file = path.join(dir, `part-${Date.now()}-${Math.random().toString(36).slice(2)}.csv`);
+  fs.writeFileSync(file, `id,name,region\n${rows.map(([i, region]) => `${i},n${i},${region}`).join('\n')}\n`);
+  const out = await ingest(ctx, name, [file]);
+  assert.equal(out.code, 0, out.stderr);
+}
+
 test('compact: a partition\'s equality deletes apply to that partition only', async () => {
   const name = 'eqpart';
   await createByRegion(name);
-  const load = async (rows) => {
-    const file = path.join(dir, `part-${Date.now()}-${Math.random().toString(36).slice(2)}.csv`);
-    fs.writeFileSync(file, `id,name,region\n${rows.map(([i, region]) => `${i},n${i},${region}`).join('\n')}\n`);
-    const out = await ingest(ctx, name, [file]);
-    assert.equal(out.code, 0, out.stderr);
-  };
+  const load = (rows) => loadByRegion(name, rows);
   await load([[0, 'eu'], [1, 'us'], [2, 'ap']]);
   await load([[3, 'eu'], [4, 'us'], [5, 'ap']]);
   let { meta } = await settled(name, (s) => s.summary['total-data-files'] === '6');
@@ -385,12 +388,7 @@ test('compact after partition evolution, floe.compact-max-move-bytes: the files 
 test('compact after partition evolution, floe.compact-max-move-bytes: a partition\'s equality delete stays until its last file moves', async () => {
   const name = 'eqcap2';
   await createByRegion(name);
-  const load = async (rows) => {
-    const file = path.join(dir, `cap-${Date.now()}-${Math.random().toString(36).slice(2)}.csv`);
-    fs.writeFileSync(file, `id,name,region\n${rows.map(([i, region]) => `${i},n${i},${region}`).join('\n')}\n`);
-    const out = await ingest(ctx, name, [file]);
-    assert.equal(out.code, 0, out.stderr);
-  };
+  const load = (rows) => loadByRegion(name, rows);
   await load([[0, 'eu'], [1, 'us']]);
   await load([[2, 'eu'], [3, 'us']]);
   await load([[4, 'eu']]);
