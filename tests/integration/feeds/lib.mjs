@@ -12,8 +12,8 @@ import { loadTable, currentSnapshot, snapshotFiles, localPath, duck, sqlStr } fr
 export const F = '/management/v1/feeds';
 
 // A table keyed on id (identifier field 1): id long, v string, and a third
-// optional column (name and type).
-export async function createKeyed(ctx, name, third = { name: 'n', type: 'long' }) {
+// optional column (name and type); spec, when given, is its partition spec.
+export async function createKeyed(ctx, name, third = { name: 'n', type: 'long' }, spec = undefined) {
   const res = await request(ctx.base, 'POST', `${ctx.p}/namespaces/ns/tables`, {
     body: {
       name,
@@ -24,6 +24,7 @@ export async function createKeyed(ctx, name, third = { name: 'n', type: 'long' }
           { id: 3, ...third, required: false },
         ],
       },
+      ...(spec ? { 'partition-spec': spec } : {}),
     },
   });
   assert.equal(res.status, 200, res.text);

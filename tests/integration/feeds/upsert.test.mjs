@@ -205,22 +205,8 @@ test('floe ingest --mode upsert, in process and over REST', async () => {
 });
 
 // A table keyed on id, partitioned by region (identity): spec 0.
-async function createByRegion(name) {
-  const res = await request(ctx.base, 'POST', `${ctx.p}/namespaces/ns/tables`, {
-    body: {
-      name,
-      schema: {
-        type: 'struct', 'schema-id': 0, 'identifier-field-ids': [1], fields: [
-          { id: 1, name: 'id', type: 'long', required: true },
-          { id: 2, name: 'v', type: 'string', required: false },
-          { id: 3, name: 'region', type: 'string', required: false },
-        ],
-      },
-      'partition-spec': { 'spec-id': 0, fields: [{ 'source-id': 3, 'field-id': 1000, name: 'region', transform: 'identity' }] },
-    },
-  });
-  assert.equal(res.status, 200, res.text);
-}
+const createByRegion = (name) => createKeyedTable(ctx, name, { name: 'region', type: 'string' },
+  { 'spec-id': 0, fields: [{ 'source-id': 3, 'field-id': 1000, name: 'region', transform: 'identity' }] });
 
 test('upsert on a table partitioned outside the key: a key that changes partition leaves the old one', async () => {
   await createByRegion('moves');
