@@ -165,6 +165,9 @@ static int rw_row(void *arg, int64_t pos, const struct st_value *row, struct fl_
 		return -1;
 	if (!keep)
 		return 0;
+	if (w->o->lineage && w->o->row_id != NULL && w->row[w->n - 2].null &&
+	    w->o->row_id(w->o->arg, pos, w->row, &w->row[w->n - 2], err) != 0)
+		return -1;
 	if (w->dw.w == NULL && st_data_writer_open(&w->dwo, &w->dw, err) != 0)
 		return -1;
 	if (st_parquet_writer_write_row(w->dw.w, row, err) != 0)

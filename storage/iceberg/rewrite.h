@@ -58,6 +58,11 @@ struct st_rewrite_opts {
 	bool lineage;
 	bool has_first_row_id;
 	int64_t first_row_id, data_seq;
+	/* With lineage: may give a kept row whose _row_id is still null an
+	 * id (*id, non-null), e.g. the id of the row it updates; one left
+	 * null is inherited from the new file.  May be NULL. */
+	int (*row_id)(void *arg, int64_t pos, const struct st_value *row, struct st_value *id,
+	              struct fl_err *err);
 };
 
 struct st_rewrite_file {

@@ -64,6 +64,7 @@ struct cached {
 	char *dels; /* the delete files applied to out, one per line; NULL: none */
 	int64_t deleted; /* rows they removed */
 	int64_t keydel; /* rows a batch delete removed (cdc_field) */
+	json_t *ids; /* v3: hex key -> _row_id of each row of it a batch row replaced */
 };
 
 struct st_upsert {
@@ -86,6 +87,16 @@ struct st_upsert {
 	int64_t *losers; /* rows of each res file a later row replaces */
 	struct st_rewrite_out bout; /* rewritten batch files */
 	size_t *bout_from; /* res file each bout file came from */
+	/* v3, the last plan: hex key -> the _row_id a batch row takes over
+	 * from the table row it replaces (the least of a key's rows), and the
+	 * batch's files written again to carry them (lout, each from res file
+	 * lout_from[k]) in place of res files (lin_res) and bout files
+	 * (lin_bout) the snapshot then leaves out */
+	json_t *rid;
+	struct st_rewrite_out lout;
+	size_t *lout_from;
+	bool *lin_res, *lin_bout;
+	json_t *cur_ids; /* the table file being rewritten: its cached ids */
 	/* candidates seen by plans: path -> index into cache */
 	json_t *cache_idx;
 	struct cached *cache;
@@ -362,6 +373,34 @@ static int keep_unreplaced(void *arg, int64_t pos, const struct st_value *row, b
 	*keep = v == NULL;
 	if (v != NULL && json_integer_value(v) % 2 == 1)
 		u->cur_keydel++;
+	else if (v != NULL && u->cur_ids != NULL && !row[u->ncols].null) {
+		/* Replaced: the batch's row of this key takes its _row_id. */
+		const json_t *had = json_object_get(u->cur_ids, k);
+
+		if ((had == NULL || json_integer_value(had) > row[u->ncols].v.l) &&
+		    json_object_set_new(u->cur_ids, k, json_integer(row[u->ncols].v.l)) != 0)
+			return nomem(err);
+	}
+	return 0;
+}
+
+/* Writing a batch file again with the _row_id of the table rows its rows
+ * replace. */
+static int carried_id(void *arg, int64_t pos, const struct st_value *row, struct st_value *id,
+                      struct fl_err *err)
+{
+	struct st_upsert *u = arg;
+	const char *k = key_of(u, row);
+	const json_t *v;
+
+	(void)pos;
+	if (k == NULL)
+		return nomem(err);
+	v = json_object_get(u->rid, k);
+	if (v != NULL) {
+		id->null = false;
+		id->v.l = json_integer_value(v);
+	}
 	return 0;
 }
 
@@ -493,7 +532,28 @@ void st_upsert_finish(struct st_upsert *u, bool committed, bool keep)
 			st_rewrite_out_discard(u->o.io, &u->cache[i].out);
 		st_rewrite_out_free(&u->cache[i].out);
 		free(u->cache[i].dels);
+		json_decref(u->cache[i].ids);
 	}
+	/* The batch's files whose lineage copies the snapshot names instead. */
+	if (!keep && committed && u->lout.n > 0) {
+		struct fl_err ignored;
+
+		for (size_t i = 0; i < u->res->n_files; i++)
+			if (u->lin_res[i] &&
+			    st_io_delete(u->o.io, u->res->files[i].uri, &ignored) != 0)
+				ignored.kind = FL_ERR_NONE;
+		for (size_t i = 0; i < u->bout.n; i++)
+			if (u->lin_bout[i] &&
+			    st_io_delete(u->o.io, u->bout.files[i].uri, &ignored) != 0)
+				ignored.kind = FL_ERR_NONE;
+	}
+	if (!keep && !committed)
+		st_rewrite_out_discard(u->o.io, &u->lout);
+	st_rewrite_out_free(&u->lout);
+	free(u->lout_from);
+	free(u->lin_res);
+	free(u->lin_bout);
+	json_decref(u->rid);
 	json_decref(u->dels);
 	st_eqdeletes_free(&u->eq);
 	st_posset_free(&u->gone);
@@ -538,9 +598,11 @@ int st_upsert_open(const struct st_upsert_opts *o, const struct st_ingest_result
 	u->cache_idx = json_object();
 	u->base = calloc(nf ? nf : 1, sizeof(*u->base));
 	u->losers = calloc(nf ? nf : 1, sizeof(*u->losers));
+	u->lin_res = calloc(nf ? nf : 1, sizeof(*u->lin_res));
+	u->rid = json_object();
 	st_buf_init(&u->kb, NULL);
 	if (u->map == NULL || u->cache_idx == NULL || u->base == NULL || u->losers == NULL ||
-	    u->data_uri == NULL) {
+	    u->data_uri == NULL || u->lin_res == NULL || u->rid == NULL) {
 		nomem(err);
 		goto fail;
 	}
@@ -590,6 +652,11 @@ int st_upsert_open(const struct st_upsert_opts *o, const struct st_ingest_result
 		/* never committed: the rewrite replaces it */
 		if (st_io_delete(o->io, res->files[i].uri, &ignored) != 0)
 			ignored.kind = FL_ERR_NONE;
+	}
+	u->lin_bout = calloc(u->bout.n ? u->bout.n : 1, sizeof(*u->lin_bout));
+	if (u->lin_bout == NULL) {
+		nomem(err);
+		goto fail;
 	}
 	*out = u;
 	return 0;
@@ -1026,6 +1093,13 @@ static int rewrite_table_file(struct st_upsert *u, const json_t *current,
 	u->pos = u->key_pos;
 	u->cur_deleted = 0;
 	u->cur_keydel = 0;
+	json_decref(c->ids);
+	c->ids = NULL;
+	if (ro.lineage && (c->ids = json_object()) == NULL) {
+		nomem(err);
+		goto out;
+	}
+	u->cur_ids = c->ids;
 	if (st_rewrite_run(&ro, path, &c->out, err) != 0)
 		goto out;
 	c->rewritten = true;
@@ -1040,6 +1114,7 @@ out:
 	st_posset_free(&u->gone);
 	st_eqdeletes_free(&u->eq);
 	u->eq.ropts = NULL;
+	u->cur_ids = NULL;
 	return rc;
 }
 
@@ -1120,6 +1195,126 @@ static int split_manifest(struct st_upsert *u, const struct st_snapshot_table *t
 				return -1;
 		}
 	}
+	return 0;
+}
+
+/* The _row_id of every table row the plan replaces goes to the batch row
+ * that replaces it (v3): the batch's files holding such rows are written
+ * again with it (the rest of their rows inherit theirs), once per plan. */
+static int carry_row_ids(struct st_upsert *u, struct fl_err *err)
+{
+	size_t nf = u->res->n_files;
+	struct st_rewrite_opts ro;
+	const char *k;
+	const json_t *v;
+	bool *need = NULL;
+	int rc = -1;
+
+	st_rewrite_out_discard(u->o.io, &u->lout);
+	memset(u->lin_res, 0, sizeof(*u->lin_res) * nf);
+	memset(u->lin_bout, 0, sizeof(*u->lin_bout) * u->bout.n);
+	json_object_clear(u->rid);
+	for (size_t i = 0; i < u->ncache; i++) {
+		if (!u->cache[i].used || u->cache[i].ids == NULL)
+			continue;
+		json_object_foreach(u->cache[i].ids, k, v)
+		{
+			const json_t *had = json_object_get(u->rid, k);
+
+			if ((had == NULL || json_integer_value(had) > json_integer_value(v)) &&
+			    json_object_set(u->rid, k, (json_t *)v) != 0)
+				return nomem(err);
+		}
+	}
+	if (json_object_size(u->rid) == 0)
+		return 0;
+	need = calloc(nf, sizeof(*need));
+	if (need == NULL)
+		return nomem(err);
+	json_object_foreach(u->rid, k, v)
+	{
+		json_int_t tag = json_integer_value(json_object_get(u->map, k));
+
+		need[tag / 2 % (json_int_t)nf] = true;
+	}
+	rewrite_opts(u, NULL, &ro);
+	ro.lineage = true;
+	ro.row_id = carried_id;
+	u->pos = u->key_pos;
+	for (size_t i = 0; i < nf; i++) {
+		for (size_t b = 0; need[i] && b <= u->bout.n; b++) {
+			/* b < bout.n: a bout file of res file i; b == bout.n: res
+			 * file i itself, when it had no loser (then never rewritten) */
+			const char *uri;
+			size_t before = u->lout.n, *from;
+
+			if (b < u->bout.n ? u->bout_from[b] != i : u->losers[i] > 0)
+				continue;
+			uri = b < u->bout.n ? u->bout.files[b].uri : u->res->files[i].uri;
+			if (st_rewrite_run(&ro, uri, &u->lout, err) != 0)
+				goto out;
+			from = realloc(u->lout_from, sizeof(*from) * (u->lout.n ? u->lout.n : 1));
+			if (from == NULL) {
+				nomem(err);
+				goto out;
+			}
+			u->lout_from = from;
+			for (size_t x = before; x < u->lout.n; x++)
+				from[x] = i;
+			if (b < u->bout.n)
+				u->lin_bout[b] = true;
+			else
+				u->lin_res[i] = true;
+		}
+	}
+	rc = 0;
+out:
+	free(need);
+	return rc;
+}
+
+/* The batch's files in the current spec's plan, before the files it
+ * already holds (the rewrites of table files). */
+static int add_batch_files(struct st_upsert *u, struct spec_plan *p, struct fl_err *err)
+{
+	size_t had = p->nadd, i;
+	struct st_data_file *all;
+
+	for (i = 0; i < u->res->n_files + u->bout.n + u->lout.n; i++) {
+		const struct st_rewrite_file *rf = NULL;
+		struct st_data_file df = {0};
+		size_t from;
+
+		if (i < u->res->n_files) {
+			if (u->losers[i] > 0 || u->lin_res[i])
+				continue;
+			st_parquet_metrics_to_data_file(&u->res->files[i].m, &df);
+			df.file_path = u->res->files[i].uri;
+			from = i;
+		} else {
+			size_t b = i - u->res->n_files;
+
+			if (b < u->bout.n && u->lin_bout[b])
+				continue;
+			rf = b < u->bout.n ? &u->bout.files[b] : &u->lout.files[b - u->bout.n];
+			from = b < u->bout.n ? u->bout_from[b] : u->lout_from[b - u->bout.n];
+			st_parquet_metrics_to_data_file(&rf->m, &df);
+			df.file_path = rf->uri;
+		}
+		df.partition = u->res->files[from].partition;
+		if (add_file(p, &df, err) != 0)
+			return -1;
+	}
+	if (had == 0 || had == p->nadd)
+		return 0;
+	/* batch files first, as before the table's rewrites */
+	all = malloc(sizeof(*all) * p->nadd);
+	if (all == NULL)
+		return nomem(err);
+	memcpy(all, p->add + had, sizeof(*all) * (p->nadd - had));
+	memcpy(all + (p->nadd - had), p->add, sizeof(*all) * had);
+	memcpy(p->add, all, sizeof(*all) * p->nadd);
+	free(all);
 	return 0;
 }
 
@@ -1215,27 +1410,6 @@ int st_upsert_plan(struct st_upsert *u, const struct st_snapshot_table *t, const
 		fl_err_prefix(err, "schema.name-mapping.default");
 		goto out;
 	}
-	/* The batch's own files. */
-	for (i = 0; i < u->res->n_files; i++) {
-		struct st_data_file df = {0};
-
-		if (u->losers[i] > 0)
-			continue;
-		st_parquet_metrics_to_data_file(&u->res->files[i].m, &df);
-		df.file_path = u->res->files[i].uri;
-		df.partition = u->res->files[i].partition;
-		if (add_file(&p.s[0], &df, err) != 0)
-			goto out;
-	}
-	for (i = 0; i < u->bout.n; i++) {
-		struct st_data_file df = {0};
-
-		st_parquet_metrics_to_data_file(&u->bout.files[i].m, &df);
-		df.file_path = u->bout.files[i].uri;
-		df.partition = u->res->files[u->bout_from[i]].partition;
-		if (add_file(&p.s[0], &df, err) != 0)
-			goto out;
-	}
 	if (json_is_integer(cur) && json_integer_value(cur) != -1)
 		snap = fl_json_find_int(json_object_get(current, "snapshots"), "snapshot-id",
 		                        json_integer_value(cur));
@@ -1290,6 +1464,8 @@ int st_upsert_plan(struct st_upsert *u, const struct st_snapshot_table *t, const
 		if (split_manifest(u, t, current, mapping, mf, entries, &p, err) != 0)
 			goto out;
 	}
+	if (carry_row_ids(u, err) != 0 || add_batch_files(u, &p.s[0], err) != 0)
+		goto out;
 	out = calloc(p.ns, sizeof(*out));
 	if (out == NULL) {
 		nomem(err);

@@ -23,7 +23,13 @@
  *
  * On format v3 the rows a rewrite copies keep their _row_id and
  * _last_updated_sequence_number (inherited ones written out), and the
- * entries carried keep their first_row_id; a replaced row is a new row.
+ * entries carried keep their first_row_id.  A batch row that replaces a
+ * table row takes over its _row_id (the least, when the key had several
+ * rows) and inherits the snapshot's sequence number, as an update does
+ * under "Row Lineage": the batch's files holding such rows are written
+ * again with those ids on every plan (their other rows inherit new ids).
+ * A key the table did not hold, or held only in rows a delete file
+ * removed, gets a new id.
  * A deletion vector of a rewritten file is applied, and stays behind
  * referencing no live file (readers ignore it; compaction removes it).
  *

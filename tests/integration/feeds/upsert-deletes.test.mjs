@@ -7,8 +7,9 @@
 // comes back: the rows readers see (the spec's rules applied over DuckDB
 // reads) equal the model, in process and over REST, and the summary counts
 // only the rows the batch replaced.  On a v3 table the rows a rewrite copies
-// keep their _row_id and _last_updated_sequence_number (a replaced row is a
-// new row), and a file rewritten loses the rows its deletion vector deletes.
+// keep their _row_id and _last_updated_sequence_number (a replacing row takes
+// over its predecessor's _row_id: upsert-lineage.test.mjs), and a file
+// rewritten loses the rows its deletion vector deletes.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -103,7 +104,7 @@ for (const rest of [false, true]) {
   });
 }
 
-test('upsert on a v3 table: copied rows keep their lineage, a replaced row is a new one', async () => {
+test('upsert on a v3 table: copied rows keep their lineage, a replacing row keeps its predecessor\'s id', async () => {
   // Partitioned by region: one ingest writes both regions' files into one
   // manifest, so the file that stays is carried with its first_row_id.
   const name = 'upv3';
@@ -145,7 +146,7 @@ test('upsert on a v3 table: copied rows keep their lineage, a replaced row is a 
   }
   const seq = String(snap['sequence-number']);
   assert.equal(a.get('3')[1], 'u3');
-  assert.notEqual(a.get('3')[2], b.get('3')[2], 'the replaced row is a new row: a new _row_id');
+  assert.equal(a.get('3')[2], b.get('3')[2], 'the replacing row takes over the _row_id of the row it replaces');
   assert.equal(a.get('3')[3], seq, 'written by the upsert');
   assert.equal(a.get('25')[3], seq);
   assert.equal(new Set(after.map((r) => r[2])).size, after.length, 'row ids stay unique');
