@@ -580,6 +580,25 @@ void st_upsert_finish(struct st_upsert *u, bool committed, bool keep)
 	free(u);
 }
 
+/* Writes batch file uri (of res file i) again with ro into out, and i as
+ * the origin of each file it wrote into *from (out->n entries). */
+static int rewrite_batch_file(const struct st_rewrite_opts *ro, const char *uri, size_t i,
+                              struct st_rewrite_out *out, size_t **from, struct fl_err *err)
+{
+	size_t before = out->n;
+	size_t *grown;
+
+	if (st_rewrite_run(ro, uri, out, err) != 0)
+		return -1;
+	grown = realloc(*from, sizeof(*grown) * (out->n ? out->n : 1));
+	if (grown == NULL)
+		return nomem(err);
+	*from = grown;
+	for (size_t k = before; k < out->n; k++)
+		grown[k] = i;
+	return 0;
+}
+
 int st_upsert_open(const struct st_upsert_opts *o, const struct st_ingest_result *res,
                    struct st_upsert **out, struct fl_err *err)
 {
@@ -632,23 +651,14 @@ int st_upsert_open(const struct st_upsert_opts *o, const struct st_ingest_result
 	ro.keep = keep_winner;
 	u->pos = u->key_pos;
 	for (size_t i = 0; i < nf; i++) {
-		size_t before = u->bout.n;
-		size_t *from;
 		struct fl_err ignored;
 
 		if (u->losers[i] == 0)
 			continue;
 		u->cur_file = i;
-		if (st_rewrite_run(&ro, res->files[i].uri, &u->bout, err) != 0)
+		if (rewrite_batch_file(&ro, res->files[i].uri, i, &u->bout, &u->bout_from, err) !=
+		    0)
 			goto fail;
-		from = realloc(u->bout_from, sizeof(*from) * (u->bout.n ? u->bout.n : 1));
-		if (from == NULL) {
-			nomem(err);
-			goto fail;
-		}
-		u->bout_from = from;
-		for (size_t k = before; k < u->bout.n; k++)
-			from[k] = i;
 		/* never committed: the rewrite replaces it */
 		if (st_io_delete(o->io, res->files[i].uri, &ignored) != 0)
 			ignored.kind = FL_ERR_NONE;
@@ -1246,21 +1256,12 @@ static int carry_row_ids(struct st_upsert *u, struct fl_err *err)
 			/* b < bout.n: a bout file of res file i; b == bout.n: res
 			 * file i itself, when it had no loser (then never rewritten) */
 			const char *uri;
-			size_t before = u->lout.n, *from;
 
 			if (b < u->bout.n ? u->bout_from[b] != i : u->losers[i] > 0)
 				continue;
 			uri = b < u->bout.n ? u->bout.files[b].uri : u->res->files[i].uri;
-			if (st_rewrite_run(&ro, uri, &u->lout, err) != 0)
+			if (rewrite_batch_file(&ro, uri, i, &u->lout, &u->lout_from, err) != 0)
 				goto out;
-			from = realloc(u->lout_from, sizeof(*from) * (u->lout.n ? u->lout.n : 1));
-			if (from == NULL) {
-				nomem(err);
-				goto out;
-			}
-			u->lout_from = from;
-			for (size_t x = before; x < u->lout.n; x++)
-				from[x] = i;
 			if (b < u->bout.n)
 				u->lin_bout[b] = true;
 			else
