@@ -40,7 +40,8 @@ struct st_manifest_entry {
 	enum st_entry_status status;
 	/* ADDED entries normally leave all three unset: snapshot_id then
 	 * defaults to the writer's snapshot and the sequence numbers are null,
-	 * to be inherited.  EXISTING and DELETED entries carry their own. */
+	 * to be inherited.  EXISTING and DELETED entries carry their own (a
+	 * DELETED entry's snapshot_id is the snapshot that deleted it). */
 	bool has_snapshot_id;
 	int64_t snapshot_id;
 	bool has_sequence_number;

@@ -549,6 +549,11 @@ int st_snapshot_manifest_write_rewrite(const struct st_snapshot_table *t, int64_
 		e.status = ST_ENTRY_DELETED;
 		if (check_carried(&e, content, "removed", err) != 0)
 			goto fail;
+		/* Spec "Manifests": snapshot_id is the snapshot where the file
+		 * was "deleted if status is 2" (Java's removedDataFiles and its
+		 * expiry's incremental cleanup read it so); the sequence
+		 * numbers stay the file's. */
+		e.snapshot_id = snapshot_id;
 		if (st_manifest_writer_add(w, &e, err) != 0)
 			goto fail;
 		if (__builtin_add_overflow(m->removed_files_size, e.file->file_size_in_bytes,

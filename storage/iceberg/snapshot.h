@@ -100,8 +100,9 @@ int st_snapshot_manifest_write_replace(const struct st_snapshot_table *table, in
  * rewritten manifests' files that stay as EXISTING, then the n_deleted
  * entries of the files it removes as DELETED.  Kept and deleted entries
  * carry their own snapshot id and sequence numbers (and v3 data files
- * their first_row_id) and must match content; the statuses given are
- * ignored.  Errors as st_snapshot_manifest_write_replace. */
+ * their first_row_id) and must match content; a DELETED one is written
+ * with snapshot_id (the spec's "deleted if status is 2"); the statuses
+ * given are ignored.  Errors as st_snapshot_manifest_write_replace. */
 int st_snapshot_manifest_write_rewrite(const struct st_snapshot_table *table, int64_t snapshot_id,
                                        enum st_manifest_content content,
                                        const struct st_data_file *files, size_t n,

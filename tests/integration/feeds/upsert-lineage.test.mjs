@@ -112,6 +112,9 @@ test('upsert on v3: a replacing row keeps the _row_id of the row it replaces; ne
     if (!['3', '7', '12'].includes(id)) assert.deepEqual(rows.get(id), row, `row ${id} is unchanged`);
   }
   assert.ok(BigInt(rows.get('25')[2]) >= nextBefore, `the new key gets a new id: ${rows.get('25')[2]}`);
+  const deleted = snapshotFiles(snap).filter((f) => String(f.entry.status) === '2');
+  assert.ok(deleted.length > 0 && deleted.every((f) => String(f.entry.snapshot_id) === String(snap['snapshot-id'])),
+    'the files the upsert rewrote are DELETED entries of its snapshot (spec: "deleted if status is 2")');
   assert.equal(rows.get('25')[3], seq);
   assertIds(rows, meta);
   assertNoOrphans(meta, 'after the first upsert');

@@ -78,12 +78,12 @@ const files = (n) => (snap) => snap.summary['total-data-files'] === String(n);
 const isSnap = (id) => (snap) => String(snap['snapshot-id']) === String(id);
 const range = (from, n) => Array.from({ length: n }, (_, i) => from + i);
 
-// The entries of a snapshot's manifests: [{status, path, partition}].
+// The entries of a snapshot's manifests: [{status, path, partition, snapshot}].
 function entries(snapshot) {
   const out = [];
   for (const le of readAvro(snapshot['manifest-list']).records) {
     for (const e of readAvro(le.manifest_path).records) {
-      out.push({ status: e.status, path: e.data_file.file_path, partition: e.data_file.partition });
+      out.push({ status: e.status, path: e.data_file.file_path, partition: e.data_file.partition, snapshot: e.snapshot_id });
     }
   }
   return out;
@@ -147,6 +147,8 @@ test('compact: 20 small appends become one file, rows unchanged, a replace snaps
   const es = entries(after);
   assert.deepEqual(es.filter((e) => e.status === '1').map((e) => e.path), live);
   assert.deepEqual(es.filter((e) => e.status === '2').map((e) => e.path).sort(), beforeFiles);
+  // Spec "Manifests": a DELETED entry's snapshot_id is the snapshot that deleted it.
+  assert.deepEqual([...new Set(es.filter((e) => e.status === '2').map((e) => e.snapshot))], [String(after['snapshot-id'])]);
   assert.deepEqual(await rows(after), beforeRows);
   // The old snapshot still reads (its files stay until expiry).
   assert.deepEqual(await rows(before), beforeRows);

@@ -770,7 +770,9 @@ static void test_rewrite_in_part(void **state)
 	for (size_t i = 1; i < 5; i++) {
 		rec = json_array_get(entries, i);
 		assert_int_equal(iget(rec, "status"), i < 3 ? 0 : 2);
-		assert_int_equal(iget(rec, "snapshot_id"), i % 2 == 1 ? 101 : 102);
+		/* an EXISTING entry keeps its snapshot; a DELETED one names the
+		 * snapshot that deleted it; both keep their sequence numbers */
+		assert_int_equal(iget(rec, "snapshot_id"), i >= 3 ? 103 : i % 2 == 1 ? 101 : 102);
 		assert_int_equal(iget(rec, "sequence_number"), i % 2 == 1 ? 1 : 2);
 	}
 	json_decref(entries);
@@ -923,7 +925,7 @@ static void test_replace(void **state)
 	for (size_t i = 1; i < 5; i++) {
 		rec = json_array_get(entries, i);
 		assert_int_equal(iget(rec, "status"), 2);
-		assert_int_equal(iget(rec, "snapshot_id"), i < 3 ? 101 : 102);
+		assert_int_equal(iget(rec, "snapshot_id"), 104); /* the replace's */
 		assert_int_equal(iget(rec, "sequence_number"), i < 3 ? 1 : 2);
 		assert_int_equal(iget(rec, "file_sequence_number"), i < 3 ? 1 : 2);
 	}
