@@ -44,9 +44,12 @@ struct run {
 	const char *batch_id;
 	int64_t snapshot_id;
 	struct st_snapshot_manifest *manifest;
-	/* upsert: the manifests of older partition specs (st_upsert_plan) */
+	/* upsert: the manifests of older partition specs, and delete
+	 * manifests of the dangling deletes it removes after the first, which
+	 * is removed (st_upsert_plan) */
 	struct st_snapshot_manifest **more;
 	size_t n_more;
+	struct st_snapshot_manifest *removed;
 	int attempt;
 	int plans; /* upsert plans made (after_plan) */
 	struct st_batch_result *out;
@@ -416,6 +419,10 @@ static void discard_manifests(struct run *j)
 	free(j->more);
 	j->more = NULL;
 	j->n_more = 0;
+	if (j->removed != NULL && st_io_delete(j->io, j->removed->path, &ignored) != 0)
+		ignored.kind = FL_ERR_NONE;
+	st_snapshot_manifest_free(j->removed);
+	j->removed = NULL;
 }
 
 /* The updates of one commit attempt on top of meta. */
@@ -462,13 +469,23 @@ static int make_updates(struct run *j, const json_t *meta, json_t **out, struct 
 		if (st_upsert_plan(j->up, &t, meta, j->snapshot_id, &ms, &nm, &j->drop, err) != 0)
 			goto out;
 		/* ms[0] is the snapshot's manifest (the current spec's, when the
-		 * batch adds or removes files of it): the rest go in more.  None:
-		 * deletes that match nothing, a snapshot that adds no file. */
+		 * batch adds or removes files of it): the rest go in more, but
+		 * the first delete manifest, the snapshot's removed deletes.
+		 * None: deletes that match nothing, a snapshot that adds no
+		 * file. */
 		j->manifest = nm > 0 ? ms[0] : NULL;
 		if (nm > 0)
 			memmove(ms, ms + 1, (nm - 1) * sizeof(*ms));
 		j->more = ms;
 		j->n_more = nm > 0 ? nm - 1 : 0;
+		for (size_t k = 0; k < j->n_more; k++) {
+			if (ms[k]->file.content != ST_MANIFEST_DELETES)
+				continue;
+			j->removed = ms[k];
+			memmove(ms + k, ms + k + 1, (j->n_more - k - 1) * sizeof(*ms));
+			j->n_more--;
+			break;
+		}
 		if (j->o->after_plan != NULL)
 			j->o->after_plan(j->o->after_plan_ctx, j->plans++);
 	} else if (j->manifest == NULL) {
@@ -543,6 +560,7 @@ static int make_updates(struct run *j, const json_t *meta, json_t **out, struct 
 	        .extra_summary = extra,
 	        .drop_manifests = drop,
 	        .n_drop = n_drop,
+	        .removed_deletes = j->removed,
 	        .operation = n_drop > 0 ? "overwrite" : NULL,
 	};
 	rc = st_snapshot_build(&so, &snapshot, err);
@@ -805,6 +823,7 @@ out:
 	for (size_t i = 0; i < j.n_more; i++)
 		st_snapshot_manifest_free(j.more[i]);
 	free(j.more);
+	st_snapshot_manifest_free(j.removed);
 	st_io_pending_free(j.pending);
 	json_decref(meta);
 	return rc;

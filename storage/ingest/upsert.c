@@ -102,8 +102,10 @@ struct st_upsert {
 	struct cached *cache;
 	size_t ncache;
 	/* the live delete files of the state planned on: {content, path, seq,
-	 * spec, part (the partition as JSON text), ref, ids} */
-	json_t *dels;
+	 * spec, part (the partition as JSON text), ref, ids, m, e}: m indexes
+	 * delm, the delete manifests read ({mf: list record, entries}), e the
+	 * entries */
+	json_t *dels, *delm;
 	/* the table file being rewritten: the rows its deletes remove */
 	struct st_parquet_column *cols; /* the schema's, the rows' order */
 	struct st_parquet_want *cwant;
@@ -555,6 +557,7 @@ void st_upsert_finish(struct st_upsert *u, bool committed, bool keep)
 	free(u->lin_bout);
 	json_decref(u->rid);
 	json_decref(u->dels);
+	json_decref(u->delm);
 	st_eqdeletes_free(&u->eq);
 	st_posset_free(&u->gone);
 	free(u->cols);
@@ -763,6 +766,7 @@ struct carried {
  * was written for (its rows' partition tuple is that spec's). */
 struct spec_plan {
 	struct st_snapshot_table t; /* the table, with this spec */
+	enum st_manifest_content content; /* data, or (dangling deletes) deletes */
 	struct st_data_file *add;
 	size_t nadd, capadd;
 	struct carried *kept, *del;
@@ -813,16 +817,18 @@ static void plan_free(struct plan *p)
 	json_decref(p->held);
 }
 
-/* The plan of partition spec id (appended, the table t with that spec of
- * current, the first time); NULL with err set. */
+/* The plan of the manifest of partition spec id and content (appended,
+ * the table t with that spec of current, the first time); NULL with err
+ * set. */
 static struct spec_plan *spec_plan_of(struct plan *p, const struct st_snapshot_table *t,
-                                      const json_t *current, json_int_t id, struct fl_err *err)
+                                      const json_t *current, json_int_t id,
+                                      enum st_manifest_content content, struct fl_err *err)
 {
 	struct st_snapshot_table with;
 	struct spec_plan *g;
 
 	for (size_t k = 0; k < p->ns; k++) {
-		if (p->s[k].t.spec_id == id)
+		if (p->s[k].t.spec_id == id && p->s[k].content == content)
 			return &p->s[k];
 	}
 	if (!st_snapshot_table_with_spec(t, current, (int32_t)id, &with)) {
@@ -841,6 +847,7 @@ static struct spec_plan *spec_plan_of(struct plan *p, const struct st_snapshot_t
 	g = &p->s[p->ns++];
 	memset(g, 0, sizeof(*g));
 	g->t = with;
+	g->content = content;
 	return g;
 }
 
@@ -917,7 +924,7 @@ static int collect_deletes(struct st_upsert *u, const json_t *mf, struct fl_err 
 {
 	const char *uri = json_string_value(json_object_get(mf, "manifest_path"));
 	json_t *entries = NULL, *e;
-	size_t i;
+	size_t i, m;
 	int rc = -1;
 
 	if (uri == NULL)
@@ -925,6 +932,12 @@ static int collect_deletes(struct st_upsert *u, const json_t *mf, struct fl_err 
 		                  "a manifest list entry lacks manifest_path");
 	if (st_avro_read_all(u->o.io, uri, MAX_MANIFEST_READ, NULL, &entries, err) != 0)
 		return -1;
+	m = json_array_size(u->delm);
+	if (json_array_append_new(u->delm, json_pack("{s:O, s:O}", "mf", mf, "entries", entries)) !=
+	    0) {
+		nomem(err);
+		goto out;
+	}
 	json_array_foreach(entries, i, e)
 	{
 		const json_t *df = json_object_get(e, "data_file");
@@ -941,8 +954,8 @@ static int collect_deletes(struct st_upsert *u, const json_t *mf, struct fl_err 
 			           uri, i);
 			goto out;
 		}
-		d = json_pack("{s:I, s:s, s:I, s:I, s:o, s:O?, s:O?, s:b, s:O?, s:O?}", "content",
-		              content, "path", path, "seq",
+		d = json_pack("{s:I, s:s, s:I, s:I, s:o, s:O?, s:O?, s:b, s:O?, s:O?, s:I, s:I}",
+		              "content", content, "path", path, "seq",
 		              or_else(json_object_get(e, "sequence_number"),
 		                      json_object_get(mf, "sequence_number")),
 		              "spec", json_integer_value(json_object_get(mf, "partition_spec_id")),
@@ -952,7 +965,8 @@ static int collect_deletes(struct st_upsert *u, const json_t *mf, struct fl_err 
 		              (fmt != NULL && strcasecmp(fmt, "puffin") == 0) ||
 		                      json_is_integer(json_object_get(df, "content_offset")),
 		              "off", json_object_get(df, "content_offset"), "len",
-		              json_object_get(df, "content_size_in_bytes"));
+		              json_object_get(df, "content_size_in_bytes"), "m", (json_int_t)m, "e",
+		              (json_int_t)i);
 		if (d == NULL || json_array_append_new(u->dels, d) != 0) {
 			nomem(err);
 			goto out;
@@ -1138,9 +1152,9 @@ static int split_manifest(struct st_upsert *u, const struct st_snapshot_table *t
 	size_t n = json_array_size(entries), i;
 	const json_t *e, *mfrid = json_object_get(mf, "first_row_id");
 	json_int_t frid_next = json_integer_value(mfrid);
-	struct spec_plan *p =
-	        spec_plan_of(plan, t0, current,
-	                     json_integer_value(json_object_get(mf, "partition_spec_id")), err);
+	struct spec_plan *p = spec_plan_of(
+	        plan, t0, current, json_integer_value(json_object_get(mf, "partition_spec_id")),
+	        ST_MANIFEST_DATA, err);
 	const struct st_snapshot_table *t = p != NULL ? &p->t : NULL;
 	struct carried *g;
 
@@ -1319,6 +1333,98 @@ static int add_batch_files(struct st_upsert *u, struct spec_plan *p, struct fl_e
 	return 0;
 }
 
+/* The delete files that apply to one data file only (a deletion vector, a
+ * position delete file with referenced_data_file) whose file the plan
+ * rewrites: its copy has them applied, so they leave with it, as DELETED
+ * entries of a delete manifest per spec that carries the other live
+ * entries of their manifests (EXISTING); those manifests join dropped. */
+static int drop_dangling(struct st_upsert *u, const struct st_snapshot_table *t,
+                         const json_t *current, struct plan *plan, json_t *dropped,
+                         struct fl_err *err)
+{
+	json_t *gone = json_object(); /* manifest index -> {entry index: true} */
+	const json_t *d, *v;
+	size_t i, m;
+	char key[24];
+	int rc = -1;
+
+	if (gone == NULL)
+		return nomem(err);
+	json_array_foreach(u->dels, i, d)
+	{
+		const char *ref = json_string_value(json_object_get(d, "ref"));
+		const json_t *ci = ref != NULL ? json_object_get(u->cache_idx, ref) : NULL;
+		json_t *es;
+
+		if (ci == NULL || !u->cache[json_integer_value(ci)].used)
+			continue;
+		snprintf(key, sizeof(key), "%" JSON_INTEGER_FORMAT,
+		         json_integer_value(json_object_get(d, "m")));
+		es = json_object_get(gone, key);
+		if (es == NULL && json_object_set_new(gone, key, es = json_object()) != 0)
+			goto nomem;
+		snprintf(key, sizeof(key), "%" JSON_INTEGER_FORMAT,
+		         json_integer_value(json_object_get(d, "e")));
+		if (json_object_set_new(es, key, json_true()) != 0)
+			goto nomem;
+	}
+	json_array_foreach(u->delm, m, v)
+	{
+		const json_t *mf = json_object_get(v, "mf"),
+		             *entries = json_object_get(v, "entries"), *e, *es;
+		struct spec_plan *p;
+		struct carried *g;
+		size_t n = json_array_size(entries), k;
+
+		snprintf(key, sizeof(key), "%zu", m);
+		es = json_object_get(gone, key);
+		if (es == NULL)
+			continue;
+		p = spec_plan_of(plan, t, current,
+		                 json_integer_value(json_object_get(mf, "partition_spec_id")),
+		                 ST_MANIFEST_DELETES, err);
+		if (p == NULL)
+			goto out;
+		g = realloc(p->kept, sizeof(*g) * (p->nkept + n + 1));
+		if (g == NULL)
+			goto nomem;
+		p->kept = g;
+		g = realloc(p->del, sizeof(*g) * (p->ndel + n + 1));
+		if (g == NULL)
+			goto nomem;
+		p->del = g;
+		json_array_foreach(entries, k, e)
+		{
+			struct carried *ec;
+			size_t n_part;
+
+			if (json_integer_value(json_object_get(e, "status")) == 2)
+				continue;
+			snprintf(key, sizeof(key), "%zu", k);
+			ec = json_object_get(es, key) != NULL ? &p->del[p->ndel++]
+			                                      : &p->kept[p->nkept++];
+			memset(ec, 0, sizeof(*ec));
+			if (st_entry_copy_from_json(e, mf, NULL, &ec->c, err) != 0 ||
+			    st_snapshot_partition_parse(
+			            &p->t,
+			            json_object_get(json_object_get(e, "data_file"), "partition"),
+			            &ec->partition, &n_part, err) != 0)
+				goto out;
+			ec->c.file.partition = ec->partition;
+		}
+		u->st.dangling_deletes += (int64_t)json_object_size(es);
+		if (json_array_append(dropped, json_object_get(mf, "manifest_path")) != 0)
+			goto nomem;
+	}
+	rc = 0;
+	goto out;
+nomem:
+	nomem(err);
+out:
+	json_decref(gone);
+	return rc;
+}
+
 /* Writes a manifest per spec plan into *out (n = plan->ns, in order);
  * none is left behind on failure. */
 static int write_manifests(const struct plan *plan, int64_t snapshot_id,
@@ -1352,9 +1458,9 @@ static int write_manifests(const struct plan *plan, int64_t snapshot_id,
 			del[i] = p->del[i].c.entry;
 			del[i].file = &p->del[i].c.file;
 		}
-		rc = st_snapshot_manifest_write_rewrite(&p->t, snapshot_id, ST_MANIFEST_DATA,
-		                                        p->add, p->nadd, kept, p->nkept, del,
-		                                        p->ndel, &out[w], err);
+		rc = st_snapshot_manifest_write_rewrite(&p->t, snapshot_id, p->content, p->add,
+		                                        p->nadd, kept, p->nkept, del, p->ndel,
+		                                        &out[w], err);
 		free(kept);
 		free(del);
 		if (rc != 0)
@@ -1429,8 +1535,10 @@ int st_upsert_plan(struct st_upsert *u, const struct st_snapshot_table *t, const
 	 * remove, or its copy (of a newer sequence number) would bring them
 	 * back. */
 	json_decref(u->dels);
+	json_decref(u->delm);
 	u->dels = json_array();
-	if (u->dels == NULL) {
+	u->delm = json_array();
+	if (u->dels == NULL || u->delm == NULL) {
 		nomem(err);
 		goto out;
 	}
@@ -1465,7 +1573,8 @@ int st_upsert_plan(struct st_upsert *u, const struct st_snapshot_table *t, const
 		if (split_manifest(u, t, current, mapping, mf, entries, &p, err) != 0)
 			goto out;
 	}
-	if (carry_row_ids(u, err) != 0 || add_batch_files(u, &p.s[0], err) != 0)
+	if (carry_row_ids(u, err) != 0 || add_batch_files(u, &p.s[0], err) != 0 ||
+	    drop_dangling(u, t, current, &p, dropped, err) != 0)
 		goto out;
 	out = calloc(p.ns, sizeof(*out));
 	if (out == NULL) {

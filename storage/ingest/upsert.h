@@ -30,8 +30,10 @@
  * again with those ids on every plan (their other rows inherit new ids).
  * A key the table did not hold, or held only in rows a delete file
  * removed, gets a new id.
- * A deletion vector of a rewritten file is applied, and stays behind
- * referencing no live file (readers ignore it; compaction removes it).
+ * A deletion vector of a rewritten file, or a position delete file whose
+ * referenced_data_file it is, is applied to the copy and removed in the
+ * same snapshot: DELETED in a delete manifest of its spec that carries the
+ * other live entries of its manifest as EXISTING.
  *
  * Change data capture (opts cdc_field): a row whose cdc field says
  * delete (a string beginning with 'D' or 'd', as Debezium's "d" and the
@@ -96,7 +98,8 @@ int st_upsert_open(const struct st_upsert_opts *o, const struct st_ingest_result
  * of *n, each element new) holds first the current spec's, with the
  * batch's files, then one per older partition spec whose files it
  * rewrites (a file stays in its spec: its rows' partition tuple is that
- * spec's).  The current spec's is left out when it would be empty (a
+ * spec's), then the delete manifests of the deletes it removes (content
+ * deletes: for st_snapshot_opts.removed_deletes and more).  The current spec's is left out when it would be empty (a
  * batch of deletes that remove nothing of that spec): *n may be 0, a
  * snapshot that changes no file.  *drop = the manifest paths of current's list the snapshot
  * leaves out, a new array.  t describes the table as the snapshot is built
@@ -115,6 +118,9 @@ struct st_upsert_stats {
 	int64_t key_deleted_rows; /* table rows those deletes removed */
 	int64_t rows_deleted; /* rows of rewritten files that delete files removed */
 	int64_t files_read, files_rewritten, files_pruned;
+	/* deletion vectors and file-scoped position delete files of files
+	 * rewritten, removed with them */
+	int64_t dangling_deletes;
 };
 void st_upsert_stats(const struct st_upsert *u, struct st_upsert_stats *s);
 

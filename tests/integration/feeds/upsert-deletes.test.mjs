@@ -15,7 +15,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  startCatalog, ingest, show, currentSnapshot, localPath, tmpDir, duck, sqlStr,
+  startCatalog, ingest, show, currentSnapshot, localPath, tmpDir, duck, sqlStr, snapshotFiles,
 } from '../ingest/lib.mjs';
 import { call } from '../tables/lib.mjs';
 import { helpers, fields } from '../maintain/lib.mjs';
@@ -194,14 +194,66 @@ test('upsert on a v3 table with a deletion vector: the rewritten file loses the 
   }
   assert.ok(!liveEntries(snap).some((e) => e.path === data.path), 'the file with the vector was rewritten');
   assert.equal(snap.summary['total-records'], String(after.length), 'the deleted rows are gone from the files');
-  // The vector now references no live file; compaction removes it.
-  assert.equal(snap.summary['total-delete-files'], '1');
-  const res = maintain(name, ['compact']);
+  // The vector leaves with its file, in the same snapshot.
+  assert.equal(snap.summary['total-delete-files'], '0');
+  assert.equal(snap.summary['removed-delete-files'], '1');
+  assert.equal(snap.summary['removed-position-deletes'], '2');
+  const gone = snapshotFiles(snap).filter((f) => Number(f.file.content) === 1);
+  assert.deepEqual(gone.map((f) => [Number(f.entry.status), f.file.referenced_data_file]), [[2, data.path]],
+    'the vector is a DELETED entry of the new snapshot, with its referenced file');
+  assert.equal(String(gone[0].entry.snapshot_id), String(snap['snapshot-id']));
+  // Nothing is left for compaction to remove.
+  const res = maintain(name, ['--dry-run', 'compact']);
   assert.equal(res.code, 0, res.stderr);
-  assert.equal(res.lines[0]['delete-files-removed'], 1, res.stdout);
-  const compacted = (await settled(name, (x) => String(x['snapshot-id']) === String(res.lines[0]['snapshot-id']))).snap;
-  assert.equal(compacted.summary['total-delete-files'], '0');
-  assert.deepEqual(await visibleRows(compacted), after);
+  assert.ok(!(res.lines[0]['delete-files-removed'] > 0), res.stdout);
+});
+
+test('upsert on v3 with two vectors in one manifest: the one of a rewritten file leaves with it, the other stays', async () => {
+  const name = 'uptwodv';
+  await createKeyed(name, { 'format-version': '3' });
+  await append(name, range(0, 10));
+  await append(name, range(10, 10));
+  let { meta } = await settled(name, (s) => s.summary['total-data-files'] === '2');
+  const con = await duck();
+  const idsOf = async (f) => (await con.runAndReadAll(`SELECT id::INTEGER FROM read_parquet(${sqlStr(localPath(f.path))}) ORDER BY file_row_number`)).getRowsJson().map((r) => r[0]);
+  const data = liveEntries(currentSnapshot(meta)).filter((e) => e.content === 0);
+  const [a, b] = (await idsOf(data[0])).includes(0) ? data : [data[1], data[0]];
+  const aIds = await idsOf(a);
+  const bIds = await idsOf(b);
+  // One delete manifest: position 1 of a, positions 2 and 3 of b.
+  const puffin = path.join(localPath(meta.location), 'data', 'two.puffin');
+  const dvs = new Map([[a.path, [1]], [b.path, [2, 3]]]);
+  const blobs = puffinFile(puffin, dvs);
+  meta = await commitDeletes(name, meta, blobs.map((bl) => ({
+    content: 1, file_path: `file://${puffin}`, file_format: 'PUFFIN', record_count: bl.count,
+    file_size_in_bytes: BigInt(fs.statSync(puffin).size), referenced_data_file: bl.referenced_data_file,
+    content_offset: bl.content_offset, content_size_in_bytes: bl.content_size_in_bytes,
+  })));
+  const known = new Map([[`file://${puffin}`, dvs]]);
+  const model = new Map(range(0, 20).filter((i) => ![aIds[1], bIds[2], bIds[3]].includes(i)).map((i) => [i, `n${i}`]));
+  const rowsOf = (m) => [...m.entries()].sort((x, y) => x[0] - y[0]).map(([i, n]) => [String(i), n]);
+  const visible = async (sn) => (await visibleRows(sn, known)).map((r) => r.slice(0, 2));
+  assert.deepEqual(await visible(currentSnapshot(meta)), rowsOf(model));
+  const keyA = aIds.find((i) => i !== aIds[1]);
+  let snap = await upsert(name, [[keyA, 'ua']], false);
+  model.set(keyA, 'ua');
+  assert.deepEqual(await visible(snap), rowsOf(model), 'no deleted row is back');
+  assert.equal(snap.summary['removed-delete-files'], '1');
+  assert.equal(snap.summary['removed-position-deletes'], '1');
+  assert.equal(snap.summary['total-delete-files'], '1');
+  assert.equal(snap.summary['total-position-deletes'], '2');
+  const dels = snapshotFiles(snap).filter((f) => Number(f.file.content) === 1)
+    .map((f) => [f.file.referenced_data_file, Number(f.entry.status)]).sort();
+  assert.deepEqual(dels, [[a.path, 2], [b.path, 0]].sort(),
+    "a's vector is DELETED, b's carried as EXISTING in the new delete manifest");
+  // Over REST, a key of b: its vector goes too.
+  const keyB = bIds.find((i) => i !== bIds[2] && i !== bIds[3]);
+  snap = await upsert(name, [[keyB, 'ub']], true);
+  model.set(keyB, 'ub');
+  assert.deepEqual(await visible(snap), rowsOf(model));
+  assert.equal(snap.summary['total-delete-files'], '0');
+  assert.equal(snap.summary['total-position-deletes'], '0');
+  assert.equal(snap.summary['total-records'], String(model.size));
 });
 
 test('upsert over REST racing a delete: its retry rewrites the file again with the new delete', async () => {
