@@ -431,6 +431,15 @@ int cat_table_list(struct cat_db *db, struct cat_tx *tx, const char *wh_id, cons
 int cat_table_drop(struct cat_db *db, struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns,
                    const char *name, bool purge, struct fl_err *err) FL_MUST_CHECK;
 
+/* Unregisters a table (the opposite of cat_table_register): it leaves the
+ * catalog as a drop without purge does, and *mloc and *metadata (new
+ * strings) get its last version, read under the row lock, so no commit
+ * acknowledged before is missing from it; one after finds no table.  The
+ * files stay, for another catalog to register. */
+int cat_table_unregister(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
+                         const struct cat_ns *ns, const char *name, char **mloc, char **metadata,
+                         struct fl_err *err) FL_MUST_CHECK;
+
 /* Renames within or across namespaces of one warehouse; the location stays. */
 int cat_table_rename(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
                      const struct cat_ns *from_ns, const char *from, const struct cat_ns *to_ns,

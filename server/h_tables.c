@@ -502,6 +502,31 @@ int srv_h_tbl_drop(struct srv_req *r, struct fl_err *err)
 	return srv_reply_no_content(r) == 0 ? 0 : nomem(err);
 }
 
+/* POST …/tables/{table}/unregister: the table leaves the catalog and its
+ * files stay (the opposite of register); 200 {metadata-location, metadata}
+ * of its last version. */
+int srv_h_tbl_unregister(struct srv_req *r, struct fl_err *err)
+{
+	struct fl_buf b = FL_BUF_INIT;
+	struct cat_warehouse wh;
+	struct cat_ns ns;
+	char *mloc = NULL, *meta = NULL;
+	int rc = -1;
+
+	if (path_table(r, &wh, &ns, err) != 0 || srv_warehouse_io(r, &wh, err) != 0 ||
+	    cat_table_unregister(r->ctx->db, r->tx, &wh, &ns, r->table, &mloc, &meta, err) != 0)
+		return -1;
+	if (table_body(&b, mloc, meta, strlen(meta), "", 0) != 0 ||
+	    srv_reply_bytes(r, "application/json", b.data, b.len) != 0)
+		nomem(err);
+	else
+		rc = 0;
+	fl_buf_free(&b);
+	free(mloc);
+	free(meta);
+	return rc;
+}
+
 int srv_identifier(struct srv_req *r, const json_t *id, const char *what, struct cat_ns *ns,
                    const char **name, struct fl_err *err)
 {

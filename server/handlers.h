@@ -30,6 +30,7 @@ int srv_h_tbl_commit(struct srv_req *r, struct fl_err *err);
  * Idempotent-Replayed.  On a worker thread. */
 int srv_replay_commit(struct srv_req *r, const char *metadata_location, struct fl_err *err);
 int srv_h_tbl_drop(struct srv_req *r, struct fl_err *err);
+int srv_h_tbl_unregister(struct srv_req *r, struct fl_err *err);
 int srv_h_tbl_rename(struct srv_req *r, struct fl_err *err);
 /* h_views.c: the Iceberg view routes */
 int srv_h_view_list(struct srv_req *r, struct fl_err *err);

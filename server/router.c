@@ -31,6 +31,7 @@ const struct srv_route srv_routes[] = {
 	{"HEAD",   "/v1/{prefix}/namespaces/{namespace}/tables/{table}", srv_h_tbl_exists,    SRV_PRIV_TABLE_READ,       true},
 	{"POST",   "/v1/{prefix}/namespaces/{namespace}/tables/{table}", srv_h_tbl_commit,    SRV_PRIV_TABLE_WRITE,      true},
 	{"DELETE", "/v1/{prefix}/namespaces/{namespace}/tables/{table}", srv_h_tbl_drop,      SRV_PRIV_TABLE_DROP,       true},
+	{"POST",   "/v1/{prefix}/namespaces/{namespace}/tables/{table}/unregister", srv_h_tbl_unregister, SRV_PRIV_TABLE_DROP, true},
 	{"POST",   "/v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics", srv_h_tbl_metrics, SRV_PRIV_TABLE_READ, true},
 	{"GET",    "/v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials", srv_h_tbl_credentials, SRV_PRIV_TABLE_READ, true},
 	{"POST",   "/v1/{prefix}/namespaces/{namespace}/tables/{table}/sign", srv_h_tbl_sign, SRV_PRIV_TABLE_READ, true},

@@ -1336,19 +1336,24 @@ static int lock_existing(struct cat_conn *c, const char *wh_id, const struct cat
 	return found > 0 ? 0 : -1;
 }
 
-/* Drops a table (with purge, a job deletes its files) or a view. */
+/* Drops a table (with purge, a job deletes its files) or a view.  With
+ * wh, *mloc and *metadata get the last version's location and text, read
+ * under the row lock (an unregistered table's last state). */
 static int drop_entry(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
                       const struct cat_ns *ns, const char *name, bool view, bool purge,
+                      const struct cat_warehouse *wh, char **mloc, char **metadata,
                       struct fl_err *err)
 {
 	struct cat_row row = {0};
 	struct cat_scope sc;
 	PGresult *r;
 	bool ok = false;
+	int rc;
 
 	if (cat_scope_begin(db, tx, true, &sc, err) != 0)
 		return -1;
-	if (lock_existing(sc.c, wh_id, ns, name, view, &row, err) != 0)
+	if (lock_existing(sc.c, wh_id, ns, name, view, &row, err) != 0 ||
+	    (wh != NULL && cat_row_text(db, wh, &row, NULL, err) != 0))
 		goto out;
 	const char *p1[1] = {row.id};
 	r = cat_exec(sc.c, "DELETE FROM table_entry WHERE id = $1", 1, p1, err);
@@ -1369,20 +1374,33 @@ static int drop_entry(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
 	}
 	ok = true;
 out:
+	rc = cat_scope_end(&sc, ok, err);
+	if (rc == 0 && wh != NULL) {
+		*mloc = row.metadata_location;
+		*metadata = row.metadata;
+		row.metadata_location = row.metadata = NULL;
+	}
 	cat_row_free(&row);
-	return cat_scope_end(&sc, ok, err);
+	return rc;
 }
 
 int cat_table_drop(struct cat_db *db, struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns,
                    const char *name, bool purge, struct fl_err *err)
 {
-	return drop_entry(db, tx, wh_id, ns, name, false, purge, err);
+	return drop_entry(db, tx, wh_id, ns, name, false, purge, NULL, NULL, NULL, err);
+}
+
+int cat_table_unregister(struct cat_db *db, struct cat_tx *tx, const struct cat_warehouse *wh,
+                         const struct cat_ns *ns, const char *name, char **mloc, char **metadata,
+                         struct fl_err *err)
+{
+	return drop_entry(db, tx, wh->id, ns, name, false, false, wh, mloc, metadata, err);
 }
 
 int cat_view_drop(struct cat_db *db, struct cat_tx *tx, const char *wh_id, const struct cat_ns *ns,
                   const char *name, struct fl_err *err)
 {
-	return drop_entry(db, tx, wh_id, ns, name, true, false, err);
+	return drop_entry(db, tx, wh_id, ns, name, true, false, NULL, NULL, NULL, err);
 }
 
 /* Renames a table or a view (the location stays). */

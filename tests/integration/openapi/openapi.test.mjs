@@ -177,7 +177,8 @@ describe('openapi/floe.yaml is a valid OpenAPI 3.1 document', () => {
       }
       if (!keys.includes('header:X-Request-Id')) problems.push(`${where}: no X-Request-Id header parameter`);
       if (p.startsWith('/v1/{prefix}/') && !keys.includes('path:prefix')) problems.push(`${where}: no prefix parameter`);
-      if (method === 'POST' && !op.requestBody) {
+      // unregisterTable is a POST without a body upstream too.
+      if (method === 'POST' && !op.requestBody && op.operationId !== 'unregisterTable') {
         problems.push(`${where}: POST without a requestBody`);
       }
 

@@ -33,6 +33,7 @@ export function tableSchemaFor(method, pathname, status) {
     if (rest[2] === 'register' && rest.length === 3) return 'LoadTableResult';
     if (rest[2] === 'tables' && rest.length === 4) return method === 'GET' ? 'LoadTableResult' : 'CommitTableResponse';
     if (rest[2] === 'tables' && rest.length === 5 && rest[4] === 'credentials') return 'LoadCredentialsResponse';
+    if (rest[2] === 'tables' && rest.length === 5 && rest[4] === 'unregister') return 'UnregisterTableResult';
   }
   return nsSchemaFor(method, pathname, status);
 }
