@@ -1375,7 +1375,7 @@ static int drop_entry(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
 	ok = true;
 out:
 	rc = cat_scope_end(&sc, ok, err);
-	if (rc == 0 && wh != NULL) {
+	if (rc == 0 && ok && wh != NULL) {
 		*mloc = row.metadata_location;
 		*metadata = row.metadata;
 		row.metadata_location = row.metadata = NULL;

@@ -44,9 +44,10 @@ struct run {
 	const char *batch_id;
 	int64_t snapshot_id;
 	struct st_snapshot_manifest *manifest;
-	/* upsert: the manifests of older partition specs, and delete
-	 * manifests of the dangling deletes it removes after the first, which
-	 * is removed (st_upsert_plan) */
+	/* upsert (st_upsert_plan): the snapshot's further manifests (data
+	 * manifests of older partition specs; delete manifests of the
+	 * deletes it removes, but the first) and that first delete manifest
+	 * (st_snapshot_opts.removed_deletes) */
 	struct st_snapshot_manifest **more;
 	size_t n_more;
 	struct st_snapshot_manifest *removed;
