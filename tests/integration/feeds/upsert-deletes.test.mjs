@@ -20,7 +20,7 @@ import {
 import { call } from '../tables/lib.mjs';
 import { helpers, fields } from '../maintain/lib.mjs';
 import {
-  liveEntries, visibleRows, positionDeleteFile, equalityDeleteFile, puffinFile, deleteHelpers,
+  liveEntries, visibleRows, positionDeleteFile, equalityDeleteFile, dvEntries, deleteHelpers,
 } from '../maintain/deletes-lib.mjs';
 
 let ctx;
@@ -173,12 +173,7 @@ test('upsert on a v3 table with a deletion vector: the rewritten file loses the 
   const ids = (await con.runAndReadAll(`SELECT id::INTEGER FROM read_parquet(${sqlStr(localPath(data.path))}) ORDER BY file_row_number`)).getRowsJson().map((r) => r[0]);
   const puffin = path.join(localPath(meta.location), 'data', 'dv.puffin');
   const dvs = new Map([[data.path, [1, 6]]]);
-  const blobs = puffinFile(puffin, dvs);
-  meta = await commitDeletes(name, meta, blobs.map((bl) => ({
-    content: 1, file_path: `file://${puffin}`, file_format: 'PUFFIN', record_count: bl.count,
-    file_size_in_bytes: BigInt(fs.statSync(puffin).size), referenced_data_file: bl.referenced_data_file,
-    content_offset: bl.content_offset, content_size_in_bytes: bl.content_size_in_bytes,
-  })));
+  meta = await commitDeletes(name, meta, dvEntries(puffin, dvs));
   const known = new Map([[`file://${puffin}`, dvs]]);
   const before = await visibleRows(currentSnapshot(meta), known);
   assert.deepEqual(before.map((r) => Number(r[0])), range(0, 10).filter((i) => i !== ids[1] && i !== ids[6]));
@@ -223,12 +218,7 @@ test('upsert on v3 with two vectors in one manifest: the one of a rewritten file
   // One delete manifest: position 1 of a, positions 2 and 3 of b.
   const puffin = path.join(localPath(meta.location), 'data', 'two.puffin');
   const dvs = new Map([[a.path, [1]], [b.path, [2, 3]]]);
-  const blobs = puffinFile(puffin, dvs);
-  meta = await commitDeletes(name, meta, blobs.map((bl) => ({
-    content: 1, file_path: `file://${puffin}`, file_format: 'PUFFIN', record_count: bl.count,
-    file_size_in_bytes: BigInt(fs.statSync(puffin).size), referenced_data_file: bl.referenced_data_file,
-    content_offset: bl.content_offset, content_size_in_bytes: bl.content_size_in_bytes,
-  })));
+  meta = await commitDeletes(name, meta, dvEntries(puffin, dvs));
   const known = new Map([[`file://${puffin}`, dvs]]);
   const model = new Map(range(0, 20).filter((i) => ![aIds[1], bIds[2], bIds[3]].includes(i)).map((i) => [i, `n${i}`]));
   const rowsOf = (m) => [...m.entries()].sort((x, y) => x[0] - y[0]).map(([i, n]) => [String(i), n]);

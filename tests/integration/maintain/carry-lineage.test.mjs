@@ -12,7 +12,6 @@
 //   their lineage too.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import path from 'node:path';
 import {
   startCatalog, createTable, currentSnapshot, localPath, readAvro, tmpDir, duck, sqlStr,
@@ -20,7 +19,7 @@ import {
 import { call, tablePath } from '../tables/lib.mjs';
 import { helpers, fields } from './lib.mjs';
 import {
-  liveEntries, visibleRows, positionDeleteFile, puffinFile, deleteHelpers,
+  liveEntries, visibleRows, positionDeleteFile, dvEntries, deleteHelpers,
 } from './deletes-lib.mjs';
 
 let ctx;
@@ -58,12 +57,7 @@ test('compact v3: deletion vectors are applied and rows keep _row_id and _last_u
   assert.ok(data.every((e) => e.frid != null), 'v3 appends have row ids');
   const puffin = path.join(localPath(meta.location), 'data', 'dvs.puffin');
   const dvs = new Map([[data[0].path, [0, 2, 19]], [data[2].path, [7]]]);
-  const blobs = puffinFile(puffin, dvs);
-  const size = BigInt(fs.statSync(puffin).size);
-  meta = await commitDeletes(name, meta, blobs.map((b) => ({
-    content: 1, file_path: `file://${puffin}`, file_format: 'PUFFIN', record_count: b.count, file_size_in_bytes: size,
-    referenced_data_file: b.referenced_data_file, content_offset: b.content_offset, content_size_in_bytes: b.content_size_in_bytes,
-  })));
+  meta = await commitDeletes(name, meta, dvEntries(puffin, dvs));
   const known = new Map([[`file://${puffin}`, dvs]]);
   const before = await visibleRows(currentSnapshot(meta), known);
   assert.equal(before.length, 56);

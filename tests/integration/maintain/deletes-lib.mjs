@@ -232,6 +232,18 @@ function dvBlob(positions) {
 
 // A Puffin file holding one deletion vector per data file: the entries'
 // {referenced_data_file, content_offset, content_size_in_bytes, count}.
+// Writes the deletion vectors dvs (a Map of data file path -> positions) to
+// the Puffin file puffin and returns their delete file entries, as
+// commitDeletes takes them.
+export function dvEntries(puffin, dvs) {
+  const blobs = puffinFile(puffin, dvs);
+  const size = BigInt(fs.statSync(puffin).size);
+  return blobs.map((b) => ({
+    content: 1, file_path: `file://${puffin}`, file_format: 'PUFFIN', record_count: b.count, file_size_in_bytes: size,
+    referenced_data_file: b.referenced_data_file, content_offset: b.content_offset, content_size_in_bytes: b.content_size_in_bytes,
+  }));
+}
+
 export function puffinFile(file, byData) {
   const magic = Buffer.from('PFA1');
   const blobs = [];
