@@ -919,6 +919,26 @@ static json_t *part_text(const json_t *df)
 	return v;
 }
 
+/* The one data file a position delete file references when its entry does
+ * not name it (a v2 writer's): equal lower and upper bounds of its
+ * file_path column, as Iceberg Java reads them; NULL (also for a bound
+ * that is no UTF-8 text) when it may reference several. */
+static json_t *bounds_ref(const json_t *df)
+{
+	struct st_buf lo, hi;
+	json_t *ref = NULL;
+
+	st_buf_init(&lo, NULL);
+	st_buf_init(&hi, NULL);
+	if (bound_of(df, "lower_bounds", ST_FIELD_DELETE_FILE_PATH, &lo) &&
+	    bound_of(df, "upper_bounds", ST_FIELD_DELETE_FILE_PATH, &hi) && lo.len == hi.len &&
+	    lo.len > 0 && memcmp(lo.data, hi.data, lo.len) == 0)
+		ref = json_stringn((const char *)lo.data, lo.len);
+	st_buf_free(&lo);
+	st_buf_free(&hi);
+	return ref;
+}
+
 /* Collects the live delete files of one delete manifest into u->dels. */
 static int collect_deletes(struct st_upsert *u, const json_t *mf, struct fl_err *err)
 {
@@ -944,7 +964,7 @@ static int collect_deletes(struct st_upsert *u, const json_t *mf, struct fl_err 
 		const char *path = json_string_value(json_object_get(df, "file_path"));
 		const char *fmt = json_string_value(json_object_get(df, "file_format"));
 		json_int_t content = json_integer_value(json_object_get(df, "content"));
-		json_t *d;
+		json_t *ref, *d;
 
 		if (json_integer_value(json_object_get(e, "status")) == 2)
 			continue;
@@ -954,13 +974,17 @@ static int collect_deletes(struct st_upsert *u, const json_t *mf, struct fl_err 
 			           uri, i);
 			goto out;
 		}
-		d = json_pack("{s:I, s:s, s:I, s:I, s:o, s:O?, s:O?, s:b, s:O?, s:O?, s:I, s:I}",
+		ref = json_incref(json_object_get(df, "referenced_data_file"));
+		if (!json_is_string(ref) && content == 1) {
+			json_decref(ref);
+			ref = bounds_ref(df);
+		}
+		d = json_pack("{s:I, s:s, s:I, s:I, s:o, s:o?, s:O?, s:b, s:O?, s:O?, s:I, s:I}",
 		              "content", content, "path", path, "seq",
 		              or_else(json_object_get(e, "sequence_number"),
 		                      json_object_get(mf, "sequence_number")),
 		              "spec", json_integer_value(json_object_get(mf, "partition_spec_id")),
-		              "part", part_text(df), "ref",
-		              json_object_get(df, "referenced_data_file"), "ids",
+		              "part", part_text(df), "ref", ref, "ids",
 		              json_object_get(df, "equality_ids"), "dv",
 		              (fmt != NULL && strcasecmp(fmt, "puffin") == 0) ||
 		                      json_is_integer(json_object_get(df, "content_offset")),

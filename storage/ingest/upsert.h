@@ -30,8 +30,10 @@
  * again with those ids on every plan (their other rows inherit new ids).
  * A key the table did not hold, or held only in rows a delete file
  * removed, gets a new id.
- * A deletion vector of a rewritten file, or a position delete file whose
- * referenced_data_file it is, is applied to the copy and removed in the
+ * A deletion vector of a rewritten file, or a position delete file that
+ * references only it (its referenced_data_file, or, from a v2 writer,
+ * equal lower and upper bounds of its file_path column, as Iceberg Java
+ * reads them), is applied to the copy and removed in the
  * same snapshot: DELETED in a delete manifest of its spec that carries the
  * other live entries of its manifest as EXISTING.
  *

@@ -203,6 +203,49 @@ test('upsert on a v3 table with a deletion vector: the rewritten file loses the 
   assert.ok(!(res.lines[0]['delete-files-removed'] > 0), res.stdout);
 });
 
+test('upsert on v2: a position delete file whose file_path bounds name one data file leaves with it', async () => {
+  // v2 manifests have no referenced_data_file: Iceberg Java reads a position
+  // delete file as file-scoped when the lower and upper bounds of its
+  // file_path column (field 2147483546) are equal, and so does Floe.
+  const name = 'upscoped';
+  await createKeyed(name);
+  await append(name, range(0, 10));
+  await append(name, range(10, 10));
+  let { meta } = await settled(name, (s) => s.summary['total-data-files'] === '2');
+  const con = await duck();
+  const idsOf = async (f) => (await con.runAndReadAll(`SELECT id::INTEGER FROM read_parquet(${sqlStr(localPath(f.path))}) ORDER BY file_row_number`)).getRowsJson().map((r) => r[0]);
+  const data = liveEntries(currentSnapshot(meta)).filter((e) => e.content === 0);
+  const [a, b] = (await idsOf(data[0])).includes(0) ? data : [data[1], data[0]];
+  const aIds = await idsOf(a);
+  const bIds = await idsOf(b);
+  const bound = (p) => [{ key: 2147483546, value: Buffer.from(p) }];
+  const scoped = (f, p) => ({
+    content: 1, file_path: f.path, file_format: 'PARQUET', record_count: f.count, file_size_in_bytes: f.size,
+    lower_bounds: bound(p), upper_bounds: bound(p),
+  });
+  // One manifest: position 1 of a, position 2 of b (each scoped by its
+  // bounds), and position 3 of b in a file whose bounds span both files.
+  const pa = await positionDeleteFile(path.join(dir, `${name}-a.parquet`), [[a.path, 1]]);
+  const pb = await positionDeleteFile(path.join(dir, `${name}-b.parquet`), [[b.path, 2]]);
+  const pab = await positionDeleteFile(path.join(dir, `${name}-ab.parquet`), [[b.path, 3]]);
+  const [lo, hi] = [a.path, b.path].sort();
+  meta = await commitDeletes(name, meta, [scoped(pa, a.path), scoped(pb, b.path),
+    { ...scoped(pab, lo), upper_bounds: bound(hi) }]);
+  const model = new Map(range(0, 20).filter((i) => ![aIds[1], bIds[2], bIds[3]].includes(i)).map((i) => [i, `n${i}`]));
+  const rowsOf = (m) => [...m.entries()].sort((x, y) => x[0] - y[0]).map(([i, n]) => [String(i), n]);
+  assert.deepEqual((await visibleRows(currentSnapshot(meta))).map((r) => r.slice(0, 2)), rowsOf(model));
+  const keyA = aIds.find((i) => i !== aIds[1]);
+  const snap = await upsert(name, [[keyA, 'ua']], false);
+  model.set(keyA, 'ua');
+  assert.deepEqual((await visibleRows(snap)).map((r) => r.slice(0, 2)), rowsOf(model), 'no deleted row is back');
+  assert.equal(snap.summary['removed-delete-files'], '1');
+  assert.equal(snap.summary['total-delete-files'], '2');
+  const dels = snapshotFiles(snap).filter((f) => Number(f.file.content) === 1)
+    .map((f) => [localPath(f.file.file_path), Number(f.entry.status)]).sort();
+  assert.deepEqual(dels, [[localPath(pa.path), 2], [localPath(pb.path), 0], [localPath(pab.path), 0]].sort(),
+    "a's file-scoped delete is DELETED, the others carried as EXISTING");
+});
+
 test('upsert on v3 with two vectors in one manifest: the one of a rewritten file leaves with it, the other stays', async () => {
   const name = 'uptwodv';
   await createKeyed(name, { 'format-version': '3' });
