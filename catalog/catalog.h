@@ -641,12 +641,26 @@ int cat_maintain_expire(struct cat_db *db, const struct cat_warehouse *wh, const
  * references are read again after the listing, so a commit that lands
  * meanwhile protects its files.  dry_run deletes nothing.  *report =
  * {action: "orphans", table, dry-run, grace-seconds, objects-listed,
- * files-removed, bytes-removed, files-added: 0, bytes-added: 0, sample: [up
- * to 20 URIs]}.  A referenced file that cannot be read stops the run before
+ * files-of-retired-tables-kept (when some), files-removed, bytes-removed,
+ * files-added: 0, bytes-added: 0, sample: [up to 20 URIs]}.  An object
+ * under a location a table left with its files in place
+ * (cat_location_retired) that is older than that departure is never an
+ * orphan: a new table at the same place must not delete another's files.  A referenced file that cannot be read stops the run before
  * anything is deleted.  FL_ERR_BAD_REQUEST for a malformed floe.orphan-grace. */
 int cat_maintain_orphans(struct cat_db *db, const struct cat_warehouse *wh, const struct cat_ns *ns,
                          const char *name, int64_t now_ms, bool dry_run, json_t **report,
                          struct fl_err *err) FL_MUST_CHECK;
+
+/* When a table last left the catalog with its files in place (a drop
+ * without purge, an unregister) from a location equal to, inside or around
+ * location: *ms (Unix ms) and *found.  Those files are not a later
+ * table's orphans. */
+int cat_location_retired(struct cat_db *db, const char *wh_id, const char *location, int64_t *ms,
+                         bool *found, struct fl_err *err) FL_MUST_CHECK;
+/* How far storage's clock (an object's mtime) may run ahead of
+ * PostgreSQL's (a retirement's time): orphan cleanup and the purge job keep
+ * the objects up to the retirement plus this. */
+#define CAT_RETIRED_SKEW_MS ((int64_t)10 * 60 * 1000)
 
 /* Compaction (bin-pack) of one table (wh->io set).  Per partition (spec
  * id and partition tuple) of the current snapshot, the live data files of

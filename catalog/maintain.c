@@ -444,8 +444,9 @@ static int referenced(struct st_io *io, const json_t *meta, const char *mloc, js
 struct orphan_walk {
 	const json_t *refs;
 	int64_t before_ms; /* only objects modified before this */
+	int64_t retired_ms; /* ... and after this (INT64_MIN: no retirement) */
 	json_t *found; /* uri -> size */
-	json_int_t listed;
+	json_int_t listed, retired;
 };
 
 static int orphan_cb(void *arg, const char *uri, uint64_t size, int64_t mtime_ms,
@@ -456,6 +457,10 @@ static int orphan_cb(void *arg, const char *uri, uint64_t size, int64_t mtime_ms
 	w->listed++;
 	if (json_object_get(w->refs, uri) != NULL || mtime_ms >= w->before_ms)
 		return 0;
+	if (mtime_ms <= w->retired_ms) { /* a table that left the catalog: its file */
+		w->retired++;
+		return 0;
+	}
 	if (json_object_set_new(w->found, uri, json_integer((json_int_t)size)) != 0)
 		return nomem(err);
 	return 0;
@@ -523,6 +528,16 @@ int cat_maintain_orphans(struct cat_db *db, const struct cat_warehouse *wh, cons
 		goto fail;
 	w.refs = refs;
 	w.before_ms = now_ms - grace * 1000;
+	w.retired_ms = INT64_MIN;
+	{
+		bool found;
+		int64_t at;
+
+		if (cat_location_retired(db, wh->id, location, &at, &found, err) != 0)
+			goto fail;
+		if (found)
+			w.retired_ms = at + CAT_RETIRED_SKEW_MS;
+	}
 	w.found = json_object();
 	if (w.found == NULL) {
 		nomem(err);
@@ -554,6 +569,8 @@ int cat_maintain_orphans(struct cat_db *db, const struct cat_warehouse *wh, cons
 	if (r == NULL ||
 	    json_object_set_new(r, "grace-seconds", json_integer((json_int_t)grace)) != 0 ||
 	    json_object_set_new(r, "objects-listed", json_integer(w.listed)) != 0 ||
+	    (w.retired > 0 && json_object_set_new(r, "files-of-retired-tables-kept",
+	                                          json_integer(w.retired)) != 0) ||
 	    json_object_set_new(r, "files-removed",
 	                        json_integer((json_int_t)json_array_size(doomed))) != 0 ||
 	    json_object_set_new(r, "bytes-removed", json_integer(bytes)) != 0 ||

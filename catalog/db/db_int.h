@@ -272,6 +272,10 @@ int cat_conn_get(struct cat_db *db, struct cat_conn **out, struct fl_err *err) F
  * transaction, is closed so the next user starts clean. */
 void cat_conn_put(struct cat_db *db, struct cat_conn *c);
 
+/* cat_location_retired (catalog.h) on connection c. */
+int cat_location_retired_on(struct cat_conn *c, const char *wh_id, const char *location,
+                            int64_t *ms, bool *found, struct fl_err *err) FL_MUST_CHECK;
+
 /* Runs sql with text parameters as a prepared statement of this connection
  * (prepared on first use).  sql must be a string literal: the statement cache
  * is keyed by its address.  Returns the result (PQclear it) when its

@@ -5,6 +5,7 @@
  * crash simply releases it for another.  Failures retry with a growing delay.
  * The files are reached through an IO handle opened from the warehouse's
  * storage profile for the job (on S3: a listing and batch deletes). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,11 +14,44 @@
 #include "io/io.h"
 #include "json.h"
 
-/* Deletes everything under loc with the warehouse's storage. */
-static int purge(const json_t *profile, const char *loc, struct fl_err *err)
+/* The objects of a listing modified after a moment. */
+struct newer {
+	int64_t after_ms;
+	char **uris;
+	size_t n, cap;
+};
+
+static int newer_cb(void *arg, const char *uri, uint64_t size, int64_t mtime_ms, struct fl_err *err)
+{
+	struct newer *w = arg;
+
+	(void)size;
+	if (mtime_ms <= w->after_ms)
+		return 0;
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 64;
+		char **g = realloc(w->uris, cap * sizeof(*g));
+
+		if (g == NULL)
+			return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+		w->uris = g;
+		w->cap = cap;
+	}
+	if ((w->uris[w->n] = strdup(uri)) == NULL)
+		return fl_err_set(err, FL_ERR_NOMEM, "out of memory");
+	w->n++;
+	return 0;
+}
+
+/* Deletes everything under loc with the warehouse's storage; with
+ * retired_ms (not INT64_MIN), only the objects newer than that: older ones
+ * are the files of a table that left the catalog from there with its files
+ * kept (migration 0011). */
+static int purge(const json_t *profile, const char *loc, int64_t retired_ms, struct fl_err *err)
 {
 	struct st_profile p;
 	struct st_io *io = NULL;
+	struct newer w = {.after_ms = retired_ms};
 	int rc;
 
 	if (profile == NULL)
@@ -25,7 +59,13 @@ static int purge(const json_t *profile, const char *loc, struct fl_err *err)
 		                  loc);
 	if (st_profile_parse(profile, &p, NULL, err) != 0 || st_io_open(&p, &io, err) != 0)
 		return -1;
-	rc = st_io_delete_tree(io, loc, err);
+	if (retired_ms == INT64_MIN)
+		rc = st_io_delete_tree(io, loc, err);
+	else if ((rc = st_io_list(io, loc, newer_cb, &w, err)) == 0 && w.n > 0)
+		rc = st_io_delete_many(io, (const char *const *)w.uris, w.n, err);
+	for (size_t i = 0; i < w.n; i++)
+		free(w.uris[i]);
+	free(w.uris);
 	st_io_release(io);
 	return rc;
 }
@@ -98,7 +138,16 @@ int cat_jobs_run_one(struct cat_db *db, bool *did, struct fl_err *err)
 		*did = rc == 0;
 		goto out;
 	}
-	int failed = purge(profile, loc, &job_err) != 0;
+	bool retired;
+	int64_t retired_ms = INT64_MIN;
+
+	if (cat_location_retired_on(c, wh, loc, &retired_ms, &retired, err) != 0) {
+		free(loc);
+		json_decref(profile);
+		goto out;
+	}
+	int failed = purge(profile, loc, retired ? retired_ms + CAT_RETIRED_SKEW_MS : INT64_MIN,
+	                   &job_err) != 0;
 	free(loc);
 	json_decref(profile);
 	const char *params[2] = {id, failed ? job_err.msg : NULL};

@@ -648,3 +648,40 @@ int cat_maint_stats(struct cat_db *db, int limit, void (*fn)(const struct cat_ma
 	PQclear(o);
 	return 0;
 }
+
+int cat_location_retired_on(struct cat_conn *c, const char *wh_id, const char *location,
+                            int64_t *ms, bool *found, struct fl_err *err)
+{
+	const char *params[2] = {wh_id, location};
+	PGresult *r;
+
+	*found = false;
+	r = cat_exec(c,
+	             "SELECT (extract(epoch FROM max(retired_at)) * 1000)::bigint"
+	             " FROM retired_location WHERE warehouse_id = $1::uuid"
+	             " AND (location = $2 OR starts_with($2, location || '/')"
+	             "      OR starts_with(location, $2 || '/'))",
+	             2, params, err);
+	if (r == NULL)
+		return -1;
+	if (!PQgetisnull(r, 0, 0)) {
+		*found = true;
+		*ms = cat_i64(PQgetvalue(r, 0, 0));
+	}
+	PQclear(r);
+	return 0;
+}
+
+int cat_location_retired(struct cat_db *db, const char *wh_id, const char *location, int64_t *ms,
+                         bool *found, struct fl_err *err)
+{
+	struct cat_conn *c;
+	int rc;
+
+	*found = false;
+	if (cat_conn_get(db, &c, err) != 0)
+		return -1;
+	rc = cat_location_retired_on(c, wh_id, location, ms, found, err);
+	cat_conn_put(db, c);
+	return rc;
+}

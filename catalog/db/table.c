@@ -1361,13 +1361,18 @@ static int drop_entry(struct cat_db *db, struct cat_tx *tx, const char *wh_id,
 		goto out;
 	PQclear(r);
 	cat_scope_touched(&sc, row.id);
-	if (purge) {
+	if (!view) {
+		/* A purge deletes the files; otherwise they stay, and orphan
+		 * cleanup of a later table at the same place must keep them
+		 * (migration 0011). */
 		const char *p2[2] = {wh_id, row.location};
 
-		r = cat_exec(
-		        sc.c,
-		        "INSERT INTO maintenance_job (kind, warehouse_id, location) VALUES ('purge', $1, $2)",
-		        2, p2, err);
+		r = cat_exec(sc.c,
+		             purge ? "INSERT INTO maintenance_job (kind, warehouse_id, location)"
+		                     " VALUES ('purge', $1, $2)"
+		                   : "INSERT INTO retired_location (warehouse_id, location)"
+		                     " VALUES ($1::uuid, $2)",
+		             2, p2, err);
 		if (r == NULL)
 			goto out;
 		PQclear(r);

@@ -22,6 +22,7 @@ import {
   startCatalog, createTable, loadTable, currentSnapshot, snapshotById, localPath, readAvro, tmpDir,
 } from '../ingest/lib.mjs';
 import { helpers } from './lib.mjs';
+import { request, psql } from '../lib/harness.mjs';
 
 const fields = [
   { id: 1, name: 'id', type: 'long', required: true },
@@ -176,6 +177,66 @@ test('orphans: only unreferenced files older than the grace go', async () => {
   assert.equal(res.code, 3, res.stdout);
   assert.equal(res.lines[0].status, 'failed');
   assert.match(res.lines[0].error, /floe.orphan-grace 'three days' is not a duration/);
+});
+
+test('orphans: the files of a table that left with its files kept are never a new table\'s orphans', async () => {
+  // Dropped without purge (or unregistered), a table's files stay for whoever
+  // registers them; a new table of the same name lives at the same place and
+  // must not take them for its orphans.
+  const name = 'reborn';
+  await createTable(ctx, name, fields);
+  await append(name, [1]);
+  await append(name, [2]);
+  const first = (await loadTable(ctx, name)).metadata;
+  const loc = localPath(first.location);
+  const walk = (d) => fs.readdirSync(d, { withFileTypes: true })
+    .flatMap((e) => (e.isDirectory() ? walk(path.join(d, e.name)) : [path.join(d, e.name)]));
+  const oldFiles = walk(loc);
+  assert.ok(oldFiles.length >= 6, oldFiles.join(' '));
+  const tpath = `${ctx.p}/namespaces/${ctx.ns.join('%1F')}/tables/${name}`;
+  assert.equal((await request(ctx.base, 'DELETE', `${tpath}?purgeRequested=false`)).status, 204);
+  await createTable(ctx, name, fields);
+  await append(name, [3]);
+  await commit(name, { requirements: [], updates: [{ action: 'set-properties', updates: { 'floe.orphan-grace': 'PT1H' } }] });
+  const meta = (await loadTable(ctx, name)).metadata;
+  assert.equal(meta.location, first.location, 'the new table lives where the old one did');
+  // As if the drop was two days ago: the old files are ten days old, a stray
+  // of the new table one day.
+  psql(ctx.dbUrl, `UPDATE retired_location SET retired_at = now() - interval '2 days'`);
+  const ago = (days) => Date.now() / 1000 - days * 86400;
+  for (const f of oldFiles) fs.utimesSync(f, ago(10), ago(10));
+  const stray = path.join(loc, 'data', 'stray-of-the-new-table.parquet');
+  fs.writeFileSync(stray, 'stray');
+  fs.utimesSync(stray, ago(1), ago(1));
+
+  const res = maintain(name, ['orphans']);
+  assert.equal(res.code, 0, res.stderr);
+  assert.equal(res.lines[0]['files-removed'], 1, res.stdout);
+  assert.deepEqual(res.lines[0].sample.map(localPath), [stray]);
+  assert.equal(res.lines[0]['files-of-retired-tables-kept'], oldFiles.length, res.stdout);
+  for (const f of oldFiles) assert.ok(fs.existsSync(f), `${f} of the dropped table was deleted`);
+
+  // An unregister retires the location too; a drop with purge does not, and
+  // its purge deletes only what is newer than the retirements.
+  const un = await request(ctx.base, 'POST', `${tpath}/unregister`);
+  assert.equal(un.status, 200, un.text);
+  const retired = () => psql(ctx.dbUrl, `SELECT count(*) FROM retired_location WHERE location = '${meta.location}'`);
+  assert.equal(retired(), '2');
+  const secondFiles = walk(loc).filter((f) => !oldFiles.includes(f));
+  psql(ctx.dbUrl, `UPDATE retired_location SET retired_at = now() - interval '2 days'`);
+  for (const f of secondFiles) fs.utimesSync(f, ago(3), ago(3));
+  await createTable(ctx, name, fields);
+  await append(name, [4]);
+  const thirdFiles = walk(loc).filter((f) => !oldFiles.includes(f) && !secondFiles.includes(f));
+  assert.ok(thirdFiles.length >= 3, thirdFiles.join(' '));
+  assert.equal((await request(ctx.base, 'DELETE', `${tpath}?purgeRequested=true`)).status, 204);
+  assert.equal(retired(), '2');
+  for (let i = 0; psql(ctx.dbUrl, "SELECT state FROM maintenance_job WHERE kind = 'purge' ORDER BY id DESC LIMIT 1") !== 'done'; i++) {
+    if (i > 400) throw new Error('the purge job did not finish in 20 s');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  for (const f of thirdFiles) assert.ok(!fs.existsSync(f), `${f} of the purged table is gone`);
+  for (const f of [...oldFiles, ...secondFiles]) assert.ok(fs.existsSync(f), `${f} of a retired table stays`);
 });
 
 test('maintain: the policy picks the actions; usage errors exit 2; unknown tables fail', async () => {
