@@ -645,7 +645,8 @@ int cat_maintain_expire(struct cat_db *db, const struct cat_warehouse *wh, const
  * files-added: 0, bytes-added: 0, sample: [up to 20 URIs]}.  An object
  * under a location a table left with its files in place
  * (cat_location_retired) that is older than that departure is never an
- * orphan: a new table at the same place must not delete another's files.  A referenced file that cannot be read stops the run before
+ * orphan: a new table at the same place must not delete another's files.
+ * A referenced file that cannot be read stops the run before
  * anything is deleted.  FL_ERR_BAD_REQUEST for a malformed floe.orphan-grace. */
 int cat_maintain_orphans(struct cat_db *db, const struct cat_warehouse *wh, const struct cat_ns *ns,
                          const char *name, int64_t now_ms, bool dry_run, json_t **report,
