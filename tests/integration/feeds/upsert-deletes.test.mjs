@@ -63,15 +63,7 @@ async function upsert(name, rows, rest) {
 for (const rest of [false, true]) {
   test(`upsert${rest ? ' over REST' : ''} on a table with position and equality deletes: no deleted row comes back`, async () => {
     const name = rest ? 'updelrest' : 'updel';
-    await createKeyed(name);
-    await append(name, range(0, 10));
-    await append(name, range(10, 10));
-    let { meta } = await settled(name, (s) => s.summary['total-data-files'] === '2');
-    const data = liveEntries(currentSnapshot(meta)).filter((e) => e.content === 0);
-    const con = await duck();
-    const idsOf = async (f) => (await con.runAndReadAll(`SELECT id::INTEGER FROM read_parquet(${sqlStr(localPath(f.path))}) ORDER BY file_row_number`)).getRowsJson().map((r) => r[0]);
-    const a = (await idsOf(data[0])).includes(0) ? data[0] : data[1];
-    const aIds = await idsOf(a);
+    let { meta, a, aIds } = await twoFiles(name);
     // Positions 1 and 2 of the file of ids 0-9; ids 11 and 15 by equality.
     const pd = await positionDeleteFile(path.join(dir, `${name}-pd.parquet`), [[a.path, 1], [a.path, 2]]);
     meta = await commitDeletes(name, meta, [{
@@ -203,21 +195,26 @@ test('upsert on a v3 table with a deletion vector: the rewritten file loses the 
   assert.ok(!(res.lines[0]['delete-files-removed'] > 0), res.stdout);
 });
 
+// A keyed table of two data files: a holds ids 0-9, b ids 10-19 (aIds, bIds
+// in file order).
+async function twoFiles(name, properties = {}) {
+  await createKeyed(name, properties);
+  await append(name, range(0, 10));
+  await append(name, range(10, 10));
+  const { meta } = await settled(name, (s) => s.summary['total-data-files'] === '2');
+  const con = await duck();
+  const idsOf = async (f) => (await con.runAndReadAll(`SELECT id::INTEGER FROM read_parquet(${sqlStr(localPath(f.path))}) ORDER BY file_row_number`)).getRowsJson().map((r) => r[0]);
+  const data = liveEntries(currentSnapshot(meta)).filter((e) => e.content === 0);
+  const [a, b] = (await idsOf(data[0])).includes(0) ? data : [data[1], data[0]];
+  return { meta, a, b, aIds: await idsOf(a), bIds: await idsOf(b) };
+}
+
 test('upsert on v2: a position delete file whose file_path bounds name one data file leaves with it', async () => {
   // v2 manifests have no referenced_data_file: Iceberg Java reads a position
   // delete file as file-scoped when the lower and upper bounds of its
   // file_path column (field 2147483546) are equal, and so does Floe.
   const name = 'upscoped';
-  await createKeyed(name);
-  await append(name, range(0, 10));
-  await append(name, range(10, 10));
-  let { meta } = await settled(name, (s) => s.summary['total-data-files'] === '2');
-  const con = await duck();
-  const idsOf = async (f) => (await con.runAndReadAll(`SELECT id::INTEGER FROM read_parquet(${sqlStr(localPath(f.path))}) ORDER BY file_row_number`)).getRowsJson().map((r) => r[0]);
-  const data = liveEntries(currentSnapshot(meta)).filter((e) => e.content === 0);
-  const [a, b] = (await idsOf(data[0])).includes(0) ? data : [data[1], data[0]];
-  const aIds = await idsOf(a);
-  const bIds = await idsOf(b);
+  let { meta, a, b, aIds, bIds } = await twoFiles(name);
   const bound = (p) => [{ key: 2147483546, value: Buffer.from(p) }];
   const scoped = (f, p) => ({
     content: 1, file_path: f.path, file_format: 'PARQUET', record_count: f.count, file_size_in_bytes: f.size,
@@ -248,16 +245,7 @@ test('upsert on v2: a position delete file whose file_path bounds name one data 
 
 test('upsert on v3 with two vectors in one manifest: the one of a rewritten file leaves with it, the other stays', async () => {
   const name = 'uptwodv';
-  await createKeyed(name, { 'format-version': '3' });
-  await append(name, range(0, 10));
-  await append(name, range(10, 10));
-  let { meta } = await settled(name, (s) => s.summary['total-data-files'] === '2');
-  const con = await duck();
-  const idsOf = async (f) => (await con.runAndReadAll(`SELECT id::INTEGER FROM read_parquet(${sqlStr(localPath(f.path))}) ORDER BY file_row_number`)).getRowsJson().map((r) => r[0]);
-  const data = liveEntries(currentSnapshot(meta)).filter((e) => e.content === 0);
-  const [a, b] = (await idsOf(data[0])).includes(0) ? data : [data[1], data[0]];
-  const aIds = await idsOf(a);
-  const bIds = await idsOf(b);
+  let { meta, a, b, aIds, bIds } = await twoFiles(name, { 'format-version': '3' });
   // One delete manifest: position 1 of a, positions 2 and 3 of b.
   const puffin = path.join(localPath(meta.location), 'data', 'two.puffin');
   const dvs = new Map([[a.path, [1]], [b.path, [2, 3]]]);
