@@ -90,12 +90,12 @@ struct st_upsert {
 	/* v3, the last plan: hex key -> the _row_id a batch row takes over
 	 * from the table row it replaces (the least of a key's rows), and the
 	 * batch's files written again to carry them (lout, each from res file
-	 * lout_from[k]) in place of res files (lin_res) and bout files
-	 * (lin_bout) the snapshot then leaves out */
+	 * lout_from[k]) in place of the batch files k (batch_file) with lin[k]
+	 * set, which the snapshot then leaves out */
 	json_t *rid;
 	struct st_rewrite_out lout;
 	size_t *lout_from;
-	bool *lin_res, *lin_bout;
+	bool *lin;
 	json_t *cur_ids; /* the table file being rewritten: its cached ids */
 	/* candidates seen by plans: path -> index into cache */
 	json_t *cache_idx;
@@ -525,6 +525,26 @@ static int setup_cdc(struct st_upsert *u, struct fl_err *err)
 	return 0;
 }
 
+/* Batch file k as open leaves the batch (k < res n: res file k, which a
+ * file with a replaced row no longer is: bout holds its rewrite; then bout
+ * file k - res n): its uri, metrics (m may be NULL) and res origin; false
+ * for a res file that was rewritten. */
+static bool batch_file(const struct st_upsert *u, size_t k, const char **uri,
+                       const struct st_parquet_metrics **m, size_t *from)
+{
+	size_t nf = u->res->n_files;
+	const struct st_parquet_metrics *mm;
+
+	if (k < nf && u->losers[k] > 0)
+		return false;
+	*uri = k < nf ? u->res->files[k].uri : u->bout.files[k - nf].uri;
+	mm = k < nf ? &u->res->files[k].m : &u->bout.files[k - nf].m;
+	*from = k < nf ? k : u->bout_from[k - nf];
+	if (m != NULL)
+		*m = mm;
+	return true;
+}
+
 void st_upsert_finish(struct st_upsert *u, bool committed, bool keep)
 {
 	if (u == NULL)
@@ -540,21 +560,19 @@ void st_upsert_finish(struct st_upsert *u, bool committed, bool keep)
 	if (!keep && committed && u->lout.n > 0) {
 		struct fl_err ignored;
 
-		for (size_t i = 0; i < u->res->n_files; i++)
-			if (u->lin_res[i] &&
-			    st_io_delete(u->o.io, u->res->files[i].uri, &ignored) != 0)
-				ignored.kind = FL_ERR_NONE;
-		for (size_t i = 0; i < u->bout.n; i++)
-			if (u->lin_bout[i] &&
-			    st_io_delete(u->o.io, u->bout.files[i].uri, &ignored) != 0)
+		const char *uri;
+		size_t from;
+
+		for (size_t k = 0; k < u->res->n_files + u->bout.n; k++)
+			if (u->lin[k] && batch_file(u, k, &uri, NULL, &from) &&
+			    st_io_delete(u->o.io, uri, &ignored) != 0)
 				ignored.kind = FL_ERR_NONE;
 	}
 	if (!keep && !committed)
 		st_rewrite_out_discard(u->o.io, &u->lout);
 	st_rewrite_out_free(&u->lout);
 	free(u->lout_from);
-	free(u->lin_res);
-	free(u->lin_bout);
+	free(u->lin);
 	json_decref(u->rid);
 	json_decref(u->dels);
 	json_decref(u->delm);
@@ -620,11 +638,10 @@ int st_upsert_open(const struct st_upsert_opts *o, const struct st_ingest_result
 	u->cache_idx = json_object();
 	u->base = calloc(nf ? nf : 1, sizeof(*u->base));
 	u->losers = calloc(nf ? nf : 1, sizeof(*u->losers));
-	u->lin_res = calloc(nf ? nf : 1, sizeof(*u->lin_res));
 	u->rid = json_object();
 	st_buf_init(&u->kb, NULL);
 	if (u->map == NULL || u->cache_idx == NULL || u->base == NULL || u->losers == NULL ||
-	    u->data_uri == NULL || u->lin_res == NULL || u->rid == NULL) {
+	    u->data_uri == NULL || u->rid == NULL) {
 		nomem(err);
 		goto fail;
 	}
@@ -666,8 +683,8 @@ int st_upsert_open(const struct st_upsert_opts *o, const struct st_ingest_result
 		if (st_io_delete(o->io, res->files[i].uri, &ignored) != 0)
 			ignored.kind = FL_ERR_NONE;
 	}
-	u->lin_bout = calloc(u->bout.n ? u->bout.n : 1, sizeof(*u->lin_bout));
-	if (u->lin_bout == NULL) {
+	u->lin = calloc(nf + u->bout.n + 1, sizeof(*u->lin));
+	if (u->lin == NULL) {
 		nomem(err);
 		goto fail;
 	}
@@ -1248,38 +1265,44 @@ static int split_manifest(struct st_upsert *u, const struct st_snapshot_table *t
 
 /* The _row_id of every table row the plan replaces goes to the batch row
  * that replaces it (v3): the batch's files holding such rows are written
- * again with it (the rest of their rows inherit theirs), once per plan. */
+ * again with it (the rest of their rows inherit theirs).  A plan after a
+ * lost race that finds the same ids keeps the copies it has. */
 static int carry_row_ids(struct st_upsert *u, struct fl_err *err)
 {
-	size_t nf = u->res->n_files;
+	size_t nf = u->res->n_files, nb = nf + u->bout.n;
 	struct st_rewrite_opts ro;
-	const char *k;
+	const char *k, *uri;
 	const json_t *v;
+	json_t *rid = json_object();
 	bool *need = NULL;
+	size_t from;
 	int rc = -1;
 
-	st_rewrite_out_discard(u->o.io, &u->lout);
-	memset(u->lin_res, 0, sizeof(*u->lin_res) * nf);
-	memset(u->lin_bout, 0, sizeof(*u->lin_bout) * u->bout.n);
-	json_object_clear(u->rid);
+	if (rid == NULL)
+		return nomem(err);
 	for (size_t i = 0; i < u->ncache; i++) {
 		if (!u->cache[i].used || u->cache[i].ids == NULL)
 			continue;
 		json_object_foreach(u->cache[i].ids, k, v)
 		{
-			const json_t *had = json_object_get(u->rid, k);
+			const json_t *had = json_object_get(rid, k);
 
 			if ((had == NULL || json_integer_value(had) > json_integer_value(v)) &&
-			    json_object_set(u->rid, k, (json_t *)v) != 0)
-				return nomem(err);
+			    json_object_set(rid, k, (json_t *)v) != 0)
+				goto nomem;
 		}
 	}
-	if (json_object_size(u->rid) == 0)
+	if (json_equal(rid, u->rid)) {
+		json_decref(rid);
 		return 0;
-	need = calloc(nf, sizeof(*need));
+	}
+	st_rewrite_out_discard(u->o.io, &u->lout);
+	memset(u->lin, 0, sizeof(*u->lin) * nb);
+	json_object_clear(u->rid);
+	need = calloc(nf + 1, sizeof(*need));
 	if (need == NULL)
-		return nomem(err);
-	json_object_foreach(u->rid, k, v)
+		goto nomem;
+	json_object_foreach(rid, k, v)
 	{
 		json_int_t tag = json_integer_value(json_object_get(u->map, k));
 
@@ -1289,25 +1312,27 @@ static int carry_row_ids(struct st_upsert *u, struct fl_err *err)
 	ro.lineage = true;
 	ro.row_id = carried_id;
 	u->pos = u->key_pos;
-	for (size_t i = 0; i < nf; i++) {
-		for (size_t b = 0; need[i] && b <= u->bout.n; b++) {
-			/* b < bout.n: a bout file of res file i; b == bout.n: res
-			 * file i itself, when it had no loser (then never rewritten) */
-			const char *uri;
-
-			if (b < u->bout.n ? u->bout_from[b] != i : u->losers[i] > 0)
-				continue;
-			uri = b < u->bout.n ? u->bout.files[b].uri : u->res->files[i].uri;
-			if (rewrite_batch_file(&ro, uri, i, &u->lout, &u->lout_from, err) != 0)
-				goto out;
-			if (b < u->bout.n)
-				u->lin_bout[b] = true;
-			else
-				u->lin_res[i] = true;
-		}
+	json_decref(u->rid);
+	u->rid = rid; /* carried_id reads it */
+	rid = NULL;
+	for (size_t b = 0; b < nb; b++) {
+		if (!batch_file(u, b, &uri, NULL, &from) || !need[from])
+			continue;
+		if (rewrite_batch_file(&ro, uri, from, &u->lout, &u->lout_from, err) != 0)
+			goto out;
+		u->lin[b] = true;
 	}
 	rc = 0;
+	goto out;
+nomem:
+	nomem(err);
 out:
+	if (rc != 0 && u->rid != NULL) { /* no copy holds the ids */
+		st_rewrite_out_discard(u->o.io, &u->lout);
+		memset(u->lin, 0, sizeof(*u->lin) * nb);
+		json_object_clear(u->rid);
+	}
+	json_decref(rid);
 	free(need);
 	return rc;
 }
@@ -1316,30 +1341,24 @@ out:
  * already holds (the rewrites of table files). */
 static int add_batch_files(struct st_upsert *u, struct spec_plan *p, struct fl_err *err)
 {
-	size_t had = p->nadd, i;
+	size_t had = p->nadd, nb = u->res->n_files + u->bout.n;
 	struct st_data_file *all;
 
-	for (i = 0; i < u->res->n_files + u->bout.n + u->lout.n; i++) {
-		const struct st_rewrite_file *rf = NULL;
+	for (size_t i = 0; i < nb + u->lout.n; i++) {
+		const struct st_parquet_metrics *m;
 		struct st_data_file df = {0};
+		const char *uri;
 		size_t from;
 
-		if (i < u->res->n_files) {
-			if (u->losers[i] > 0 || u->lin_res[i])
-				continue;
-			st_parquet_metrics_to_data_file(&u->res->files[i].m, &df);
-			df.file_path = u->res->files[i].uri;
-			from = i;
-		} else {
-			size_t b = i - u->res->n_files;
-
-			if (b < u->bout.n && u->lin_bout[b])
-				continue;
-			rf = b < u->bout.n ? &u->bout.files[b] : &u->lout.files[b - u->bout.n];
-			from = b < u->bout.n ? u->bout_from[b] : u->lout_from[b - u->bout.n];
-			st_parquet_metrics_to_data_file(&rf->m, &df);
-			df.file_path = rf->uri;
+		if (i < nb && (u->lin[i] || !batch_file(u, i, &uri, &m, &from)))
+			continue;
+		if (i >= nb) {
+			uri = u->lout.files[i - nb].uri;
+			m = &u->lout.files[i - nb].m;
+			from = u->lout_from[i - nb];
 		}
+		st_parquet_metrics_to_data_file(m, &df);
+		df.file_path = uri;
 		df.partition = u->res->files[from].partition;
 		if (add_file(p, &df, err) != 0)
 			return -1;

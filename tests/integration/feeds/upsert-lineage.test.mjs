@@ -144,8 +144,11 @@ test('upsert on v3: a replacing row keeps the _row_id of the row it replaces; ne
   assertNoOrphans(meta, 'after the re-insert');
 });
 
-test('upsert on v3 racing another upsert: its retry takes the id the other carried over, and its first copies are deleted', async () => {
-  const name = 'linrace';
+// An upsert of heldRows over REST, held after its first plan (which wrote
+// the table's file and its own again) while `other` (rows and ingest args)
+// commits, then planned again: {first (the rows before), other, r, snap,
+// meta}.
+async function race(name, heldRows, otherRows, otherArgs) {
   await create(name, false);
   await run(name, [range(0, 10).map((i) => [i, `n${i}`, '', ''])]);
   const first = await rowsById((await settled(name, () => true)).snap);
@@ -153,7 +156,7 @@ test('upsert on v3 racing another upsert: its retry takes the id the other carri
   const rewrites = () => fs.readdirSync(dataDir).filter((f) => f.endsWith('-upsert.parquet')).length;
 
   let proc;
-  const held = ingest(ctx, name, [csv([[3, 'u3', '', '']])], {
+  const held = ingest(ctx, name, [csv(heldRows)], {
     rest: true, args: ['--mode', 'upsert'], env: { FLOE_TEST_UPSERT_PAUSE_MS: '60000' }, onSpawn: (p) => { proc = p; },
   });
   // Held once its first plan wrote the table file and its own file again.
@@ -161,16 +164,33 @@ test('upsert on v3 racing another upsert: its retry takes the id the other carri
     if (i > 1500) throw new Error(`the held upsert wrote ${rewrites()} rewrites in 30 s`);
     await new Promise((r) => setTimeout(r, 20));
   }
-  const other = await run(name, [[[3, 'v3', '', ''], [4, 'v4', '', '']]], { args: ['--mode', 'upsert'] });
+  const other = await run(name, [otherRows], { args: otherArgs });
   const kick = setInterval(() => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGUSR1'); }, 100);
   const r = await held.finally(() => clearInterval(kick));
   assert.equal(r.code, 0, show(r));
   const { snap, meta } = await settled(name, (x) => String(x['snapshot-id']) === String(r.out['snapshot-id']));
   assert.equal(String(snap['parent-snapshot-id']), String(other.snap['snapshot-id']), 'the held upsert was planned again on the other one');
+  return { first, other, r, snap, meta };
+}
+
+test('upsert on v3 racing another upsert: its retry takes the id the other carried over, and leaves no copy unnamed', async () => {
+  const { first, other, snap, meta } = await race('linrace', [[3, 'u3', '', '']],
+    [[3, 'v3', '', ''], [4, 'v4', '', '']], ['--mode', 'upsert']);
   const rows = await rowsById(snap);
   assert.deepEqual(rows.get('3'), ['3', 'u3', first.get('3')[2], String(snap['sequence-number'])]);
   assert.deepEqual(rows.get('4'), ['4', 'v4', first.get('4')[2], String(other.snap['sequence-number'])]);
   for (const id of ['0', '1', '2', '5', '6', '7', '8', '9']) assert.deepEqual(rows.get(id), first.get(id));
+  assertIds(rows, meta);
+  assertNoOrphans(meta, 'after the race');
+});
+
+test('upsert on v3 racing a delete of its key: its retry gives the row a new id and deletes its first copy', async () => {
+  const { first, snap, meta } = await race('linrace2', [[3, 'u3', '', '']],
+    [[3, '', '', 'D']], ['--mode', 'upsert', '--cdc-field', 'op']);
+  const rows = await rowsById(snap);
+  assert.equal(rows.get('3')[1], 'u3');
+  assert.notEqual(rows.get('3')[2], first.get('3')[2], 'the row it replaced was deleted meanwhile: a new row');
+  for (const id of ['0', '1', '2', '4', '5', '6', '7', '8', '9']) assert.deepEqual(rows.get(id), first.get(id));
   assertIds(rows, meta);
   assertNoOrphans(meta, 'after the race');
 });
